@@ -1,0 +1,153 @@
+/**
+ * Bundled OpenAPI documents → the capability catalog. Pure: no I/O. Names are assigned over all
+ * APIs at once so collisions get deterministic suffixes (README "Capability names").
+ */
+import { UserError } from '../errors.js';
+import { createCatalog, type Catalog } from './catalog.js';
+import { documentServers, inspectDocument, listOperations, securitySchemes } from './document.js';
+import { baseName, NAME_PATTERN, suffixed, toSnakeCase, withPrefix } from './names.js';
+import { deriveOperation, type DerivedOperation } from './operation.js';
+import { isObject } from './pointer.js';
+import { SchemaConverter } from './schema-convert.js';
+import { isSelected, type OperationSelector } from './selectors.js';
+import type { ApiInfo, Capability } from './types.js';
+
+export interface ApiDocument {
+  /** Where the document came from, for messages. */
+  readonly source: string;
+  /** The document after `$ref` bundling: only document-local `$ref`s remain. */
+  readonly doc: unknown;
+  readonly id?: string;
+  readonly upstream?: string;
+  readonly prefix?: string;
+  readonly include?: readonly OperationSelector[];
+  readonly exclude?: readonly OperationSelector[];
+}
+
+interface Candidate {
+  readonly derived: DerivedOperation;
+  readonly base: string;
+  readonly explicit: boolean;
+  /** Sort key that does not depend on document order. */
+  readonly order: string;
+}
+
+export function deriveCatalog(apis: readonly ApiDocument[]): Catalog & { readonly formats: ReadonlySet<string> } {
+  const warnings: string[] = [];
+  const warn = (m: string): void => void warnings.push(m);
+  const infos: ApiInfo[] = [];
+  const candidates: Candidate[] = [];
+  const formats = new Set<string>();
+  const usedIds = new Set<string>();
+
+  apis.forEach((api, apiIndex) => {
+    const view = inspectDocument(api.source, api.doc);
+    const info = isObject(view.doc.info) ? view.doc.info : {};
+    const id = uniqueId(api.id ?? (toSnakeCase(String(info.title ?? '')) || 'api'), usedIds);
+    const converter = new SchemaConverter(view.doc, view.flavour, (m) => warn(`${api.source}: ${m}`));
+    const servers = documentServers(view);
+    const schemes = securitySchemes(view);
+    infos.push({
+      id,
+      title: typeof info.title === 'string' ? info.title : id,
+      ...(typeof info.description === 'string' ? { description: info.description } : {}),
+      version: typeof info.version === 'string' ? info.version : String(info.version ?? ''),
+      source: api.source,
+      flavour: view.flavour,
+      ...(api.upstream !== undefined ? { upstream: api.upstream } : {}),
+      servers,
+      securitySchemes: schemes,
+    });
+    const ctx = { view, converter, apiId: id, servers, schemes, warn };
+    for (const op of listOperations(view)) {
+      const operationId = typeof op.operation.operationId === 'string' ? op.operation.operationId : undefined;
+      const tags = Array.isArray(op.operation.tags) ? op.operation.tags.filter((t): t is string => typeof t === 'string') : [];
+      if (!isSelected({ method: op.method, path: op.path, ...(operationId ? { operationId } : {}), tags }, api.include, api.exclude)) continue;
+      const override = op.operation['x-agent-auth-name'];
+      if (override !== undefined && (typeof override !== 'string' || !NAME_PATTERN.test(override))) {
+        throw new UserError(
+          `${api.source}: ${op.pointer}/x-agent-auth-name: ${JSON.stringify(override)} is not a valid capability name (expected [a-z0-9_], 1 to 64 characters)`,
+        );
+      }
+      candidates.push({
+        derived: deriveOperation(ctx, op),
+        base: withPrefix(api.prefix, typeof override === 'string' ? override : baseName(operationId, op.method, op.path)),
+        explicit: typeof override === 'string',
+        order: `${String(apiIndex).padStart(6, '0')} ${op.path} ${op.method}`,
+      });
+    }
+    for (const f of converter.formats) formats.add(f);
+  });
+
+  const names = assignNames(candidates, warn, apis);
+  const capabilities: Capability[] = candidates.map((c, i) => ({
+    name: names[i] as string,
+    description: c.derived.description,
+    ...(c.derived.input ? { input: c.derived.input } : {}),
+    ...(c.derived.output ? { output: c.derived.output } : {}),
+    argumentsSchema: c.derived.argumentsSchema,
+    operation: c.derived.operation,
+  }));
+  return Object.freeze({ ...createCatalog(infos, capabilities, warnings), formats });
+}
+
+/**
+ * Explicit names (`x-agent-auth-name`) are reserved first and must be unique. Then names that only
+ * one operation wants. Then each colliding group, in path/method order: the first keeps the name,
+ * the others get `_2`, `_3`, … (skipping names already taken).
+ */
+function assignNames(candidates: readonly Candidate[], warn: (m: string) => void, apis: readonly ApiDocument[]): string[] {
+  const names: (string | undefined)[] = new Array<string | undefined>(candidates.length);
+  const taken = new Map<string, number>();
+  const label = (i: number): string => {
+    const c = candidates[i] as Candidate;
+    const api = apis[Number(c.order.slice(0, 6))];
+    return `${c.derived.operation.method.toUpperCase()} ${c.derived.operation.path} (${api?.source ?? ''})`;
+  };
+
+  candidates.forEach((c, i) => {
+    if (!c.explicit) return;
+    const other = taken.get(c.base);
+    if (other !== undefined) {
+      throw new UserError(`x-agent-auth-name "${c.base}" is used by both ${label(other)} and ${label(i)}; names must be unique`);
+    }
+    taken.set(c.base, i);
+    names[i] = c.base;
+  });
+
+  const groups = new Map<string, number[]>();
+  candidates.forEach((c, i) => {
+    if (c.explicit) return;
+    groups.set(c.base, [...(groups.get(c.base) ?? []), i]);
+  });
+  for (const [base, members] of groups) {
+    if (members.length === 1 && !taken.has(base)) {
+      taken.set(base, members[0] as number);
+      names[members[0] as number] = base;
+    }
+  }
+  const order = (i: number): string => (candidates[i] as Candidate).order;
+  for (const [base, members] of [...groups].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (members.every((i) => names[i] !== undefined)) continue;
+    const sorted = [...members].sort((a, b) => (order(a) < order(b) ? -1 : 1));
+    let n = 2;
+    for (const i of sorted) {
+      let name = base;
+      if (taken.has(name)) {
+        do name = suffixed(base, n++);
+        while (taken.has(name));
+        warn(`capability name "${base}" is wanted by ${label(taken.get(base) as number)} and ${label(i)}; the latter is named "${name}"`);
+      }
+      taken.set(name, i);
+      names[i] = name;
+    }
+  }
+  return names as string[];
+}
+
+function uniqueId(base: string, used: Set<string>): string {
+  let id = base;
+  for (let n = 2; used.has(id); n++) id = `${base}_${n}`;
+  used.add(id);
+  return id;
+}

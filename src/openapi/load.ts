@@ -1,0 +1,112 @@
+/**
+ * Loading OpenAPI documents from files or URLs and resolving their `$ref`s with swagger-parser's
+ * bundler, so that only document-local `$ref`s remain. A spec is untrusted input: remote `$ref`s
+ * are fetched only when the operator allows it, through the same guarded fetcher as remote specs
+ * (§8.12), and a remote spec can never read local files.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { parse as parseYaml } from 'yaml';
+import { UserError } from '../errors.js';
+import { toPointer } from './pointer.js';
+import { DEFAULT_FETCH_LIMITS, fetchDocument, type FetchLimits } from './fetch.js';
+
+export interface LoadOptions {
+  /** Allow `$ref`s to http(s) URLs inside documents. */
+  readonly allowRemoteRefs: boolean;
+  /** Allow plain-http URLs for specs and remote `$ref`s. */
+  readonly allowHttp: boolean;
+  readonly fetchLimits?: Partial<FetchLimits>;
+}
+
+export interface LoadedDocument {
+  readonly source: string;
+  readonly doc: unknown;
+}
+
+export function isUrl(source: string): boolean {
+  return /^https?:\/\//i.test(source);
+}
+
+export async function loadDocument(source: string, options: LoadOptions): Promise<LoadedDocument> {
+  const limits: Partial<FetchLimits> = { ...DEFAULT_FETCH_LIMITS, ...options.fetchLimits, allowHttp: options.allowHttp };
+  const remoteRoot = isUrl(source);
+  let location = source;
+  let parsed: unknown;
+  if (remoteRoot) {
+    const fetched = await fetchDocument(source, limits);
+    location = fetched.url;
+    parsed = parseText(fetched.body.toString('utf8'), source);
+  } else {
+    location = resolvePath(source);
+    if (!existsSync(location) || !statSync(location).isFile()) throw new UserError(`${source}: spec file not found`);
+  }
+
+  const resolvers = {
+    // Built-in resolvers are replaced: the file one is refused to remote documents, and the HTTP
+    // one ignores our size, timeout and scheme limits.
+    ...(remoteRoot ? { file: false } : {}),
+    http: false,
+    guardedHttp: {
+      order: 1,
+      canRead: /^https?:\/\//i,
+      read: async (file: { url: string }): Promise<Buffer> => {
+        if (!options.allowRemoteRefs) {
+          throw new UserError(`remote $ref to ${file.url} is not allowed; pass --allow-remote-refs (or specs.allow_remote_refs: true) to fetch it`);
+        }
+        return (await fetchDocument(file.url, limits)).body;
+      },
+    },
+    refuseOther: {
+      order: 2,
+      canRead: (file: { url: string }) => !/^https?:\/\//i.test(file.url) && (remoteRoot || /^[a-z][a-z0-9+.-]+:/i.test(file.url)),
+      read: (file: { url: string }): Promise<Buffer> =>
+        Promise.reject(new UserError(`$ref to ${file.url} is not allowed${remoteRoot ? ': a remote spec cannot read local files' : ''}`)),
+    },
+  };
+
+  try {
+    // The typings do not admit custom resolvers; the runtime does (json-schema-ref-parser options).
+    const bundle = SwaggerParser.bundle.bind(SwaggerParser) as unknown as (...args: unknown[]) => Promise<unknown>;
+    const bundleOptions = { resolve: resolvers, continueOnError: true };
+    const doc = await (parsed === undefined ? bundle(location, bundleOptions) : bundle(location, parsed, bundleOptions));
+    return { source, doc };
+  } catch (err) {
+    throw new UserError(describeLoadError(source, err));
+  }
+}
+
+function parseText(text: string, source: string): unknown {
+  try {
+    return text.trimStart().startsWith('{') ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 1000 });
+  } catch (err) {
+    throw new UserError(`${source}: not valid JSON or YAML: ${(err as Error).message.split('\n')[0] ?? ''}`);
+  }
+}
+
+interface ParserErrorLike {
+  name?: string;
+  message?: string;
+  source?: string;
+  path?: readonly (string | number)[] | null;
+  errors?: readonly ParserErrorLike[];
+}
+
+/** swagger-parser errors → one message per problem: file, JSON pointer, what is wrong. */
+function describeLoadError(source: string, err: unknown): string {
+  if (err instanceof UserError) return err.message;
+  const e = err as ParserErrorLike;
+  const list = Array.isArray(e.errors) && e.errors.length > 0 ? e.errors : [e];
+  const lines = list.map((item) => {
+    const where = item.path && item.path.length > 0 ? ` at ${toPointer(item.path.map(String))}` : '';
+    const file = item.source ?? source;
+    const message = (item.message ?? String(err)).split('\n')[0] ?? '';
+    if (item.name === 'MissingPointerError') {
+      const target = /Missing \$ref pointer "([^"]*)"/.exec(message)?.[1];
+      return `${file}${where}: dangling $ref${target ? ` "${target}"` : ''}: ${message}`;
+    }
+    return `${file}${where}: ${message}`;
+  });
+  return lines.length === 1 ? (lines[0] as string) : `${source}: ${lines.length} problems:\n  ${lines.join('\n  ')}`;
+}

@@ -1,0 +1,155 @@
+/**
+ * Request body → input properties. An object body is flattened into the top-level input unless a
+ * field name collides with a parameter; anything else goes under one `body` argument.
+ */
+import { isObject, stringList } from './pointer.js';
+import { deref, type DocumentView, type RawOperation } from './document.js';
+import { essence, isJsonLike, isTextual, sortByPreference } from './media.js';
+import type { RawParameter } from './parameters.js';
+import type { SchemaConverter, SchemaNode } from './schema-convert.js';
+import type { BodyBinding, JsonSchema } from './types.js';
+
+export interface RawBody {
+  readonly mediaTypes: string[];
+  readonly required: boolean;
+  /** Raw schema per media type, in the document's dialect. */
+  readonly schemas: ReadonlyMap<string, unknown>;
+  readonly encodings: ReadonlyMap<string, unknown>;
+  readonly pointer: string;
+}
+
+export function readBody(view: DocumentView, op: RawOperation, params: readonly RawParameter[]): RawBody | undefined {
+  return view.flavour === 'swagger-2.0' ? readSwaggerBody(view, op, params) : readOpenApiBody(view, op);
+}
+
+function readOpenApiBody(view: DocumentView, op: RawOperation): RawBody | undefined {
+  if (op.operation.requestBody === undefined) return undefined;
+  const pointer = `${op.pointer}/requestBody`;
+  const body = deref(view, op.operation.requestBody, pointer);
+  if (!isObject(body) || !isObject(body.content)) return undefined;
+  const schemas = new Map<string, unknown>();
+  const encodings = new Map<string, unknown>();
+  for (const [mediaType, media] of Object.entries(body.content)) {
+    schemas.set(mediaType, isObject(media) ? media.schema : undefined);
+    if (isObject(media) && isObject(media.encoding)) encodings.set(mediaType, media.encoding);
+  }
+  if (schemas.size === 0) return undefined;
+  return { mediaTypes: [...schemas.keys()], required: body.required === true, schemas, encodings, pointer };
+}
+
+function readSwaggerBody(view: DocumentView, op: RawOperation, params: readonly RawParameter[]): RawBody | undefined {
+  const consumes = stringList(op.operation.consumes) ?? stringList(view.doc.consumes);
+  const bodyParam = params.find((p) => p.in === 'body');
+  if (bodyParam) {
+    const mediaTypes = consumes?.length ? consumes : ['application/json'];
+    const schemas = new Map(mediaTypes.map((m) => [m, bodyParam.raw.schema]));
+    return { mediaTypes, required: bodyParam.raw.required === true, schemas, encodings: new Map(), pointer: bodyParam.pointer };
+  }
+  const form = params.filter((p) => p.in === 'formData');
+  if (form.length === 0) return undefined;
+  const properties: Record<string, unknown> = {};
+  const required: string[] = [];
+  for (const p of form) {
+    const { in: _in, name: _name, required: req, description, ...schema } = p.raw;
+    properties[p.name] = typeof description === 'string' ? { ...schema, description } : schema;
+    if (req === true) required.push(p.name);
+  }
+  const hasFile = form.some((p) => p.raw.type === 'file');
+  const declared = consumes?.filter((m) => {
+    const e = essence(m);
+    return e === 'multipart/form-data' || e === 'application/x-www-form-urlencoded';
+  });
+  const mediaTypes = declared?.length ? declared : [hasFile ? 'multipart/form-data' : 'application/x-www-form-urlencoded'];
+  const schema = { type: 'object', properties, ...(required.length ? { required } : {}) };
+  return {
+    mediaTypes,
+    required: required.length > 0,
+    schemas: new Map(mediaTypes.map((m) => [m, schema])),
+    encodings: new Map(),
+    pointer: form[0]?.pointer ?? op.pointer,
+  };
+}
+
+export interface DerivedBody {
+  readonly binding: BodyBinding;
+  /** Input properties contributed by the body, in order. */
+  readonly properties: ReadonlyArray<readonly [string, SchemaNode]>;
+  readonly required: readonly string[];
+}
+
+export function deriveBody(
+  raw: RawBody,
+  converter: SchemaConverter,
+  takenArguments: ReadonlySet<string>,
+  defs: Set<string>,
+): DerivedBody {
+  const mediaTypes = sortByPreference(raw.mediaTypes);
+  const mediaType = mediaTypes[0] as string;
+  const rawSchema = raw.schemas.get(mediaType);
+  const converted = converter.convert(rawSchema ?? defaultBodySchema(mediaType), 'input', `${raw.pointer}`);
+  const schema = converted.schema;
+  const encoding = readEncoding(raw.encodings.get(mediaType));
+  const base = { mediaTypes, mediaType, required: raw.required, encoding };
+
+  if (isFlattenable(schema) && !Object.keys(schema.properties).some((f) => takenArguments.has(f))) {
+    for (const d of converted.defs) defs.add(d);
+    const properties = Object.entries(schema.properties);
+    const fields = properties.map(([name]) => name);
+    const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
+    return {
+      binding: { ...base, mode: 'flattened', fields, binaryFields: fields.filter((f) => isBinary(schema.properties[f])) },
+      properties,
+      required,
+    };
+  }
+
+  for (const d of converted.defs) defs.add(d);
+  const argument = ['body', 'request_body', 'body_'].find((a) => !takenArguments.has(a)) ?? 'request_body_';
+  const binaryFields = isBinary(schema) ? [argument] : [];
+  return {
+    binding: { ...base, mode: 'wrapped', argument, fields: [argument], binaryFields },
+    properties: [[argument, schema]],
+    required: raw.required ? [argument] : [],
+  };
+}
+
+/** A body the document gives no schema for: JSON accepts anything, text is a string, the rest bytes. */
+function defaultBodySchema(mediaType: string): unknown {
+  if (isJsonLike(mediaType)) return {};
+  if (isTextual(mediaType)) return { type: 'string' };
+  return { type: 'string', format: 'binary' };
+}
+
+type FlatObject = JsonSchema & { properties: Record<string, SchemaNode> };
+
+/**
+ * Only a plain object schema is flattened: no composition, no open-ended extra keys, and not
+ * nullable, because those cannot be expressed as a set of named top-level arguments.
+ */
+function isFlattenable(schema: SchemaNode): schema is FlatObject {
+  if (typeof schema === 'boolean' || !isObject(schema.properties)) return false;
+  if (schema.type !== undefined && schema.type !== 'object') return false;
+  const blocking = ['$ref', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'patternProperties', 'unevaluatedProperties', 'dependentSchemas'];
+  if (blocking.some((k) => schema[k] !== undefined)) return false;
+  return schema.additionalProperties === undefined || schema.additionalProperties === false;
+}
+
+function isBinary(schema: SchemaNode | undefined): boolean {
+  if (schema === undefined || typeof schema === 'boolean') return false;
+  if (schema.contentEncoding === 'base64') return true;
+  return isObject(schema.items) && schema.items.contentEncoding === 'base64';
+}
+
+function readEncoding(value: unknown): BodyBinding['encoding'] {
+  if (!isObject(value)) return {};
+  const out: Record<string, { contentType?: string; style?: string; explode?: boolean }> = {};
+  for (const [field, enc] of Object.entries(value)) {
+    if (!isObject(enc)) continue;
+    out[field] = {
+      ...(typeof enc.contentType === 'string' ? { contentType: enc.contentType } : {}),
+      ...(typeof enc.style === 'string' ? { style: enc.style } : {}),
+      ...(typeof enc.explode === 'boolean' ? { explode: enc.explode } : {}),
+    };
+  }
+  return out;
+}

@@ -1,0 +1,422 @@
+/**
+ * Converts OpenAPI schemas (Swagger 2.0, OpenAPI 3.0 and 3.1 dialects) into self-contained JSON
+ * Schema 2020-12. `$ref`s that take part in a cycle become `#/$defs/…` of the capability's own
+ * schema; all others are inlined. Unknown or malformed keywords are dropped (with a warning where
+ * they carried meaning), so every result compiles with ajv's strict 2020 validator.
+ */
+import { isObject, resolvePointer } from './pointer.js';
+import { findRecursiveRefs } from './ref-graph.js';
+import type { JsonSchema, SpecFlavour } from './types.js';
+
+export const JSON_SCHEMA_2020 = 'https://json-schema.org/draft/2020-12/schema';
+
+/** `input` drops `readOnly` properties, `output` drops `writeOnly` ones. */
+export type Direction = 'input' | 'output';
+
+export type SchemaNode = JsonSchema | boolean;
+
+/** A converted schema and the recursive `$ref`s (document pointers) it needs as `$defs`. */
+export interface Converted {
+  readonly schema: SchemaNode;
+  readonly defs: ReadonlySet<string>;
+}
+
+const JSON_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
+const ANNOTATIONS = ['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly'];
+
+type Check = (v: unknown) => boolean;
+const isNumber: Check = (v) => typeof v === 'number' && Number.isFinite(v);
+const isCount: Check = (v) => Number.isInteger(v) && (v as number) >= 0;
+const isString: Check = (v) => typeof v === 'string';
+const isBoolean: Check = (v) => typeof v === 'boolean';
+
+/** Keywords copied as they are once their value has the right type. */
+const PLAIN: Readonly<Record<string, Check>> = {
+  title: isString,
+  description: isString,
+  $comment: isString,
+  default: () => true,
+  const: () => true,
+  deprecated: isBoolean,
+  readOnly: isBoolean,
+  writeOnly: isBoolean,
+  multipleOf: (v) => isNumber(v) && (v as number) > 0,
+  maximum: isNumber,
+  minimum: isNumber,
+  maxLength: isCount,
+  minLength: isCount,
+  maxItems: isCount,
+  minItems: isCount,
+  maxContains: isCount,
+  minContains: isCount,
+  maxProperties: isCount,
+  minProperties: isCount,
+  uniqueItems: isBoolean,
+  contentEncoding: isString,
+  contentMediaType: isString,
+};
+const SUBSCHEMA = [
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'contentSchema',
+];
+const SUBSCHEMA_LIST = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
+const SUBSCHEMA_MAP = ['patternProperties', 'dependentSchemas'];
+
+export class SchemaConverter {
+  /** Every `format` seen, so the validator can register unknown ones as annotations. */
+  readonly formats = new Set<string>();
+  private readonly recursive: ReadonlySet<string>;
+  private readonly defNames: ReadonlyMap<string, string>;
+  private readonly inlineMemo = new Map<string, Converted>();
+  private readonly defMemo = new Map<string, Converted>();
+  private readonly inProgress = new Set<string>();
+  private readonly warned = new Set<string>();
+
+  constructor(
+    private readonly doc: unknown,
+    private readonly flavour: SpecFlavour,
+    private readonly onWarning: (message: string) => void,
+  ) {
+    this.recursive = findRecursiveRefs(doc);
+    this.defNames = assignDefNames(this.recursive);
+  }
+
+  /** Converts one schema found at `where` (a JSON pointer, for messages). */
+  convert(node: unknown, direction: Direction, where: string): Converted {
+    const defs = new Set<string>();
+    const schema = this.node(node, direction, where, defs);
+    return { schema, defs };
+  }
+
+  /**
+   * Wraps a converted schema as a capability's root schema: `$schema`, plus `$defs` holding every
+   * recursive definition it reaches, transitively.
+   */
+  finish(schema: SchemaNode, defs: ReadonlySet<string>, direction: Direction): JsonSchema {
+    const root: JsonSchema = { $schema: JSON_SCHEMA_2020, ...(typeof schema === 'boolean' ? (schema ? {} : { not: {} }) : schema) };
+    if (defs.size === 0) return root;
+    const out: Record<string, SchemaNode> = {};
+    const queue = [...defs].sort();
+    const seen = new Set(queue);
+    while (queue.length > 0) {
+      const ref = queue.shift() as string;
+      const def = this.defBody(ref, direction);
+      out[this.defName(ref)] = def.schema;
+      for (const next of def.defs) {
+        if (!seen.has(next)) {
+          seen.add(next);
+          queue.push(next);
+        }
+      }
+    }
+    root.$defs = Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
+    return root;
+  }
+
+  /** Resolves `$ref` chains of a raw schema to the object that carries its keywords. */
+  resolveRaw(node: unknown): unknown {
+    let current = node;
+    for (let hops = 0; hops < 32 && isObject(current) && typeof current.$ref === 'string'; hops++) {
+      current = resolvePointer(this.doc, current.$ref);
+    }
+    return current;
+  }
+
+  private defName(ref: string): string {
+    return this.defNames.get(ref) as string;
+  }
+
+  private defBody(ref: string, direction: Direction): Converted {
+    const key = `${direction}\u0000${ref}`;
+    let def = this.defMemo.get(key);
+    if (!def) {
+      def = this.convert(resolvePointer(this.doc, ref), direction, ref);
+      this.defMemo.set(key, def);
+    }
+    return def;
+  }
+
+  private warn(where: string, message: string): void {
+    const line = `${where}: ${message}`;
+    if (this.warned.has(line)) return;
+    this.warned.add(line);
+    this.onWarning(line);
+  }
+
+  private node(raw: unknown, dir: Direction, where: string, defs: Set<string>): SchemaNode {
+    if (typeof raw === 'boolean') return raw;
+    if (!isObject(raw)) {
+      this.warn(where, 'schema is not an object; treated as {}');
+      return {};
+    }
+    if (typeof raw.$ref === 'string') return this.ref(raw, raw.$ref, dir, where, defs);
+    return this.keywords(raw, dir, where, defs);
+  }
+
+  private ref(raw: Record<string, unknown>, ref: string, dir: Direction, where: string, defs: Set<string>): SchemaNode {
+    let base: SchemaNode;
+    if (this.recursive.has(ref)) {
+      defs.add(ref);
+      base = { $ref: `#/$defs/${this.defName(ref)}` };
+    } else {
+      base = this.inline(ref, dir, defs);
+    }
+    const { $ref: _ref, nullable, 'x-nullable': xNullable, ...siblings } = raw;
+    const extra = this.keywords(siblings, dir, where, defs);
+    let result: SchemaNode = base;
+    const keys = Object.keys(extra);
+    if (keys.length > 0 && typeof base !== 'boolean') {
+      if (this.flavour === 'openapi-3.1' && !keys.every((k) => ANNOTATIONS.includes(k))) {
+        // 3.1 schemas are JSON Schema: constraints beside `$ref` apply too.
+        result = { allOf: [base, extra] };
+      } else {
+        // 2.0/3.0 ignore `$ref` siblings; their annotations still help the reader.
+        result = { ...base, ...pick(extra, ANNOTATIONS) };
+      }
+    }
+    if ((nullable === true || xNullable === true) && typeof result !== 'boolean') result = makeNullable(result);
+    return result;
+  }
+
+  private inline(ref: string, dir: Direction, defs: Set<string>): SchemaNode {
+    const key = `${dir}\u0000${ref}`;
+    let memo = this.inlineMemo.get(key);
+    if (!memo) {
+      if (this.inProgress.has(key)) {
+        // Only reachable through a cycle the graph did not see (it sees them all); stay finite.
+        return {};
+      }
+      this.inProgress.add(key);
+      memo = this.convert(resolvePointer(this.doc, ref), dir, ref);
+      this.inProgress.delete(key);
+      this.inlineMemo.set(key, memo);
+    }
+    for (const d of memo.defs) defs.add(d);
+    return memo.schema;
+  }
+
+  private keywords(raw: Record<string, unknown>, dir: Direction, where: string, defs: Set<string>): JsonSchema {
+    const out: JsonSchema = {};
+    for (const [key, value] of Object.entries(raw)) {
+      const check = PLAIN[key];
+      if (check) {
+        if (check(value)) out[key] = value;
+        else this.warn(where, `dropped invalid "${key}"`);
+      } else if (SUBSCHEMA.includes(key)) {
+        out[key] = this.node(value, dir, `${where}/${key}`, defs);
+      } else if (SUBSCHEMA_LIST.includes(key)) {
+        if (Array.isArray(value) && value.length > 0) {
+          out[key] = value.map((v, i) => this.node(v, dir, `${where}/${key}/${i}`, defs));
+        }
+      } else if (SUBSCHEMA_MAP.includes(key)) {
+        if (isObject(value)) out[key] = this.map(value, dir, `${where}/${key}`, defs, key === 'patternProperties');
+      } else {
+        this.special(key, value, raw, out, dir, where, defs);
+      }
+    }
+    this.normalizeBounds(raw, out);
+    if (raw.nullable === true || raw['x-nullable'] === true) return makeNullable(out);
+    return out;
+  }
+
+  private special(
+    key: string,
+    value: unknown,
+    raw: Record<string, unknown>,
+    out: JsonSchema,
+    dir: Direction,
+    where: string,
+    defs: Set<string>,
+  ): void {
+    switch (key) {
+      case 'type':
+        this.type(value, out, where);
+        return;
+      case 'properties':
+        if (isObject(value)) this.properties(value, raw, out, dir, where, defs);
+        return;
+      case 'required':
+        // Handled with `properties`, which may drop readOnly/writeOnly members.
+        if (!isObject(raw.properties) && Array.isArray(value)) out.required = uniqueStrings(value);
+        return;
+      case 'items':
+        if (Array.isArray(value)) {
+          // Draft-4 style tuple validation.
+          out.prefixItems = value.map((v, i) => this.node(v, dir, `${where}/items/${i}`, defs));
+        } else {
+          out.items = this.node(value, dir, `${where}/items`, defs);
+        }
+        return;
+      case 'enum':
+        if (Array.isArray(value) && value.length > 0) out.enum = value;
+        else this.warn(where, 'dropped empty or invalid "enum"');
+        return;
+      case 'pattern':
+        if (typeof value === 'string' && validPattern(value)) out.pattern = value;
+        else this.warn(where, `dropped "pattern" ${JSON.stringify(value)}: not a valid ECMAScript (unicode) regular expression`);
+        return;
+      case 'format':
+        this.format(value, out);
+        return;
+      case 'example':
+        if (raw.examples === undefined || !Array.isArray(raw.examples)) out.examples = [value];
+        return;
+      case 'examples':
+        if (Array.isArray(value)) out.examples = value;
+        return;
+      case 'dependentRequired':
+        if (isObject(value)) out.dependentRequired = value;
+        return;
+      default:
+        // Dropped: OpenAPI-only keywords (nullable, discriminator, xml, externalDocs), vendor
+        // extensions (x-*), and identifiers ($id, $anchor, $schema) that would change how the
+        // capability's own `$ref`s resolve.
+        return;
+    }
+  }
+
+  private type(value: unknown, out: JsonSchema, where: string): void {
+    const list = Array.isArray(value) ? value : [value];
+    const types: string[] = [];
+    for (const t of list) {
+      if (t === 'file') {
+        // Swagger 2.0 file upload: agents send the bytes as base64.
+        types.push('string');
+        out.contentEncoding = 'base64';
+      } else if (typeof t === 'string' && JSON_TYPES.has(t)) {
+        types.push(t);
+      } else {
+        this.warn(where, `dropped unknown type ${JSON.stringify(t)}`);
+      }
+    }
+    const unique = [...new Set(types)];
+    if (unique.length === 1) out.type = unique[0];
+    else if (unique.length > 1) out.type = unique;
+  }
+
+  private format(value: unknown, out: JsonSchema): void {
+    if (typeof value !== 'string') return;
+    if (value === 'binary') {
+      // OpenAPI 3.0's raw bytes: carried as base64 in JSON arguments.
+      out.contentEncoding = 'base64';
+      return;
+    }
+    this.formats.add(value);
+    out.format = value;
+  }
+
+  private properties(
+    value: Record<string, unknown>,
+    raw: Record<string, unknown>,
+    out: JsonSchema,
+    dir: Direction,
+    where: string,
+    defs: Set<string>,
+  ): void {
+    const hidden = dir === 'input' ? 'readOnly' : 'writeOnly';
+    const props: Record<string, SchemaNode> = {};
+    for (const [name, sub] of Object.entries(value)) {
+      if (this.hasFlag(sub, hidden)) continue;
+      props[name] = this.node(sub, dir, `${where}/properties/${name}`, defs);
+    }
+    out.properties = props;
+    if (Array.isArray(raw.required)) {
+      const required = uniqueStrings(raw.required).filter((r) => Object.hasOwn(props, r) || !Object.hasOwn(value, r));
+      if (required.length > 0) out.required = required;
+    }
+  }
+
+  private map(value: Record<string, unknown>, dir: Direction, where: string, defs: Set<string>, patterns: boolean): JsonSchema {
+    const out: JsonSchema = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (patterns && !validPattern(k)) {
+        this.warn(where, `dropped pattern property ${JSON.stringify(k)}: not a valid ECMAScript regular expression`);
+        continue;
+      }
+      out[k] = this.node(v, dir, `${where}/${k}`, defs);
+    }
+    return out;
+  }
+
+  /** True when the schema (following `$ref`s and their siblings) is marked readOnly/writeOnly. */
+  private hasFlag(node: unknown, flag: 'readOnly' | 'writeOnly'): boolean {
+    let current = node;
+    for (let hops = 0; hops < 32 && isObject(current); hops++) {
+      if (current[flag] === true) return true;
+      if (typeof current.$ref !== 'string') return false;
+      current = resolvePointer(this.doc, current.$ref);
+    }
+    return false;
+  }
+
+  /** Swagger 2.0 / OpenAPI 3.0 boolean exclusiveMinimum/Maximum → 2020-12 numeric form. */
+  private normalizeBounds(raw: Record<string, unknown>, out: JsonSchema): void {
+    for (const [exclusive, bound] of [
+      ['exclusiveMinimum', 'minimum'],
+      ['exclusiveMaximum', 'maximum'],
+    ] as const) {
+      const value = raw[exclusive];
+      if (value === true && isNumber(out[bound])) {
+        out[exclusive] = out[bound];
+        delete out[bound];
+      } else if (isNumber(value)) {
+        out[exclusive] = value;
+      }
+    }
+  }
+}
+
+/** Adds `null` to a schema's accepted values (OpenAPI 3.0 `nullable`, Swagger `x-nullable`). */
+export function makeNullable(schema: JsonSchema): JsonSchema {
+  const out: JsonSchema = { ...schema };
+  if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...(out.enum as unknown[]), null];
+  if (typeof out.type === 'string') {
+    out.type = out.type === 'null' ? 'null' : [out.type, 'null'];
+    return out;
+  }
+  if (Array.isArray(out.type)) {
+    if (!out.type.includes('null')) out.type = [...(out.type as string[]), 'null'];
+    return out;
+  }
+  return { anyOf: [schema, { type: 'null' }] };
+}
+
+function assignDefNames(refs: ReadonlySet<string>): Map<string, string> {
+  const names = new Map<string, string>();
+  const used = new Set<string>();
+  for (const ref of [...refs].sort()) {
+    const tokens = ref.split('/').map((t) => t.replace(/~1/g, '_').replace(/~0/g, '_'));
+    const last = tokens[tokens.length - 1] ?? 'def';
+    const base = (last.replace(/[^A-Za-z0-9_.-]/g, '_') || 'def').slice(0, 60);
+    let name = base;
+    for (let n = 2; used.has(name); n++) name = `${base}_${n}`;
+    used.add(name);
+    names.set(ref, name);
+  }
+  return names;
+}
+
+function validPattern(pattern: string): boolean {
+  try {
+    new RegExp(pattern, 'u');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function uniqueStrings(values: readonly unknown[]): string[] {
+  return [...new Set(values.filter((v): v is string => typeof v === 'string'))];
+}
+
+function pick(obj: JsonSchema, keys: readonly string[]): JsonSchema {
+  return Object.fromEntries(Object.entries(obj).filter(([k]) => keys.includes(k)));
+}
