@@ -24,7 +24,10 @@ export function createSchemaValidator(extraFormats: Iterable<string> = []): Ajv2
     validateFormats: true,
   });
   addFormats(ajv);
-  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -INT32 && n < INT32 });
+  ajv.addFormat('int32', {
+    type: 'number',
+    validate: (n: number) => Number.isInteger(n) && n >= -INT32 && n < INT32,
+  });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
   ajv.addFormat('float', { type: 'number', validate: () => true });
   ajv.addFormat('double', { type: 'number', validate: () => true });

@@ -37,7 +37,8 @@ export function createCatalog(
 export function matchesQuery(capability: Capability, query: string): boolean {
   const words = query.toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length === 0) return true;
-  const haystack = `${capability.name} ${capability.name.replace(/_/g, ' ')} ${capability.description}`.toLowerCase();
+  const haystack =
+    `${capability.name} ${capability.name.replace(/_/g, ' ')} ${capability.description}`.toLowerCase();
   return words.every((w) => haystack.includes(w));
 }
 

@@ -32,7 +32,9 @@ interface Candidate {
   readonly order: string;
 }
 
-export function deriveCatalog(apis: readonly ApiDocument[]): Catalog & { readonly formats: ReadonlySet<string> } {
+export function deriveCatalog(
+  apis: readonly ApiDocument[],
+): Catalog & { readonly formats: ReadonlySet<string> } {
   const warnings: string[] = [];
   const warn = (m: string): void => void warnings.push(m);
   const infos: ApiInfo[] = [];
@@ -61,8 +63,17 @@ export function deriveCatalog(apis: readonly ApiDocument[]): Catalog & { readonl
     const ctx = { view, converter, apiId: id, servers, schemes, warn };
     for (const op of listOperations(view)) {
       const operationId = typeof op.operation.operationId === 'string' ? op.operation.operationId : undefined;
-      const tags = Array.isArray(op.operation.tags) ? op.operation.tags.filter((t): t is string => typeof t === 'string') : [];
-      if (!isSelected({ method: op.method, path: op.path, ...(operationId ? { operationId } : {}), tags }, api.include, api.exclude)) continue;
+      const tags = Array.isArray(op.operation.tags)
+        ? op.operation.tags.filter((t): t is string => typeof t === 'string')
+        : [];
+      if (
+        !isSelected(
+          { method: op.method, path: op.path, ...(operationId ? { operationId } : {}), tags },
+          api.include,
+          api.exclude,
+        )
+      )
+        continue;
       const override = op.operation['x-agent-auth-name'];
       if (override !== undefined && (typeof override !== 'string' || !NAME_PATTERN.test(override))) {
         throw new UserError(
@@ -71,7 +82,10 @@ export function deriveCatalog(apis: readonly ApiDocument[]): Catalog & { readonl
       }
       candidates.push({
         derived: deriveOperation(ctx, op),
-        base: withPrefix(api.prefix, typeof override === 'string' ? override : baseName(operationId, op.method, op.path)),
+        base: withPrefix(
+          api.prefix,
+          typeof override === 'string' ? override : baseName(operationId, op.method, op.path),
+        ),
         explicit: typeof override === 'string',
         order: `${String(apiIndex).padStart(6, '0')} ${op.path} ${op.method}`,
       });
@@ -96,7 +110,11 @@ export function deriveCatalog(apis: readonly ApiDocument[]): Catalog & { readonl
  * one operation wants. Then each colliding group, in path/method order: the first keeps the name,
  * the others get `_2`, `_3`, … (skipping names already taken).
  */
-function assignNames(candidates: readonly Candidate[], warn: (m: string) => void, apis: readonly ApiDocument[]): string[] {
+function assignNames(
+  candidates: readonly Candidate[],
+  warn: (m: string) => void,
+  apis: readonly ApiDocument[],
+): string[] {
   const names: (string | undefined)[] = new Array<string | undefined>(candidates.length);
   const taken = new Map<string, number>();
   const label = (i: number): string => {
@@ -109,7 +127,9 @@ function assignNames(candidates: readonly Candidate[], warn: (m: string) => void
     if (!c.explicit) return;
     const other = taken.get(c.base);
     if (other !== undefined) {
-      throw new UserError(`x-agent-auth-name "${c.base}" is used by both ${label(other)} and ${label(i)}; names must be unique`);
+      throw new UserError(
+        `x-agent-auth-name "${c.base}" is used by both ${label(other)} and ${label(i)}; names must be unique`,
+      );
     }
     taken.set(c.base, i);
     names[i] = c.base;
@@ -136,7 +156,9 @@ function assignNames(candidates: readonly Candidate[], warn: (m: string) => void
       if (taken.has(name)) {
         do name = suffixed(base, n++);
         while (taken.has(name));
-        warn(`capability name "${base}" is wanted by ${label(taken.get(base) as number)} and ${label(i)}; the latter is named "${name}"`);
+        warn(
+          `capability name "${base}" is wanted by ${label(taken.get(base) as number)} and ${label(i)}; the latter is named "${name}"`,
+        );
       }
       taken.set(name, i);
       names[i] = name;

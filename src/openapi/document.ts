@@ -5,7 +5,13 @@
  */
 import { UserError } from '../errors.js';
 import { isObject, resolvePointer, toPointer } from './pointer.js';
-import type { HttpMethod, ParameterLocation, SecuritySchemeInfo, ServerTemplate, SpecFlavour } from './types.js';
+import type {
+  HttpMethod,
+  ParameterLocation,
+  SecuritySchemeInfo,
+  ServerTemplate,
+  SpecFlavour,
+} from './types.js';
 import { HTTP_METHODS } from './types.js';
 
 export interface RawOperation {
@@ -26,7 +32,8 @@ export function inspectDocument(source: string, doc: unknown): DocumentView {
   if (!isObject(doc)) throw new UserError(`${source}: the document is not an object`);
   const flavour = detectFlavour(source, doc);
   if (!isObject(doc.info)) throw new UserError(`${source}: #/info is missing or not an object`);
-  if (doc.paths !== undefined && !isObject(doc.paths)) throw new UserError(`${source}: #/paths must be an object`);
+  if (doc.paths !== undefined && !isObject(doc.paths))
+    throw new UserError(`${source}: #/paths must be an object`);
   return { source, doc, flavour };
 }
 
@@ -42,7 +49,9 @@ function detectFlavour(source: string, doc: Record<string, unknown>): SpecFlavou
     if (/^3\.1\.\d+/.test(openapi)) return 'openapi-3.1';
     throw new UserError(`${source}: #/openapi: unsupported version "${openapi}" (expected 3.0.x or 3.1.x)`);
   }
-  throw new UserError(`${source}: not an OpenAPI document: neither "openapi" nor "swagger" is set at the top level`);
+  throw new UserError(
+    `${source}: not an OpenAPI document: neither "openapi" nor "swagger" is set at the top level`,
+  );
 }
 
 /** Follows `$ref`s of non-schema objects (path items, parameters, request bodies, responses). */
@@ -51,7 +60,8 @@ export function deref(view: DocumentView, node: unknown, where: string): unknown
   for (let hops = 0; isObject(current) && typeof current.$ref === 'string'; hops++) {
     if (hops >= 32) throw new UserError(`${view.source}: ${where}: $ref chain too long or circular`);
     const next = resolvePointer(view.doc, current.$ref);
-    if (next === undefined) throw new UserError(`${view.source}: ${where}: $ref "${current.$ref}" points to nothing`);
+    if (next === undefined)
+      throw new UserError(`${view.source}: ${where}: $ref "${current.$ref}" points to nothing`);
     current = next;
   }
   return current;
@@ -69,12 +79,19 @@ export function listOperations(view: DocumentView): RawOperation[] {
       const operation = pathItem[method];
       if (operation === undefined) continue;
       const pointer = toPointer(['paths', path, method]);
-      if (!isObject(operation)) throw new UserError(`${view.source}: ${pointer}: operation must be an object`);
+      if (!isObject(operation))
+        throw new UserError(`${view.source}: ${pointer}: operation must be an object`);
       out.push({ method, path, operation, pathItem, pointer });
     }
   }
   // Sorted so that naming and collision suffixes never depend on the order of `paths`.
-  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : HTTP_METHODS.indexOf(a.method) - HTTP_METHODS.indexOf(b.method)));
+  return out.sort((a, b) =>
+    a.path < b.path
+      ? -1
+      : a.path > b.path
+        ? 1
+        : HTTP_METHODS.indexOf(a.method) - HTTP_METHODS.indexOf(b.method),
+  );
 }
 
 export function documentServers(view: DocumentView): ServerTemplate[] {
@@ -82,8 +99,11 @@ export function documentServers(view: DocumentView): ServerTemplate[] {
     const host = typeof view.doc.host === 'string' ? view.doc.host : undefined;
     const basePath = typeof view.doc.basePath === 'string' ? view.doc.basePath : '';
     if (!host) return basePath ? [{ url: basePath, variables: {} }] : [];
-    const schemes = Array.isArray(view.doc.schemes) && view.doc.schemes.length > 0 ? view.doc.schemes : ['https'];
-    return schemes.filter((s): s is string => typeof s === 'string').map((s) => ({ url: `${s}://${host}${basePath}`, variables: {} }));
+    const schemes =
+      Array.isArray(view.doc.schemes) && view.doc.schemes.length > 0 ? view.doc.schemes : ['https'];
+    return schemes
+      .filter((s): s is string => typeof s === 'string')
+      .map((s) => ({ url: `${s}://${host}${basePath}`, variables: {} }));
   }
   return readServers(view.doc.servers) ?? [];
 }
@@ -119,7 +139,9 @@ export function securitySchemes(view: DocumentView): Record<string, SecuritySche
   for (const [name, value] of Object.entries(raw)) {
     const scheme = deref(view, value, toPointer(['components', 'securitySchemes', name]));
     if (!isObject(scheme) || typeof scheme.type !== 'string') continue;
-    const info: { type: string; in?: ParameterLocation; name?: string; scheme?: string } = { type: scheme.type };
+    const info: { type: string; in?: ParameterLocation; name?: string; scheme?: string } = {
+      type: scheme.type,
+    };
     if (scheme.type === 'apiKey' && typeof scheme.name === 'string' && isLocation(scheme.in)) {
       info.in = scheme.in;
       info.name = scheme.name;

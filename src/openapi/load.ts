@@ -30,7 +30,11 @@ export function isUrl(source: string): boolean {
 }
 
 export async function loadDocument(source: string, options: LoadOptions): Promise<LoadedDocument> {
-  const limits: Partial<FetchLimits> = { ...DEFAULT_FETCH_LIMITS, ...options.fetchLimits, allowHttp: options.allowHttp };
+  const limits: Partial<FetchLimits> = {
+    ...DEFAULT_FETCH_LIMITS,
+    ...options.fetchLimits,
+    allowHttp: options.allowHttp,
+  };
   const remoteRoot = isUrl(source);
   let location = source;
   let parsed: unknown;
@@ -40,7 +44,8 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
     parsed = parseText(fetched.body.toString('utf8'), source);
   } else {
     location = resolvePath(source);
-    if (!existsSync(location) || !statSync(location).isFile()) throw new UserError(`${source}: spec file not found`);
+    if (!existsSync(location) || !statSync(location).isFile())
+      throw new UserError(`${source}: spec file not found`);
   }
 
   const resolvers = {
@@ -53,24 +58,35 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
       canRead: /^https?:\/\//i,
       read: async (file: { url: string }): Promise<Buffer> => {
         if (!options.allowRemoteRefs) {
-          throw new UserError(`remote $ref to ${file.url} is not allowed; pass --allow-remote-refs (or specs.allow_remote_refs: true) to fetch it`);
+          throw new UserError(
+            `remote $ref to ${file.url} is not allowed; pass --allow-remote-refs (or specs.allow_remote_refs: true) to fetch it`,
+          );
         }
         return (await fetchDocument(file.url, limits)).body;
       },
     },
     refuseOther: {
       order: 2,
-      canRead: (file: { url: string }) => !/^https?:\/\//i.test(file.url) && (remoteRoot || /^[a-z][a-z0-9+.-]+:/i.test(file.url)),
+      canRead: (file: { url: string }) =>
+        !/^https?:\/\//i.test(file.url) && (remoteRoot || /^[a-z][a-z0-9+.-]+:/i.test(file.url)),
       read: (file: { url: string }): Promise<Buffer> =>
-        Promise.reject(new UserError(`$ref to ${file.url} is not allowed${remoteRoot ? ': a remote spec cannot read local files' : ''}`)),
+        Promise.reject(
+          new UserError(
+            `$ref to ${file.url} is not allowed${remoteRoot ? ': a remote spec cannot read local files' : ''}`,
+          ),
+        ),
     },
   };
 
   try {
     // The typings do not admit custom resolvers; the runtime does (json-schema-ref-parser options).
-    const bundle = SwaggerParser.bundle.bind(SwaggerParser) as unknown as (...args: unknown[]) => Promise<unknown>;
+    const bundle = SwaggerParser.bundle.bind(SwaggerParser) as unknown as (
+      ...args: unknown[]
+    ) => Promise<unknown>;
     const bundleOptions = { resolve: resolvers, continueOnError: true };
-    const doc = await (parsed === undefined ? bundle(location, bundleOptions) : bundle(location, parsed, bundleOptions));
+    const doc = await (parsed === undefined
+      ? bundle(location, bundleOptions)
+      : bundle(location, parsed, bundleOptions));
     return { source, doc };
   } catch (err) {
     throw new UserError(describeLoadError(source, err));
@@ -108,5 +124,7 @@ function describeLoadError(source: string, err: unknown): string {
     }
     return `${file}${where}: ${message}`;
   });
-  return lines.length === 1 ? (lines[0] as string) : `${source}: ${lines.length} problems:\n  ${lines.join('\n  ')}`;
+  return lines.length === 1
+    ? (lines[0] as string)
+    : `${source}: ${lines.length} problems:\n  ${lines.join('\n  ')}`;
 }

@@ -24,9 +24,7 @@ export function nameFromMethodAndPath(method: string, path: string): string {
   const parts = path
     .split('/')
     .filter(Boolean)
-    .map((segment) =>
-      segment.replace(/\{([^}]*)\}/g, (_m, param: string) => `_by_${toSnakeCase(param)}_`),
-    )
+    .map((segment) => segment.replace(/\{([^}]*)\}/g, (_m, param: string) => `_by_${toSnakeCase(param)}_`))
     .map(toSnakeCase)
     .filter(Boolean);
   return toSnakeCase([method, ...(parts.length ? parts : ['root'])].join('_'));

@@ -49,7 +49,9 @@ export function deriveOperation(ctx: ApiContext, op: RawOperation): DerivedOpera
     if (isCredentialOrOwned(located, ctx.schemes)) continue;
     const argument = Object.hasOwn(properties, p.name) ? `${p.in}_${p.name}` : p.name;
     if (argument !== p.name) {
-      ctx.warn(`${view.source}: ${p.pointer}: ${p.in} parameter "${p.name}" clashes with another argument; agents pass it as "${argument}"`);
+      ctx.warn(
+        `${view.source}: ${p.pointer}: ${p.in} parameter "${p.name}" clashes with another argument; agents pass it as "${argument}"`,
+      );
     }
     const derived = convertParameter(view, converter, located, argument, defs);
     properties[argument] = derived.schema;
@@ -84,7 +86,9 @@ export function deriveOperation(ctx: ApiContext, op: RawOperation): DerivedOpera
       ...(body ? { body: body.binding } : {}),
       servers: readServers(op.operation.servers) ?? readServers(op.pathItem.servers) ?? ctx.servers,
       security: readSecurity(op.operation.security) ?? readSecurity(view.doc.security) ?? [],
-      tags: Array.isArray(op.operation.tags) ? op.operation.tags.filter((t): t is string => typeof t === 'string') : [],
+      tags: Array.isArray(op.operation.tags)
+        ? op.operation.tags.filter((t): t is string => typeof t === 'string')
+        : [],
       deprecated: op.operation.deprecated === true,
       responseMediaTypes: output.mediaTypes,
       success: output.success,
@@ -102,13 +106,20 @@ function withTemplateParameters(ctx: ApiContext, op: RawOperation, params: RawPa
   const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] as string);
   const out = params.filter((p) => {
     if (p.in !== 'path' || names.includes(p.name)) return true;
-    ctx.warn(`${ctx.view.source}: ${p.pointer}: path parameter "${p.name}" is not in the path template; ignored`);
+    ctx.warn(
+      `${ctx.view.source}: ${p.pointer}: path parameter "${p.name}" is not in the path template; ignored`,
+    );
     return false;
   });
   for (const name of names) {
     if (out.some((p) => p.in === 'path' && p.name === name)) continue;
-    ctx.warn(`${ctx.view.source}: ${op.pointer}: path parameter "${name}" is not declared; added as a required string`);
-    const raw = ctx.view.flavour === 'swagger-2.0' ? { name, in: 'path', required: true, type: 'string' } : { name, in: 'path', required: true, schema: { type: 'string' } };
+    ctx.warn(
+      `${ctx.view.source}: ${op.pointer}: path parameter "${name}" is not declared; added as a required string`,
+    );
+    const raw =
+      ctx.view.flavour === 'swagger-2.0'
+        ? { name, in: 'path', required: true, type: 'string' }
+        : { name, in: 'path', required: true, schema: { type: 'string' } };
     out.push({ raw, in: 'path', name, pointer: op.pointer });
   }
   return out;
@@ -126,12 +137,14 @@ function describe(op: RawOperation): string {
 
 function readSecurity(value: unknown): SecurityRequirement[] | undefined {
   if (!Array.isArray(value)) return undefined;
-  return value.filter(isObject).map((req) =>
-    Object.fromEntries(
-      Object.entries(req).map(([scheme, scopes]) => [
-        scheme,
-        Array.isArray(scopes) ? scopes.filter((s): s is string => typeof s === 'string') : [],
-      ]),
-    ),
-  );
+  return value
+    .filter(isObject)
+    .map((req) =>
+      Object.fromEntries(
+        Object.entries(req).map(([scheme, scopes]) => [
+          scheme,
+          Array.isArray(scopes) ? scopes.filter((s): s is string => typeof s === 'string') : [],
+        ]),
+      ),
+    );
 }

@@ -71,12 +71,16 @@ export function isCredentialOrOwned(
 }
 
 /** The schema of a parameter, in its document's dialect, before conversion. */
-export function parameterSchema(view: DocumentView, p: RawParameter): { schema: unknown; contentType?: string } {
+export function parameterSchema(
+  view: DocumentView,
+  p: RawParameter,
+): { schema: unknown; contentType?: string } {
   if (view.flavour === 'swagger-2.0') return { schema: swaggerParameterSchema(p.raw) };
   if (p.raw.schema !== undefined) return { schema: p.raw.schema };
   if (isObject(p.raw.content)) {
     const [mediaType, media] = Object.entries(p.raw.content)[0] ?? [];
-    if (mediaType !== undefined) return { schema: isObject(media) ? media.schema : undefined, contentType: mediaType };
+    if (mediaType !== undefined)
+      return { schema: isObject(media) ? media.schema : undefined, contentType: mediaType };
   }
   return { schema: {} };
 }
@@ -103,7 +107,9 @@ const SWAGGER_PARAM_KEYWORDS = [
 
 /** Swagger 2.0 non-body parameters carry their schema keywords inline. */
 function swaggerParameterSchema(raw: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(SWAGGER_PARAM_KEYWORDS.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]]));
+  return Object.fromEntries(
+    SWAGGER_PARAM_KEYWORDS.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]]),
+  );
 }
 
 const DEFAULT_STYLE: Record<ParameterLocation, string> = {

@@ -64,7 +64,8 @@ function stronglyConnected(edges: ReadonlyMap<string, readonly string[]>): Set<s
       }
       work.pop();
       const parent = work[work.length - 1];
-      if (parent) low.set(parent.node, Math.min(low.get(parent.node) as number, low.get(frame.node) as number));
+      if (parent)
+        low.set(parent.node, Math.min(low.get(parent.node) as number, low.get(frame.node) as number));
       if (low.get(frame.node) === index.get(frame.node)) {
         const component: string[] = [];
         let member: string;

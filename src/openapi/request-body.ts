@@ -18,7 +18,11 @@ export interface RawBody {
   readonly pointer: string;
 }
 
-export function readBody(view: DocumentView, op: RawOperation, params: readonly RawParameter[]): RawBody | undefined {
+export function readBody(
+  view: DocumentView,
+  op: RawOperation,
+  params: readonly RawParameter[],
+): RawBody | undefined {
   return view.flavour === 'swagger-2.0' ? readSwaggerBody(view, op, params) : readOpenApiBody(view, op);
 }
 
@@ -37,13 +41,23 @@ function readOpenApiBody(view: DocumentView, op: RawOperation): RawBody | undefi
   return { mediaTypes: [...schemas.keys()], required: body.required === true, schemas, encodings, pointer };
 }
 
-function readSwaggerBody(view: DocumentView, op: RawOperation, params: readonly RawParameter[]): RawBody | undefined {
+function readSwaggerBody(
+  view: DocumentView,
+  op: RawOperation,
+  params: readonly RawParameter[],
+): RawBody | undefined {
   const consumes = stringList(op.operation.consumes) ?? stringList(view.doc.consumes);
   const bodyParam = params.find((p) => p.in === 'body');
   if (bodyParam) {
     const mediaTypes = consumes?.length ? consumes : ['application/json'];
     const schemas = new Map(mediaTypes.map((m) => [m, bodyParam.raw.schema]));
-    return { mediaTypes, required: bodyParam.raw.required === true, schemas, encodings: new Map(), pointer: bodyParam.pointer };
+    return {
+      mediaTypes,
+      required: bodyParam.raw.required === true,
+      schemas,
+      encodings: new Map(),
+      pointer: bodyParam.pointer,
+    };
   }
   const form = params.filter((p) => p.in === 'formData');
   if (form.length === 0) return undefined;
@@ -59,7 +73,9 @@ function readSwaggerBody(view: DocumentView, op: RawOperation, params: readonly 
     const e = essence(m);
     return e === 'multipart/form-data' || e === 'application/x-www-form-urlencoded';
   });
-  const mediaTypes = declared?.length ? declared : [hasFile ? 'multipart/form-data' : 'application/x-www-form-urlencoded'];
+  const mediaTypes = declared?.length
+    ? declared
+    : [hasFile ? 'multipart/form-data' : 'application/x-www-form-urlencoded'];
   const schema = { type: 'object', properties, ...(required.length ? { required } : {}) };
   return {
     mediaTypes,
@@ -97,7 +113,12 @@ export function deriveBody(
     const fields = properties.map(([name]) => name);
     const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
     return {
-      binding: { ...base, mode: 'flattened', fields, binaryFields: fields.filter((f) => isBinary(schema.properties[f])) },
+      binding: {
+        ...base,
+        mode: 'flattened',
+        fields,
+        binaryFields: fields.filter((f) => isBinary(schema.properties[f])),
+      },
       properties,
       required,
     };
@@ -129,7 +150,17 @@ type FlatObject = JsonSchema & { properties: Record<string, SchemaNode> };
 function isFlattenable(schema: SchemaNode): schema is FlatObject {
   if (typeof schema === 'boolean' || !isObject(schema.properties)) return false;
   if (schema.type !== undefined && schema.type !== 'object') return false;
-  const blocking = ['$ref', 'allOf', 'anyOf', 'oneOf', 'not', 'if', 'patternProperties', 'unevaluatedProperties', 'dependentSchemas'];
+  const blocking = [
+    '$ref',
+    'allOf',
+    'anyOf',
+    'oneOf',
+    'not',
+    'if',
+    'patternProperties',
+    'unevaluatedProperties',
+    'dependentSchemas',
+  ];
   if (blocking.some((k) => schema[k] !== undefined)) return false;
   return schema.additionalProperties === undefined || schema.additionalProperties === false;
 }

@@ -22,7 +22,11 @@ export interface DerivedOutput {
   readonly mediaTypes: readonly string[];
 }
 
-export function deriveOutput(view: DocumentView, op: RawOperation, converter: SchemaConverter): DerivedOutput {
+export function deriveOutput(
+  view: DocumentView,
+  op: RawOperation,
+  converter: SchemaConverter,
+): DerivedOutput {
   const responses = successResponses(view, op);
   const schemas: SchemaNode[] = [];
   const seen = new Set<string>();
@@ -80,7 +84,12 @@ function successResponses(view: DocumentView, op: RawOperation): RawResponse[] {
   return out.sort((a, b) => a.status - b.status);
 }
 
-function readOpenApiResponse(view: DocumentView, response: Record<string, unknown>, status: number, pointer: string): RawResponse {
+function readOpenApiResponse(
+  view: DocumentView,
+  response: Record<string, unknown>,
+  status: number,
+  pointer: string,
+): RawResponse {
   const content = new Map<string, unknown>();
   const examples = new Map<string, unknown>();
   if (isObject(response.content)) {
@@ -90,7 +99,8 @@ function readOpenApiResponse(view: DocumentView, response: Record<string, unknow
         continue;
       }
       content.set(mediaType, media.schema);
-      const example = media.example !== undefined ? media.example : firstExampleValue(view, media.examples, pointer);
+      const example =
+        media.example !== undefined ? media.example : firstExampleValue(view, media.examples, pointer);
       if (example !== undefined) examples.set(mediaType, example);
     }
   }

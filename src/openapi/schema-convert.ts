@@ -101,7 +101,10 @@ export class SchemaConverter {
    * recursive definition it reaches, transitively.
    */
   finish(schema: SchemaNode, defs: ReadonlySet<string>, direction: Direction): JsonSchema {
-    const root: JsonSchema = { $schema: JSON_SCHEMA_2020, ...(typeof schema === 'boolean' ? (schema ? {} : { not: {} }) : schema) };
+    const root: JsonSchema = {
+      $schema: JSON_SCHEMA_2020,
+      ...(typeof schema === 'boolean' ? (schema ? {} : { not: {} }) : schema),
+    };
     if (defs.size === 0) return root;
     const out: Record<string, SchemaNode> = {};
     const queue = [...defs].sort();
@@ -161,7 +164,13 @@ export class SchemaConverter {
     return this.keywords(raw, dir, where, defs);
   }
 
-  private ref(raw: Record<string, unknown>, ref: string, dir: Direction, where: string, defs: Set<string>): SchemaNode {
+  private ref(
+    raw: Record<string, unknown>,
+    ref: string,
+    dir: Direction,
+    where: string,
+    defs: Set<string>,
+  ): SchemaNode {
     let base: SchemaNode;
     if (this.recursive.has(ref)) {
       defs.add(ref);
@@ -182,7 +191,8 @@ export class SchemaConverter {
         result = { ...base, ...pick(extra, ANNOTATIONS) };
       }
     }
-    if ((nullable === true || xNullable === true) && typeof result !== 'boolean') result = makeNullable(result);
+    if ((nullable === true || xNullable === true) && typeof result !== 'boolean')
+      result = makeNullable(result);
     return result;
   }
 
@@ -203,7 +213,12 @@ export class SchemaConverter {
     return memo.schema;
   }
 
-  private keywords(raw: Record<string, unknown>, dir: Direction, where: string, defs: Set<string>): JsonSchema {
+  private keywords(
+    raw: Record<string, unknown>,
+    dir: Direction,
+    where: string,
+    defs: Set<string>,
+  ): JsonSchema {
     const out: JsonSchema = {};
     for (const [key, value] of Object.entries(raw)) {
       const check = PLAIN[key];
@@ -217,7 +232,8 @@ export class SchemaConverter {
           out[key] = value.map((v, i) => this.node(v, dir, `${where}/${key}/${i}`, defs));
         }
       } else if (SUBSCHEMA_MAP.includes(key)) {
-        if (isObject(value)) out[key] = this.map(value, dir, `${where}/${key}`, defs, key === 'patternProperties');
+        if (isObject(value))
+          out[key] = this.map(value, dir, `${where}/${key}`, defs, key === 'patternProperties');
       } else {
         this.special(key, value, raw, out, dir, where, defs);
       }
@@ -261,7 +277,11 @@ export class SchemaConverter {
         return;
       case 'pattern':
         if (typeof value === 'string' && validPattern(value)) out.pattern = value;
-        else this.warn(where, `dropped "pattern" ${JSON.stringify(value)}: not a valid ECMAScript (unicode) regular expression`);
+        else
+          this.warn(
+            where,
+            `dropped "pattern" ${JSON.stringify(value)}: not a valid ECMAScript (unicode) regular expression`,
+          );
         return;
       case 'format':
         this.format(value, out);
@@ -329,16 +349,27 @@ export class SchemaConverter {
     }
     out.properties = props;
     if (Array.isArray(raw.required)) {
-      const required = uniqueStrings(raw.required).filter((r) => Object.hasOwn(props, r) || !Object.hasOwn(value, r));
+      const required = uniqueStrings(raw.required).filter(
+        (r) => Object.hasOwn(props, r) || !Object.hasOwn(value, r),
+      );
       if (required.length > 0) out.required = required;
     }
   }
 
-  private map(value: Record<string, unknown>, dir: Direction, where: string, defs: Set<string>, patterns: boolean): JsonSchema {
+  private map(
+    value: Record<string, unknown>,
+    dir: Direction,
+    where: string,
+    defs: Set<string>,
+    patterns: boolean,
+  ): JsonSchema {
     const out: JsonSchema = {};
     for (const [k, v] of Object.entries(value)) {
       if (patterns && !validPattern(k)) {
-        this.warn(where, `dropped pattern property ${JSON.stringify(k)}: not a valid ECMAScript regular expression`);
+        this.warn(
+          where,
+          `dropped pattern property ${JSON.stringify(k)}: not a valid ECMAScript regular expression`,
+        );
         continue;
       }
       out[k] = this.node(v, dir, `${where}/${k}`, defs);

@@ -21,10 +21,12 @@ export interface SelectableOperation {
 
 export function matchesSelector(selector: OperationSelector, op: SelectableOperation): boolean {
   if (selector.tags && !selector.tags.some((t) => op.tags.includes(t))) return false;
-  if (selector.methods && !selector.methods.some((m) => m.toLowerCase() === op.method.toLowerCase())) return false;
+  if (selector.methods && !selector.methods.some((m) => m.toLowerCase() === op.method.toLowerCase()))
+    return false;
   if (selector.operation_ids) {
     const id = op.operationId;
-    if (id === undefined || !selector.operation_ids.some((g) => globToRegExp(g, false).test(id))) return false;
+    if (id === undefined || !selector.operation_ids.some((g) => globToRegExp(g, false).test(id)))
+      return false;
   }
   if (selector.paths && !selector.paths.some((g) => globToRegExp(g, true).test(op.path))) return false;
   return true;

@@ -1,0 +1,205 @@
+#!/usr/bin/env node
+/**
+ * Command line: argv → a command (serve, capabilities). Parses and prints; the work happens in
+ * app.ts and the OpenAPI layer. Operator mistakes exit with code 2 and one clear message.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { resolveSettings, type CliOverrides } from './config/settings.js';
+import { UserError } from './errors.js';
+import type { LogLevel } from './log.js';
+import { startProxy } from './app.js';
+import { loadCatalog } from './openapi/load-catalog.js';
+import type { Catalog } from './openapi/catalog.js';
+
+const USAGE = `Usage:
+  agent-auth-proxy [serve] [options]            start the proxy
+  agent-auth-proxy capabilities [options] [--json]
+                                                print the capability catalog and exit
+
+Options:
+  --spec FILE|URL         OpenAPI document (repeatable)
+  --upstream URL          base URL of the API (once for all specs, or once per --spec)
+  --config FILE           YAML config (several APIs, filters, prefixes); see config/proxy.example.yaml
+  --host HOST             listen address (default 127.0.0.1)
+  --port PORT             listen port (default 8080; 0 picks a free one)
+  --issuer URL            public base URL advertised to agents (default http://HOST:PORT)
+  --mock-upstream         answer every operation from its OpenAPI example (no real API needed)
+  --allow-remote-refs     allow $refs to http(s) URLs inside specs
+  --allow-http-specs      allow plain-http spec URLs
+  --log-level LEVEL       debug | info | warn | error | silent (default info)
+  --json                  (capabilities) machine-readable output
+  -h, --help              this help
+  -v, --version           print the version`;
+
+const OPTIONS = {
+  spec: { type: 'string', multiple: true },
+  upstream: { type: 'string', multiple: true },
+  config: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  issuer: { type: 'string' },
+  'mock-upstream': { type: 'boolean' },
+  'allow-remote-refs': { type: 'boolean' },
+  'allow-http-specs': { type: 'boolean' },
+  'log-level': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const;
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+export async function main(argv: readonly string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UserError(`${(err as Error).message}\nRun agent-auth-proxy --help for usage.`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (values.version) {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  const command = positionals[0] ?? 'serve';
+  if (positionals.length > 1)
+    throw new UserError(
+      `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy --help for usage.`,
+    );
+  const cli = toOverrides(values);
+  if (command === 'serve') return serve(cli);
+  if (command === 'capabilities') return printCapabilities(cli, values.json === true);
+  throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
+}
+
+function toOverrides(values: {
+  spec?: string[];
+  upstream?: string[];
+  config?: string;
+  host?: string;
+  port?: string;
+  issuer?: string;
+  'mock-upstream'?: boolean;
+  'allow-remote-refs'?: boolean;
+  'allow-http-specs'?: boolean;
+  'log-level'?: string;
+}): CliOverrides {
+  const port = values.port;
+  if (port !== undefined && (!/^\d{1,5}$/.test(port) || Number(port) > 65535)) {
+    throw new UserError(`--port ${JSON.stringify(port)}: must be a number from 0 to 65535`);
+  }
+  const level = values['log-level'];
+  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
+    throw new UserError(`--log-level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return {
+    ...(values.config !== undefined ? { config: values.config } : {}),
+    ...(values.spec ? { specs: values.spec } : {}),
+    ...(values.upstream ? { upstreams: values.upstream } : {}),
+    ...(values.host !== undefined ? { host: values.host } : {}),
+    ...(port !== undefined ? { port: Number(port) } : {}),
+    ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
+    ...(values['mock-upstream'] ? { mockUpstream: true } : {}),
+    ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
+    ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
+    ...(level !== undefined ? { logLevel: level as LogLevel } : {}),
+  };
+}
+
+async function serve(cli: CliOverrides): Promise<number> {
+  const proxy = await startProxy(resolveSettings(cli));
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await proxy.close();
+  return 0;
+}
+
+async function printCapabilities(cli: CliOverrides, json: boolean): Promise<number> {
+  const settings = resolveSettings(cli);
+  const catalog = await loadCatalog(settings.apis, {
+    allowRemoteRefs: settings.allowRemoteRefs,
+    allowHttp: settings.allowHttpSpecs,
+    fetchLimits: {
+      maxBytes: settings.specMaxBytes,
+      connectTimeoutMs: settings.specTimeoutMs,
+      readTimeoutMs: settings.specTimeoutMs,
+    },
+  });
+  process.stdout.write(json ? `${JSON.stringify(catalogJson(catalog), null, 2)}\n` : catalogTable(catalog));
+  if (!json) for (const w of catalog.warnings) process.stderr.write(`warning: ${w}\n`);
+  return 0;
+}
+
+export function catalogJson(catalog: Catalog): unknown {
+  return {
+    capabilities: catalog.capabilities.map((c) => ({
+      name: c.name,
+      description: c.description,
+      ...(c.input ? { input: c.input } : {}),
+      ...(c.output ? { output: c.output } : {}),
+      method: c.operation.method.toUpperCase(),
+      path: c.operation.path,
+    })),
+    warnings: catalog.warnings,
+  };
+}
+
+function catalogTable(catalog: Catalog): string {
+  const rows = catalog.capabilities.map((c) => [
+    c.name,
+    c.operation.method.toUpperCase(),
+    c.operation.path,
+    (c.description.split('\n')[0] ?? '').slice(0, 60),
+  ]);
+  const header = ['NAME', 'METHOD', 'PATH', 'DESCRIPTION'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] as number)))
+      .join('  ')
+      .trimEnd();
+  const apis = catalog.apis.length;
+  return [
+    line(header),
+    ...rows.map(line),
+    '',
+    `${rows.length} capabilities from ${apis} API${apis === 1 ? '' : 's'}`,
+    '',
+  ].join('\n');
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof UserError) {
+      process.stderr.write(`agent-auth-proxy: ${err.message}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(
+        `agent-auth-proxy: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,75 @@
+/**
+ * Schema validation of operator-written YAML with messages that name the file, the key path and
+ * what was expected, e.g. `proxy.yaml: apis[0].upstream: must be an http(s) URL (got "ftp://x")`.
+ */
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { UserError } from '../errors.js';
+
+export function compileConfigSchema(schema: object): ValidateFunction {
+  const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true });
+  return ajv.compile(schema);
+}
+
+/** Validates (filling in defaults) or throws one UserError listing every problem. */
+export function validateOrThrow(validate: ValidateFunction, data: unknown, file: string): void {
+  if (validate(data)) return;
+  const lines = (validate.errors ?? []).filter(isUseful).map((e) => `${file}: ${keyPath(e)}: ${describe(e)}`);
+  throw new UserError([...new Set(lines)].join('\n'));
+}
+
+/** `/apis/0/include/1` → `apis[0].include[1]` */
+export function keyPath(error: ErrorObject): string {
+  const tokens = error.instancePath
+    .split('/')
+    .slice(1)
+    .map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (error.keyword === 'required') tokens.push(String(error.params.missingProperty));
+  if (error.keyword === 'additionalProperties') tokens.push(String(error.params.additionalProperty));
+  const path = tokens.reduce((acc, t) => (/^\d+$/.test(t) ? `${acc}[${t}]` : acc ? `${acc}.${t}` : t), '');
+  return path || '(top level)';
+}
+
+function describe(error: ErrorObject): string {
+  const got = error.data === undefined ? '' : ` (got ${JSON.stringify(error.data)})`;
+  const schema = error.parentSchema as
+    { properties?: Record<string, unknown>; description?: string } | undefined;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `unknown key; allowed keys: ${Object.keys(schema?.properties ?? {}).join(', ')}`;
+    case 'required':
+      return 'is required';
+    case 'type':
+      return `must be ${article(String(error.params.type))}${got}`;
+    case 'enum':
+      return `must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}${got}`;
+    case 'pattern':
+      return `${patternMeaning(String(error.params.pattern))}${got}`;
+    case 'minimum':
+    case 'maximum':
+      return `must be ${error.keyword === 'minimum' ? '>=' : '<='} ${String(error.params.limit)}${got}`;
+    case 'minItems':
+      return 'must not be empty';
+    case 'minProperties':
+      return 'must set at least one key';
+    case 'minLength':
+      return 'must not be empty';
+    default:
+      return `${error.message ?? 'is invalid'}${got}`;
+  }
+}
+
+function patternMeaning(pattern: string): string {
+  if (pattern.startsWith('^https?://')) return 'must be an http(s) URL';
+  if (pattern === '^/') return 'must start with "/"';
+  return `must match ${pattern}`;
+}
+
+function article(type: string): string {
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+}
+
+/** `anyOf`/`if` wrappers repeat what their branches already said. */
+function isUseful(error: ErrorObject): boolean {
+  return error.keyword !== 'anyOf' && error.keyword !== 'oneOf' && error.keyword !== 'if';
+}

@@ -1,0 +1,26 @@
+/** Writing responses. Every JSON response, success or error, goes through `sendJson`. */
+import type { ServerResponse } from 'node:http';
+import { toProtocolError } from '../errors.js';
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {},
+): void {
+  const payload = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(payload),
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  res.end(payload);
+}
+
+/** §5.13: `{ "error", "message" }` plus the error's structured fields. */
+export function sendError(res: ServerResponse, err: unknown): void {
+  const e = toProtocolError(err);
+  sendJson(res, e.status, e.toBody(), e.headers);
+}

@@ -1,0 +1,82 @@
+/**
+ * A fixed route table: exact paths, with `:name` segments for ids. Distinguishes "no such path"
+ * (404) from "path exists, method does not" (405 with `Allow`).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+export interface RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly url: URL;
+  readonly params: Readonly<Record<string, string>>;
+  readonly requestId: string;
+}
+
+export type Handler = (ctx: RequestContext) => Promise<void> | void;
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+interface Route {
+  readonly segments: readonly string[];
+  readonly handlers: Map<string, Handler>;
+}
+
+export type Match =
+  | { readonly kind: 'found'; readonly handler: Handler; readonly params: Record<string, string> }
+  | { readonly kind: 'method_not_allowed'; readonly allow: readonly string[] }
+  | { readonly kind: 'not_found' };
+
+export class Router {
+  private readonly routes: Route[] = [];
+
+  add(method: Method, path: string, handler: Handler): this {
+    const segments = path.split('/').slice(1);
+    let route = this.routes.find((r) => r.segments.join('/') === segments.join('/'));
+    if (!route) {
+      route = { segments, handlers: new Map() };
+      this.routes.push(route);
+    }
+    if (route.handlers.has(method)) throw new Error(`duplicate route ${method} ${path}`);
+    route.handlers.set(method, handler);
+    return this;
+  }
+
+  match(method: string, pathname: string): Match {
+    const parts = pathname.split('/').slice(1);
+    for (const route of this.routes) {
+      const params = matchSegments(route.segments, parts);
+      if (!params) continue;
+      // HEAD is answered by the GET handler; Node omits the body of HEAD responses.
+      const handler =
+        route.handlers.get(method) ?? (method === 'HEAD' ? route.handlers.get('GET') : undefined);
+      if (handler) return { kind: 'found', handler, params };
+      const allow = [...route.handlers.keys()];
+      if (allow.includes('GET')) allow.push('HEAD');
+      return { kind: 'method_not_allowed', allow };
+    }
+    return { kind: 'not_found' };
+  }
+}
+
+function matchSegments(
+  pattern: readonly string[],
+  parts: readonly string[],
+): Record<string, string> | undefined {
+  if (pattern.length !== parts.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i] as string;
+    const actual = parts[i] as string;
+    if (p.startsWith(':')) {
+      if (actual === '') return undefined;
+      try {
+        params[p.slice(1)] = decodeURIComponent(actual);
+      } catch {
+        return undefined;
+      }
+    } else if (p !== actual) {
+      return undefined;
+    }
+  }
+  return params;
+}

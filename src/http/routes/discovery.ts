@@ -1,0 +1,53 @@
+/** §5.1 Discovery: `GET /.well-known/agent-configuration`. */
+import { sendJson } from '../respond.js';
+import type { Router } from '../router.js';
+
+export const PROTOCOL_VERSION = '1.0-draft';
+
+/** Endpoint paths, relative to the issuer (§5.1). */
+export const ENDPOINTS = {
+  register: '/agent/register',
+  capabilities: '/capability/list',
+  describe_capability: '/capability/describe',
+  execute: '/capability/execute',
+  request_capability: '/agent/request-capability',
+  status: '/agent/status',
+  reactivate: '/agent/reactivate',
+  revoke: '/agent/revoke',
+  revoke_host: '/host/revoke',
+  rotate_key: '/agent/rotate-key',
+  rotate_host_key: '/host/rotate-key',
+  introspect: '/agent/introspect',
+} as const;
+
+export interface DiscoveryOptions {
+  /** Read per request: with `--port 0` the issuer is known only once the server listens. */
+  readonly issuer: () => string;
+  readonly providerName: string;
+  readonly description: string;
+  readonly modes: readonly string[];
+  readonly approvalMethods: readonly string[];
+}
+
+export function discoveryRoutes(router: Router, options: DiscoveryOptions): void {
+  router.add('GET', '/.well-known/agent-configuration', ({ res }) => {
+    const issuer = options.issuer();
+    sendJson(
+      res,
+      200,
+      {
+        version: PROTOCOL_VERSION,
+        provider_name: options.providerName,
+        description: options.description,
+        issuer,
+        default_location: `${issuer}${ENDPOINTS.execute}`,
+        algorithms: ['Ed25519'],
+        modes: options.modes,
+        approval_methods: options.approvalMethods,
+        endpoints: ENDPOINTS,
+      },
+      // §5.1: a max-age of one hour is RECOMMENDED.
+      { 'cache-control': 'public, max-age=3600' },
+    );
+  });
+}

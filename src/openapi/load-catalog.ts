@@ -1,0 +1,20 @@
+/** Loads every API's document (in parallel) and derives one catalog from them. */
+import type { Catalog } from './catalog.js';
+import { deriveCatalog, type ApiDocument } from './derive.js';
+import { loadDocument, type LoadOptions } from './load.js';
+
+export type ApiSource = Omit<ApiDocument, 'doc' | 'source'> & { readonly spec: string };
+
+export async function loadCatalog(
+  apis: readonly ApiSource[],
+  options: LoadOptions,
+): Promise<Catalog & { readonly formats: ReadonlySet<string> }> {
+  const loaded = await Promise.all(apis.map((api) => loadDocument(api.spec, options)));
+  return deriveCatalog(
+    apis.map(({ spec: _spec, ...api }, i) => ({
+      ...api,
+      source: (loaded[i] as { source: string }).source,
+      doc: loaded[i]?.doc,
+    })),
+  );
+}
