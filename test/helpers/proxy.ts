@@ -1,0 +1,33 @@
+/** Boots the real proxy (real HTTP server on 127.0.0.1, port 0) for integration tests. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startProxy, type RunningProxy } from '../../src/app.js';
+import { resolveSettings, type CliOverrides } from '../../src/config/settings.js';
+import { silentLogger } from '../../src/log.js';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
+
+export async function startTestProxy(overrides: CliOverrides = {}): Promise<RunningProxy> {
+  const settings = resolveSettings({ specs: [PETSTORE], host: '127.0.0.1', port: 0, ...overrides }, ROOT);
+  return startProxy(settings, { logger: silentLogger });
+}
+
+/** Writes a document to a fresh temp directory and returns its path. */
+export function writeTempSpec(doc: unknown, name = 'spec.json'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'aap-spec-'));
+  const file = join(dir, name);
+  writeFileSync(file, JSON.stringify(doc));
+  return file;
+}
+
+export async function getJson(
+  url: string,
+  init?: RequestInit,
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(url, init);
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
