@@ -7,7 +7,7 @@ import { createCatalog, type Catalog } from './catalog.js';
 import { documentServers, inspectDocument, listOperations, securitySchemes } from './document.js';
 import { baseName, NAME_PATTERN, suffixed, toSnakeCase, withPrefix } from './names.js';
 import { deriveOperation, type DerivedOperation } from './operation.js';
-import { isObject } from './pointer.js';
+import { isObject, scalarText } from './pointer.js';
 import { SchemaConverter } from './schema-convert.js';
 import { isSelected, type OperationSelector } from './selectors.js';
 import type { ApiInfo, Capability } from './types.js';
@@ -45,7 +45,7 @@ export function deriveCatalog(
   apis.forEach((api, apiIndex) => {
     const view = inspectDocument(api.source, api.doc);
     const info = isObject(view.doc.info) ? view.doc.info : {};
-    const id = uniqueId(api.id ?? (toSnakeCase(String(info.title ?? '')) || 'api'), usedIds);
+    const id = uniqueId(api.id ?? (toSnakeCase(scalarText(info.title)) || 'api'), usedIds);
     const converter = new SchemaConverter(view.doc, view.flavour, (m) => warn(`${api.source}: ${m}`));
     const servers = documentServers(view);
     const schemes = securitySchemes(view);
@@ -53,7 +53,7 @@ export function deriveCatalog(
       id,
       title: typeof info.title === 'string' ? info.title : id,
       ...(typeof info.description === 'string' ? { description: info.description } : {}),
-      version: typeof info.version === 'string' ? info.version : String(info.version ?? ''),
+      version: typeof info.version === 'string' ? info.version : scalarText(info.version),
       source: api.source,
       flavour: view.flavour,
       ...(api.upstream !== undefined ? { upstream: api.upstream } : {}),

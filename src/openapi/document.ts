@@ -4,7 +4,7 @@
  * name the source and the JSON pointer.
  */
 import { UserError } from '../errors.js';
-import { isObject, resolvePointer, toPointer } from './pointer.js';
+import { isObject, resolvePointer, scalarText, toPointer } from './pointer.js';
 import type {
   HttpMethod,
   ParameterLocation,
@@ -117,7 +117,7 @@ export function readServers(value: unknown): ServerTemplate[] | undefined {
     if (isObject(server.variables)) {
       for (const [name, v] of Object.entries(server.variables)) {
         if (!isObject(v)) continue;
-        const entry: { default: string; enum?: string[] } = { default: String(v.default ?? '') };
+        const entry: { default: string; enum?: string[] } = { default: scalarText(v.default) };
         if (Array.isArray(v.enum)) entry.enum = v.enum.map(String);
         variables[name] = entry;
       }

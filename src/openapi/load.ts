@@ -113,7 +113,7 @@ interface ParserErrorLike {
 function describeLoadError(source: string, err: unknown): string {
   if (err instanceof UserError) return err.message;
   const e = err as ParserErrorLike;
-  const list = Array.isArray(e.errors) && e.errors.length > 0 ? e.errors : [e];
+  const list: readonly ParserErrorLike[] = e.errors && e.errors.length > 0 ? e.errors : [e];
   const lines = list.map((item) => {
     const where = item.path && item.path.length > 0 ? ` at ${toPointer(item.path.map(String))}` : '';
     const file = item.source ?? source;

@@ -42,3 +42,10 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 export function stringList(value: unknown): string[] | undefined {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined;
 }
+
+/** A scalar as text; objects and arrays (never meaningful where a string is expected) as ''. */
+export function scalarText(value: unknown): string {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
+    ? String(value)
+    : '';
+}

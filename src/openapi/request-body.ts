@@ -102,7 +102,7 @@ export function deriveBody(
   const mediaTypes = sortByPreference(raw.mediaTypes);
   const mediaType = mediaTypes[0] as string;
   const rawSchema = raw.schemas.get(mediaType);
-  const converted = converter.convert(rawSchema ?? defaultBodySchema(mediaType), 'input', `${raw.pointer}`);
+  const converted = converter.convert(rawSchema ?? defaultBodySchema(mediaType), 'input', raw.pointer);
   const schema = converted.schema;
   const encoding = readEncoding(raw.encodings.get(mediaType));
   const base = { mediaTypes, mediaType, required: raw.required, encoding };

@@ -34,7 +34,7 @@ export function deriveOutput(
   for (const response of responses) {
     for (const [mediaType, raw] of response.content) {
       if (raw === undefined || !isJsonLike(mediaType)) continue;
-      const converted = converter.convert(raw, 'output', `${response.pointer}`);
+      const converted = converter.convert(raw, 'output', response.pointer);
       const key = JSON.stringify(converted.schema);
       if (seen.has(key)) continue;
       seen.add(key);

@@ -390,17 +390,17 @@ export class SchemaConverter {
 
   /** Swagger 2.0 / OpenAPI 3.0 boolean exclusiveMinimum/Maximum → 2020-12 numeric form. */
   private normalizeBounds(raw: Record<string, unknown>, out: JsonSchema): void {
-    for (const [exclusive, bound] of [
-      ['exclusiveMinimum', 'minimum'],
-      ['exclusiveMaximum', 'maximum'],
-    ] as const) {
-      const value = raw[exclusive];
-      if (value === true && isNumber(out[bound])) {
-        out[exclusive] = out[bound];
-        delete out[bound];
-      } else if (isNumber(value)) {
-        out[exclusive] = value;
-      }
+    if (raw.exclusiveMinimum === true && isNumber(out.minimum)) {
+      out.exclusiveMinimum = out.minimum;
+      delete out.minimum;
+    } else if (isNumber(raw.exclusiveMinimum)) {
+      out.exclusiveMinimum = raw.exclusiveMinimum;
+    }
+    if (raw.exclusiveMaximum === true && isNumber(out.maximum)) {
+      out.exclusiveMaximum = out.maximum;
+      delete out.maximum;
+    } else if (isNumber(raw.exclusiveMaximum)) {
+      out.exclusiveMaximum = raw.exclusiveMaximum;
     }
   }
 }
