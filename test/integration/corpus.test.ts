@@ -3,13 +3,16 @@
  * with a valid unique name and schemas that compile with ajv's 2020-12 validator and reference
  * nothing outside themselves.
  */
+import { statSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createSchemaValidator } from '../../src/openapi/ajv.js';
 import { deriveCatalog } from '../../src/openapi/derive.js';
 import { loadDocument } from '../../src/openapi/load.js';
 import type { JsonSchema } from '../../src/openapi/types.js';
 import { CORPUS_DIR, corpusDocuments } from '../helpers/corpus.js';
+import { writeTempSpec } from '../helpers/proxy.js';
 import { collectRefs } from '../helpers/schemas.js';
+import { syntheticSpec } from '../helpers/synthetic-spec.js';
 
 /** Operation counts from the corpus's SOURCES.md (paths × methods, after resolving). */
 const EXPECTED_OPERATIONS: Record<string, number> = {
@@ -121,5 +124,16 @@ describe('corpus traits', () => {
       type: 'string',
       contentEncoding: 'base64',
     });
+  });
+});
+
+describe('large documents', () => {
+  it('a generated document with 1,200 operations and several MB loads completely (timing: npm run bench)', async () => {
+    const file = writeTempSpec(syntheticSpec(240, 100));
+    expect(statSync(file).size).toBeGreaterThan(3 * 2 ** 20);
+    const { source, doc } = await loadDocument(file, { allowRemoteRefs: false, allowHttp: false });
+    const catalog = deriveCatalog([{ source, doc }]);
+    expect(catalog.capabilities).toHaveLength(1200);
+    expect(catalog.get('update_resource239')?.input?.required).toEqual(['id', 'field_0']);
   });
 });

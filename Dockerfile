@@ -1,0 +1,34 @@
+# agent-auth-proxy container image.
+# Mirrors .ci/run: the builder installs with `npm ci` (native modules compile here), type-checks
+# and builds; the runtime stage carries only production dependencies and dist/.
+# (No Docker engine runs in this project's CI; this file is kept step-for-step with .ci/run.)
+
+ARG NODE_VERSION=22
+
+FROM node:${NODE_VERSION}-bookworm-slim AS builder
+WORKDIR /app
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+FROM node:${NODE_VERSION}-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=builder /app/node_modules ./node_modules
+COPY --from=builder /app/dist ./dist
+COPY package.json ./
+COPY config ./config
+COPY examples ./examples
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:8080/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+ENTRYPOINT ["node", "dist/cli.js"]
+# Listen on all interfaces inside the container; set --issuer to the URL agents reach.
+CMD ["serve", "--config", "config/proxy.yaml", "--host", "0.0.0.0", "--port", "8080"]

@@ -1,0 +1,135 @@
+/** The shipped configs, examples and docs are run, so they cannot rot. */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { startProxy } from '../../src/app.js';
+import { CONFIG_SCHEMA } from '../../src/config/schema.js';
+import { parseConfig, resolveSettings } from '../../src/config/settings.js';
+import { ERROR_CATALOGUE } from '../../src/errors.js';
+import { silentLogger } from '../../src/log.js';
+import { loadCatalog } from '../../src/openapi/load-catalog.js';
+import { getJson, ROOT } from '../helpers/proxy.js';
+
+const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
+const loadOptions = { allowRemoteRefs: false, allowHttp: false };
+
+describe('config/proxy.example.yaml', () => {
+  it('documents every key of the schema and loads as a valid config', async () => {
+    const settings = resolveSettings({ config: 'config/proxy.example.yaml' }, ROOT);
+    expect(settings.issuer).toBe('https://agents.example.com');
+    const documented = read('config/proxy.example.yaml');
+    const keys = (schema: { properties?: Record<string, unknown> }): string[] =>
+      Object.keys(schema.properties ?? {});
+    for (const [section, sub] of Object.entries(CONFIG_SCHEMA.properties)) {
+      expect(documented, section).toMatch(new RegExp(`^${section}:`, 'm'));
+      const items = 'items' in sub ? (sub.items as { properties?: Record<string, unknown> }) : sub;
+      for (const key of keys(items))
+        expect(documented, `${section}.${key}`).toMatch(new RegExp(`^\\s+(- )?${key}:`, 'm'));
+    }
+    const catalog = await loadCatalog(settings.apis, loadOptions);
+    const names = catalog.capabilities.map((c) => c.name);
+    // include: tag pets or /store/**; exclude: DELETE; prefix: pets.
+    expect(names).toEqual([
+      'pets_create_pet',
+      'pets_get_inventory',
+      'pets_get_pet',
+      'pets_list_pets',
+      'pets_place_order',
+    ]);
+  });
+});
+
+describe('config/proxy.yaml (the Docker image default)', () => {
+  it('starts the bundled example behind the mock upstream', async () => {
+    const settings = resolveSettings({ config: 'config/proxy.yaml', port: 0 }, ROOT);
+    const proxy = await startProxy(settings, { logger: silentLogger });
+    try {
+      expect((await getJson(`${proxy.url}/readyz`)).body).toEqual({ status: 'ready', capabilities: 6 });
+      expect(proxy.mock).toBeDefined();
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe('config/proxy.schema.json', () => {
+  it('is the generated form of src/config/schema.ts (run `npm run schema` after changing it)', () => {
+    expect(JSON.parse(read('config/proxy.schema.json'))).toEqual(CONFIG_SCHEMA);
+  });
+});
+
+describe('examples/kubernetes/sidecar.yaml', () => {
+  it('embeds a valid config and document, and probes endpoints the proxy serves', async () => {
+    const docs = parseAllDocuments(read('examples/kubernetes/sidecar.yaml')).map(
+      (d) => d.toJS() as Record<string, any>,
+    );
+    const configMap = docs.find((d) => d.kind === 'ConfigMap');
+    const deployment = docs.find((d) => d.kind === 'Deployment');
+    const config = parseConfig(configMap?.data['proxy.yaml'], 'sidecar.yaml#proxy.yaml');
+    expect(config.apis[0]?.spec).toBe('/etc/agent-auth-proxy/openapi.yaml');
+
+    const dir = mkdtempSync(join(tmpdir(), 'aap-k8s-'));
+    writeFileSync(join(dir, 'openapi.yaml'), configMap?.data['openapi.yaml']);
+    const catalog = await loadCatalog([{ ...config.apis[0], spec: join(dir, 'openapi.yaml') }], loadOptions);
+    expect(catalog.capabilities.map((c) => c.name)).toEqual(['get_order']);
+
+    const proxy = deployment?.spec.template.spec.containers.find(
+      (c: { name: string }) => c.name === 'agent-auth-proxy',
+    );
+    expect(proxy.args).toEqual(['serve', '--config', '/etc/agent-auth-proxy/proxy.yaml']);
+    expect(proxy.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(proxy.livenessProbe.httpGet.path).toBe('/healthz');
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+
+  it('mirrors .ci/run: npm ci and the build in the builder stage, non-root runtime with a health check', () => {
+    expect(dockerfile).toMatch(/^FROM .* AS builder$/m);
+    expect(dockerfile).toMatch(/^RUN npm ci$/m);
+    expect(dockerfile).toMatch(/npm run build/);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^EXPOSE 8080$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n.*\/readyz/m);
+    expect(read('.ci/run')).toMatch(/^npm ci$/m);
+  });
+
+  it('starts with a config that loads', () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
+    const args = JSON.parse(cmd ?? '[]') as string[];
+    const config = args[args.indexOf('--config') + 1] as string;
+    expect(resolveSettings({ config }, ROOT).apis).toHaveLength(1);
+  });
+});
+
+describe('README', () => {
+  const readme = read('README.md');
+
+  it("lists exactly the error catalogue's codes with their statuses", () => {
+    const section = readme.slice(readme.indexOf('## Errors'), readme.indexOf('## Security model'));
+    const rows = [...section.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])]);
+    const catalogue = Object.entries(ERROR_CATALOGUE).map(([code, e]) => [code, e.status]);
+    expect(rows.sort()).toEqual(catalogue.sort());
+  });
+
+  it('quick start is the two commands package.json and .ci/run implement', () => {
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toMatch(/^npm test\s/m);
+    const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.start).toContain('examples/openapi/petstore.yaml');
+    expect(pkg.scripts.start).toContain('--mock-upstream');
+    const ci = read('.ci/run');
+    for (const command of ['npm ci', 'npm run lint', 'npm test'])
+      expect(ci).toMatch(new RegExp(`^${command}$`, 'm'));
+  });
+
+  it('documents every CLI option the usage text lists', () => {
+    const cli = read('src/cli.ts');
+    const usage = cli.slice(cli.indexOf('const USAGE'), cli.indexOf('const OPTIONS'));
+    for (const [, flag] of usage.matchAll(/^ {2}(--[a-z-]+)/gm))
+      expect(readme, String(flag)).toContain(`\`${String(flag)}`);
+  });
+});
