@@ -19,7 +19,7 @@ export async function startTestProxy(overrides: CliOverrides = {}): Promise<Runn
 export function writeTempSpec(doc: unknown, name = 'spec.json'): string {
   const dir = mkdtempSync(join(tmpdir(), 'aap-spec-'));
   const file = join(dir, name);
-  writeFileSync(file, JSON.stringify(doc));
+  writeFileSync(file, JSON.stringify(doc, null, 2));
   return file;
 }
 
