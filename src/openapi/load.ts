@@ -95,7 +95,7 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
 
 function parseText(text: string, source: string): unknown {
   try {
-    return text.trimStart().startsWith('{') ? JSON.parse(text) : parseYaml(text, { maxAliasCount: 1000 });
+    return text.trimStart().startsWith('{') ? JSON.parse(text) : parseYaml(text);
   } catch (err) {
     throw new UserError(`${source}: not valid JSON or YAML: ${(err as Error).message.split('\n')[0] ?? ''}`);
   }
