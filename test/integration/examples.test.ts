@@ -22,9 +22,10 @@ describe('config/proxy.example.yaml', () => {
     const documented = read('config/proxy.example.yaml');
     const keys = (schema: { properties?: Record<string, unknown> }): string[] =>
       Object.keys(schema.properties ?? {});
-    for (const [section, sub] of Object.entries(CONFIG_SCHEMA.properties)) {
+    type Node = { properties?: Record<string, unknown>; items?: Node };
+    for (const [section, sub] of Object.entries(CONFIG_SCHEMA.properties) as [string, Node][]) {
       expect(documented, section).toMatch(new RegExp(`^${section}:`, 'm'));
-      const items = 'items' in sub ? (sub.items as { properties?: Record<string, unknown> }) : sub;
+      const items = sub.items ?? sub;
       for (const key of keys(items))
         expect(documented, `${section}.${key}`).toMatch(new RegExp(`^\\s+(- )?${key}:`, 'm'));
     }
