@@ -111,7 +111,10 @@ describe('README', () => {
 
   it("lists exactly the error catalogue's codes with their statuses", () => {
     const section = readme.slice(readme.indexOf('## Errors'), readme.indexOf('## Security model'));
-    const rows = [...section.matchAll(/^\|\s*`([a-z_]+)`\s*\|\s*(\d{3})\s*\|/gm)].map((m) => [m[1], Number(m[2])]);
+    const rows = [...section.matchAll(/^\|\s*`([a-z_]+)`\s*\|\s*(\d{3})\s*\|/gm)].map((m) => [
+      m[1],
+      Number(m[2]),
+    ]);
     const catalogue = Object.entries(ERROR_CATALOGUE).map(([code, e]) => [code, e.status]);
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.sort()).toEqual(catalogue.sort());
