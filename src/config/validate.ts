@@ -7,7 +7,9 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { UserError } from '../errors.js';
 
 export function compileConfigSchema(schema: object): ValidateFunction {
-  const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true });
+  // verbose: errors carry the offending value and their schema, which the messages quote
+  // (`(got …)`, the allowed keys).
+  const ajv = new Ajv2020({ allErrors: true, useDefaults: true, strict: true, verbose: true });
   return ajv.compile(schema);
 }
 

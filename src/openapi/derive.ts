@@ -106,9 +106,9 @@ export function deriveCatalog(
 }
 
 /**
- * Explicit names (`x-agent-auth-name`) are reserved first and must be unique. Then names that only
- * one operation wants. Then each colliding group, in path/method order: the first keeps the name,
- * the others get `_2`, `_3`, … (skipping names already taken).
+ * Explicit names (`x-agent-auth-name`) are reserved first and must be unique. Then every other
+ * wanted name goes to the first operation (in API/path/method order) that wants it. Then the rest
+ * of each colliding group get `_2`, `_3`, … (skipping names already taken).
  */
 function assignNames(
   candidates: readonly Candidate[],
@@ -140,18 +140,21 @@ function assignNames(
     if (c.explicit) return;
     groups.set(c.base, [...(groups.get(c.base) ?? []), i]);
   });
-  for (const [base, members] of groups) {
-    if (members.length === 1 && !taken.has(base)) {
-      taken.set(base, members[0] as number);
-      names[members[0] as number] = base;
-    }
-  }
   const order = (i: number): string => (candidates[i] as Candidate).order;
+  // Reserve every wanted name before any suffix is made, so a generated `x_2` never takes the
+  // name from operations that want `x_2` themselves.
+  for (const [base, members] of groups) {
+    if (taken.has(base)) continue;
+    const first = members.reduce((a, b) => (order(b) < order(a) ? b : a));
+    taken.set(base, first);
+    names[first] = base;
+  }
   for (const [base, members] of [...groups].sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (members.every((i) => names[i] !== undefined)) continue;
     const sorted = [...members].sort((a, b) => (order(a) < order(b) ? -1 : 1));
     let n = 2;
     for (const i of sorted) {
+      if (names[i] !== undefined) continue;
       let name = base;
       if (taken.has(name)) {
         do name = suffixed(base, n++);

@@ -48,6 +48,14 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
       throw new UserError(`${source}: spec file not found`);
   }
 
+  // json-schema-ref-parser replaces a resolver's error with `Error reading file "<url>"`; the
+  // reason (remote $refs not allowed, plain http, a local file from a remote spec, a failed
+  // fetch…) is kept here per URL and put back into the message.
+  const reasons = new Map<string, string>();
+  const remember = <E>(url: string, err: E): E => {
+    if (err instanceof UserError) reasons.set(url, err.message);
+    return err;
+  };
   const resolvers = {
     // Built-in resolvers are replaced: the file one is refused to remote documents, and the HTTP
     // one ignores our size, timeout and scheme limits.
@@ -57,12 +65,16 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
       order: 1,
       canRead: /^https?:\/\//i,
       read: async (file: { url: string }): Promise<Buffer> => {
-        if (!options.allowRemoteRefs) {
-          throw new UserError(
-            `remote $ref to ${file.url} is not allowed; pass --allow-remote-refs (or specs.allow_remote_refs: true) to fetch it`,
-          );
+        try {
+          if (!options.allowRemoteRefs) {
+            throw new UserError(
+              `remote $ref to ${file.url} is not allowed; pass --allow-remote-refs (or specs.allow_remote_refs: true) to fetch it`,
+            );
+          }
+          return (await fetchDocument(file.url, limits)).body;
+        } catch (err) {
+          throw remember(file.url, err);
         }
-        return (await fetchDocument(file.url, limits)).body;
       },
     },
     refuseOther: {
@@ -71,8 +83,11 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
         !/^https?:\/\//i.test(file.url) && (remoteRoot || /^[a-z][a-z0-9+.-]+:/i.test(file.url)),
       read: (file: { url: string }): Promise<Buffer> =>
         Promise.reject(
-          new UserError(
-            `$ref to ${file.url} is not allowed${remoteRoot ? ': a remote spec cannot read local files' : ''}`,
+          remember(
+            file.url,
+            new UserError(
+              `$ref to ${file.url} is not allowed${remoteRoot ? ': a remote spec cannot read local files' : ''}`,
+            ),
           ),
         ),
     },
@@ -83,13 +98,16 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
     const bundle = SwaggerParser.bundle.bind(SwaggerParser) as unknown as (
       ...args: unknown[]
     ) => Promise<unknown>;
-    const bundleOptions = { resolve: resolvers, continueOnError: true };
-    const doc = await (parsed === undefined
-      ? bundle(location, bundleOptions)
-      : bundle(location, parsed, bundleOptions));
+    const parse = SwaggerParser.parse.bind(SwaggerParser) as unknown as (
+      ...args: unknown[]
+    ) => Promise<unknown>;
+    // The root is parsed on its own, without continueOnError: with it, a root that is not valid
+    // YAML/JSON reaches swagger-parser as null and fails with an unrelated TypeError.
+    const root = parsed ?? (await parse(location, { resolve: resolvers }));
+    const doc = await bundle(location, root, { resolve: resolvers, continueOnError: true });
     return { source, doc };
   } catch (err) {
-    throw new UserError(describeLoadError(source, err));
+    throw new UserError(describeLoadError(source, location, err, reasons));
   }
 }
 
@@ -110,7 +128,12 @@ interface ParserErrorLike {
 }
 
 /** swagger-parser errors → one message per problem: file, JSON pointer, what is wrong. */
-function describeLoadError(source: string, err: unknown): string {
+function describeLoadError(
+  source: string,
+  root: string,
+  err: unknown,
+  reasons: ReadonlyMap<string, string>,
+): string {
   if (err instanceof UserError) return err.message;
   const e = err as ParserErrorLike;
   const list: readonly ParserErrorLike[] = e.errors && e.errors.length > 0 ? e.errors : [e];
@@ -118,9 +141,17 @@ function describeLoadError(source: string, err: unknown): string {
     const where = item.path && item.path.length > 0 ? ` at ${toPointer(item.path.map(String))}` : '';
     const file = item.source ?? source;
     const message = (item.message ?? String(err)).split('\n')[0] ?? '';
+    const unreadable =
+      item.name === 'ResolverError' ? /^Error reading file "(.*)"$/.exec(message)?.[1] : undefined;
+    const reason = unreadable === undefined ? undefined : reasons.get(unreadable);
+    if (reason !== undefined) return `${file}${where}: ${reason}`;
     if (item.name === 'MissingPointerError') {
-      const target = /Missing \$ref pointer "([^"]*)"/.exec(message)?.[1];
-      return `${file}${where}: dangling $ref${target ? ` "${target}"` : ''}: ${message}`;
+      // The pointer is where the $ref stands in the root document; the error's source is the file
+      // the $ref points into, which differs from the root for a $ref into another file.
+      const hash = /Missing \$ref pointer "([^"]*)"/.exec(message)?.[1];
+      const inRoot = item.source === undefined || item.source === root;
+      const target = hash === undefined ? undefined : inRoot ? hash : `${file}${hash}`;
+      return `${inRoot ? file : root}${where}: dangling $ref${target ? ` "${target}"` : ''}: ${message}`;
     }
     return `${file}${where}: ${message}`;
   });

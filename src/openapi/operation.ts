@@ -18,6 +18,8 @@ import type {
   ServerTemplate,
 } from './types.js';
 
+const LOCATION_ORDER: readonly string[] = ['path', 'query', 'header', 'cookie'];
+
 export interface ApiContext {
   readonly view: DocumentView;
   readonly converter: SchemaConverter;
@@ -43,11 +45,19 @@ export function deriveOperation(ctx: ApiContext, op: RawOperation): DerivedOpera
   const parameters: ParameterBinding[] = [];
 
   const rawParams = withTemplateParameters(ctx, op, collectParameters(view, op));
-  for (const p of rawParams) {
+  // A name used in two locations stays with the first in path, query, header, cookie order.
+  const byLocation = [...rawParams].sort(
+    (a, b) => LOCATION_ORDER.indexOf(a.in) - LOCATION_ORDER.indexOf(b.in),
+  );
+  for (const p of byLocation) {
     if (p.in === 'body' || p.in === 'formData') continue;
     const located = p as RawParameter & { in: ParameterLocation };
     if (isCredentialOrOwned(located, ctx.schemes)) continue;
-    const argument = Object.hasOwn(properties, p.name) ? `${p.in}_${p.name}` : p.name;
+    let argument = p.name;
+    if (Object.hasOwn(properties, argument)) {
+      argument = `${p.in}_${p.name}`;
+      for (let n = 2; Object.hasOwn(properties, argument); n++) argument = `${p.in}_${p.name}_${n}`;
+    }
     if (argument !== p.name) {
       ctx.warn(
         `${view.source}: ${p.pointer}: ${p.in} parameter "${p.name}" clashes with another argument; agents pass it as "${argument}"`,

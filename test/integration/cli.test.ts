@@ -1,0 +1,421 @@
+/**
+ * The command line as an operator uses it: `node dist/cli.js` in a child process (built by the
+ * pretest step, or here when dist/ is missing). Exit codes, messages without stack traces, the
+ * capabilities listing, and a served proxy that stops cleanly on SIGTERM.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+// Defined here rather than taken from ../helpers/proxy.js, which imports src/: this file tests
+// the built CLI only.
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
+const CLI = join(ROOT, 'dist/cli.js');
+const SPECS = join(ROOT, 'test/fixtures/specs');
+const STACK_FRAME = '    at ';
+
+/** Every child this file started, killed (by PID) after each test if it is still running. */
+const children = new Set<ChildProcess>();
+
+interface Exited {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+interface Running {
+  child: ChildProcess;
+  /** Resolves with the first JSON log line on stdout whose `msg` is `msg`; rejects if the process exits first. */
+  logLine(msg: string): Promise<Record<string, unknown>>;
+  exited: Promise<Exited>;
+}
+
+function start(args: readonly string[], cwd = ROOT): Running {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  const waiters: (() => void)[] = [];
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    for (const wake of waiters) wake();
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<Exited>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      children.delete(child);
+      resolve({ code, signal, stdout, stderr });
+      for (const wake of waiters) wake();
+    });
+  });
+  const logLine = (msg: string): Promise<Record<string, unknown>> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        // Complete lines only: a chunk may end in the middle of one.
+        for (const line of stdout.slice(0, stdout.lastIndexOf('\n') + 1).split('\n')) {
+          let entry: Record<string, unknown>;
+          try {
+            entry = JSON.parse(line) as Record<string, unknown>;
+          } catch {
+            continue; // not a log line
+          }
+          if (entry.msg === msg) {
+            resolve(entry);
+            return;
+          }
+        }
+        if (child.exitCode !== null || child.signalCode !== null) {
+          reject(
+            new Error(`exited (${child.exitCode ?? child.signalCode}) before logging "${msg}": ${stderr}`),
+          );
+        }
+      };
+      waiters.push(check);
+      check();
+    });
+  return { child, logLine, exited };
+}
+
+/** Runs the CLI to completion. */
+function run(args: readonly string[], cwd = ROOT): Promise<Exited> {
+  return start(args, cwd).exited;
+}
+
+/** `text` as a literal inside a RegExp. */
+function regexLiteral(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** An operator error: exit code 2, one message on stderr, nothing on stdout, no stack trace. */
+function expectOperatorError(result: Exited): void {
+  expect(result.code, result.stderr).toBe(2);
+  expect(result.stdout).toBe('');
+  expect(result.stderr).toMatch(/^agent-auth-proxy: /);
+  expect(result.stderr).not.toContain(STACK_FRAME);
+  expect(result.stderr).not.toContain('unexpected error');
+}
+
+let tmp = '';
+beforeAll(() => {
+  if (!existsSync(CLI)) {
+    try {
+      execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'ignore' });
+    } catch {
+      // tsc reports type errors with a non-zero exit but still emits; the check below decides.
+    }
+  }
+  expect(existsSync(CLI), `${CLI} is missing: run npm run build`).toBe(true);
+  tmp = mkdtempSync(join(tmpdir(), 'aap-cli-'));
+});
+afterEach(() => {
+  for (const child of children) {
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+  children.clear();
+});
+afterAll(() => {
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+async function getJson(url: string): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url);
+  return { status: res.status, body: await res.json() };
+}
+
+describe('help and version', () => {
+  it('--help and -h print the usage and exit 0', async () => {
+    for (const flag of ['--help', '-h']) {
+      const result = await run([flag]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^Usage:\n {2}agent-auth-proxy \[serve\] \[options\]/);
+      expect(result.stdout).toContain('agent-auth-proxy capabilities [options] [--json]');
+      expect(result.stdout).toContain('--allow-remote-refs');
+      expect(result.stderr).toBe('');
+    }
+  });
+
+  it('--version and -v print the package version and exit 0', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const result = await run([flag]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe(`${version}\n`);
+    }
+  });
+});
+
+describe('operator mistakes exit 2 with a message and no stack trace', () => {
+  it('an unknown flag', async () => {
+    const result = await run(['capabilities', '--spec', PETSTORE, '--bogus']);
+    expectOperatorError(result);
+    expect(result.stderr).toContain("Unknown option '--bogus'");
+    expect(result.stderr).toContain('Run agent-auth-proxy --help for usage.');
+  });
+
+  it('an unknown command', async () => {
+    const result = await run(['frobnicate', '--spec', PETSTORE]);
+    expectOperatorError(result);
+    expect(result.stderr).toBe(
+      'agent-auth-proxy: unknown command "frobnicate"\nRun agent-auth-proxy --help for usage.\n',
+    );
+  });
+
+  it('an extra argument', async () => {
+    const result = await run(['capabilities', 'extra', '--spec', PETSTORE]);
+    expectOperatorError(result);
+    expect(result.stderr).toContain('unexpected argument "extra"');
+  });
+
+  it('a --port that is not a port number', async () => {
+    for (const port of ['abc', '70000', '-1', '80.5']) {
+      const result = await run(['serve', '--spec', PETSTORE, `--port=${port}`]);
+      expectOperatorError(result);
+      expect(result.stderr).toBe(
+        `agent-auth-proxy: --port ${JSON.stringify(port)}: must be a number from 0 to 65535\n`,
+      );
+    }
+  });
+
+  it('an unknown --log-level', async () => {
+    const result = await run(['serve', '--spec', PETSTORE, '--log-level', 'loud']);
+    expectOperatorError(result);
+    expect(result.stderr).toContain('--log-level "loud": must be one of debug, info, warn, error, silent');
+  });
+
+  it('no API at all', async () => {
+    const result = await run(['capabilities']);
+    expectOperatorError(result);
+    expect(result.stderr).toContain('no API to serve');
+  });
+
+  it('more --upstream than --spec', async () => {
+    const result = await run([
+      'capabilities',
+      '--spec',
+      PETSTORE,
+      '--upstream',
+      'https://a.example.com',
+      '--upstream',
+      'https://b.example.com',
+    ]);
+    expectOperatorError(result);
+    expect(result.stderr).toContain('--upstream was given 2 times for 1 --spec');
+  });
+
+  it('a spec that is not valid YAML: the file and the parse error', async () => {
+    // Written at run time: the repository's prettier --check would choke on a broken fixture.
+    const file = join(tmp, 'broken.yaml');
+    writeFileSync(file, 'openapi: 3.0.3\ninfo:\n  title: Broken\n  version: [1.0.0\npaths: {}\n');
+    const result = await run(['capabilities', '--spec', file]);
+    expectOperatorError(result);
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `^agent-auth-proxy: ${regexLiteral(file)}: Error parsing ${regexLiteral(file)}: .+\\(5:1\\)\\n$`,
+      ),
+    );
+  });
+
+  it('a spec that is not OpenAPI', async () => {
+    const file = join(SPECS, 'not-openapi.yaml');
+    const result = await run(['capabilities', '--spec', file]);
+    expectOperatorError(result);
+    expect(result.stderr).toContain(`${file}: ${file} is not a valid Openapi API definition`);
+  });
+
+  it('a spec file that does not exist', async () => {
+    const result = await run(['capabilities', '--spec', 'no/such/spec.yaml']);
+    expectOperatorError(result);
+    expect(result.stderr).toBe(`agent-auth-proxy: ${join(ROOT, 'no/such/spec.yaml')}: spec file not found\n`);
+  });
+
+  it('a dangling $ref: the file, the JSON pointer and the target', async () => {
+    const file = join(SPECS, 'dangling.yaml');
+    const result = await run(['serve', '--spec', file, '--port', '0']);
+    expectOperatorError(result);
+    expect(result.stderr).toContain(
+      `${file} at #/paths/~1pets/get/responses/200/content/application~1json/schema: dangling $ref "#/components/schemas/Missing"`,
+    );
+  });
+
+  it('an invalid config file: the file and the key path of every problem', async () => {
+    const config = join(tmp, 'invalid.yaml');
+    writeFileSync(
+      config,
+      'server:\n  port: abc\napis:\n  - spec: petstore.yaml\n    upstream: ftp://legacy\n',
+    );
+    const result = await run(['capabilities', '--config', config]);
+    expectOperatorError(result);
+    expect(result.stderr).toBe(
+      [
+        `agent-auth-proxy: ${config}: server.port: must be an integer (got "abc")`,
+        `${config}: apis[0].upstream: must be an http(s) URL (got "ftp://legacy")`,
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('a config file with a duplicate key: the file and the line', async () => {
+    const config = join(tmp, 'duplicate.yaml');
+    writeFileSync(config, `apis:\n  - spec: ${PETSTORE}\n    prefix: a\n    prefix: b\n`);
+    const result = await run(['capabilities', '--config', config]);
+    expectOperatorError(result);
+    expect(result.stderr).toContain(`${config}: Map keys must be unique at line 4, column 5`);
+  });
+
+  it('a config file that does not exist', async () => {
+    const result = await run(['capabilities', '--config', join(tmp, 'missing.yaml')]);
+    expectOperatorError(result);
+    expect(result.stderr).toContain(`${join(tmp, 'missing.yaml')}: config file not found or not readable`);
+  });
+});
+
+describe('capabilities', () => {
+  const PETSTORE_NAMES = ['create_pet', 'delete_pet', 'get_inventory', 'get_pet', 'list_pets', 'place_order'];
+
+  it('prints a table of the catalog', async () => {
+    const result = await run(['capabilities', '--spec', 'examples/openapi/petstore.yaml']);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines[0]).toMatch(/^NAME +METHOD +PATH +DESCRIPTION$/);
+    expect(lines.slice(1, 7).map((l) => l.split(/ +/)[0])).toEqual(PETSTORE_NAMES);
+    expect(lines).toContain('list_pets      GET     /pets             List pets');
+    expect(lines).toContain('delete_pet     DELETE  /pets/{petId}     Remove a pet');
+    expect(result.stdout.endsWith('\n6 capabilities from 1 API\n')).toBe(true);
+  });
+
+  it('--json prints {capabilities, warnings} as parseable JSON', async () => {
+    const result = await run(['capabilities', '--spec', 'examples/openapi/petstore.yaml', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const json = JSON.parse(result.stdout);
+    expect(Object.keys(json)).toEqual(['capabilities', 'warnings']);
+    expect(json.warnings).toEqual([]);
+    expect(json.capabilities.map((c: { name: string }) => c.name)).toEqual(PETSTORE_NAMES);
+    for (const c of json.capabilities) {
+      expect(Object.keys(c)).toEqual(expect.arrayContaining(['name', 'description', 'method', 'path']));
+      expect(c.method).toMatch(/^[A-Z]+$/);
+    }
+    const create = json.capabilities.find((c: { name: string }) => c.name === 'create_pet');
+    expect(create).toMatchObject({
+      method: 'POST',
+      path: '/pets',
+      description: expect.stringContaining('Add a pet'),
+    });
+    expect(create.input).toMatchObject({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+    });
+  });
+
+  it('--config with two APIs: prefixes per API, DELETE operations excluded, specs relative to the config', async () => {
+    const dir = mkdtempSync(join(tmp, 'two-apis-'));
+    writeFileSync(
+      join(dir, 'inventory.json'),
+      JSON.stringify({
+        openapi: '3.0.3',
+        info: { title: 'Inventory', version: '1.0.0' },
+        servers: [{ url: 'https://inventory.example.com' }],
+        paths: {
+          '/items': {
+            get: { operationId: 'listItems', responses: { '200': { description: 'ok' } } },
+            delete: { operationId: 'purgeItems', responses: { '204': { description: 'gone' } } },
+          },
+          '/items/{id}': {
+            parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+            put: { operationId: 'replaceItem', responses: { '200': { description: 'ok' } } },
+            delete: { operationId: 'deleteItem', responses: { '204': { description: 'gone' } } },
+          },
+        },
+      }),
+    );
+    const config = join(dir, 'proxy.yaml');
+    writeFileSync(
+      config,
+      [
+        'apis:',
+        `  - spec: ${PETSTORE}`,
+        '    prefix: shop',
+        '    exclude:',
+        '      - methods: [DELETE]',
+        '  - spec: inventory.json',
+        '    prefix: stock',
+        '    exclude:',
+        '      - methods: [DELETE]',
+        '',
+      ].join('\n'),
+    );
+
+    const result = await run(['capabilities', '--config', config, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const { capabilities } = JSON.parse(result.stdout) as {
+      capabilities: { name: string; method: string }[];
+    };
+    expect(capabilities.map((c) => c.name)).toEqual([
+      'shop_create_pet',
+      'shop_get_inventory',
+      'shop_get_pet',
+      'shop_list_pets',
+      'shop_place_order',
+      'stock_list_items',
+      'stock_replace_item',
+    ]);
+    expect(capabilities.filter((c) => c.method === 'DELETE')).toEqual([]);
+
+    const table = await run(['capabilities', '--config', config]);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toContain('shop_list_pets');
+    expect(table.stdout).not.toMatch(/delete|purge|DELETE/);
+    expect(table.stdout.endsWith('\n7 capabilities from 2 APIs\n')).toBe(true);
+  });
+});
+
+describe('serve', () => {
+  it('logs where it listens, answers /healthz and /readyz, and exits 0 on SIGTERM', async () => {
+    // A temp working directory, so nothing the server writes lands in the repository.
+    const proc = start(['serve', '--spec', PETSTORE, '--port', '0'], tmp);
+    const listening = await proc.logLine('listening');
+    const url = String(listening.url);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(url).not.toBe('http://127.0.0.1:0');
+    expect(listening).toMatchObject({ level: 'info', issuer: url, capabilities: 6 });
+
+    expect(await getJson(`${url}/healthz`)).toMatchObject({ status: 200, body: { status: 'ok' } });
+    expect(await getJson(`${url}/readyz`)).toMatchObject({
+      status: 200,
+      body: { status: 'ready', capabilities: 6 },
+    });
+
+    expect(proc.child.pid).toBeDefined();
+    process.kill(proc.child.pid as number, 'SIGTERM');
+    const exit = await proc.exited;
+    expect(exit).toMatchObject({ code: 0, signal: null });
+    expect(exit.stderr).toBe('');
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+  });
+
+  it('exits 2 with "cannot listen" when the port is taken', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const result = await run(['serve', '--spec', PETSTORE, '--port', String(port)], tmp);
+      expectOperatorError(result);
+      expect(result.stderr).toBe(`agent-auth-proxy: cannot listen on 127.0.0.1:${port}: EADDRINUSE\n`);
+    } finally {
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
+  });
+});

@@ -1,0 +1,412 @@
+/** Settings: config file + CLI flags → one frozen object, and every operator mistake as a clear UserError. */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig, readConfigFile, resolveSettings } from '../../../src/config/settings.js';
+import { UserError } from '../../../src/errors.js';
+
+/** Runs `fn`, which must throw a UserError, and returns that error. */
+function userError(fn: () => unknown): UserError {
+  let thrown: unknown;
+  try {
+    fn();
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(UserError);
+  return thrown as UserError;
+}
+
+let dir = '';
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'aap-settings-'));
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Writes `text` to `name` under the test's temp directory and returns the absolute path. */
+function writeConfig(name: string, text: string): string {
+  const file = join(dir, name);
+  mkdirSync(join(file, '..'), { recursive: true });
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('defaults', () => {
+  // The issuer then follows the address the server listens on (http://HOST:PORT): the CLI test
+  // checks it on a real server.
+  it('listens on 127.0.0.1:8080 with every documented default and no explicit issuer', () => {
+    const settings = resolveSettings({ specs: ['api.yaml'] }, '/srv/app');
+    expect(settings).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      maxBodyBytes: 1048576,
+      allowRemoteRefs: false,
+      allowHttpSpecs: false,
+      specMaxBytes: 10485760,
+      specTimeoutMs: 5000,
+      apis: [{ spec: '/srv/app/api.yaml' }],
+      mockUpstream: false,
+      logLevel: 'info',
+    });
+    expect('issuer' in settings).toBe(false);
+  });
+
+  it('is frozen, down to each API', () => {
+    const settings = resolveSettings({ specs: ['a.yaml', 'b.yaml'] }, '/srv/app');
+    expect(Object.isFrozen(settings)).toBe(true);
+    expect(Object.isFrozen(settings.apis)).toBe(true);
+    expect(settings.apis.every((api) => Object.isFrozen(api))).toBe(true);
+  });
+
+  it('fills every default into an empty config file', () => {
+    expect(parseConfig('', 'proxy.yaml')).toMatchObject({
+      server: { host: '127.0.0.1', port: 8080, max_body_bytes: 1048576 },
+      provider: {},
+      specs: { allow_remote_refs: false, allow_http: false, max_bytes: 10485760, timeout_ms: 5000 },
+      apis: [],
+      mock_upstream: false,
+      log_level: 'info',
+    });
+  });
+
+  it('keeps spec URLs as they are and resolves --spec paths against the working directory', () => {
+    const settings = resolveSettings(
+      {
+        specs: [
+          'https://api.example.com/openapi.json',
+          'HTTP://legacy.local/spec.yaml',
+          'specs/x.yaml',
+          '/abs/y.yaml',
+        ],
+      },
+      '/srv/app',
+    );
+    expect(settings.apis.map((a) => a.spec)).toEqual([
+      'https://api.example.com/openapi.json',
+      'HTTP://legacy.local/spec.yaml',
+      '/srv/app/specs/x.yaml',
+      '/abs/y.yaml',
+    ]);
+  });
+});
+
+describe('CLI overrides', () => {
+  const configText = `
+server:
+  host: 0.0.0.0
+  port: 9000
+  issuer: https://config.example.com
+  max_body_bytes: 2048
+provider:
+  name: shop
+  description: The shop
+specs:
+  allow_remote_refs: true
+  allow_http: true
+  max_bytes: 4096
+  timeout_ms: 250
+apis:
+  - spec: shop.yaml
+mock_upstream: true
+log_level: debug
+`;
+
+  it('takes every value from the config file when no flag is given', () => {
+    const config = writeConfig('overrides/proxy.yaml', configText);
+    expect(resolveSettings({ config }, '/elsewhere')).toMatchObject({
+      host: '0.0.0.0',
+      port: 9000,
+      issuer: 'https://config.example.com',
+      maxBodyBytes: 2048,
+      providerName: 'shop',
+      providerDescription: 'The shop',
+      allowRemoteRefs: true,
+      allowHttpSpecs: true,
+      specMaxBytes: 4096,
+      specTimeoutMs: 250,
+      apis: [{ spec: join(dir, 'overrides/shop.yaml') }],
+      mockUpstream: true,
+      logLevel: 'debug',
+    });
+  });
+
+  it('lets flags override the config file', () => {
+    const config = writeConfig('overrides/proxy.yaml', configText);
+    const settings = resolveSettings(
+      {
+        config,
+        host: '127.0.0.2',
+        port: 0,
+        issuer: 'https://cli.example.com/agents/',
+        allowRemoteRefs: false,
+        allowHttpSpecs: false,
+        mockUpstream: false,
+        logLevel: 'error',
+      },
+      '/elsewhere',
+    );
+    expect(settings).toMatchObject({
+      host: '127.0.0.2',
+      port: 0, // 0 is a value, not "unset"
+      issuer: 'https://cli.example.com/agents', // trailing slash dropped
+      allowRemoteRefs: false,
+      allowHttpSpecs: false,
+      mockUpstream: false,
+      logLevel: 'error',
+    });
+    // Flags that have no config counterpart leave the config's values alone.
+    expect(settings).toMatchObject({ maxBodyBytes: 2048, specMaxBytes: 4096, specTimeoutMs: 250 });
+  });
+
+  it('lists the config file APIs first, then one per --spec; --upstream applies to --spec APIs only', () => {
+    const config = writeConfig(
+      'order/proxy.yaml',
+      'apis:\n  - spec: first.yaml\n    upstream: https://first.example.com\n  - spec: second.yaml\n',
+    );
+    const settings = resolveSettings(
+      { config, specs: ['third.yaml', 'fourth.yaml'], upstreams: ['https://cli.example.com'] },
+      '/work',
+    );
+    expect(settings.apis).toEqual([
+      { spec: join(dir, 'order/first.yaml'), upstream: 'https://first.example.com' },
+      { spec: join(dir, 'order/second.yaml') },
+      { spec: '/work/third.yaml', upstream: 'https://cli.example.com' },
+      { spec: '/work/fourth.yaml', upstream: 'https://cli.example.com' },
+    ]);
+  });
+
+  it('pairs one --upstream per --spec in order', () => {
+    const settings = resolveSettings(
+      { specs: ['a.yaml', 'b.yaml'], upstreams: ['https://a.example.com', 'http://b.internal:8080'] },
+      '/work',
+    );
+    expect(settings.apis).toEqual([
+      { spec: '/work/a.yaml', upstream: 'https://a.example.com' },
+      { spec: '/work/b.yaml', upstream: 'http://b.internal:8080' },
+    ]);
+  });
+});
+
+describe('spec paths in a config file', () => {
+  it('resolve against the directory of the config file, not the working directory', () => {
+    const config = writeConfig(
+      'nested/conf/proxy.yaml',
+      [
+        'apis:',
+        '  - spec: petstore.yaml',
+        '  - spec: ../specs/billing.json',
+        '  - spec: /opt/specs/abs.yaml',
+        '  - spec: https://specs.example.com/remote.yaml',
+      ].join('\n'),
+    );
+    const expected = [
+      join(dir, 'nested/conf/petstore.yaml'),
+      join(dir, 'nested/specs/billing.json'),
+      '/opt/specs/abs.yaml',
+      'https://specs.example.com/remote.yaml',
+    ];
+    // The config given relative to the working directory, and given absolute from somewhere else.
+    expect(resolveSettings({ config: 'nested/conf/proxy.yaml' }, dir).apis.map((a) => a.spec)).toEqual(
+      expected,
+    );
+    expect(resolveSettings({ config }, '/somewhere/else').apis.map((a) => a.spec)).toEqual(expected);
+  });
+
+  it('while --spec paths given next to --config still resolve against the working directory', () => {
+    const config = writeConfig('mixed/proxy.yaml', 'apis:\n  - spec: from-config.yaml\n');
+    const settings = resolveSettings({ config, specs: ['from-cli.yaml'] }, '/work');
+    expect(settings.apis.map((a) => a.spec)).toEqual([
+      join(dir, 'mixed/from-config.yaml'),
+      '/work/from-cli.yaml',
+    ]);
+  });
+});
+
+describe('--upstream, --issuer and the API list', () => {
+  it('refuses more --upstream than --spec', () => {
+    const err = userError(() =>
+      resolveSettings({ specs: ['a.yaml'], upstreams: ['https://a.example.com', 'https://b.example.com'] }),
+    );
+    expect(err.message).toBe(
+      '--upstream was given 2 times for 1 --spec; give one for all, or one per --spec in the same order',
+    );
+  });
+
+  it('refuses several --upstream that do not match the number of --spec', () => {
+    const err = userError(() =>
+      resolveSettings({
+        specs: ['a.yaml', 'b.yaml', 'c.yaml'],
+        upstreams: ['https://a.example.com', 'https://b.example.com'],
+      }),
+    );
+    expect(err.message).toContain('--upstream was given 2 times for 3 --spec');
+  });
+
+  it('refuses --upstream without any --spec, even when the config file has APIs', () => {
+    const config = writeConfig('upstream-only/proxy.yaml', 'apis:\n  - spec: a.yaml\n');
+    for (const cli of [
+      { upstreams: ['https://a.example.com'] },
+      { config, upstreams: ['https://a.example.com'] },
+    ]) {
+      expect(userError(() => resolveSettings(cli)).message).toBe(
+        '--upstream needs a --spec to apply to (set `upstream` per API in the config file instead)',
+      );
+    }
+  });
+
+  it('refuses an --upstream that is not an http(s) URL', () => {
+    for (const upstream of ['ftp://files.example.com', 'legacy.internal', 'http://']) {
+      const err = userError(() => resolveSettings({ specs: ['a.yaml'], upstreams: [upstream] }));
+      expect(err.message).toBe(`--upstream ${JSON.stringify(upstream)}: must be an http(s) URL`);
+    }
+  });
+
+  it('refuses an issuer that is not an http(s) URL or carries a query or fragment, from a flag or the file', () => {
+    for (const issuer of [
+      'ftp://agents.example.com',
+      'https://agents.example.com/?x=1',
+      'https://a.example.com/#f',
+    ]) {
+      const err = userError(() => resolveSettings({ specs: ['a.yaml'], issuer }));
+      expect(err.message).toBe(
+        `--issuer ${JSON.stringify(issuer)}: must be an http(s) URL without query or fragment`,
+      );
+    }
+    const config = writeConfig(
+      'issuer/proxy.yaml',
+      'server:\n  issuer: https://a.example.com/?q\napis:\n  - spec: a.yaml\n',
+    );
+    expect(userError(() => resolveSettings({ config })).message).toContain(
+      'must be an http(s) URL without query',
+    );
+  });
+
+  it('refuses to start without any API', () => {
+    const empty = writeConfig('no-apis/proxy.yaml', 'server:\n  port: 9000\n');
+    for (const cli of [{}, { config: empty }]) {
+      expect(userError(() => resolveSettings(cli)).message).toBe(
+        'no API to serve: pass --spec FILE|URL, or --config FILE with an `apis` list',
+      );
+    }
+  });
+});
+
+describe('config validation messages name the file, the key path and what was expected', () => {
+  const cases: [string, string, string][] = [
+    ['a wrong type', 'server:\n  port: abc\n', 'server.port: must be an integer (got "abc")'],
+    ['a number out of range', 'server:\n  port: 70000\n', 'server.port: must be <= 65535 (got 70000)'],
+    ['a size below the minimum', 'specs:\n  max_bytes: 10\n', 'specs.max_bytes: must be >= 1024 (got 10)'],
+    [
+      'a non-URL upstream',
+      'apis:\n  - spec: a.yaml\n    upstream: ftp://x\n',
+      'apis[0].upstream: must be an http(s) URL (got "ftp://x")',
+    ],
+    [
+      'an unknown key in an API',
+      'apis:\n  - spec: a.yaml\n    prefx: shop\n',
+      'apis[0].prefx: unknown key; allowed keys: id, spec, upstream, prefix, include, exclude',
+    ],
+    ['a missing required key', 'apis:\n  - upstream: https://x.example.com\n', 'apis[0].spec: is required'],
+    [
+      'a value outside an enum',
+      'log_level: loud\n',
+      'log_level: must be one of "debug", "info", "warn", "error", "silent" (got "loud")',
+    ],
+    [
+      'a bad method deep in a selector',
+      'apis:\n  - spec: a.yaml\n  - spec: b.yaml\n    exclude:\n      - methods: [DELETE, FETCH]\n',
+      'apis[1].exclude[0].methods[1]: must be one of "GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE" (got "FETCH")',
+    ],
+    [
+      'an empty selector',
+      'apis:\n  - spec: a.yaml\n    include: [{}]\n',
+      'apis[0].include[0]: must set at least one key',
+    ],
+    [
+      'a path glob without a leading slash',
+      'apis:\n  - spec: a.yaml\n    include: [{paths: [admin]}]\n',
+      'apis[0].include[0].paths[0]: must start with "/" (got "admin")',
+    ],
+    [
+      'a bad prefix',
+      'apis:\n  - spec: a.yaml\n    prefix: Shop\n',
+      'apis[0].prefix: must match ^[a-z0-9_]{1,32}$ (got "Shop")',
+    ],
+    ['an empty section', 'server:\n', 'server: must be an object (got null)'],
+    ['a list at the top level', '- a\n- b\n', '(top level): must be an object (got ["a","b"])'],
+  ];
+
+  it.each(cases)('%s', (_label, text, expected) => {
+    expect(userError(() => parseConfig(text, 'proxy.yaml')).message).toBe(`proxy.yaml: ${expected}`);
+  });
+
+  it('lists the allowed keys for an unknown top-level key', () => {
+    const message = userError(() => parseConfig('serverz: {}\n', 'proxy.yaml')).message;
+    expect(message).toMatch(
+      /^proxy\.yaml: serverz: unknown key; allowed keys: server, provider, specs, apis, /,
+    );
+    expect(message).toMatch(/, mock_upstream, log_level$/);
+  });
+
+  it('lists every problem, one per line', () => {
+    const err = userError(() =>
+      parseConfig('server:\n  host: ""\n  port: abc\nmock_upstream: yes please\n', 'p.yaml'),
+    );
+    expect(err.message.split('\n')).toEqual([
+      'p.yaml: server.host: must not be empty',
+      'p.yaml: server.port: must be an integer (got "abc")',
+      'p.yaml: mock_upstream: must be a boolean (got "yes please")',
+    ]);
+  });
+
+  it('names the config file by its resolved path when loaded through --config', () => {
+    const config = writeConfig('invalid/proxy.yaml', 'apis:\n  - spec: a.yaml\n    upstream: nope\n');
+    const err = userError(() => resolveSettings({ config: 'invalid/proxy.yaml' }, dir));
+    expect(err.message).toBe(`${config}: apis[0].upstream: must be an http(s) URL (got "nope")`);
+  });
+});
+
+describe('YAML problems', () => {
+  it('reports a syntax error with the file, line and column, without the code frame', () => {
+    const err = userError(() => parseConfig('server:\n  port: [8080\nlog_level: info\n', 'proxy.yaml'));
+    expect(err.message).toMatch(/^proxy\.yaml: .+ at line \d+, column \d+/);
+    expect(err.message).not.toContain('\n');
+  });
+
+  it('reports a bad indentation as a syntax error, not as a schema problem', () => {
+    const err = userError(() => parseConfig('server:\n  host: a\n   port: 1\n', 'proxy.yaml'));
+    expect(err.message).toMatch(/^proxy\.yaml: .* at line 2, column 9/);
+    expect(err.message).not.toMatch(/must be|unknown key/);
+  });
+
+  it('refuses duplicate keys instead of keeping the last one', () => {
+    const top = userError(() => parseConfig('log_level: info\nlog_level: debug\n', 'proxy.yaml'));
+    expect(top.message).toMatch(/^proxy\.yaml: Map keys must be unique at line 2, column 1/);
+    const nested = userError(() =>
+      parseConfig('apis:\n  - spec: a.yaml\n    prefix: a\n    prefix: b\n', 'proxy.yaml'),
+    );
+    expect(nested.message).toMatch(/^proxy\.yaml: Map keys must be unique at line 4, column 5/);
+  });
+
+  it('reads duplicate-key errors from a file through resolveSettings as well', () => {
+    const config = writeConfig('dup/proxy.yaml', 'server:\n  port: 1\n  port: 2\napis:\n  - spec: a.yaml\n');
+    const err = userError(() => resolveSettings({ config }));
+    expect(err.message.startsWith(`${config}: Map keys must be unique at line 3, column 3`)).toBe(true);
+  });
+});
+
+describe('missing config file', () => {
+  it('is a UserError naming the resolved path', () => {
+    const err = userError(() => resolveSettings({ config: 'does-not-exist.yaml', specs: ['a.yaml'] }, dir));
+    expect(err.message).toBe(`${join(dir, 'does-not-exist.yaml')}: config file not found or not readable`);
+  });
+
+  it('treats a directory like a missing file', () => {
+    expect(userError(() => readConfigFile(dir)).message).toBe(
+      `${dir}: config file not found or not readable`,
+    );
+  });
+});
