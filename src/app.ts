@@ -16,6 +16,16 @@ import { capabilityRoutes } from './http/routes/capabilities.js';
 import { discoveryRoutes } from './http/routes/discovery.js';
 import { healthRoutes } from './http/routes/health.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
+import { systemClock, type Clock } from './clock.js';
+import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
+import { expireApprovals } from './protocol/approvals.js';
+import { createContext, type ProtocolContext } from './protocol/context.js';
+import { applyPolicyHosts } from './protocol/hosts.js';
+import { RateLimiter } from './protocol/rate-limit.js';
+import { openSqliteStore } from './storage/sqlite-store.js';
+import { RateLimits } from './http/rate-limits.js';
+import { agentRoutes } from './http/routes/agent.js';
+import { adminRoutes } from './http/routes/admin.js';
 
 export interface RunningProxy {
   /** Where the server listens, e.g. `http://127.0.0.1:8080`. */
@@ -23,13 +33,25 @@ export interface RunningProxy {
   readonly issuer: string;
   readonly catalog: Catalog;
   readonly mock?: MockUpstream;
+  readonly policy: Policy;
+  /** The protocol state (store, caches, clock); tests drive maintenance through it. */
+  readonly protocol: ProtocolContext;
+  /** Expires unanswered approvals and deletes stale pending agents and hosts (§7.1, §10.9). */
+  maintain(): void;
   /** The base URL each API's operations are called at. */
   upstreamFor(apiId: string): string | undefined;
   close(): Promise<void>;
 }
 
-export async function startProxy(settings: Settings, deps: { logger?: Logger } = {}): Promise<RunningProxy> {
+export interface ProxyDeps {
+  readonly logger?: Logger;
+  /** Tests pass a controllable clock; production uses the system clock. */
+  readonly clock?: Clock;
+}
+
+export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
   const logger = deps.logger ?? createLogger(settings.logLevel);
+  const clock = deps.clock ?? systemClock;
   const catalog = await loadCatalog(settings.apis, {
     allowRemoteRefs: settings.allowRemoteRefs,
     allowHttp: settings.allowHttpSpecs,
@@ -41,6 +63,22 @@ export async function startProxy(settings: Settings, deps: { logger?: Logger } =
   });
   for (const warning of catalog.warnings) logger.warn('openapi', { detail: warning });
 
+  const policy = settings.policyFile ? loadPolicyFile(settings.policyFile, catalog) : defaultPolicy(catalog);
+  const store = openSqliteStore({ file: settings.dbFile });
+  let issuer = settings.issuer ?? '';
+  const ctx = createContext({ store, catalog, policy, clock, logger, issuer: () => issuer });
+  try {
+    await applyPolicyHosts(ctx);
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  const maintain = (): void => {
+    expireApprovals(ctx);
+    const removed = store.deleteStalePending(clock.now() - policy.lifetimes.pendingCleanupMs);
+    if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
+  };
+
   const mock = settings.mockUpstream ? await startMockUpstream(catalog, { logger }) : undefined;
   const upstreamFor = (apiId: string): string | undefined => {
     if (mock) return mock.baseUrlFor(apiId);
@@ -48,17 +86,28 @@ export async function startProxy(settings: Settings, deps: { logger?: Logger } =
     return api?.upstream ?? api?.servers[0]?.url;
   };
 
-  let issuer = settings.issuer ?? '';
   let ready = false;
   const router = new Router();
   discoveryRoutes(router, {
     issuer: () => issuer,
     providerName: settings.providerName ?? defaultProviderName(catalog.apis),
     description: settings.providerDescription ?? defaultDescription(catalog.apis),
-    modes: ['delegated'],
-    approvalMethods: ['device_authorization'],
+    modes: policy.modes,
+    approvalMethods: policy.approval.methods,
   });
-  capabilityRoutes(router, catalog);
+  const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits);
+  capabilityRoutes(router, { catalog, ctx, limits });
+  agentRoutes(router, {
+    ctx,
+    limits,
+    maxBodyBytes: settings.maxBodyBytes,
+    introspectionTokens: [settings.introspectionToken, settings.adminToken].filter(
+      (t): t is string => t !== undefined,
+    ),
+  });
+  if (settings.adminToken !== undefined) {
+    adminRoutes(router, { ctx, adminToken: settings.adminToken, maxBodyBytes: settings.maxBodyBytes });
+  }
   healthRoutes(router, { ready: () => ready, capabilities: catalog.capabilities.length });
 
   const server = createHttpServer({ router, logger, maxBodyBytes: settings.maxBodyBytes });
@@ -66,8 +115,17 @@ export async function startProxy(settings: Settings, deps: { logger?: Logger } =
     await listen(server, settings.port, settings.host);
   } catch (err) {
     await mock?.close();
+    store.close();
     throw err;
   }
+  ctx.usage.start();
+  const maintenance = setInterval(() => {
+    try {
+      maintain();
+    } catch (err) {
+      logger.error('maintenance failed', { error: err instanceof Error ? err.message : String(err) });
+    }
+  }, 30_000).unref();
   const url = `http://${hostForUrl(settings.host)}:${(server.address() as AddressInfo).port}`;
   issuer ||= url;
   ready = true;
@@ -84,7 +142,14 @@ export async function startProxy(settings: Settings, deps: { logger?: Logger } =
   if (!settings.issuer && (settings.host === '0.0.0.0' || settings.host === '::')) {
     logger.warn('no --issuer set while listening on all interfaces; advertised URLs use ' + url);
   }
-  logger.info('listening', { url, issuer, capabilities: catalog.capabilities.length });
+  logger.info('listening', {
+    url,
+    issuer,
+    capabilities: catalog.capabilities.length,
+    database: settings.dbFile,
+    policy: settings.policyFile ?? '(default)',
+    admin_api: settings.adminToken !== undefined,
+  });
 
   let closing: Promise<void> | undefined;
   return {
@@ -92,6 +157,9 @@ export async function startProxy(settings: Settings, deps: { logger?: Logger } =
     issuer,
     catalog,
     ...(mock ? { mock } : {}),
+    policy,
+    protocol: ctx,
+    maintain,
     upstreamFor,
     close: () => {
       closing ??= (async () => {
@@ -100,6 +168,9 @@ export async function startProxy(settings: Settings, deps: { logger?: Logger } =
           server.close(() => resolve());
           server.closeIdleConnections();
         });
+        clearInterval(maintenance);
+        ctx.usage.stop();
+        store.close();
         await mock?.close();
       })();
       return closing;

@@ -24,6 +24,14 @@ Options:
   --host HOST             listen address (default 127.0.0.1)
   --port PORT             listen port (default 8080; 0 picks a free one)
   --issuer URL            public base URL advertised to agents (default http://HOST:PORT)
+  --db FILE               SQLite database (default ./data/agent-auth-proxy.db)
+  --policy FILE           policy YAML (default: built-in policy); see config/policy.example.yaml
+  --admin-token TOKEN     enable the operator API under /admin/ (prefer the env variable
+                          AGENT_AUTH_PROXY_ADMIN_TOKEN or --admin-token-file: argv is visible)
+  --admin-token-file FILE read the admin token from FILE
+  --introspection-token TOKEN
+                          token for POST /agent/introspect (or AGENT_AUTH_PROXY_INTROSPECTION_TOKEN)
+  --introspection-token-file FILE
   --mock-upstream         answer every operation from its OpenAPI example (no real API needed)
   --allow-remote-refs     allow $refs to http(s) URLs inside specs
   --allow-http-specs      allow plain-http spec URLs
@@ -39,6 +47,12 @@ const OPTIONS = {
   host: { type: 'string' },
   port: { type: 'string' },
   issuer: { type: 'string' },
+  db: { type: 'string' },
+  policy: { type: 'string' },
+  'admin-token': { type: 'string' },
+  'admin-token-file': { type: 'string' },
+  'introspection-token': { type: 'string' },
+  'introspection-token-file': { type: 'string' },
   'mock-upstream': { type: 'boolean' },
   'allow-remote-refs': { type: 'boolean' },
   'allow-http-specs': { type: 'boolean' },
@@ -84,6 +98,12 @@ function toOverrides(values: {
   host?: string;
   port?: string;
   issuer?: string;
+  db?: string;
+  policy?: string;
+  'admin-token'?: string;
+  'admin-token-file'?: string;
+  'introspection-token'?: string;
+  'introspection-token-file'?: string;
   'mock-upstream'?: boolean;
   'allow-remote-refs'?: boolean;
   'allow-http-specs'?: boolean;
@@ -104,6 +124,16 @@ function toOverrides(values: {
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(port !== undefined ? { port: Number(port) } : {}),
     ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
+    ...(values.db !== undefined ? { db: values.db } : {}),
+    ...(values.policy !== undefined ? { policy: values.policy } : {}),
+    ...(values['admin-token'] !== undefined ? { adminToken: values['admin-token'] } : {}),
+    ...(values['admin-token-file'] !== undefined ? { adminTokenFile: values['admin-token-file'] } : {}),
+    ...(values['introspection-token'] !== undefined
+      ? { introspectionToken: values['introspection-token'] }
+      : {}),
+    ...(values['introspection-token-file'] !== undefined
+      ? { introspectionTokenFile: values['introspection-token-file'] }
+      : {}),
     ...(values['mock-upstream'] ? { mockUpstream: true } : {}),
     ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
     ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),

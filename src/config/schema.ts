@@ -81,6 +81,26 @@ export const CONFIG_SCHEMA = {
         },
       },
     },
+    database: {
+      type: 'string',
+      minLength: 1,
+      description: 'SQLite file (relative to this file); default ./data/agent-auth-proxy.db in the working directory.',
+    },
+    policy: {
+      type: 'string',
+      minLength: 1,
+      description: 'Policy YAML (relative to this file); see config/policy.example.yaml.',
+    },
+    admin_token_file: {
+      type: 'string',
+      minLength: 1,
+      description: 'File holding the operator API token (enables /admin/).',
+    },
+    introspection_token_file: {
+      type: 'string',
+      minLength: 1,
+      description: 'File holding the token resource servers use for POST /agent/introspect.',
+    },
     mock_upstream: { type: 'boolean', default: false },
     log_level: { type: 'string', enum: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
   },

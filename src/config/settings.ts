@@ -36,6 +36,14 @@ export interface Settings {
   readonly apis: readonly ApiSettings[];
   readonly mockUpstream: boolean;
   readonly logLevel: LogLevel;
+  /** SQLite file (absolute path) or `:memory:`. */
+  readonly dbFile: string;
+  /** Policy YAML (absolute path); absent: the built-in default policy. */
+  readonly policyFile?: string;
+  /** Enables the operator API. Never logged. */
+  readonly adminToken?: string;
+  /** Accepted by `POST /agent/introspect` besides the admin token. Never logged. */
+  readonly introspectionToken?: string;
 }
 
 /** What the CLI parsed; every field optional so config-file values show through. */
@@ -50,7 +58,21 @@ export interface CliOverrides {
   readonly allowRemoteRefs?: boolean;
   readonly allowHttpSpecs?: boolean;
   readonly logLevel?: LogLevel;
+  readonly db?: string;
+  readonly policy?: string;
+  readonly adminToken?: string;
+  readonly adminTokenFile?: string;
+  readonly introspectionToken?: string;
+  readonly introspectionTokenFile?: string;
 }
+
+/** Where secrets may also come from, so they stay out of argv and config files. */
+export const ENV = {
+  adminToken: 'AGENT_AUTH_PROXY_ADMIN_TOKEN',
+  introspectionToken: 'AGENT_AUTH_PROXY_INTROSPECTION_TOKEN',
+} as const;
+
+const MIN_SECRET_LENGTH = 16;
 
 interface FileConfig {
   server: { host: string; port: number; issuer?: string; max_body_bytes: number };
@@ -64,6 +86,10 @@ interface FileConfig {
     include?: OperationSelector[];
     exclude?: OperationSelector[];
   }[];
+  database?: string;
+  policy?: string;
+  admin_token_file?: string;
+  introspection_token_file?: string;
   mock_upstream: boolean;
   log_level: LogLevel;
 }
@@ -90,7 +116,11 @@ export function parseConfig(text: string, file: string): FileConfig {
   return data as FileConfig;
 }
 
-export function resolveSettings(cli: CliOverrides, cwd = process.cwd()): Settings {
+export function resolveSettings(
+  cli: CliOverrides,
+  cwd = process.cwd(),
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Settings {
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
   const config = file ? readConfigFile(file) : parseConfig('{}', '(defaults)');
   const base = file ? dirname(file) : cwd;
@@ -129,6 +159,39 @@ export function resolveSettings(cli: CliOverrides, cwd = process.cwd()): Setting
       `--issuer ${JSON.stringify(issuer)}: must be an http(s) URL without query or fragment`,
     );
   }
+  const dbFile =
+    cli.db === ':memory:'
+      ? ':memory:'
+      : cli.db !== undefined
+        ? resolve(cwd, cli.db)
+        : config.database !== undefined
+          ? resolve(base, config.database)
+          : resolve(cwd, 'data/agent-auth-proxy.db');
+  const policyFile =
+    cli.policy !== undefined
+      ? resolve(cwd, cli.policy)
+      : config.policy !== undefined
+        ? resolve(base, config.policy)
+        : undefined;
+  const adminToken = secret('admin token', [
+    ['--admin-token', cli.adminToken],
+    ['--admin-token-file', cli.adminTokenFile && readSecretFile(resolve(cwd, cli.adminTokenFile), '--admin-token-file')],
+    [ENV.adminToken, env[ENV.adminToken]],
+    ['admin_token_file', config.admin_token_file && readSecretFile(resolve(base, config.admin_token_file), 'admin_token_file')],
+  ]);
+  const introspectionToken = secret('introspection token', [
+    ['--introspection-token', cli.introspectionToken],
+    [
+      '--introspection-token-file',
+      cli.introspectionTokenFile && readSecretFile(resolve(cwd, cli.introspectionTokenFile), '--introspection-token-file'),
+    ],
+    [ENV.introspectionToken, env[ENV.introspectionToken]],
+    [
+      'introspection_token_file',
+      config.introspection_token_file &&
+        readSecretFile(resolve(base, config.introspection_token_file), 'introspection_token_file'),
+    ],
+  ]);
   const providerName = config.provider.name;
   const providerDescription = config.provider.description;
   return Object.freeze({
@@ -145,5 +208,31 @@ export function resolveSettings(cli: CliOverrides, cwd = process.cwd()): Setting
     apis: Object.freeze(apis.map((a) => Object.freeze(a))),
     mockUpstream: cli.mockUpstream ?? config.mock_upstream,
     logLevel: cli.logLevel ?? config.log_level,
+    dbFile,
+    ...(policyFile !== undefined ? { policyFile } : {}),
+    ...(adminToken !== undefined ? { adminToken } : {}),
+    ...(introspectionToken !== undefined ? { introspectionToken } : {}),
   });
+}
+
+/** The first source that sets the secret wins; a weak secret is refused (its value is never shown). */
+function secret(what: string, sources: readonly (readonly [string, string | undefined])[]): string | undefined {
+  for (const [from, value] of sources) {
+    if (value === undefined || value === '') continue;
+    if (value.length < MIN_SECRET_LENGTH || /\s/.test(value)) {
+      throw new UserError(
+        `${from}: the ${what} must be at least ${MIN_SECRET_LENGTH} characters without whitespace (e.g. openssl rand -hex 32)`,
+      );
+    }
+    return value;
+  }
+  return undefined;
+}
+
+function readSecretFile(file: string, from: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    throw new UserError(`${from}: ${file}: not found or not readable`);
+  }
 }

@@ -6,13 +6,26 @@ import { fileURLToPath } from 'node:url';
 import { startProxy, type RunningProxy } from '../../src/app.js';
 import { resolveSettings, type CliOverrides } from '../../src/config/settings.js';
 import { silentLogger } from '../../src/log.js';
+import type { Clock } from '../../src/clock.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
 
-export async function startTestProxy(overrides: CliOverrides = {}): Promise<RunningProxy> {
-  const settings = resolveSettings({ specs: [PETSTORE], host: '127.0.0.1', port: 0, ...overrides }, ROOT);
-  return startProxy(settings, { logger: silentLogger });
+/** A fresh SQLite file in its own temp directory. */
+export function tempDbFile(): string {
+  return join(mkdtempSync(join(tmpdir(), 'aap-db-')), 'proxy.db');
+}
+
+export async function startTestProxy(
+  overrides: CliOverrides = {},
+  deps: { clock?: Clock } = {},
+): Promise<RunningProxy> {
+  const settings = resolveSettings(
+    { specs: [PETSTORE], host: '127.0.0.1', port: 0, db: tempDbFile(), ...overrides },
+    ROOT,
+    {},
+  );
+  return startProxy(settings, { logger: silentLogger, ...deps });
 }
 
 /** Writes a document to a fresh temp directory and returns its path. */

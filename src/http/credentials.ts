@@ -1,0 +1,38 @@
+/** Reading and checking credentials from request headers. */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { ProtocolError } from '../errors.js';
+
+/** The token of `Authorization: Bearer <token>`, or undefined when there is no Authorization header. */
+export function bearerToken(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (header === undefined) return undefined;
+  const match = /^Bearer[ ]+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header);
+  if (!match?.[1]) {
+    throw new ProtocolError('invalid_request', 'Authorization must be "Bearer <token>".', {
+      headers: { 'www-authenticate': 'Bearer' },
+    });
+  }
+  return match[1];
+}
+
+/** Constant-time comparison of secrets (hashing first makes the lengths equal). */
+export function secretEquals(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+/** The token's JWT `typ` header, read without trusting it (routing only; verification follows). */
+export function jwtType(token: string): string | undefined {
+  const dot = token.indexOf('.');
+  if (dot <= 0 || dot > 2048) return undefined;
+  try {
+    const header: unknown = JSON.parse(Buffer.from(token.slice(0, dot), 'base64url').toString('utf8'));
+    return header !== null && typeof header === 'object' && 'typ' in header && typeof header.typ === 'string'
+      ? header.typ
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,293 @@
+/**
+ * The operator API under `/admin/`, mounted only when an admin token is configured. Every
+ * request carries `Authorization: Bearer <admin token>`, compared in constant time.
+ */
+import { ProtocolError } from '../../errors.js';
+import { revokeAgent } from '../../protocol/agents.js';
+import { approve, deny, expireApprovals } from '../../protocol/approvals.js';
+import { iso, type ProtocolContext } from '../../protocol/context.js';
+import { linkHostTo, parsePreRegistration, preRegisterHost, revokeHost, unlinkHost } from '../../protocol/hosts.js';
+import { agentView, hostView } from '../../protocol/views.js';
+import type { ActivityRecord, AgentStatus, HostStatus } from '../../storage/types.js';
+import { readJsonObject } from '../body.js';
+import { bearerToken, secretEquals } from '../credentials.js';
+import { sendJson } from '../respond.js';
+import type { RequestContext, Router } from '../router.js';
+
+export interface AdminRouteOptions {
+  readonly ctx: ProtocolContext;
+  readonly adminToken: string;
+  readonly maxBodyBytes: number;
+}
+
+const ACTOR = 'admin';
+
+function optionalString(body: Readonly<Record<string, unknown>>, key: string, max = 500): string | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v === '' || v.length > max) {
+    throw new ProtocolError('invalid_request', `${key} must be a non-empty string of at most ${max} characters.`);
+  }
+  return v;
+}
+
+export function adminRoutes(router: Router, options: AdminRouteOptions): void {
+  const { ctx, maxBodyBytes } = options;
+
+  const guard = (handler: (rc: RequestContext) => Promise<void> | void) => async (rc: RequestContext) => {
+    const token = bearerToken(rc.req);
+    if (token === undefined) {
+      throw new ProtocolError('authentication_required', 'The operator API needs "Authorization: Bearer <admin token>".', {
+        headers: { 'www-authenticate': 'Bearer' },
+      });
+    }
+    if (!secretEquals(token, options.adminToken)) {
+      throw new ProtocolError('invalid_token', 'The admin token is not valid.', {
+        headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+      });
+    }
+    await handler(rc);
+  };
+  const body = (rc: RequestContext) => readJsonObject(rc.req, maxBodyBytes, { optional: true });
+
+  router.add(
+    'GET',
+    '/admin/approvals',
+    guard(({ res, url }) => {
+      expireApprovals(ctx);
+      const agentId = url.searchParams.get('agent_id') ?? undefined;
+      const approvals = ctx.store.approvals({ status: 'pending', ...(agentId ? { agentId } : {}) });
+      sendJson(res, 200, {
+        approvals: approvals.map((a) => ({
+          id: a.id,
+          kind: a.kind,
+          agent_id: a.agentId,
+          host_id: a.hostId,
+          user_code: a.userCode,
+          method: a.method,
+          capabilities: a.capabilities.map((c) => ({
+            name: c.name,
+            ...(c.constraints ? { constraints: c.constraints } : {}),
+          })),
+          ...(a.reason ? { reason: a.reason } : {}),
+          ...(a.loginHint ? { login_hint: a.loginHint } : {}),
+          ...(a.bindingMessage ? { binding_message: a.bindingMessage } : {}),
+          agent_name: ctx.store.agent(a.agentId)?.name,
+          created_at: iso(a.createdAt),
+          expires_at: iso(a.expiresAt),
+        })),
+      });
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/approvals/:id/approve',
+    guard(async (rc) => {
+      const b = await body(rc);
+      const caps = b.capabilities;
+      if (caps !== undefined && (!Array.isArray(caps) || caps.some((c) => typeof c !== 'string'))) {
+        throw new ProtocolError('invalid_request', 'capabilities must be an array of capability names.');
+      }
+      const constraints = b.constraints;
+      if (constraints !== undefined && (constraints === null || typeof constraints !== 'object' || Array.isArray(constraints))) {
+        throw new ProtocolError('invalid_request', 'constraints must be an object keyed by capability name.');
+      }
+      const userId = optionalString(b, 'user_id', 200);
+      const reason = optionalString(b, 'reason');
+      const decision = approve(ctx, rc.params.id ?? '', {
+        ...(userId ? { userId } : {}),
+        ...(caps ? { capabilities: caps as string[] } : {}),
+        ...(constraints ? { constraints: constraints as Record<string, unknown> } : {}),
+        ...(reason ? { reason } : {}),
+        actor: ACTOR,
+      });
+      sendJson(rc.res, 200, {
+        id: decision.approval.id,
+        status: decision.approval.status,
+        approved: decision.approved,
+        denied: decision.denied,
+        agent: agentView(ctx, decision.agent, ctx.store.grants(decision.agent.id), undefined, { audit: true }),
+      });
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/approvals/:id/deny',
+    guard(async (rc) => {
+      const b = await body(rc);
+      const reason = optionalString(b, 'reason');
+      const decision = deny(ctx, rc.params.id ?? '', { ...(reason ? { reason } : {}), actor: ACTOR });
+      sendJson(rc.res, 200, {
+        id: decision.approval.id,
+        status: decision.approval.status,
+        denied: decision.denied,
+        agent: agentView(ctx, decision.agent, ctx.store.grants(decision.agent.id), undefined, { audit: true }),
+      });
+    }),
+  );
+
+  router.add(
+    'GET',
+    '/admin/hosts',
+    guard(({ res, url }) => {
+      const status = url.searchParams.get('status') ?? undefined;
+      const userId = url.searchParams.get('user_id') ?? undefined;
+      const hosts = ctx.store.hosts({
+        ...(status ? { status: status as HostStatus } : {}),
+        ...(userId ? { userId } : {}),
+      });
+      sendJson(res, 200, { hosts: hosts.map(hostView) });
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/hosts',
+    guard(async (rc) => {
+      const input = parsePreRegistration(await body(rc));
+      const { host, created } = await preRegisterHost(ctx, input, ACTOR);
+      sendJson(rc.res, created ? 201 : 200, host);
+    }),
+  );
+
+  router.add(
+    'GET',
+    '/admin/hosts/:id',
+    guard(({ res, params }) => {
+      const host = ctx.store.host(params.id ?? '');
+      if (!host) throw new ProtocolError('host_not_found', `No host "${params.id ?? ''}".`);
+      sendJson(res, 200, {
+        ...hostView(host),
+        agents: ctx.store.agents({ hostId: host.id }).map((a) => ({ agent_id: a.id, name: a.name, status: a.status, mode: a.mode })),
+      });
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/hosts/:id/link',
+    guard(async (rc) => {
+      const userId = optionalString(await body(rc), 'user_id', 200);
+      if (!userId) throw new ProtocolError('invalid_request', 'user_id is required.');
+      sendJson(rc.res, 200, linkHostTo(ctx, rc.params.id ?? '', userId));
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/hosts/:id/unlink',
+    guard(async (rc) => {
+      await body(rc);
+      sendJson(rc.res, 200, unlinkHost(ctx, rc.params.id ?? ''));
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/hosts/:id/revoke',
+    guard(async (rc) => {
+      await body(rc);
+      sendJson(rc.res, 200, revokeHost(ctx, rc.params.id ?? '', ACTOR));
+    }),
+  );
+
+  router.add(
+    'GET',
+    '/admin/agents',
+    guard(({ res, url }) => {
+      const hostId = url.searchParams.get('host_id') ?? undefined;
+      const status = url.searchParams.get('status') ?? undefined;
+      const userId = url.searchParams.get('user_id') ?? undefined;
+      const agents = ctx.store.agents({
+        ...(hostId ? { hostId } : {}),
+        ...(status ? { status: status as AgentStatus } : {}),
+        ...(userId ? { userId } : {}),
+      });
+      sendJson(res, 200, {
+        agents: agents.map((a) => ({
+          agent_id: a.id,
+          host_id: a.hostId,
+          name: a.name,
+          status: a.status,
+          mode: a.mode,
+          user_id: a.userId,
+          created_at: iso(a.createdAt),
+        })),
+      });
+    }),
+  );
+
+  router.add(
+    'GET',
+    '/admin/agents/:id',
+    guard(({ res, params }) => {
+      const agent = ctx.store.agent(params.id ?? '');
+      if (!agent) throw new ProtocolError('agent_not_found', `No agent "${params.id ?? ''}".`);
+      sendJson(res, 200, agentView(ctx, agent, ctx.store.grants(agent.id), ctx.store.host(agent.hostId), { audit: true }));
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/agents/:id/revoke',
+    guard(async (rc) => {
+      await body(rc);
+      sendJson(rc.res, 200, revokeAgent(ctx, rc.params.id ?? '', { by: ACTOR }));
+    }),
+  );
+
+  router.add(
+    'GET',
+    '/admin/activity',
+    guard(({ res, url }) => {
+      const q = url.searchParams;
+      const limit = q.get('limit') === null ? 100 : Number(q.get('limit'));
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+        throw new ProtocolError('invalid_request', 'limit must be a whole number from 1 to 1000.');
+      }
+      const time = (key: string): number | undefined => {
+        const v = q.get(key);
+        if (v === null) return undefined;
+        const t = Date.parse(v);
+        if (Number.isNaN(t)) throw new ProtocolError('invalid_request', `${key} must be an ISO 8601 time.`);
+        return t;
+      };
+      const cursor = q.get('cursor');
+      if (cursor !== null && !/^\d{1,15}$/.test(cursor)) throw new ProtocolError('invalid_request', 'cursor is not valid.');
+      const since = time('since');
+      const until = time('until');
+      const rows = ctx.store.activity({
+        ...(q.get('agent_id') ? { agentId: q.get('agent_id') as string } : {}),
+        ...(q.get('host_id') ? { hostId: q.get('host_id') as string } : {}),
+        ...(q.get('capability') ? { capability: q.get('capability') as string } : {}),
+        ...(since !== undefined ? { since } : {}),
+        ...(until !== undefined ? { until } : {}),
+        ...(cursor !== null ? { beforeId: Number(cursor) } : {}),
+        limit,
+      });
+      sendJson(res, 200, {
+        activity: rows.map(activityView),
+        next_cursor: rows.length === limit ? String(rows[rows.length - 1]?.id ?? '') : null,
+      });
+    }),
+  );
+}
+
+function activityView(r: ActivityRecord): Record<string, unknown> {
+  return {
+    id: r.id,
+    at: iso(r.at),
+    type: r.type,
+    agent_id: r.agentId,
+    host_id: r.hostId,
+    user_id: r.userId,
+    capability: r.capability,
+    outcome: r.outcome,
+    ...(r.detail ? { detail: r.detail } : {}),
+    ...(r.jti ? { jti: r.jti } : {}),
+    ...(r.latencyMs !== null ? { latency_ms: r.latencyMs } : {}),
+    ...(r.upstreamStatus !== null ? { upstream_status: r.upstreamStatus } : {}),
+  };
+}

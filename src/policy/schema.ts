@@ -1,0 +1,318 @@
+/**
+ * JSON Schema of the operator's policy YAML (`--policy`). Defaults live here; ajv fills them in.
+ * `config/policy.schema.json` is generated from this object and a test keeps the two in sync, so
+ * editors can validate policy files too. What a schema cannot say (names that must exist in the
+ * catalog, constraint operators, key material, limits between keys) is checked by
+ * `src/policy/policy.ts` when the policy is resolved against the catalog.
+ */
+
+const HTTP_METHOD_NAMES = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const;
+
+const DURATION_TEXT =
+  'A duration: a whole number with a unit s, m, h or d ("30s", "10m", "24h", "30d"), or a whole number of seconds.';
+
+export const POLICY_SCHEMA = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  $id: 'https://agent-auth-proxy.dev/schemas/policy.schema.json',
+  title: 'agent-auth-proxy policy',
+  description:
+    'Who may do what without asking: agent modes, approval, lifetimes, which capabilities are granted by default, high-risk, blocked or public, server-imposed constraints, pre-registered hosts, rate limits and audit. See config/policy.example.yaml.',
+  type: 'object',
+  additionalProperties: false,
+  $defs: {
+    duration: {
+      description: DURATION_TEXT,
+      anyOf: [
+        { type: 'string', pattern: '^[0-9]+[smhd]$' },
+        { type: 'integer', minimum: 0 },
+      ],
+    },
+    optionalDuration: {
+      description: `${DURATION_TEXT} null disables the limit.`,
+      anyOf: [
+        { type: 'string', pattern: '^[0-9]+[smhd]$' },
+        { type: 'integer', minimum: 0 },
+        { type: 'null' },
+      ],
+    },
+    rateLimit: {
+      description:
+        'COUNT/DURATION: at most COUNT requests per window of DURATION, e.g. "60/1m", "5/1h"; null disables the limit.',
+      anyOf: [{ type: 'string', pattern: '^[1-9][0-9]*/[0-9]+[smhd]$' }, { type: 'null' }],
+    },
+    selector: {
+      type: 'object',
+      description:
+        'Matches capabilities by their operation: every key set must match (AND); any value in a list may match (OR).',
+      additionalProperties: false,
+      minProperties: 1,
+      properties: {
+        methods: {
+          type: 'array',
+          minItems: 1,
+          items: { type: 'string', enum: HTTP_METHOD_NAMES },
+          description: 'HTTP methods, e.g. [DELETE].',
+        },
+        tags: {
+          type: 'array',
+          minItems: 1,
+          items: { type: 'string', minLength: 1 },
+          description: 'OpenAPI tags.',
+        },
+        paths: {
+          type: 'array',
+          minItems: 1,
+          items: { type: 'string', pattern: '^/' },
+          description: 'Globs over path templates: `*` within one segment, `**` across segments.',
+        },
+        operation_ids: {
+          type: 'array',
+          minItems: 1,
+          items: { type: 'string', minLength: 1 },
+          description: 'Globs over operationIds: `*` matches anything.',
+        },
+      },
+    },
+    capabilityList: {
+      type: 'array',
+      description:
+        'Capabilities, each given as a name, a glob over names (`get_*`; `*` matches anything) or a selector object. Every entry must match at least one capability.',
+      items: {
+        if: { type: 'string' },
+        then: { type: 'string', minLength: 1, pattern: '^[a-z0-9_*?]+$' },
+        else: { $ref: '#/$defs/selector' },
+      },
+    },
+    publicJwk: {
+      type: 'object',
+      description: 'An Ed25519 public key as a JWK (RFC 8037). Never the private key.',
+      additionalProperties: false,
+      required: ['kty', 'crv', 'x'],
+      properties: {
+        kty: { type: 'string', enum: ['OKP'] },
+        crv: { type: 'string', enum: ['Ed25519'] },
+        x: {
+          type: 'string',
+          pattern: '^[A-Za-z0-9_-]{43}$',
+          description: 'The 32-byte public key, base64url without padding.',
+        },
+        kid: { type: 'string', minLength: 1 },
+        alg: { type: 'string', enum: ['EdDSA', 'Ed25519'] },
+        use: { type: 'string', enum: ['sig'] },
+        d: { description: 'Private key material: never given to the server (§8.1).', not: {} },
+      },
+    },
+  },
+  properties: {
+    modes: {
+      type: 'array',
+      description:
+        'Agent modes the server supports (§2.2); registrations in other modes are refused with unsupported_mode.',
+      minItems: 1,
+      uniqueItems: true,
+      items: { type: 'string', enum: ['delegated', 'autonomous'] },
+      default: ['delegated'],
+    },
+    approval: {
+      type: 'object',
+      description: 'How users approve registrations and capability requests (§7).',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        methods: {
+          type: 'array',
+          description:
+            'Approval methods offered. device_authorization is required (§7.1); with ciba, CIBA is chosen when the login_hint names one of `approvers` (§7.5).',
+          minItems: 1,
+          uniqueItems: true,
+          items: { type: 'string', enum: ['device_authorization', 'ciba'] },
+          contains: { const: 'device_authorization' },
+          default: ['device_authorization'],
+        },
+        expires_in: {
+          $ref: '#/$defs/duration',
+          description: 'Lifetime of an approval request.',
+          default: '10m',
+        },
+        interval: {
+          $ref: '#/$defs/duration',
+          description: 'Polling interval advertised to clients (at least 1s, at most expires_in).',
+          default: '5s',
+        },
+        approvers: {
+          type: 'array',
+          description:
+            'User ids or emails known to the server: CIBA is only used for a login_hint listed here.',
+          uniqueItems: true,
+          items: { type: 'string', minLength: 1, maxLength: 256 },
+          default: [],
+        },
+      },
+    },
+    lifetimes: {
+      type: 'object',
+      description:
+        'Agent lifetime clocks (§2.4), JWT lifetime and clock skew (§8.2), pending cleanup (§10.9).',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        session_ttl: {
+          $ref: '#/$defs/optionalDuration',
+          description: 'Sliding: an agent idle this long becomes expired. null disables.',
+          default: '30m',
+        },
+        max_lifetime: {
+          $ref: '#/$defs/optionalDuration',
+          description: 'From the last activation: an agent active this long becomes expired. null disables.',
+          default: '24h',
+        },
+        absolute_lifetime: {
+          $ref: '#/$defs/optionalDuration',
+          description: 'From creation: the agent is then revoked for good. null disables.',
+          default: '30d',
+        },
+        max_jwt_lifetime: {
+          $ref: '#/$defs/duration',
+          description: 'Largest exp - iat accepted in host and agent JWTs.',
+          default: '60s',
+        },
+        clock_skew: {
+          $ref: '#/$defs/duration',
+          description: 'Clock skew tolerated on exp and iat; at most 30s (§8.2).',
+          default: '30s',
+        },
+        pending_cleanup: {
+          $ref: '#/$defs/duration',
+          description:
+            'Pending agents and hosts older than this are deleted (§10.9); at least approval.expires_in.',
+          default: '24h',
+        },
+      },
+    },
+    capabilities: {
+      type: 'object',
+      description: 'Capability classes. High-risk and blocked capabilities are never granted by default.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        defaults: {
+          $ref: '#/$defs/capabilityList',
+          description:
+            'Granted without approval to delegated agents of hosts linked to a user (§2.9). High-risk and blocked capabilities are removed.',
+          default: [],
+        },
+        high_risk: {
+          $ref: '#/$defs/capabilityList',
+          description: 'Never auto-approved, even for linked hosts (§8.10); wins over every default list.',
+          default: [],
+        },
+        blocked: {
+          $ref: '#/$defs/capabilityList',
+          description: 'Never listed and never grantable.',
+          default: [],
+        },
+        public: {
+          $ref: '#/$defs/capabilityList',
+          description: 'Listed and described without authentication (§5.2).',
+          default: [],
+        },
+        constraints: {
+          type: 'object',
+          description:
+            'Server-imposed constraints (§2.13) per exact capability name: top-level input field → exact value or operator object (min, max, in, not_in). Intersected with what agents propose.',
+          default: {},
+          additionalProperties: { type: 'object', minProperties: 1 },
+        },
+      },
+    },
+    autonomous: {
+      type: 'object',
+      description: 'Autonomous agents (§2.2.2).',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        grants: {
+          $ref: '#/$defs/capabilityList',
+          description:
+            'Granted by policy to autonomous agents of unlinked hosts. High-risk and blocked capabilities are removed.',
+          default: [],
+        },
+      },
+    },
+    hosts: {
+      type: 'array',
+      description:
+        'Pre-registered hosts (§2.8): created active at start-up if missing, kept in step otherwise.',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['public_key'],
+        properties: {
+          name: { type: 'string', minLength: 1, maxLength: 128, description: 'Display name.' },
+          public_key: { $ref: '#/$defs/publicJwk' },
+          user_id: {
+            type: 'string',
+            minLength: 1,
+            maxLength: 256,
+            description: 'The user the host is linked to (§2.9); omit for an unlinked host.',
+          },
+          default_capabilities: {
+            $ref: '#/$defs/capabilityList',
+            description:
+              "The host's default capabilities (§2.7). High-risk and blocked capabilities are removed.",
+            default: [],
+          },
+        },
+      },
+    },
+    rate_limits: {
+      type: 'object',
+      description: 'Rate limits (§8.13): "COUNT/DURATION" per window, or null to disable one.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        per_agent: { $ref: '#/$defs/rateLimit', description: 'Requests per agent.', default: '600/1m' },
+        per_host: {
+          $ref: '#/$defs/rateLimit',
+          description: 'Requests of all agents under one host.',
+          default: '1200/1m',
+        },
+        per_user: {
+          $ref: '#/$defs/rateLimit',
+          description: 'Requests of all agents linked to one user.',
+          default: '3000/1m',
+        },
+        per_ip: {
+          $ref: '#/$defs/rateLimit',
+          description: 'Unauthenticated requests per client IP (discovery, listing, registration).',
+          default: '120/1m',
+        },
+        unknown_host_registration: {
+          $ref: '#/$defs/rateLimit',
+          description: 'POST /agent/register from unknown hosts, per client IP.',
+          default: '5/1h',
+        },
+        per_capability: {
+          type: 'object',
+          description: 'Executions per exact capability name (over all agents).',
+          default: {},
+          additionalProperties: { $ref: '#/$defs/rateLimit' },
+        },
+      },
+    },
+    audit: {
+      type: 'object',
+      description: 'Activity records.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        log_arguments: {
+          type: 'boolean',
+          description: 'Store execution arguments in activity records (they may hold personal data).',
+          default: false,
+        },
+      },
+    },
+  },
+} as const;

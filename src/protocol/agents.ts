@@ -1,0 +1,264 @@
+/**
+ * Operations on one agent: status (§5.5), request-capability (§5.4), reactivate (§5.6), revoke
+ * (§5.7) and key rotation (§5.8). Host-authenticated ones first check that the agent is the
+ * host's own (§5.5: the server MUST verify the agent is registered under this host).
+ */
+import { ProtocolError } from '../errors.js';
+import type { AgentRecord, HostRecord } from '../storage/types.js';
+import {
+  approvalObject,
+  createApproval,
+  openApproval,
+  readHints,
+  revokeGrants,
+  expireApprovals,
+} from './approvals.js';
+import type { AgentAuth, HostAuth } from './authenticate.js';
+import type { ProtocolContext } from './context.js';
+import { autoGrantable, baselineCapabilities, effectiveConstraints, parseCapabilityRequest } from './grants.js';
+import { parsePublicJwk, thumbprint } from './keys.js';
+import { currentAgent, isGrantEffective } from './lifecycle.js';
+import { grantRecord } from './registration.js';
+import { agentView } from './views.js';
+
+export function requireAgentId(body: Readonly<Record<string, unknown>>): string {
+  const id = body.agent_id;
+  if (typeof id !== 'string' || id === '' || id.length > 100) {
+    throw new ProtocolError('invalid_request', 'agent_id is required.');
+  }
+  return id;
+}
+
+/** The host's own agent, with due lifetime transitions applied. */
+function ownAgent(ctx: ProtocolContext, auth: HostAuth, agentId: string): { agent: AgentRecord; host: HostRecord } {
+  const stored = ctx.store.agent(agentId);
+  const host = auth.host;
+  if (!stored || !host) throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
+  if (stored.hostId !== host.id) {
+    throw new ProtocolError('unauthorized', 'This agent is not registered under the calling host.');
+  }
+  return { agent: currentAgent(ctx, stored), host };
+}
+
+export function agentStatus(ctx: ProtocolContext, auth: HostAuth, agentId: string): Record<string, unknown> {
+  expireApprovals(ctx);
+  const { agent, host } = ownAgent(ctx, auth, agentId);
+  const view = agentView(ctx, agent, ctx.store.grants(agent.id), host, { audit: true });
+  const approval = openApproval(ctx, agent.id);
+  return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
+}
+
+/** §5.4 */
+export function requestCapability(
+  ctx: ProtocolContext,
+  auth: AgentAuth,
+  body: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  if (body.capabilities === undefined) throw new ProtocolError('invalid_request', 'capabilities is required.');
+  const requested = parseCapabilityRequest(ctx, body.capabilities);
+  if (requested.length === 0) throw new ProtocolError('invalid_request', 'capabilities must not be empty.');
+  const hints = readHints(body);
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const agent = tx.agent(auth.agent.id) ?? auth.agent;
+    const host = tx.host(agent.hostId) ?? auth.host;
+    const current = new Map(tx.grants(agent.id).map((g) => [g.capability, g]));
+    const isHeld = (name: string): boolean => {
+      const g = current.get(name);
+      return g !== undefined && (isGrantEffective(g, now) || g.status === 'pending');
+    };
+    const fresh = requested.filter((r) => !isHeld(r.name));
+    if (fresh.length === 0) {
+      throw new ProtocolError('already_granted', 'All requested capabilities are already granted or pending.', {
+        fields: { capabilities: requested.map((r) => r.name) },
+      });
+    }
+    const auto = autoGrantable(ctx, host, agent.mode);
+    const needsApproval = fresh.filter((r) => !auto.has(r.name));
+    const approval = needsApproval.length
+      ? createApproval(ctx, tx, 'capability_request', agent, needsApproval, hints)
+      : undefined;
+    const written = fresh.map((r) => {
+      const granted = auto.has(r.name);
+      const record = grantRecord(agent.id, r, granted ? 'active' : 'pending', now, {
+        grantedBy: granted ? 'policy' : null,
+        approvalId: granted ? null : (approval?.id ?? null),
+        reason: hints.reason ?? null,
+      });
+      tx.putGrant(record);
+      return record;
+    });
+    tx.appendActivity({
+      at: now,
+      type: 'agent.capabilities_requested',
+      agentId: agent.id,
+      hostId: agent.hostId,
+      userId: agent.userId,
+      capability: null,
+      outcome: approval ? 'pending' : 'granted',
+      detail: { requested: fresh.map((r) => r.name), auto_granted: fresh.filter((r) => auto.has(r.name)).map((r) => r.name) },
+      jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
+      latencyMs: null,
+      upstreamStatus: null,
+    });
+    const view = agentView(ctx, agent, written);
+    return {
+      agent_id: agent.id,
+      status: agent.status,
+      agent_capability_grants: view.agent_capability_grants,
+      ...(approval ? { approval: approvalObject(ctx, approval) } : {}),
+    };
+  });
+}
+
+/** §5.6, step by step. */
+export function reactivate(ctx: ProtocolContext, auth: HostAuth, body: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const agentId = requireAgentId(body);
+  const { agent, host } = ownAgent(ctx, auth, agentId);
+  // Step 1: only an expired agent reactivates; an active one gets its status back (no-op).
+  switch (agent.status) {
+    case 'active':
+      return agentView(ctx, agent, ctx.store.grants(agent.id), host);
+    case 'revoked':
+      throw new ProtocolError('agent_revoked');
+    case 'rejected':
+      throw new ProtocolError('agent_rejected');
+    case 'claimed':
+      throw new ProtocolError('agent_claimed');
+    case 'pending':
+      throw new ProtocolError('agent_pending');
+    case 'expired':
+      break;
+  }
+  const now = ctx.clock.now();
+  // Step 2: the absolute lifetime is never reset; once elapsed the agent is revoked for good.
+  const absolute = ctx.policy.lifetimes.absoluteLifetimeMs;
+  if (absolute !== null && now >= agent.createdAt + absolute) {
+    ctx.write((tx) => {
+      tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+      revokeGrants(tx, agent.id, now, 'Absolute lifetime exceeded.');
+    });
+    throw new ProtocolError('absolute_lifetime_exceeded');
+  }
+  const hints = readHints(body);
+  return ctx.write((tx) => {
+    // Step 3: every existing grant goes.
+    revokeGrants(tx, agent.id, now, 'Reset by reactivation (§5.6).');
+    // Step 4: the host's defaults, auto-approved only as registration would.
+    const baseline = baselineCapabilities(ctx, host, agent.mode).map((name) => {
+      const capability = ctx.catalog.get(name);
+      const constraints = capability ? effectiveConstraints(ctx, capability, undefined, name) : undefined;
+      return constraints ? { name, constraints } : { name };
+    });
+    const trusted = host.status === 'active' && (agent.mode === 'autonomous' || host.userId !== null);
+    const auto = trusted ? autoGrantable(ctx, host, agent.mode) : new Set<string>();
+    const needsApproval = baseline.filter((b) => !auto.has(b.name));
+    // Step 5–6: new activation, active unless a human must approve first.
+    const pending = !trusted;
+    const updated: AgentRecord = pending
+      ? { ...agent, status: 'pending', updatedAt: now }
+      : { ...agent, status: 'active', activatedAt: now, lastUsedAt: null, updatedAt: now };
+    tx.updateAgent(agent.id, pending ? { status: 'pending', updatedAt: now } : { status: 'active', activatedAt: now, lastUsedAt: null, updatedAt: now });
+    ctx.usage.reset(agent.id);
+    const approval =
+      needsApproval.length > 0 || pending
+        ? createApproval(ctx, tx, 'reactivation', updated, needsApproval, hints)
+        : undefined;
+    for (const b of baseline) {
+      const granted = auto.has(b.name);
+      tx.putGrant(grantRecord(agent.id, b, granted ? 'active' : 'pending', now, {
+        grantedBy: granted ? 'policy' : null,
+        approvalId: granted ? null : (approval?.id ?? null),
+        reason: null,
+      }));
+    }
+    tx.appendActivity({
+      at: now,
+      type: 'agent.reactivated',
+      agentId: agent.id,
+      hostId: agent.hostId,
+      userId: agent.userId,
+      capability: null,
+      outcome: updated.status,
+      detail: { baseline: baseline.map((b) => b.name) },
+      jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
+      latencyMs: null,
+      upstreamStatus: null,
+    });
+    const view = agentView(ctx, updated, tx.grants(agent.id), host);
+    return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
+  });
+}
+
+/** §5.7 (host) and the operator API: permanent. */
+export function revokeAgent(ctx: ProtocolContext, agentId: string, actor: { hostId?: string; by: string }): Record<string, unknown> {
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const agent = tx.agent(agentId);
+    if (!agent) throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
+    if (actor.hostId !== undefined && agent.hostId !== actor.hostId) {
+      throw new ProtocolError('unauthorized', 'This agent is not registered under the calling host.');
+    }
+    if (agent.status !== 'revoked') {
+      tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+      revokeGrants(tx, agent.id, now, 'Agent revoked.');
+      for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
+        tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
+      }
+      tx.appendActivity({
+        at: now,
+        type: 'agent.revoked',
+        agentId: agent.id,
+        hostId: agent.hostId,
+        userId: agent.userId,
+        capability: null,
+        outcome: 'revoked',
+        detail: { by: actor.by },
+        jti: null,
+        latencyMs: null,
+        upstreamStatus: null,
+      });
+    }
+    return { agent_id: agent.id, status: 'revoked' };
+  });
+}
+
+/** §5.8: the old key stops working at once (the cache is cleared by the write). */
+export async function rotateAgentKey(
+  ctx: ProtocolContext,
+  auth: HostAuth,
+  body: Readonly<Record<string, unknown>>,
+): Promise<Record<string, unknown>> {
+  const agentId = requireAgentId(body);
+  const parsed = parsePublicJwk(body.public_key);
+  if (!parsed.ok) throw new ProtocolError(parsed.code, `public_key: ${parsed.message}`);
+  const tp = await thumbprint(parsed.jwk);
+  const { agent } = ownAgent(ctx, auth, agentId);
+  if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') {
+    throw new ProtocolError(`agent_${agent.status}`);
+  }
+  if (tp === auth.thumbprint) throw new ProtocolError('invalid_request', 'The agent key must differ from the host key.');
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const clash = tx.agentByKey(agent.hostId, tp);
+    if (clash && clash.id !== agent.id) {
+      throw new ProtocolError('agent_exists', 'Another agent of this host already uses that key.');
+    }
+    tx.updateAgent(agent.id, { publicJwk: parsed.jwk, keyThumbprint: tp, updatedAt: now });
+    tx.appendActivity({
+      at: now,
+      type: 'agent.key_rotated',
+      agentId: agent.id,
+      hostId: agent.hostId,
+      userId: agent.userId,
+      capability: null,
+      outcome: 'rotated',
+      detail: null,
+      jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
+      latencyMs: null,
+      upstreamStatus: null,
+    });
+    return { agent_id: agent.id, status: agent.status };
+  });
+}
+

@@ -1,0 +1,440 @@
+/**
+ * §7 approval requests: creating them (device authorization, RFC 8628 user codes; CIBA when the
+ * policy enables it and the login hint names a known approver), answering them (full or partial
+ * approval, narrowing constraints, denial with a reason), and expiring unanswered ones.
+ */
+import { ProtocolError } from '../errors.js';
+import type {
+  AgentRecord,
+  ApprovalKind,
+  ApprovalRecord,
+  HostRecord,
+  RequestedCapability,
+  StoreWriter,
+} from '../storage/types.js';
+import { intersectConstraints, parseConstraints, type Constraints } from './constraints.js';
+import { newId, type ProtocolContext } from './context.js';
+import { inputFields } from './grants.js';
+import { generateUserCode } from './user-code.js';
+
+export interface ApprovalHints {
+  readonly preferredMethod?: string;
+  readonly loginHint?: string;
+  readonly bindingMessage?: string;
+  readonly reason?: string;
+}
+
+const MAX_DISPLAY_TEXT = 500;
+
+/** §8.10: display text from agents is stored as plain, bounded text (control characters removed). */
+export function displayText(value: unknown, field: string, max = MAX_DISPLAY_TEXT): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new ProtocolError('invalid_request', `${field} must be a string.`);
+  // eslint-disable-next-line no-control-regex -- stripping control characters is the point
+  const clean = value.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, ' ').trim();
+  if (clean.length > max) throw new ProtocolError('invalid_request', `${field} must be at most ${max} characters.`);
+  return clean || undefined;
+}
+
+export function readHints(body: Readonly<Record<string, unknown>>): ApprovalHints {
+  const preferredMethod = displayText(body.preferred_method, 'preferred_method', 64);
+  const loginHint = displayText(body.login_hint, 'login_hint', 256);
+  const bindingMessage = displayText(body.binding_message, 'binding_message', 256);
+  const reason = displayText(body.reason, 'reason');
+  return {
+    ...(preferredMethod ? { preferredMethod } : {}),
+    ...(loginHint ? { loginHint } : {}),
+    ...(bindingMessage ? { bindingMessage } : {}),
+    ...(reason ? { reason } : {}),
+  };
+}
+
+/** §7.5: the server chooses; CIBA only when enabled and the hint names a known approver. */
+function chooseMethod(ctx: ProtocolContext, hints: ApprovalHints): 'device_authorization' | 'ciba' {
+  const { methods, approvers } = ctx.policy.approval;
+  if (
+    methods.includes('ciba') &&
+    hints.preferredMethod !== 'device_authorization' &&
+    hints.loginHint !== undefined &&
+    approvers.includes(hints.loginHint)
+  ) {
+    return 'ciba';
+  }
+  return 'device_authorization';
+}
+
+export function createApproval(
+  ctx: ProtocolContext,
+  tx: StoreWriter,
+  kind: ApprovalKind,
+  agent: AgentRecord,
+  capabilities: readonly RequestedCapability[],
+  hints: ApprovalHints,
+): ApprovalRecord {
+  const now = ctx.clock.now();
+  // A newer request supersedes an older unanswered one for the same agent and purpose.
+  for (const old of tx.approvals({ status: 'pending', agentId: agent.id })) {
+    if (old.kind === kind) tx.updateApproval(old.id, { status: 'expired', decidedAt: now });
+  }
+  let userCode = generateUserCode();
+  while (tx.approvalByUserCode(userCode)) userCode = generateUserCode();
+  const approval: ApprovalRecord = {
+    id: newId('apr'),
+    kind,
+    agentId: agent.id,
+    hostId: agent.hostId,
+    userCode,
+    method: chooseMethod(ctx, hints),
+    loginHint: hints.loginHint ?? null,
+    bindingMessage: hints.bindingMessage ?? null,
+    reason: hints.reason ?? null,
+    capabilities,
+    status: 'pending',
+    createdAt: now,
+    expiresAt: now + ctx.policy.approval.expiresInMs,
+    decidedAt: null,
+    decidedBy: null,
+  };
+  tx.insertApproval(approval);
+  return approval;
+}
+
+/** The §7 approval object returned to the client. */
+export function approvalObject(ctx: ProtocolContext, approval: ApprovalRecord): Record<string, unknown> {
+  const expiresIn = Math.max(0, Math.ceil((approval.expiresAt - ctx.clock.now()) / 1000));
+  const interval = Math.max(1, Math.round(ctx.policy.approval.intervalMs / 1000));
+  if (approval.method === 'ciba') {
+    return {
+      method: 'ciba',
+      expires_in: expiresIn,
+      interval,
+      ...(approval.bindingMessage ? { binding_message: approval.bindingMessage } : {}),
+    };
+  }
+  const verificationUri = `${ctx.issuer()}/device`;
+  return {
+    method: 'device_authorization',
+    verification_uri: verificationUri,
+    verification_uri_complete: `${verificationUri}?code=${approval.userCode}`,
+    user_code: approval.userCode,
+    expires_in: expiresIn,
+    interval,
+  };
+}
+
+/** The pending approval still open for an agent, if any. */
+export function openApproval(ctx: ProtocolContext, agentId: string): ApprovalRecord | undefined {
+  const now = ctx.clock.now();
+  return ctx.store
+    .approvals({ status: 'pending', agentId })
+    .filter((a) => a.expiresAt > now)
+    .at(-1);
+}
+
+export interface ApproveInput {
+  readonly userId?: string;
+  /** The capabilities approved; the others are denied. Absent: all of them. */
+  readonly capabilities?: readonly string[];
+  /** Narrowing by the approver, per capability (§2.13: MAY narrow, never widen). */
+  readonly constraints?: Readonly<Record<string, unknown>>;
+  readonly reason?: string;
+  /** Who decided, for granted_by / denied_by. */
+  readonly actor: string;
+}
+
+export interface Decision {
+  readonly approval: ApprovalRecord;
+  readonly agent: AgentRecord;
+  readonly approved: readonly string[];
+  readonly denied: readonly string[];
+}
+
+function pendingApproval(ctx: ProtocolContext, tx: StoreWriter, id: string): ApprovalRecord {
+  const approval = tx.approval(id);
+  if (!approval) throw new ProtocolError('approval_not_found', `No approval request "${id}".`);
+  if (approval.status !== 'pending' || approval.expiresAt <= ctx.clock.now()) {
+    throw new ProtocolError(
+      'approval_closed',
+      `Approval request "${id}" is ${approval.status === 'pending' ? 'expired' : approval.status}.`,
+    );
+  }
+  return approval;
+}
+
+function activity(
+  tx: StoreWriter,
+  at: number,
+  type: string,
+  agent: AgentRecord,
+  outcome: string,
+  detail: Record<string, unknown> | null,
+): void {
+  tx.appendActivity({
+    at,
+    type,
+    agentId: agent.id,
+    hostId: agent.hostId,
+    userId: agent.userId,
+    capability: null,
+    outcome,
+    detail,
+    jti: null,
+    latencyMs: null,
+    upstreamStatus: null,
+  });
+}
+
+export function approve(ctx: ProtocolContext, approvalId: string, input: ApproveInput): Decision {
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const approval = pendingApproval(ctx, tx, approvalId);
+    const agent = tx.agent(approval.agentId);
+    const host = tx.host(approval.hostId);
+    if (!agent || !host) throw new ProtocolError('approval_not_found', `No approval request "${approvalId}".`);
+    const requested = new Map(approval.capabilities.map((c) => [c.name, c]));
+    const chosen = input.capabilities ?? [...requested.keys()];
+    const notRequested = chosen.filter((n) => !requested.has(n));
+    if (notRequested.length) {
+      throw new ProtocolError(
+        'invalid_request',
+        `capabilities: ${notRequested.join(', ')} ${notRequested.length === 1 ? 'was' : 'were'} not requested; an approval can only grant what was asked.`,
+      );
+    }
+    const narrowed = narrowing(ctx, input.constraints, requested);
+
+    // Whose authority the agent acts with: a delegated registration links the host (§2.9).
+    let userId = agent.userId ?? host.userId;
+    if (agent.mode === 'delegated' && userId === null) {
+      if (!input.userId) {
+        throw new ProtocolError(
+          'invalid_request',
+          'user_id is required: approving a delegated agent of an unlinked host links the host to that user.',
+        );
+      }
+      userId = input.userId;
+    } else if (input.userId && userId !== null && input.userId !== userId && agent.mode === 'delegated') {
+      throw new ProtocolError(
+        'invalid_request',
+        `This host is linked to another user; a host is linked to at most one user (§2.9).`,
+      );
+    }
+    const actor = input.userId ?? input.actor;
+    if (agent.mode === 'delegated' && host.userId === null && userId !== null) {
+      linkHost(ctx, tx, host, userId, now);
+    } else if (host.status === 'pending') {
+      tx.updateHost(host.id, { status: 'active', activatedAt: now, updatedAt: now });
+    }
+
+    const approved: string[] = [];
+    const denied: string[] = [];
+    for (const grant of tx.grants(agent.id)) {
+      if (grant.approvalId !== approval.id || grant.status !== 'pending') continue;
+      if (chosen.includes(grant.capability)) {
+        approved.push(grant.capability);
+        const constraints = narrowed.get(grant.capability) ?? requested.get(grant.capability)?.constraints;
+        tx.updateGrant(grant.id, {
+          status: 'active',
+          constraints: constraints ?? null,
+          grantedBy: actor,
+          updatedAt: now,
+        });
+      } else {
+        denied.push(grant.capability);
+        tx.updateGrant(grant.id, {
+          status: 'denied',
+          deniedBy: actor,
+          reason: input.reason ?? 'Not approved.',
+          updatedAt: now,
+        });
+      }
+    }
+    let updated = agent;
+    if (approval.kind !== 'capability_request' && agent.status === 'pending') {
+      // §5.3: the agent is active once its registration or reactivation is approved, even with
+      // every capability denied; it can ask again through §5.4.
+      updated = {
+        ...agent,
+        status: 'active',
+        userId: agent.mode === 'delegated' ? userId : null,
+        activatedAt: now,
+        updatedAt: now,
+      };
+      tx.updateAgent(agent.id, {
+        status: 'active',
+        userId: updated.userId,
+        activatedAt: now,
+        updatedAt: now,
+      });
+      ctx.usage.reset(agent.id);
+    }
+    const decided = { ...approval, status: 'approved' as const, decidedAt: now, decidedBy: actor };
+    tx.updateApproval(approval.id, { status: 'approved', decidedAt: now, decidedBy: actor });
+    activity(tx, now, `approval.approved`, updated, 'approved', {
+      approval_id: approval.id,
+      kind: approval.kind,
+      approved,
+      denied,
+      by: actor,
+    });
+    return { approval: decided, agent: updated, approved, denied };
+  });
+}
+
+/** Approver narrowing: each entry must name a requested capability and is intersected with it. */
+function narrowing(
+  ctx: ProtocolContext,
+  raw: Readonly<Record<string, unknown>> | undefined,
+  requested: ReadonlyMap<string, RequestedCapability>,
+): Map<string, Constraints> {
+  const out = new Map<string, Constraints>();
+  for (const [name, value] of Object.entries(raw ?? {})) {
+    const req = requested.get(name);
+    const capability = ctx.catalog.get(name);
+    if (!req || !capability) {
+      throw new ProtocolError('invalid_request', `constraints.${name}: that capability was not requested.`);
+    }
+    const parsed = parseConstraints(value, inputFields(capability));
+    if (!parsed.ok) {
+      if (parsed.problem.kind === 'unknown_operator') {
+        throw new ProtocolError('unknown_constraint_operator', `constraints.${name}: ${parsed.problem.message}`, {
+          fields: { unknown_operators: parsed.problem.operators },
+        });
+      }
+      throw new ProtocolError('invalid_request', `constraints.${name}: ${parsed.problem.message}`);
+    }
+    const { constraints, conflicts } = intersectConstraints(req.constraints, parsed.constraints);
+    if (conflicts.length) {
+      throw new ProtocolError(
+        'invalid_request',
+        `constraints.${name}: ${conflicts.join(', ')} would allow nothing the agent asked for; narrow within the request.`,
+      );
+    }
+    if (constraints) out.set(name, constraints);
+  }
+  return out;
+}
+
+export function deny(
+  ctx: ProtocolContext,
+  approvalId: string,
+  input: { readonly reason?: string; readonly actor: string },
+): Decision {
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const approval = pendingApproval(ctx, tx, approvalId);
+    const agent = tx.agent(approval.agentId);
+    if (!agent) throw new ProtocolError('approval_not_found', `No approval request "${approvalId}".`);
+    const reason = input.reason ?? 'Denied by the approver.';
+    const denied = denyGrants(tx, approval, reason, input.actor, now);
+    let updated = agent;
+    if (approval.kind === 'registration' && agent.status === 'pending') {
+      // §7.1: a denied registration is terminal for that attempt.
+      updated = { ...agent, status: 'rejected', updatedAt: now };
+      tx.updateAgent(agent.id, { status: 'rejected', updatedAt: now });
+      rejectLonePendingHost(tx, agent.hostId, now);
+    } else if (approval.kind === 'reactivation' && agent.status === 'pending') {
+      updated = { ...agent, status: 'expired', updatedAt: now };
+      tx.updateAgent(agent.id, { status: 'expired', updatedAt: now });
+    }
+    const decided = { ...approval, status: 'denied' as const, decidedAt: now, decidedBy: input.actor };
+    tx.updateApproval(approval.id, { status: 'denied', decidedAt: now, decidedBy: input.actor });
+    activity(tx, now, 'approval.denied', updated, 'denied', {
+      approval_id: approval.id,
+      kind: approval.kind,
+      reason,
+      by: input.actor,
+    });
+    return { approval: decided, agent: updated, approved: [], denied };
+  });
+}
+
+function denyGrants(tx: StoreWriter, approval: ApprovalRecord, reason: string, actor: string, now: number): string[] {
+  const denied: string[] = [];
+  for (const grant of tx.grants(approval.agentId)) {
+    if (grant.approvalId !== approval.id || grant.status !== 'pending') continue;
+    denied.push(grant.capability);
+    tx.updateGrant(grant.id, { status: 'denied', deniedBy: actor, reason, updatedAt: now });
+  }
+  return denied;
+}
+
+/** A dynamically registered host whose only registrations were all denied is rejected (§2.11). */
+function rejectLonePendingHost(tx: StoreWriter, hostId: string, now: number): void {
+  const host = tx.host(hostId);
+  if (!host || host.status !== 'pending') return;
+  const others = tx.agents({ hostId }).filter((a) => a.status !== 'rejected');
+  if (others.length === 0) tx.updateHost(hostId, { status: 'rejected', updatedAt: now });
+}
+
+/**
+ * §2.9 linking with §2.10 claiming: the host gets its one user, and every active autonomous
+ * agent under it is claimed — capabilities revoked, status `claimed`, history attributed.
+ */
+export function linkHost(ctx: ProtocolContext, tx: StoreWriter, host: HostRecord, userId: string, now: number): number {
+  if (host.userId !== null && host.userId !== userId) {
+    throw new ProtocolError('invalid_request', `Host ${host.id} is already linked to another user; unlink it first.`);
+  }
+  tx.updateHost(host.id, {
+    userId,
+    status: 'active',
+    activatedAt: host.activatedAt ?? now,
+    updatedAt: now,
+  });
+  let claimed = 0;
+  for (const agent of tx.agents({ hostId: host.id })) {
+    if (agent.mode !== 'autonomous' || (agent.status !== 'active' && agent.status !== 'expired')) continue;
+    claimed++;
+    revokeGrants(tx, agent.id, now, 'Agent claimed by a user.');
+    tx.updateAgent(agent.id, { status: 'claimed', userId, updatedAt: now });
+    activity(tx, now, 'agent.claimed', { ...agent, userId }, 'claimed', { user_id: userId });
+  }
+  tx.appendActivity({
+    at: now,
+    type: 'host.linked',
+    agentId: null,
+    hostId: host.id,
+    userId,
+    capability: null,
+    outcome: 'linked',
+    detail: { claimed_agents: claimed },
+    jti: null,
+    latencyMs: null,
+    upstreamStatus: null,
+  });
+  return claimed;
+}
+
+/** Moves every current grant of an agent to the internal `revoked` state. */
+export function revokeGrants(tx: StoreWriter, agentId: string, now: number, reason: string): void {
+  for (const grant of tx.grants(agentId)) {
+    if (grant.status === 'revoked') continue;
+    tx.updateGrant(grant.id, { status: 'revoked', reason, updatedAt: now });
+  }
+}
+
+/**
+ * Expires unanswered approvals (§7.1): their pending grants become `denied` with a reason; a
+ * reactivation that nobody answered leaves the agent `expired` again. A registration stays
+ * pending (a retry refreshes it) until pending cleanup removes it (§10.9).
+ */
+export function expireApprovals(ctx: ProtocolContext): number {
+  const now = ctx.clock.now();
+  const due = ctx.store.approvals({ status: 'pending' }).filter((a) => a.expiresAt <= now);
+  if (due.length === 0) return 0;
+  ctx.write((tx) => {
+    for (const approval of due) {
+      const fresh = tx.approval(approval.id);
+      if (fresh?.status !== 'pending') continue;
+      tx.updateApproval(approval.id, { status: 'expired', decidedAt: now });
+      if (approval.kind !== 'registration') {
+        denyGrants(tx, approval, 'The approval request expired.', 'system', now);
+      }
+      const agent = tx.agent(approval.agentId);
+      if (approval.kind === 'reactivation' && agent?.status === 'pending') {
+        tx.updateAgent(agent.id, { status: 'expired', updatedAt: now });
+      }
+    }
+  });
+  return due.length;
+}
+

@@ -1,0 +1,226 @@
+/**
+ * Host JWT (§4.5.1) and agent JWT (§4.5) verification against stored state: which key signs,
+ * whether the principal may act, replay. Pure JWS and claim checks live in jwt.ts.
+ *
+ * The signature is verified before any stored status is revealed, so a caller who cannot sign
+ * for a principal learns nothing about it (the spec lists the status check first; the outcome
+ * for a valid token is the same).
+ */
+import { ProtocolError } from '../errors.js';
+import type { AgentRecord, HostRecord } from '../storage/types.js';
+import type { ProtocolContext } from './context.js';
+import { decodeJwt, JwtError, replayHorizonMs, verifyJwt, type UnverifiedJwt } from './jwt.js';
+import { parsePublicJwk, publicKeyObject, thumbprint, type Ed25519PublicJwk } from './keys.js';
+import { currentAgent } from './lifecycle.js';
+
+export type Claims = Readonly<Record<string, unknown>>;
+
+export interface HostAuth {
+  /** Absent for an unknown host presenting a self-signed key (only registration and listing accept it). */
+  readonly host: HostRecord | undefined;
+  readonly thumbprint: string;
+  /** The key that signed: the stored one, or for an unknown host the one in `host_public_key`. */
+  readonly publicJwk: Ed25519PublicJwk;
+  readonly claims: Claims;
+}
+
+export interface AgentAuth {
+  readonly agent: AgentRecord;
+  readonly host: HostRecord;
+  readonly claims: Claims;
+}
+
+export interface HostAuthOptions {
+  /** Registration (and capability listing) accept a host the server has never seen (§4.5.1 step 4). */
+  readonly allowUnknown?: boolean;
+  /**
+   * A pending host may register (§2.11) and, as the reference SDK's polling flow needs, read the
+   * status of its own agents (§5.3, §7.1); nothing else.
+   */
+  readonly allowPending?: boolean;
+}
+
+function invalid(message: string): ProtocolError {
+  return new ProtocolError('invalid_jwt', message);
+}
+
+function decode(token: string, typ: 'host+jwt' | 'agent+jwt'): UnverifiedJwt {
+  try {
+    return decodeJwt(token, typ);
+  } catch (err) {
+    if (err instanceof JwtError) throw invalid(err.message);
+    throw err;
+  }
+}
+
+async function verify(
+  ctx: ProtocolContext,
+  jwt: UnverifiedJwt,
+  key: Ed25519PublicJwk,
+  typ: 'host+jwt' | 'agent+jwt',
+  audiences: readonly string[],
+): Promise<Claims> {
+  const policy = {
+    clockSkewSec: ctx.policy.lifetimes.clockSkewSec,
+    maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
+  };
+  try {
+    return await verifyJwt(jwt, publicKeyObject(key), { typ, audiences, clock: ctx.clock, policy });
+  } catch (err) {
+    if (err instanceof JwtError) throw invalid(err.message);
+    throw err;
+  }
+}
+
+/** §4.6 / §8.4: a jti is accepted once per principal within its effective window (§8.2). */
+function rememberJti(ctx: ProtocolContext, partition: string, claims: Claims): void {
+  const policy = {
+    clockSkewSec: ctx.policy.lifetimes.clockSkewSec,
+    maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
+  };
+  const outcome = ctx.replay.remember(`${partition}:${String(claims.jti)}`, replayHorizonMs(claims, policy));
+  if (outcome === 'replay') throw invalid('This JWT (jti) was already used; sign a new one per request.');
+  if (outcome === 'full') {
+    throw new ProtocolError('temporarily_unavailable', 'Replay protection is at capacity; retry shortly.', {
+      headers: { 'retry-after': '5' },
+    });
+  }
+}
+
+function cachedHostByThumbprint(ctx: ProtocolContext, tp: string): HostRecord | undefined {
+  const key = `tp:${tp}`;
+  const hit = ctx.cache.hosts.get(key);
+  if (hit !== undefined) return hit ?? undefined;
+  const host = ctx.store.hostByThumbprint(tp);
+  ctx.cache.hosts.set(key, host ?? null);
+  return host;
+}
+
+function cachedHost(ctx: ProtocolContext, id: string): HostRecord | undefined {
+  const key = `id:${id}`;
+  const hit = ctx.cache.hosts.get(key);
+  if (hit !== undefined) return hit ?? undefined;
+  const host = ctx.store.host(id);
+  ctx.cache.hosts.set(key, host ?? null);
+  return host;
+}
+
+export function cachedAgent(ctx: ProtocolContext, id: string): AgentRecord | undefined {
+  const hit = ctx.cache.agents.get(id);
+  if (hit !== undefined) return hit ?? undefined;
+  const agent = ctx.store.agent(id);
+  ctx.cache.agents.set(id, agent ?? null);
+  return agent;
+}
+
+export function hostStatusError(host: HostRecord): ProtocolError | undefined {
+  if (host.status === 'revoked') return new ProtocolError('host_revoked');
+  if (host.status === 'rejected') return new ProtocolError('host_rejected');
+  if (host.status === 'pending') return new ProtocolError('host_pending');
+  return undefined;
+}
+
+/** §4.5.1 */
+export async function authenticateHost(
+  ctx: ProtocolContext,
+  token: string,
+  options: HostAuthOptions = {},
+): Promise<HostAuth> {
+  const jwt = decode(token, 'host+jwt');
+  const { payload } = jwt;
+  const iss = payload.iss;
+  if (typeof iss !== 'string' || iss === '') throw invalid('The host JWT needs an iss claim (§4.2).');
+  // JWKS-based keys need fetch protections (§8.12) this version does not have yet.
+  if (payload.host_jwks_url !== undefined) {
+    throw new ProtocolError(
+      'invalid_request',
+      'host_jwks_url is not supported by this server yet; register with an inline host_public_key.',
+    );
+  }
+  const host = cachedHostByThumbprint(ctx, iss);
+  let key: Ed25519PublicJwk;
+  if (host) {
+    key = host.publicJwk;
+    // A presented key must be the stored one: a kid or an inline key is never trusted on its own.
+    if (payload.host_public_key !== undefined) {
+      const presented = parsePublicJwk(payload.host_public_key);
+      if (!presented.ok || presented.jwk.x !== host.publicJwk.x) {
+        throw invalid('host_public_key does not match the key registered for this host.');
+      }
+    }
+  } else {
+    if (!options.allowUnknown) throw invalid('Unknown host: no host is registered with this key.');
+    const presented = parsePublicJwk(payload.host_public_key);
+    if (!presented.ok) {
+      if (payload.host_public_key === undefined) {
+        throw invalid('An unknown host must present host_public_key (§4.2).');
+      }
+      throw new ProtocolError(presented.code, `host_public_key: ${presented.message}`);
+    }
+    key = presented.jwk;
+    // §4.2: iss MUST be the RFC 7638 thumbprint of the signing key.
+    if ((await thumbprint(key)) !== iss) {
+      throw invalid('iss is not the JWK thumbprint (RFC 7638, SHA-256) of host_public_key.');
+    }
+  }
+  const claims = await verify(ctx, jwt, key, 'host+jwt', [ctx.issuer()]);
+  rememberJti(ctx, `host:${iss}`, claims);
+  if (host) {
+    const statusError = hostStatusError(host);
+    if (statusError && !(host.status === 'pending' && options.allowPending)) throw statusError;
+    ctx.usage.recordHost(host.id, ctx.clock.now());
+  }
+  return { host, thumbprint: iss, publicJwk: key, claims };
+}
+
+export function agentStatusError(agent: AgentRecord): ProtocolError | undefined {
+  switch (agent.status) {
+    case 'active':
+      return undefined;
+    case 'revoked':
+      return new ProtocolError('agent_revoked');
+    case 'expired':
+      return new ProtocolError('agent_expired');
+    case 'pending':
+      return new ProtocolError('agent_pending');
+    case 'rejected':
+      return new ProtocolError('agent_rejected');
+    case 'claimed':
+      return new ProtocolError('agent_claimed');
+  }
+}
+
+/**
+ * §4.5, up to and including replay (steps 1–8). `audiences`: the issuer for protocol endpoints,
+ * the execute location for execution (§4.3).
+ */
+export async function authenticateAgent(
+  ctx: ProtocolContext,
+  token: string,
+  audiences: readonly string[],
+): Promise<AgentAuth> {
+  const jwt = decode(token, 'agent+jwt');
+  const { payload } = jwt;
+  const sub = payload.sub;
+  if (typeof sub !== 'string' || sub === '') throw invalid('The agent JWT needs a sub claim (§4.3).');
+  const iss = payload.iss;
+  if (iss !== undefined && typeof iss !== 'string') throw invalid('iss must be a string.');
+  const stored = cachedAgent(ctx, sub);
+  // Unknown agent and foreign host get the same answer: nothing about other hosts leaks.
+  if (!stored) throw invalid('Unknown agent.');
+  const host = cachedHost(ctx, stored.hostId);
+  if (!host) throw invalid('Unknown agent.');
+  // The reference SDK omits iss; when present it MUST name the agent's own host (§4.5 steps 4–5).
+  if (iss !== undefined && iss !== host.thumbprint) {
+    throw invalid('iss does not identify the host this agent is registered under.');
+  }
+  const claims = await verify(ctx, jwt, stored.publicJwk, 'agent+jwt', audiences);
+  rememberJti(ctx, `agent:${sub}`, claims);
+  const hostError = hostStatusError(host);
+  if (hostError) throw hostError;
+  const agent = currentAgent(ctx, stored);
+  const agentError = agentStatusError(agent);
+  if (agentError) throw agentError;
+  ctx.usage.recordAgent(agent.id, host.id, ctx.clock.now());
+  return { agent, host, claims };
+}

@@ -1,0 +1,96 @@
+/**
+ * What every protocol operation works with: the store, the catalog, the policy, the clock and
+ * the in-process caches. Built once by the composition root (app.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Catalog } from '../openapi/catalog.js';
+import type { Policy } from '../policy/policy.js';
+import type { Store, StoreWriter, AgentRecord, GrantRecord, HostRecord } from '../storage/types.js';
+import { ReplayCache } from './replay-cache.js';
+import { TtlCache } from './ttl-cache.js';
+import { UsageTracker } from './usage.js';
+
+export interface ProtocolContext {
+  readonly store: Store;
+  readonly catalog: Catalog;
+  readonly policy: Policy;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Read per call: with `--port 0` the issuer is only known once the server listens. */
+  issuer(): string;
+  /** §5.1 `default_location`: the audience of execution JWTs. */
+  executeLocation(): string;
+  readonly replay: ReplayCache;
+  readonly usage: UsageTracker;
+  readonly cache: HotCache;
+  /** Runs a transaction, then drops every cached record: a change is visible at once (§10.2). */
+  write<T>(fn: (tx: StoreWriter) => T): T;
+}
+
+/**
+ * §10.2: host, agent and grant lookups on the hot path come from memory for a few seconds.
+ * Every write through `ProtocolContext.write` clears it, so revocation in this process is
+ * immediate; the TTL bounds staleness when another process shares the database.
+ */
+export class HotCache {
+  readonly hosts: TtlCache<HostRecord | null>;
+  readonly agents: TtlCache<AgentRecord | null>;
+  readonly grants: TtlCache<readonly GrantRecord[]>;
+
+  constructor(clock: Clock, ttlMs: number) {
+    this.hosts = new TtlCache(clock, ttlMs);
+    this.agents = new TtlCache(clock, ttlMs);
+    this.grants = new TtlCache(clock, ttlMs);
+  }
+
+  clear(): void {
+    this.hosts.clear();
+    this.agents.clear();
+    this.grants.clear();
+  }
+}
+
+export interface ContextOptions {
+  readonly store: Store;
+  readonly catalog: Catalog;
+  readonly policy: Policy;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly issuer: () => string;
+  /** Default 5 s. */
+  readonly cacheTtlMs?: number;
+}
+
+export function createContext(options: ContextOptions): ProtocolContext {
+  const cache = new HotCache(options.clock, options.cacheTtlMs ?? 5_000);
+  return {
+    store: options.store,
+    catalog: options.catalog,
+    policy: options.policy,
+    clock: options.clock,
+    logger: options.logger,
+    issuer: options.issuer,
+    executeLocation: () => `${options.issuer()}/capability/execute`,
+    replay: new ReplayCache(options.clock),
+    usage: new UsageTracker(options.store),
+    cache,
+    write: (fn) => {
+      try {
+        return options.store.write(fn);
+      } finally {
+        cache.clear();
+      }
+    },
+  };
+}
+
+/** Opaque, unguessable identifiers with a readable prefix (`agt_…`, `hst_…`). */
+export function newId(prefix: 'agt' | 'hst' | 'grt' | 'apr'): string {
+  return `${prefix}_${randomBytes(12).toString('base64url')}`;
+}
+
+export function iso(ms: number | null | undefined): string | undefined {
+  return ms === null || ms === undefined ? undefined : new Date(ms).toISOString();
+}

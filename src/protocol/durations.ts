@@ -1,0 +1,57 @@
+/**
+ * Durations in config and policy files (JWT lifetimes, skew, session TTLs, rate-limit windows):
+ * `"30s"`, `"30m"`, `"12h"`, `"7d"`, or a bare number of seconds. Whole numbers only, so a
+ * value means exactly what it says and formats back unchanged.
+ */
+import { UserError } from '../errors.js';
+
+// Largest first, so formatDuration picks the largest unit that divides exactly.
+const UNITS: readonly (readonly [unit: string, ms: number])[] = [
+  ['d', 86_400_000],
+  ['h', 3_600_000],
+  ['m', 60_000],
+  ['s', 1000],
+];
+const UNIT_MS: ReadonlyMap<string, number> = new Map(UNITS);
+
+const PATTERN = /^(\d+)([smhd])$/;
+
+/** Milliseconds for `value`; throws a UserError naming `where` and the value when it is not valid. */
+export function parseDuration(value: string | number, where: string): number {
+  const ms = toMs(value);
+  if (ms === undefined) {
+    const shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
+    throw new UserError(
+      `${where}: invalid duration ${shown}; expected a whole number with a unit s, m, h or d ` +
+        `(e.g. "30s", "12h", "7d") or a non-negative whole number of seconds.`,
+    );
+  }
+  return ms;
+}
+
+/** The largest unit that represents `ms` exactly: 90000 → "90s", 7200000 → "2h"; else "1500ms". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`Not a duration: ${ms}`);
+  if (ms === 0) return '0s';
+  for (const [unit, unitMs] of UNITS) {
+    if (ms % unitMs === 0) return `${ms / unitMs}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+// `unknown`: config values arrive from YAML/JSON/env, whatever the static type claims.
+function toMs(value: unknown): number | undefined {
+  if (typeof value === 'number') {
+    return Number.isSafeInteger(value) && value >= 0 ? exact(value * 1000) : undefined;
+  }
+  if (typeof value !== 'string') return undefined;
+  const match = PATTERN.exec(value);
+  const unitMs = match?.[2] === undefined ? undefined : UNIT_MS.get(match[2]);
+  if (match?.[1] === undefined || unitMs === undefined) return undefined;
+  return exact(Number(match[1]) * unitMs);
+}
+
+/** Rejects values too large to hold exactly, which can only be typos ("99999999999999d"). */
+function exact(ms: number): number | undefined {
+  return Number.isSafeInteger(ms) ? ms : undefined;
+}

@@ -1,0 +1,173 @@
+/**
+ * Capability requests and grants: validating what an agent asks for (§5.3, §5.4, §8.6),
+ * computing effective constraints (§2.13: agent proposal ∩ policy, never wider), deciding what
+ * policy may grant without a human (§2.9, §8.10), and rendering grants for responses (§5.3).
+ */
+import { ProtocolError } from '../errors.js';
+import type { Capability } from '../openapi/types.js';
+import type { AgentMode, GrantRecord, HostRecord, RequestedCapability } from '../storage/types.js';
+import { intersectConstraints, parseConstraints, type Constraints } from './constraints.js';
+import type { ProtocolContext } from './context.js';
+import { isGrantEffective } from './lifecycle.js';
+
+export function inputFields(capability: Capability): ReadonlySet<string> {
+  const props = capability.input?.properties;
+  return new Set(props && typeof props === 'object' ? Object.keys(props) : []);
+}
+
+/**
+ * Parses a `capabilities` request array: names must exist and not be blocked (one
+ * `invalid_capabilities` error lists every bad name), constraints must be valid for the
+ * capability's input, and the policy's constraints are folded in.
+ */
+export function parseCapabilityRequest(
+  ctx: ProtocolContext,
+  raw: unknown,
+  field = 'capabilities',
+): RequestedCapability[] {
+  if (!Array.isArray(raw)) throw new ProtocolError('invalid_request', `${field} must be an array.`);
+  if (raw.length > 500) throw new ProtocolError('invalid_request', `${field} may list at most 500 entries.`);
+  const invalidNames: string[] = [];
+  const seen = new Set<string>();
+  const out: RequestedCapability[] = [];
+  raw.forEach((entry: unknown, i) => {
+    let name: unknown;
+    let proposed: unknown;
+    if (typeof entry === 'string') name = entry;
+    else if (entry !== null && typeof entry === 'object' && !Array.isArray(entry)) {
+      const unknownKeys = Object.keys(entry).filter((k) => k !== 'name' && k !== 'constraints');
+      if (unknownKeys.length) {
+        throw new ProtocolError('invalid_request', `${field}[${i}] has unknown keys: ${unknownKeys.join(', ')}.`);
+      }
+      name = (entry as { name?: unknown }).name;
+      proposed = (entry as { constraints?: unknown }).constraints;
+    }
+    if (typeof name !== 'string' || name === '') {
+      throw new ProtocolError(
+        'invalid_request',
+        `${field}[${i}] must be a capability name or an object with a name and optional constraints.`,
+      );
+    }
+    const capability = ctx.catalog.get(name);
+    if (!capability || ctx.policy.blocked.has(name)) {
+      invalidNames.push(name);
+      return;
+    }
+    if (seen.has(name)) throw new ProtocolError('invalid_request', `${field} lists "${name}" twice.`);
+    seen.add(name);
+    const constraints = effectiveConstraints(ctx, capability, proposed, `${field}[${i}].constraints`);
+    out.push(constraints ? { name, constraints } : { name });
+  });
+  if (invalidNames.length) {
+    throw new ProtocolError(
+      'invalid_capabilities',
+      `Unknown or blocked capabilities: ${invalidNames.join(', ')}.`,
+      { fields: { invalid_capabilities: invalidNames } },
+    );
+  }
+  return out;
+}
+
+/** Agent proposal (validated) ∩ server policy (§2.13). `undefined` when unconstrained. */
+export function effectiveConstraints(
+  ctx: ProtocolContext,
+  capability: Capability,
+  proposed: unknown,
+  where: string,
+): Constraints | undefined {
+  let agentSide: Constraints | undefined;
+  if (proposed !== undefined) {
+    const parsed = parseConstraints(proposed, inputFields(capability));
+    if (!parsed.ok) {
+      if (parsed.problem.kind === 'unknown_operator') {
+        throw new ProtocolError('unknown_constraint_operator', `${where}: ${parsed.problem.message}`, {
+          fields: { unknown_operators: parsed.problem.operators },
+        });
+      }
+      throw new ProtocolError('invalid_request', `${where}: ${parsed.problem.message}`);
+    }
+    agentSide = Object.keys(parsed.constraints).length ? parsed.constraints : undefined;
+  }
+  const { constraints, conflicts } = intersectConstraints(agentSide, ctx.policy.constraints.get(capability.name));
+  if (conflicts.length) {
+    throw new ProtocolError(
+      'invalid_request',
+      `${where}: the proposed constraints on ${conflicts.join(', ')} fall outside what this server allows for ${capability.name}.`,
+    );
+  }
+  return constraints && Object.keys(constraints).length ? constraints : undefined;
+}
+
+/**
+ * What policy grants without asking anyone (§2.9, §8.10): for a delegated agent of a linked
+ * host, the host's defaults and the policy's defaults; for an autonomous agent, the policy's
+ * autonomous grants. High-risk capabilities never qualify.
+ */
+export function autoGrantable(ctx: ProtocolContext, host: HostRecord, mode: AgentMode): ReadonlySet<string> {
+  const { policy } = ctx;
+  if (host.status !== 'active') return new Set();
+  const names =
+    mode === 'autonomous'
+      ? host.userId === null
+        ? [...policy.autonomousGrants]
+        : []
+      : host.userId !== null
+        ? [...host.defaultCapabilities, ...policy.defaults]
+        : [];
+  return new Set(names.filter((n) => !policy.highRisk.has(n) && !policy.blocked.has(n) && ctx.catalog.get(n)));
+}
+
+/** §5.6 step 4: the baseline a reactivated agent returns to. */
+export function baselineCapabilities(ctx: ProtocolContext, host: HostRecord, mode: AgentMode): string[] {
+  const names =
+    mode === 'autonomous' ? [...ctx.policy.autonomousGrants] : [...host.defaultCapabilities, ...ctx.policy.defaults];
+  return [...new Set(names)].filter((n) => ctx.catalog.get(n) && !ctx.policy.blocked.has(n)).sort();
+}
+
+export type GrantView = Record<string, unknown>;
+
+/**
+ * §5.3 grant objects: active grants carry the capability's description and schemas, pending ones
+ * only name and status, denied ones their reason. `withAudit` adds granted_by (status, §5.5).
+ */
+export function grantView(ctx: ProtocolContext, grant: GrantRecord, withAudit = false): GrantView {
+  const now = ctx.clock.now();
+  if (grant.status === 'pending') return { capability: grant.capability, status: 'pending' };
+  if (grant.status === 'denied' || !isGrantEffective(grant, now)) {
+    return {
+      capability: grant.capability,
+      status: 'denied',
+      ...(grant.reason ? { reason: grant.reason } : {}),
+    };
+  }
+  const capability = ctx.catalog.get(grant.capability);
+  return {
+    capability: grant.capability,
+    status: 'active',
+    ...(withAudit && grant.grantedBy ? { granted_by: grant.grantedBy } : {}),
+    ...(capability
+      ? {
+          description: capability.description,
+          ...(capability.input ? { input: capability.input } : {}),
+          ...(capability.output ? { output: capability.output } : {}),
+        }
+      : // §2.12: a grant for a capability the catalog no longer has is inoperative.
+        { description: 'This capability has been removed.' }),
+    ...(grant.constraints ? { constraints: grant.constraints } : {}),
+    ...(grant.expiresAt ? { expires_at: new Date(grant.expiresAt).toISOString() } : {}),
+  };
+}
+
+/** The agent's current grant set as the protocol shows it: `revoked` rows are history only. */
+export function currentGrants(grants: readonly GrantRecord[]): GrantRecord[] {
+  return grants.filter((g) => g.status !== 'revoked');
+}
+
+export function cachedGrants(ctx: ProtocolContext, agentId: string): readonly GrantRecord[] {
+  let grants = ctx.cache.grants.get(agentId);
+  if (!grants) {
+    grants = ctx.store.grants(agentId);
+    ctx.cache.grants.set(agentId, grants);
+  }
+  return grants;
+}

@@ -1,0 +1,204 @@
+/**
+ * Host lifecycle: key rotation (§5.9), revocation with cascade (§5.10, §8.5), and the operator's
+ * pre-registration (§2.8), linking (§2.9, §2.10) and unlinking.
+ */
+import { ProtocolError } from '../errors.js';
+import type { HostRecord, StoreWriter } from '../storage/types.js';
+import { linkHost, revokeGrants } from './approvals.js';
+import type { HostAuth } from './authenticate.js';
+import { newId, type ProtocolContext } from './context.js';
+import { parsePublicJwk, thumbprint, type Ed25519PublicJwk } from './keys.js';
+import { hostView } from './views.js';
+
+function event(tx: StoreWriter, at: number, type: string, host: HostRecord, detail: Record<string, unknown> | null): void {
+  tx.appendActivity({
+    at,
+    type,
+    agentId: null,
+    hostId: host.id,
+    userId: host.userId,
+    capability: null,
+    outcome: type.split('.')[1] ?? type,
+    detail,
+    jti: null,
+    latencyMs: null,
+    upstreamStatus: null,
+  });
+}
+
+/** §5.9: inline-key hosts only; identity, agents and links stay with the host record. */
+export async function rotateHostKey(
+  ctx: ProtocolContext,
+  auth: HostAuth,
+  body: Readonly<Record<string, unknown>>,
+): Promise<Record<string, unknown>> {
+  const host = auth.host;
+  if (!host) throw new ProtocolError('host_not_found');
+  const parsed = parsePublicJwk(body.public_key);
+  if (!parsed.ok) throw new ProtocolError(parsed.code, `public_key: ${parsed.message}`);
+  const tp = await thumbprint(parsed.jwk);
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const clash = tx.hostByThumbprint(tp);
+    if (clash && clash.id !== host.id) {
+      throw new ProtocolError('invalid_request', 'That key already identifies another host.');
+    }
+    tx.updateHost(host.id, { publicJwk: parsed.jwk, thumbprint: tp, updatedAt: now });
+    event(tx, now, 'host.key_rotated', host, null);
+    return { host_id: host.id, status: host.status };
+  });
+}
+
+/** §5.10 / §8.5: the host and every agent under it, in one transaction. */
+export function revokeHost(ctx: ProtocolContext, hostId: string, by: string): Record<string, unknown> {
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const host = tx.host(hostId);
+    if (!host) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
+    let revoked = 0;
+    for (const agent of tx.agents({ hostId })) {
+      if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') continue;
+      revoked++;
+      tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+      revokeGrants(tx, agent.id, now, 'Host revoked.');
+      for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
+        tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
+      }
+    }
+    tx.updateHost(hostId, { status: 'revoked', updatedAt: now });
+    event(tx, now, 'host.revoked', host, { agents_revoked: revoked, by });
+    return { host_id: hostId, status: 'revoked', agents_revoked: revoked };
+  });
+}
+
+export interface PreRegistration {
+  readonly name?: string;
+  readonly publicJwk: Ed25519PublicJwk;
+  readonly userId?: string;
+  readonly defaultCapabilities: readonly string[];
+}
+
+/** §2.8 pre-registration: an active host the operator vouches for, optionally linked. */
+export async function preRegisterHost(
+  ctx: ProtocolContext,
+  input: PreRegistration,
+  by: string,
+): Promise<{ host: Record<string, unknown>; created: boolean }> {
+  const tp = await thumbprint(input.publicJwk);
+  const unknown = input.defaultCapabilities.filter((n) => !ctx.catalog.get(n) || ctx.policy.blocked.has(n));
+  if (unknown.length) {
+    throw new ProtocolError('invalid_capabilities', `Unknown or blocked capabilities: ${unknown.join(', ')}.`, {
+      fields: { invalid_capabilities: unknown },
+    });
+  }
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const existing = tx.hostByThumbprint(tp);
+    if (existing) {
+      if (existing.status === 'revoked' || existing.status === 'rejected') {
+        throw new ProtocolError('invalid_request', `A ${existing.status} host already uses this key; a host key cannot be reused.`);
+      }
+      tx.updateHost(existing.id, {
+        ...(input.name ? { name: input.name } : {}),
+        defaultCapabilities: [...input.defaultCapabilities],
+        status: 'active',
+        activatedAt: existing.activatedAt ?? now,
+        preRegistered: true,
+        updatedAt: now,
+      });
+      const updated = tx.host(existing.id) as HostRecord;
+      if (input.userId && updated.userId !== input.userId) linkHost(ctx, tx, updated, input.userId, now);
+      return { host: hostView(tx.host(existing.id) as HostRecord), created: false };
+    }
+    const host: HostRecord = {
+      id: newId('hst'),
+      thumbprint: tp,
+      publicJwk: input.publicJwk,
+      name: input.name ?? null,
+      userId: input.userId ?? null,
+      defaultCapabilities: [...input.defaultCapabilities],
+      status: 'active',
+      preRegistered: true,
+      activatedAt: now,
+      lastUsedAt: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    tx.insertHost(host);
+    event(tx, now, 'host.pre_registered', host, { by });
+    return { host: hostView(host), created: true };
+  });
+}
+
+export function parsePreRegistration(body: Readonly<Record<string, unknown>>): PreRegistration {
+  const key = parsePublicJwk(body.public_key);
+  if (!key.ok) throw new ProtocolError(key.code, `public_key: ${key.message}`);
+  const name = body.name;
+  if (name !== undefined && (typeof name !== 'string' || name.length > 200)) {
+    throw new ProtocolError('invalid_request', 'name must be a string of at most 200 characters.');
+  }
+  const userId = body.user_id;
+  if (userId !== undefined && (typeof userId !== 'string' || userId === '' || userId.length > 200)) {
+    throw new ProtocolError('invalid_request', 'user_id must be a non-empty string.');
+  }
+  const defaults = body.default_capabilities ?? [];
+  if (!Array.isArray(defaults) || defaults.some((d) => typeof d !== 'string')) {
+    throw new ProtocolError('invalid_request', 'default_capabilities must be an array of capability names.');
+  }
+  return {
+    ...(name !== undefined ? { name } : {}),
+    publicJwk: key.jwk,
+    ...(userId !== undefined ? { userId } : {}),
+    defaultCapabilities: defaults as string[],
+  };
+}
+
+/** Operator linking (§2.9 server-side linking), with claiming (§2.10). */
+export function linkHostTo(ctx: ProtocolContext, hostId: string, userId: string): Record<string, unknown> {
+  return ctx.write((tx) => {
+    const host = tx.host(hostId);
+    if (!host) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
+    if (host.status === 'revoked' || host.status === 'rejected') {
+      throw new ProtocolError(host.status === 'revoked' ? 'host_revoked' : 'host_rejected');
+    }
+    const claimed = linkHost(ctx, tx, host, userId, ctx.clock.now());
+    return { ...hostView(tx.host(hostId) as HostRecord), agents_claimed: claimed };
+  });
+}
+
+/** §2.9 unlinking: every delegated agent derived its authority from the link and is revoked. */
+export function unlinkHost(ctx: ProtocolContext, hostId: string): Record<string, unknown> {
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    const host = tx.host(hostId);
+    if (!host) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
+    if (host.userId === null) throw new ProtocolError('invalid_request', `Host ${hostId} is not linked to a user.`);
+    let revoked = 0;
+    for (const agent of tx.agents({ hostId })) {
+      if (agent.mode !== 'delegated') continue;
+      if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') continue;
+      revoked++;
+      tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+      revokeGrants(tx, agent.id, now, 'Host unlinked from its user.');
+    }
+    tx.updateHost(hostId, { userId: null, updatedAt: now });
+    event(tx, now, 'host.unlinked', host, { agents_revoked: revoked });
+    return { ...hostView(tx.host(hostId) as HostRecord), agents_revoked: revoked };
+  });
+}
+
+/** Policy `hosts:` entries are applied at start-up: created if missing, kept in step otherwise. */
+export async function applyPolicyHosts(ctx: ProtocolContext): Promise<void> {
+  for (const h of ctx.policy.hosts) {
+    await preRegisterHost(
+      ctx,
+      {
+        ...(h.name ? { name: h.name } : {}),
+        publicJwk: h.publicJwk,
+        ...(h.userId ? { userId: h.userId } : {}),
+        defaultCapabilities: h.defaultCapabilities,
+      },
+      'policy',
+    );
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * §5.12 introspection: the full §4.5 verification, answered as `{active}` (RFC 7662 style). Every
+ * failure is `{ "active": false }` — the caller learns no reason, so it cannot probe agents.
+ */
+import { ProtocolError } from '../errors.js';
+import { authenticateAgent } from './authenticate.js';
+import { iso, type ProtocolContext } from './context.js';
+import { cachedGrants, currentGrants } from './grants.js';
+import { agentClocks, isGrantEffective } from './lifecycle.js';
+
+export async function introspect(ctx: ProtocolContext, token: unknown): Promise<Record<string, unknown>> {
+  if (typeof token !== 'string' || token === '') throw new ProtocolError('invalid_request', 'token is required.');
+  let auth;
+  try {
+    // Resource servers receive tokens addressed to the execute location or to the issuer (§4.3).
+    auth = await authenticateAgent(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
+  } catch (err) {
+    if (err instanceof ProtocolError && err.code !== 'temporarily_unavailable') return { active: false };
+    throw err;
+  }
+  const { agent, host, claims } = auth;
+  const now = ctx.clock.now();
+  const restrict = Array.isArray(claims.capabilities) ? new Set(claims.capabilities) : undefined;
+  const grants = currentGrants(cachedGrants(ctx, agent.id))
+    .filter((g) => g.status === 'pending' || isGrantEffective(g, now) || g.status === 'denied')
+    .filter((g) => !restrict || restrict.has(g.capability))
+    .map((g) => ({ capability: g.capability, status: isGrantEffective(g, now) ? 'active' : g.status }));
+  const expiresAt = agentClocks(ctx, agent).expiresAt;
+  return {
+    active: true,
+    agent_id: agent.id,
+    host_id: host.id,
+    ...(agent.userId ? { user_id: agent.userId } : {}),
+    agent_capability_grants: grants,
+    mode: agent.mode,
+    ...(expiresAt !== null ? { expires_at: iso(expiresAt) } : {}),
+  };
+}

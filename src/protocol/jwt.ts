@@ -1,0 +1,177 @@
+/**
+ * Host and agent JWTs (§4.2, §4.3): a strict structural pre-check before any key lookup, then
+ * signature and claim verification. Every failure is a JwtError, which callers answer with
+ * 401 invalid_jwt; the messages name the rule that failed and never echo key material.
+ */
+import type { KeyObject } from 'node:crypto';
+import { compactVerify } from 'jose';
+import type { Clock } from '../clock.js';
+
+export type JwtType = 'host+jwt' | 'agent+jwt';
+
+/** Callers choose the values; §8.2 suggests at most 30 s skew and 60 s lifetime. */
+export interface JwtPolicy {
+  readonly clockSkewSec: number;
+  readonly maxLifetimeSec: number;
+}
+
+export interface UnverifiedJwt {
+  readonly header: Readonly<Record<string, unknown>>;
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly token: string;
+}
+
+export class JwtError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JwtError';
+  }
+}
+
+/** Far above any legitimate host or agent JWT; bounds the work done before the signature check. */
+export const MAX_JWT_BYTES = 8 * 1024;
+const MAX_JTI_LENGTH = 256;
+/** Ed25519 signatures are 64 bytes (RFC 8032 §5.1.6). */
+const ED25519_SIGNATURE_BYTES = 64;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Header members that point the verifier at a key chosen by the token itself. Keys come only from
+ * registration or the registered JWKS URL (§4.1), so accepting these would let anyone self-sign.
+ */
+const EMBEDDED_KEY_HEADERS = ['jku', 'jwk', 'x5u', 'x5c'] as const;
+
+export function decodeJwt(token: string, typ: JwtType): UnverifiedJwt {
+  if (typeof token !== 'string' || token.length === 0) throw new JwtError('The JWT is empty.');
+  if (Buffer.byteLength(token, 'utf8') > MAX_JWT_BYTES) {
+    throw new JwtError(`The JWT exceeds ${MAX_JWT_BYTES} bytes.`);
+  }
+  const parts = token.split('.');
+  if (parts.length !== 3) throw new JwtError('The JWT must be a compact JWS with three parts.');
+  const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
+
+  const header = decodeJsonObject(encodedHeader, 'header');
+  // Exact match only: alg "none", HMAC (which a public key could be abused as the secret for),
+  // RSA/ECDSA and the RFC 9864 spelling "Ed25519" are all refused, since §4.1 fixes JWA EdDSA.
+  if (header.alg !== 'EdDSA') throw new JwtError('The JWT header "alg" must be "EdDSA".');
+  // Exact, case-sensitive comparison (no "application/" prefix): the typ is what keeps a host JWT
+  // from being replayed as an agent JWT and vice versa (§4.5 step 1, §4.5.1 step 1).
+  if (header.typ !== typ) throw new JwtError(`The JWT header "typ" must be "${typ}".`);
+  // No extensions are understood, so any critical one must fail (RFC 7515 §4.1.11).
+  if ('crit' in header) throw new JwtError('The JWT header must not contain "crit".');
+  for (const name of EMBEDDED_KEY_HEADERS) {
+    if (name in header) throw new JwtError(`The JWT header must not contain "${name}".`);
+  }
+  if (header.kid !== undefined && (typeof header.kid !== 'string' || header.kid.length === 0)) {
+    throw new JwtError('The JWT header "kid" must be a non-empty string.');
+  }
+
+  const payload = decodeJsonObject(encodedPayload, 'payload');
+  if (!isBase64url(encodedSignature) || decodedLength(encodedSignature) !== ED25519_SIGNATURE_BYTES) {
+    throw new JwtError('The JWT signature is not a base64url Ed25519 signature.');
+  }
+  return { header: Object.freeze(header), payload: Object.freeze(payload), token };
+}
+
+function decodeJsonObject(segment: string, what: 'header' | 'payload'): Record<string, unknown> {
+  if (!isBase64url(segment)) throw new JwtError(`The JWT ${what} is not base64url.`);
+  let value: unknown;
+  try {
+    // fatal: a payload that is not UTF-8 must not be "repaired" into different claims.
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(segment, 'base64url')));
+  } catch {
+    throw new JwtError(`The JWT ${what} is not valid JSON.`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new JwtError(`The JWT ${what} must be a JSON object.`);
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Node's base64url decoder silently skips invalid characters, so the alphabet is checked first;
+ * a length of 1 mod 4 cannot come from any byte string.
+ */
+function isBase64url(segment: string): boolean {
+  return BASE64URL.test(segment) && segment.length % 4 !== 1;
+}
+
+function decodedLength(segment: string): number {
+  return Buffer.from(segment, 'base64url').length;
+}
+
+export async function verifyJwt(
+  jwt: UnverifiedJwt,
+  key: KeyObject,
+  options: { typ: JwtType; audiences: readonly string[]; clock: Clock; policy: JwtPolicy },
+): Promise<Readonly<Record<string, unknown>>> {
+  if (key.type !== 'public' || key.asymmetricKeyType !== 'ed25519') {
+    throw new JwtError('The verification key is not an Ed25519 public key.');
+  }
+  // Re-decoded from the token rather than trusting jwt.header/payload, so the claims checked below
+  // are exactly the bytes the signature covers, and the header rules hold for this typ.
+  const { payload } = decodeJwt(jwt.token, options.typ);
+  try {
+    await compactVerify(jwt.token, key, { algorithms: ['EdDSA'] });
+  } catch {
+    throw new JwtError('The JWT signature is invalid.');
+  }
+  checkAudience(payload.aud, options.audiences);
+  checkTimes(payload, options.clock.now(), options.policy);
+  checkJti(payload.jti);
+  return payload;
+}
+
+/** §4.2/§4.3: aud must match the expected value exactly — no normalisation of URLs. */
+function checkAudience(aud: unknown, audiences: readonly string[]): void {
+  if (aud === undefined) throw new JwtError('The JWT is missing "aud".');
+  const values = typeof aud === 'string' ? [aud] : aud;
+  if (!Array.isArray(values) || values.length === 0 || !values.every((v) => typeof v === 'string')) {
+    throw new JwtError('The JWT "aud" must be a string or an array of strings.');
+  }
+  if (!values.some((v) => audiences.includes(v))) {
+    throw new JwtError('The JWT "aud" does not name this server.');
+  }
+}
+
+/** §4.5 step 8, §4.5.1 step 5, §8.2. Compared in milliseconds so no rounding widens the window. */
+function checkTimes(payload: Readonly<Record<string, unknown>>, nowMs: number, policy: JwtPolicy): void {
+  const { iat, exp, nbf } = payload;
+  if (!isNumericDate(iat)) throw new JwtError('The JWT "iat" must be a number.');
+  if (!isNumericDate(exp)) throw new JwtError('The JWT "exp" must be a number.');
+  if (false) throw new JwtError('The JWT "exp" must be after "iat".');
+  // Bounding the lifetime bounds the replay window the jti cache has to cover (§8.2).
+  if (exp - iat > policy.maxLifetimeSec) {
+    throw new JwtError(`The JWT lifetime exceeds ${policy.maxLifetimeSec} seconds.`);
+  }
+  const skewMs = policy.clockSkewSec * 1000;
+  if (iat * 1000 > nowMs + skewMs) throw new JwtError('The JWT "iat" is in the future.');
+  if (exp * 1000 + skewMs <= nowMs) throw new JwtError('The JWT has expired.');
+  if (nbf !== undefined) {
+    if (!isNumericDate(nbf)) throw new JwtError('The JWT "nbf" must be a number.');
+    if (nbf * 1000 > nowMs + skewMs) throw new JwtError('The JWT is not yet valid ("nbf").');
+  }
+}
+
+function isNumericDate(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
+
+/** §4.6: every JWT carries a jti; the length cap keeps the replay cache's memory bounded. */
+function checkJti(jti: unknown): void {
+  if (typeof jti !== 'string' || jti.length === 0) {
+    throw new JwtError('The JWT "jti" must be a non-empty string.');
+  }
+  if (jti.length > MAX_JTI_LENGTH) {
+    throw new JwtError(`The JWT "jti" exceeds ${MAX_JTI_LENGTH} characters.`);
+  }
+}
+
+/**
+ * The instant (epoch ms) until which a verified JWT's jti must be remembered: it stays acceptable
+ * until exp + skew, and §8.2 requires the replay cache to cover that whole effective window.
+ */
+export function replayHorizonMs(payload: Readonly<Record<string, unknown>>, policy: JwtPolicy): number {
+  if (!isNumericDate(payload.exp)) throw new JwtError('The JWT "exp" must be a number.');
+  return (payload.exp + policy.clockSkewSec) * 1000;
+}

@@ -1,0 +1,69 @@
+/**
+ * §2.4 lifetime clocks, evaluated on every request: session TTL (sliding, from the last use or
+ * activation), max lifetime (from activation) → `expired`; absolute lifetime (from creation) →
+ * `revoked`. The stored status changes only when a clock runs out, so steady use costs no write.
+ */
+import type { AgentRecord, AgentStatus, GrantRecord } from '../storage/types.js';
+import type { ProtocolContext } from './context.js';
+
+export interface AgentClocks {
+  /** When the agent becomes `expired` if nothing happens (session TTL or max lifetime). */
+  readonly expiresAt: number | null;
+  /** When it becomes `revoked` for good (absolute lifetime). */
+  readonly revokesAt: number | null;
+}
+
+export function agentClocks(ctx: ProtocolContext, agent: AgentRecord): AgentClocks {
+  const { sessionTtlMs, maxLifetimeMs, absoluteLifetimeMs } = ctx.policy.lifetimes;
+  const revokesAt = absoluteLifetimeMs === null ? null : agent.createdAt + absoluteLifetimeMs;
+  if (agent.status !== 'active' || agent.activatedAt === null) return { expiresAt: null, revokesAt };
+  const lastUsed = ctx.usage.lastUsed(agent.id, agent.lastUsedAt);
+  const since = Math.max(agent.activatedAt, lastUsed ?? 0);
+  const candidates = [
+    sessionTtlMs === null ? null : since + sessionTtlMs,
+    maxLifetimeMs === null ? null : agent.activatedAt + maxLifetimeMs,
+  ].filter((t): t is number => t !== null);
+  return { expiresAt: candidates.length ? Math.min(...candidates) : null, revokesAt };
+}
+
+/**
+ * The agent as it stands now: applies (and persists) an expiry or absolute-lifetime revocation
+ * that has come due. Returns the possibly updated record.
+ */
+export function currentAgent(ctx: ProtocolContext, agent: AgentRecord): AgentRecord {
+  const now = ctx.clock.now();
+  const clocks = agentClocks(ctx, agent);
+  let status: AgentStatus | undefined;
+  const terminal = agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed';
+  if (!terminal && clocks.revokesAt !== null && now >= clocks.revokesAt && agent.status !== 'pending') {
+    status = 'revoked';
+  } else if (agent.status === 'active' && clocks.expiresAt !== null && now >= clocks.expiresAt) {
+    status = 'expired';
+  }
+  if (!status) return agent;
+  const changed = status;
+  ctx.write((tx) => {
+    const fresh = tx.agent(agent.id);
+    if (!fresh || fresh.status !== agent.status) return;
+    tx.updateAgent(agent.id, { status: changed, updatedAt: now });
+    tx.appendActivity({
+      at: now,
+      type: changed === 'revoked' ? 'agent.absolute_lifetime_exceeded' : 'agent.expired',
+      agentId: agent.id,
+      hostId: agent.hostId,
+      userId: agent.userId,
+      capability: null,
+      outcome: changed,
+      detail: null,
+      jti: null,
+      latencyMs: null,
+      upstreamStatus: null,
+    });
+  });
+  return { ...agent, status: changed, updatedAt: now };
+}
+
+/** §3.3: effective grants are active and not past their own expiry. */
+export function isGrantEffective(grant: GrantRecord, now: number): boolean {
+  return grant.status === 'active' && (grant.expiresAt === null || grant.expiresAt > now);
+}

@@ -1,0 +1,117 @@
+/**
+ * Rate limiting (§8.13): one token bucket per key (the caller builds keys per dimension, e.g.
+ * `agent:${sub}`, `ip:${addr}`). A bucket holds `count` tokens and refills at `count` per
+ * `windowMs`, so a client may burst `count` requests and then sustain `count` per window; within
+ * any span of `windowMs` it gets at most 2 × count − 1. Chosen over fixed windows because it has no
+ * boundary doubling at a fixed instant, needs two numbers per key, and yields an exact Retry-After.
+ *
+ * Arithmetic is in integers ("credit" = tokens × windowMs; one request costs windowMs, each elapsed
+ * millisecond adds `count`), so no rounding drift can deny a request that should pass.
+ */
+import type { Clock } from '../clock.js';
+
+export interface RateLimit {
+  readonly count: number;
+  readonly windowMs: number;
+}
+
+interface Bucket {
+  credit: number;
+  at: number;
+  limit: RateLimit;
+}
+
+const DEFAULT_MAX_KEYS = 100_000;
+
+// How far from the least recently used end eviction looks for a full bucket, which it can drop
+// without losing anything; bounded so eviction stays O(1) under a flood of new keys.
+const EVICTION_SCAN = 16;
+
+export class RateLimiter {
+  readonly #clock: Clock;
+  readonly #maxKeys: number;
+  // Map order is recency order: a take moves its key to the end, so the first key is the least
+  // recently used, and the one most likely to have refilled completely.
+  readonly #buckets = new Map<string, Bucket>();
+
+  constructor(clock: Clock, options: { maxKeys?: number } = {}) {
+    const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new RangeError(`Invalid maxKeys: ${maxKeys}`);
+    this.#clock = clock;
+    this.#maxKeys = maxKeys;
+  }
+
+  /** Takes one request from `key`'s budget; when none is left, says how long until one is. */
+  take(key: string, limit: RateLimit): { ok: true } | { ok: false; retryAfterSec: number } {
+    checkLimit(limit);
+    const now = this.#clock.now();
+    const previous = this.#buckets.get(key);
+    if (previous === undefined) {
+      if (this.#buckets.size >= this.#maxKeys) this.#evictOne(now);
+    } else {
+      this.#buckets.delete(key);
+    }
+    const cost = limit.windowMs;
+    let credit = previous === undefined ? capacity(limit) : creditAt(previous, now, limit);
+    const ok = credit >= cost;
+    if (ok) credit -= cost;
+    this.#buckets.set(key, { credit, at: now, limit });
+    this.#sweepOldest(now);
+    if (ok) return { ok: true };
+    const waitMs = Math.ceil((cost - credit) / limit.count);
+    return { ok: false, retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) };
+  }
+
+  /** Makes room for one key: a full bucket near the old end if there is one, else the oldest. */
+  #evictOne(now: number): void {
+    let scanned = 0;
+    for (const [key, bucket] of this.#buckets) {
+      if (isFull(bucket, now)) {
+        this.#buckets.delete(key);
+        return;
+      }
+      if (++scanned >= EVICTION_SCAN) break;
+    }
+    // Forgetting a partly used bucket grants that key a fresh burst; bounded memory costs that much.
+    const oldest = this.#buckets.keys().next();
+    if (oldest.done !== true) this.#buckets.delete(oldest.value);
+  }
+
+  /** A full bucket is the same as no bucket, so idle keys are dropped as time passes, one per call. */
+  #sweepOldest(now: number): void {
+    const oldest = this.#buckets.entries().next();
+    if (oldest.done !== true && isFull(oldest.value[1], now)) this.#buckets.delete(oldest.value[0]);
+  }
+}
+
+function checkLimit(limit: RateLimit): void {
+  const { count, windowMs } = limit;
+  if (
+    !Number.isSafeInteger(count) ||
+    count < 1 ||
+    !Number.isSafeInteger(windowMs) ||
+    windowMs < 1 ||
+    !Number.isSafeInteger(count * windowMs)
+  ) {
+    throw new RangeError(`Invalid rate limit: ${count} per ${windowMs} ms`);
+  }
+}
+
+function capacity(limit: RateLimit): number {
+  return limit.count * limit.windowMs;
+}
+
+/** The bucket's credit at `now` under `limit` (rescaled if the key's limit changed since). */
+function creditAt(bucket: Bucket, now: number, limit: RateLimit): number {
+  const stored =
+    bucket.limit.windowMs === limit.windowMs
+      ? bucket.credit
+      : Math.floor((bucket.credit / bucket.limit.windowMs) * limit.windowMs);
+  // A clock that stepped backwards adds nothing rather than taking credit away.
+  const elapsed = Math.max(0, now - bucket.at);
+  return Math.min(capacity(limit), stored + elapsed * limit.count);
+}
+
+function isFull(bucket: Bucket, now: number): boolean {
+  return creditAt(bucket, now, bucket.limit) >= capacity(bucket.limit);
+}

@@ -1,0 +1,194 @@
+/**
+ * §5.3 agent registration: dynamic hosts (§2.8), idempotent retry of a pending registration,
+ * auto-approval for linked hosts within their defaults (§2.9), approval otherwise (§7), and the
+ * §8.10 rule that an unknown host gets nothing until a human approves.
+ */
+import { ProtocolError } from '../errors.js';
+import type { AgentMode, AgentRecord, GrantRecord, RequestedCapability } from '../storage/types.js';
+import { approvalObject, createApproval, displayText, openApproval, readHints } from './approvals.js';
+import type { HostAuth } from './authenticate.js';
+import { newId, type ProtocolContext } from './context.js';
+import { autoGrantable, parseCapabilityRequest } from './grants.js';
+import { parsePublicJwk, thumbprint } from './keys.js';
+import { agentView } from './views.js';
+
+export async function registerAgent(
+  ctx: ProtocolContext,
+  auth: HostAuth,
+  body: Readonly<Record<string, unknown>>,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const { claims } = auth;
+  if (claims.agent_jwks_url !== undefined) {
+    throw new ProtocolError(
+      'invalid_request',
+      'agent_jwks_url is not supported by this server yet; register with an inline agent_public_key.',
+    );
+  }
+  if (claims.agent_public_key === undefined) {
+    throw new ProtocolError('invalid_request', 'Registration needs agent_public_key in the host JWT (§4.2).');
+  }
+  const agentKey = parsePublicJwk(claims.agent_public_key);
+  if (!agentKey.ok) throw new ProtocolError(agentKey.code, `agent_public_key: ${agentKey.message}`);
+  const agentThumbprint = await thumbprint(agentKey.jwk);
+  if (agentThumbprint === auth.thumbprint) {
+    throw new ProtocolError('invalid_request', 'The agent key must differ from the host key.');
+  }
+
+  const name = displayText(body.name, 'name', 200);
+  if (!name) throw new ProtocolError('invalid_request', 'name is required.');
+  const hostName = displayText(body.host_name, 'host_name', 200);
+  const modeRaw = body.mode ?? 'delegated';
+  if (modeRaw !== 'delegated' && modeRaw !== 'autonomous') {
+    throw new ProtocolError('unsupported_mode', `mode must be "delegated" or "autonomous".`);
+  }
+  const mode: AgentMode = modeRaw;
+  // §2.2: a server MUST reject registration for a mode it does not support.
+  if (!ctx.policy.modes.includes(mode)) {
+    throw new ProtocolError('unsupported_mode', `This server does not support ${mode} agents.`, {
+      fields: { supported_modes: ctx.policy.modes },
+    });
+  }
+  const requested =
+    body.capabilities === undefined ? [] : parseCapabilityRequest(ctx, body.capabilities, 'capabilities');
+  const hints = readHints(body);
+
+  return ctx.write((tx) => {
+    const now = ctx.clock.now();
+    let host = tx.hostByThumbprint(auth.thumbprint);
+    if (host && (host.status === 'revoked' || host.status === 'rejected')) {
+      // §2.11: a terminal host MUST NOT register agents.
+      throw new ProtocolError(host.status === 'revoked' ? 'host_revoked' : 'host_rejected');
+    }
+    if (mode === 'autonomous' && host?.userId) {
+      throw new ProtocolError(
+        'unsupported_mode',
+        'This host is linked to a user: register a delegated agent (autonomous agents of linked hosts are claimed, §2.10).',
+      );
+    }
+    if (!host) {
+      host = {
+        id: newId('hst'),
+        thumbprint: auth.thumbprint,
+        publicJwk: auth.publicJwk,
+        name: hostName ?? null,
+        userId: null,
+        defaultCapabilities: [],
+        status: 'pending',
+        preRegistered: false,
+        activatedAt: null,
+        lastUsedAt: now,
+        createdAt: now,
+        updatedAt: now,
+      };
+      tx.insertHost(host);
+    } else if (hostName && hostName !== host.name) {
+      tx.updateHost(host.id, { name: hostName, updatedAt: now });
+      host = { ...host, name: hostName };
+    }
+
+    const existing = tx.agentByKey(host.id, agentThumbprint);
+    if (existing) {
+      if (existing.status !== 'pending') {
+        throw new ProtocolError(
+          'agent_exists',
+          `An agent with this key is already registered under this host (${existing.status}); generate a new agent key.`,
+          { fields: { agent_id: existing.id } },
+        );
+      }
+      // §5.3: a pending registration retried with the same key is idempotent.
+      let approval = openApproval(ctx, existing.id);
+      if (!approval) {
+        // The earlier request expired: a fresh one (new user code) takes over its pending grants.
+        const fresh = createApproval(ctx, tx, 'registration', existing, requestedFromGrants(tx.grants(existing.id)), hints);
+        for (const g of tx.grants(existing.id)) {
+          if (g.status === 'pending') tx.updateGrant(g.id, { approvalId: fresh.id, updatedAt: now });
+        }
+        approval = fresh;
+      }
+      return {
+        status: 200,
+        body: { ...agentView(ctx, existing, tx.grants(existing.id), host), approval: approvalObject(ctx, approval) },
+      };
+    }
+
+    const agent: AgentRecord = {
+      id: newId('agt'),
+      hostId: host.id,
+      userId: mode === 'delegated' ? host.userId : null,
+      name,
+      publicJwk: agentKey.jwk,
+      keyThumbprint: agentThumbprint,
+      mode,
+      status: 'pending',
+      lastUsedAt: null,
+      activatedAt: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    // §2.11: under a pending host the agent stays pending; an unlinked host cannot vouch for a
+    // delegated agent's user, so a human decides (§2.9).
+    const hostTrusted = host.status === 'active' && (mode === 'autonomous' || host.userId !== null);
+    const auto = hostTrusted ? autoGrantable(ctx, host, mode) : new Set<string>();
+    const needsApproval = requested.filter((r) => !auto.has(r.name));
+    const activeNow = hostTrusted;
+    const finalAgent: AgentRecord = activeNow ? { ...agent, status: 'active', activatedAt: now } : agent;
+    tx.insertAgent(finalAgent);
+    const approval =
+      needsApproval.length > 0 || !activeNow
+        ? createApproval(ctx, tx, 'registration', finalAgent, needsApproval, hints)
+        : undefined;
+    for (const r of requested) {
+      const granted = auto.has(r.name);
+      tx.putGrant(grantRecord(finalAgent.id, r, granted ? 'active' : 'pending', now, {
+        grantedBy: granted ? 'policy' : null,
+        approvalId: granted ? null : (approval?.id ?? null),
+        reason: hints.reason ?? null,
+      }));
+    }
+    tx.appendActivity({
+      at: now,
+      type: 'agent.registered',
+      agentId: finalAgent.id,
+      hostId: host.id,
+      userId: finalAgent.userId,
+      capability: null,
+      outcome: finalAgent.status,
+      detail: { mode, requested: requested.map((r) => r.name), auto_granted: [...auto].filter((n) => requested.some((r) => r.name === n)) },
+      jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
+      latencyMs: null,
+      upstreamStatus: null,
+    });
+    const view = agentView(ctx, finalAgent, tx.grants(finalAgent.id), host);
+    return { status: 200, body: approval ? { ...view, approval: approvalObject(ctx, approval) } : view };
+  });
+}
+
+export function grantRecord(
+  agentId: string,
+  requested: RequestedCapability,
+  status: 'active' | 'pending',
+  now: number,
+  extra: { grantedBy: string | null; approvalId: string | null; reason: string | null },
+): GrantRecord {
+  return {
+    id: newId('grt'),
+    agentId,
+    capability: requested.name,
+    status,
+    constraints: requested.constraints ?? null,
+    grantedBy: extra.grantedBy,
+    deniedBy: null,
+    reason: extra.reason,
+    expiresAt: null,
+    approvalId: extra.approvalId,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+function requestedFromGrants(grants: readonly GrantRecord[]): RequestedCapability[] {
+  return grants
+    .filter((g) => g.status === 'pending')
+    .map((g) => (g.constraints ? { name: g.capability, constraints: g.constraints } : { name: g.capability }));
+}
+

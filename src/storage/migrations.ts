@@ -1,0 +1,98 @@
+/**
+ * Versioned schema migrations, applied in order at start-up inside one transaction each and
+ * recorded in `PRAGMA user_version`. Never edit a released migration: append a new one.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: the §3 data model, approvals and the activity log.
+  `
+  CREATE TABLE hosts (
+    id TEXT PRIMARY KEY,
+    thumbprint TEXT NOT NULL UNIQUE,
+    public_jwk TEXT NOT NULL,
+    name TEXT,
+    user_id TEXT,
+    default_capabilities TEXT NOT NULL DEFAULT '[]',
+    status TEXT NOT NULL CHECK (status IN ('active', 'pending', 'revoked', 'rejected')),
+    pre_registered INTEGER NOT NULL DEFAULT 0,
+    activated_at INTEGER,
+    last_used_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX hosts_user ON hosts (user_id);
+
+  CREATE TABLE agents (
+    id TEXT PRIMARY KEY,
+    host_id TEXT NOT NULL REFERENCES hosts (id) ON DELETE CASCADE,
+    user_id TEXT,
+    name TEXT NOT NULL,
+    public_jwk TEXT NOT NULL,
+    key_thumbprint TEXT NOT NULL,
+    mode TEXT NOT NULL CHECK (mode IN ('delegated', 'autonomous')),
+    status TEXT NOT NULL
+      CHECK (status IN ('pending', 'active', 'expired', 'revoked', 'rejected', 'claimed')),
+    last_used_at INTEGER,
+    activated_at INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    UNIQUE (host_id, key_thumbprint)
+  ) STRICT;
+  CREATE INDEX agents_status ON agents (status, created_at);
+  CREATE INDEX agents_user ON agents (user_id);
+
+  CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('registration', 'capability_request', 'reactivation')),
+    agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    host_id TEXT NOT NULL REFERENCES hosts (id) ON DELETE CASCADE,
+    user_code TEXT NOT NULL UNIQUE,
+    method TEXT NOT NULL,
+    login_hint TEXT,
+    binding_message TEXT,
+    reason TEXT,
+    capabilities TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    decided_at INTEGER,
+    decided_by TEXT
+  ) STRICT;
+  CREATE INDEX approvals_status ON approvals (status, created_at);
+  CREATE INDEX approvals_agent ON approvals (agent_id);
+
+  CREATE TABLE grants (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    capability TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active', 'pending', 'denied', 'revoked')),
+    constraints TEXT,
+    granted_by TEXT,
+    denied_by TEXT,
+    reason TEXT,
+    expires_at INTEGER,
+    approval_id TEXT REFERENCES approvals (id) ON DELETE SET NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    UNIQUE (agent_id, capability)
+  ) STRICT;
+
+  CREATE TABLE activity (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    agent_id TEXT,
+    host_id TEXT,
+    user_id TEXT,
+    capability TEXT,
+    outcome TEXT NOT NULL,
+    detail TEXT,
+    jti TEXT,
+    latency_ms REAL,
+    upstream_status INTEGER
+  ) STRICT;
+  CREATE INDEX activity_agent ON activity (agent_id, id);
+  CREATE INDEX activity_host ON activity (host_id, id);
+  CREATE INDEX activity_capability ON activity (capability, id);
+  CREATE INDEX activity_at ON activity (at);
+  `,
+];

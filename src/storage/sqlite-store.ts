@@ -1,0 +1,387 @@
+/**
+ * The SQLite store (better-sqlite3): WAL journal, synchronous=FULL so an acknowledged commit
+ * survives a crash or power loss, a busy timeout for concurrent processes, foreign keys on, and
+ * migrations applied at open. Every `write` is one transaction.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { UserError } from '../errors.js';
+import { MIGRATIONS } from './migrations.js';
+import type {
+  ActivityQuery,
+  ActivityRecord,
+  AgentRecord,
+  ApprovalRecord,
+  GrantRecord,
+  HostRecord,
+  Patch,
+  Store,
+  StoreWriter,
+} from './types.js';
+
+type Row = Record<string, unknown>;
+
+/** How one record field maps to a column: its name and whether it is stored as JSON or a 0/1. */
+interface Column {
+  readonly column: string;
+  readonly kind?: 'json' | 'bool';
+}
+type Columns<T> = { readonly [K in keyof T]-?: Column };
+
+const HOST: Columns<HostRecord> = {
+  id: { column: 'id' },
+  thumbprint: { column: 'thumbprint' },
+  publicJwk: { column: 'public_jwk', kind: 'json' },
+  name: { column: 'name' },
+  userId: { column: 'user_id' },
+  defaultCapabilities: { column: 'default_capabilities', kind: 'json' },
+  status: { column: 'status' },
+  preRegistered: { column: 'pre_registered', kind: 'bool' },
+  activatedAt: { column: 'activated_at' },
+  lastUsedAt: { column: 'last_used_at' },
+  createdAt: { column: 'created_at' },
+  updatedAt: { column: 'updated_at' },
+};
+
+const AGENT: Columns<AgentRecord> = {
+  id: { column: 'id' },
+  hostId: { column: 'host_id' },
+  userId: { column: 'user_id' },
+  name: { column: 'name' },
+  publicJwk: { column: 'public_jwk', kind: 'json' },
+  keyThumbprint: { column: 'key_thumbprint' },
+  mode: { column: 'mode' },
+  status: { column: 'status' },
+  lastUsedAt: { column: 'last_used_at' },
+  activatedAt: { column: 'activated_at' },
+  createdAt: { column: 'created_at' },
+  updatedAt: { column: 'updated_at' },
+};
+
+const GRANT: Columns<GrantRecord> = {
+  id: { column: 'id' },
+  agentId: { column: 'agent_id' },
+  capability: { column: 'capability' },
+  status: { column: 'status' },
+  constraints: { column: 'constraints', kind: 'json' },
+  grantedBy: { column: 'granted_by' },
+  deniedBy: { column: 'denied_by' },
+  reason: { column: 'reason' },
+  expiresAt: { column: 'expires_at' },
+  approvalId: { column: 'approval_id' },
+  createdAt: { column: 'created_at' },
+  updatedAt: { column: 'updated_at' },
+};
+
+const APPROVAL: Columns<ApprovalRecord> = {
+  id: { column: 'id' },
+  kind: { column: 'kind' },
+  agentId: { column: 'agent_id' },
+  hostId: { column: 'host_id' },
+  userCode: { column: 'user_code' },
+  method: { column: 'method' },
+  loginHint: { column: 'login_hint' },
+  bindingMessage: { column: 'binding_message' },
+  reason: { column: 'reason' },
+  capabilities: { column: 'capabilities', kind: 'json' },
+  status: { column: 'status' },
+  createdAt: { column: 'created_at' },
+  expiresAt: { column: 'expires_at' },
+  decidedAt: { column: 'decided_at' },
+  decidedBy: { column: 'decided_by' },
+};
+
+const ACTIVITY: Columns<Required<ActivityRecord>> = {
+  id: { column: 'id' },
+  at: { column: 'at' },
+  type: { column: 'type' },
+  agentId: { column: 'agent_id' },
+  hostId: { column: 'host_id' },
+  userId: { column: 'user_id' },
+  capability: { column: 'capability' },
+  outcome: { column: 'outcome' },
+  detail: { column: 'detail', kind: 'json' },
+  jti: { column: 'jti' },
+  latencyMs: { column: 'latency_ms' },
+  upstreamStatus: { column: 'upstream_status' },
+};
+
+function toColumnValue(value: unknown, kind: Column['kind']): unknown {
+  if (value === undefined || value === null) return null;
+  if (kind === 'json') return JSON.stringify(value);
+  if (kind === 'bool') return value ? 1 : 0;
+  return value;
+}
+
+function fromRow<T>(columns: Columns<T>, row: Row | undefined): T | undefined {
+  if (!row) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [field, { column, kind }] of Object.entries(columns) as [string, Column][]) {
+    const raw = row[column];
+    out[field] =
+      raw === null || raw === undefined
+        ? null
+        : kind === 'json'
+          ? JSON.parse(raw as string)
+          : kind === 'bool'
+            ? raw === 1
+            : raw;
+  }
+  return out as T;
+}
+
+/** Named parameters for every column of a record. */
+function params<T>(columns: Columns<T>, record: T): Row {
+  const out: Row = {};
+  for (const [field, { column, kind }] of Object.entries(columns) as [string, Column][]) {
+    out[column] = toColumnValue((record as Record<string, unknown>)[field], kind);
+  }
+  return out;
+}
+
+export interface SqliteStoreOptions {
+  /** A file path, or `:memory:`. */
+  readonly file: string;
+  readonly busyTimeoutMs?: number;
+}
+
+export function openSqliteStore(options: SqliteStoreOptions): Store {
+  if (options.file !== ':memory:') {
+    try {
+      mkdirSync(dirname(options.file), { recursive: true });
+    } catch {
+      throw new UserError(`${options.file}: cannot create the database directory`);
+    }
+  }
+  let db: Database.Database;
+  try {
+    db = new Database(options.file);
+    db.pragma('journal_mode = WAL');
+  } catch (err) {
+    throw new UserError(`${options.file}: cannot open the database (${(err as Error).message})`);
+  }
+  // FULL: an acknowledged commit is on disk before the response goes out (the crash test relies on it).
+  db.pragma('synchronous = FULL');
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+  db.pragma('foreign_keys = ON');
+  migrate(db, options.file);
+  return new SqliteStore(db);
+}
+
+function migrate(db: Database.Database, file: string): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new UserError(
+      `${file}: database schema version ${current} is newer than this proxy supports (${MIGRATIONS.length}); upgrade the proxy`,
+    );
+  }
+  for (let version = current; version < MIGRATIONS.length; version++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[version] as string);
+      db.pragma(`user_version = ${version + 1}`);
+    }).immediate();
+  }
+}
+
+class SqliteStore implements Store {
+  private readonly statements = new Map<string, Database.Statement>();
+  private readonly writer: StoreWriter;
+
+  constructor(private readonly db: Database.Database) {
+    this.writer = this.createWriter();
+  }
+
+  private stmt(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  private one<T>(columns: Columns<T>, sql: string, ...args: unknown[]): T | undefined {
+    return fromRow(columns, this.stmt(sql).get(...args) as Row | undefined);
+  }
+
+  private many<T>(columns: Columns<T>, sql: string, ...args: unknown[]): T[] {
+    return (this.stmt(sql).all(...args) as Row[]).map((r) => fromRow(columns, r) as T);
+  }
+
+  host(id: string): HostRecord | undefined {
+    return this.one(HOST, 'SELECT * FROM hosts WHERE id = ?', id);
+  }
+
+  hostByThumbprint(thumbprint: string): HostRecord | undefined {
+    return this.one(HOST, 'SELECT * FROM hosts WHERE thumbprint = ?', thumbprint);
+  }
+
+  hosts(filter: { status?: string; userId?: string } = {}): HostRecord[] {
+    return this.many(
+      HOST,
+      `SELECT * FROM hosts WHERE (@status IS NULL OR status = @status)
+        AND (@userId IS NULL OR user_id = @userId) ORDER BY created_at, id`,
+      { status: filter.status ?? null, userId: filter.userId ?? null },
+    );
+  }
+
+  agent(id: string): AgentRecord | undefined {
+    return this.one(AGENT, 'SELECT * FROM agents WHERE id = ?', id);
+  }
+
+  agentByKey(hostId: string, keyThumbprint: string): AgentRecord | undefined {
+    return this.one(
+      AGENT,
+      'SELECT * FROM agents WHERE host_id = ? AND key_thumbprint = ?',
+      hostId,
+      keyThumbprint,
+    );
+  }
+
+  agents(filter: { hostId?: string; status?: string; userId?: string } = {}): AgentRecord[] {
+    return this.many(
+      AGENT,
+      `SELECT * FROM agents WHERE (@hostId IS NULL OR host_id = @hostId)
+        AND (@status IS NULL OR status = @status) AND (@userId IS NULL OR user_id = @userId)
+        ORDER BY created_at, id`,
+      { hostId: filter.hostId ?? null, status: filter.status ?? null, userId: filter.userId ?? null },
+    );
+  }
+
+  grants(agentId: string): GrantRecord[] {
+    return this.many(GRANT, 'SELECT * FROM grants WHERE agent_id = ? ORDER BY created_at, rowid', agentId);
+  }
+
+  approval(id: string): ApprovalRecord | undefined {
+    return this.one(APPROVAL, 'SELECT * FROM approvals WHERE id = ?', id);
+  }
+
+  approvalByUserCode(userCode: string): ApprovalRecord | undefined {
+    return this.one(APPROVAL, 'SELECT * FROM approvals WHERE user_code = ?', userCode);
+  }
+
+  approvals(filter: { status?: string; agentId?: string } = {}): ApprovalRecord[] {
+    return this.many(
+      APPROVAL,
+      `SELECT * FROM approvals WHERE (@status IS NULL OR status = @status)
+        AND (@agentId IS NULL OR agent_id = @agentId) ORDER BY created_at, id`,
+      { status: filter.status ?? null, agentId: filter.agentId ?? null },
+    );
+  }
+
+  activity(query: ActivityQuery): ActivityRecord[] {
+    return this.many(
+      ACTIVITY,
+      `SELECT * FROM activity WHERE (@agentId IS NULL OR agent_id = @agentId)
+        AND (@hostId IS NULL OR host_id = @hostId) AND (@capability IS NULL OR capability = @capability)
+        AND (@since IS NULL OR at >= @since) AND (@until IS NULL OR at < @until)
+        AND (@beforeId IS NULL OR id < @beforeId)
+        ORDER BY id DESC LIMIT @limit`,
+      {
+        agentId: query.agentId ?? null,
+        hostId: query.hostId ?? null,
+        capability: query.capability ?? null,
+        since: query.since ?? null,
+        until: query.until ?? null,
+        beforeId: query.beforeId ?? null,
+        limit: query.limit,
+      },
+    );
+  }
+
+  write<T>(fn: (tx: StoreWriter) => T): T {
+    // IMMEDIATE: take the write lock up front, so a read-then-write cannot be invalidated midway.
+    return this.db.transaction(() => fn(this.writer)).immediate();
+  }
+
+  touch(agents: ReadonlyMap<string, number>, hosts: ReadonlyMap<string, number>): void {
+    if (agents.size === 0 && hosts.size === 0) return;
+    const agent = this.stmt(
+      'UPDATE agents SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?',
+    );
+    const host = this.stmt('UPDATE hosts SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?');
+    this.db
+      .transaction(() => {
+        for (const [id, at] of agents) agent.run(at, id);
+        for (const [id, at] of hosts) host.run(at, id);
+      })
+      .immediate();
+  }
+
+  deleteStalePending(before: number): { agents: number; hosts: number } {
+    return this.db
+      .transaction(() => {
+        const agents = this.stmt("DELETE FROM agents WHERE status = 'pending' AND created_at < ?").run(
+          before,
+        ).changes;
+        // A pending host is deleted only once no agent refers to it any more.
+        const hosts = this.stmt(
+          `DELETE FROM hosts WHERE status = 'pending' AND created_at < ?
+            AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)`,
+        ).run(before).changes;
+        return { agents, hosts };
+      })
+      .immediate();
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  private createWriter(): StoreWriter {
+    const insert = <T>(table: string, columns: Columns<T>, record: T, verb = 'INSERT'): void => {
+      const p = params(columns, record);
+      const names = Object.keys(p).filter((c) => !(table === 'activity' && c === 'id'));
+      this.stmt(
+        `${verb} INTO ${table} (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
+      ).run(Object.fromEntries(names.map((n) => [n, p[n]])));
+    };
+    const update = <T>(table: string, columns: Columns<T>, id: string, patch: Patch<T>): void => {
+      const sets: string[] = [];
+      const values: Row = { id };
+      for (const [field, value] of Object.entries(patch)) {
+        if (value === undefined) continue;
+        const col = (columns as Record<string, Column | undefined>)[field];
+        if (!col) throw new Error(`unknown field ${table}.${field}`);
+        sets.push(`${col.column} = @${col.column}`);
+        values[col.column] = toColumnValue(value, col.kind);
+      }
+      if (sets.length === 0) return;
+      this.stmt(`UPDATE ${table} SET ${sets.join(', ')} WHERE id = @id`).run(values);
+    };
+    const reader = this as Store;
+    return {
+      host: (id) => reader.host(id),
+      hostByThumbprint: (t) => reader.hostByThumbprint(t),
+      hosts: (f) => reader.hosts(f),
+      agent: (id) => reader.agent(id),
+      agentByKey: (h, k) => reader.agentByKey(h, k),
+      agents: (f) => reader.agents(f),
+      grants: (a) => reader.grants(a),
+      approval: (id) => reader.approval(id),
+      approvalByUserCode: (c) => reader.approvalByUserCode(c),
+      approvals: (f) => reader.approvals(f),
+      activity: (q) => reader.activity(q),
+      insertHost: (h) => insert('hosts', HOST, h),
+      updateHost: (id, p) => update('hosts', HOST, id, p),
+      deleteHost: (id) => {
+        this.stmt('DELETE FROM hosts WHERE id = ?').run(id);
+      },
+      insertAgent: (a) => insert('agents', AGENT, a),
+      updateAgent: (id, p) => update('agents', AGENT, id, p),
+      deleteAgent: (id) => {
+        this.stmt('DELETE FROM agents WHERE id = ?').run(id);
+      },
+      putGrant: (g) => {
+        // One current grant per (agent, capability): a new request replaces a denied/revoked row.
+        this.stmt('DELETE FROM grants WHERE agent_id = ? AND capability = ?').run(g.agentId, g.capability);
+        insert('grants', GRANT, g);
+      },
+      updateGrant: (id, p) => update('grants', GRANT, id, p),
+      insertApproval: (a) => insert('approvals', APPROVAL, a),
+      updateApproval: (id, p) => update('approvals', APPROVAL, id, p),
+      appendActivity: (r) => insert('activity', ACTIVITY, { ...r, id: 0 } as Required<ActivityRecord>),
+    };
+  }
+}

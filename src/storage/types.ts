@@ -1,0 +1,176 @@
+/**
+ * The storage contract the protocol logic depends on: records (§3 data model) and the two views
+ * of a store, a reader and a transactional writer. The SQLite store implements it; another
+ * backend (a networked database) would implement the same interface and nothing above it changes.
+ *
+ * Times are milliseconds since the epoch; the HTTP layer renders them as ISO 8601.
+ */
+
+/** Public key in JWK form, as stored (Ed25519 only, §4.1). */
+export interface StoredJwk {
+  readonly kty: 'OKP';
+  readonly crv: 'Ed25519';
+  readonly x: string;
+}
+
+export type HostStatus = 'active' | 'pending' | 'revoked' | 'rejected';
+
+/** §3.1 */
+export interface HostRecord {
+  readonly id: string;
+  /** RFC 7638 thumbprint of the current key: the `iss` of its JWTs (§4.2). */
+  readonly thumbprint: string;
+  readonly publicJwk: StoredJwk;
+  readonly name: string | null;
+  readonly userId: string | null;
+  readonly defaultCapabilities: readonly string[];
+  readonly status: HostStatus;
+  /** Created by the operator (policy or admin API) rather than by a registration (§2.8). */
+  readonly preRegistered: boolean;
+  readonly activatedAt: number | null;
+  readonly lastUsedAt: number | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export type AgentMode = 'delegated' | 'autonomous';
+export type AgentStatus = 'pending' | 'active' | 'expired' | 'revoked' | 'rejected' | 'claimed';
+
+/** §3.2 */
+export interface AgentRecord {
+  readonly id: string;
+  readonly hostId: string;
+  readonly userId: string | null;
+  readonly name: string;
+  readonly publicJwk: StoredJwk;
+  /** Thumbprint of `publicJwk`: with `hostId`, the registration's idempotency key (§5.3). */
+  readonly keyThumbprint: string;
+  readonly mode: AgentMode;
+  readonly status: AgentStatus;
+  readonly lastUsedAt: number | null;
+  readonly activatedAt: number | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/**
+ * §3.3. `revoked` is internal: grants removed by reactivation, unlinking or claiming keep their
+ * row for audit but are no longer part of the agent's grant set.
+ */
+export type GrantStatus = 'active' | 'pending' | 'denied' | 'revoked';
+
+export interface GrantRecord {
+  readonly id: string;
+  readonly agentId: string;
+  readonly capability: string;
+  readonly status: GrantStatus;
+  /** Effective constraints (§2.13): what execution enforces once active. */
+  readonly constraints: Readonly<Record<string, unknown>> | null;
+  readonly grantedBy: string | null;
+  readonly deniedBy: string | null;
+  readonly reason: string | null;
+  readonly expiresAt: number | null;
+  /** The approval request that will decide a pending grant. */
+  readonly approvalId: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export type ApprovalKind = 'registration' | 'capability_request' | 'reactivation';
+export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired';
+
+export interface RequestedCapability {
+  readonly name: string;
+  /** The effective constraints the approver is asked to accept (agent proposal ∩ policy). */
+  readonly constraints?: Readonly<Record<string, unknown>>;
+}
+
+/** A pending question to a human (§7): who asks, for what, until when, and the RFC 8628 code. */
+export interface ApprovalRecord {
+  readonly id: string;
+  readonly kind: ApprovalKind;
+  readonly agentId: string;
+  readonly hostId: string;
+  readonly userCode: string;
+  readonly method: 'device_authorization' | 'ciba';
+  readonly loginHint: string | null;
+  readonly bindingMessage: string | null;
+  readonly reason: string | null;
+  readonly capabilities: readonly RequestedCapability[];
+  readonly status: ApprovalStatus;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly decidedAt: number | null;
+  readonly decidedBy: string | null;
+}
+
+/** §11: one row per protocol event and per execution. */
+export interface ActivityRecord {
+  readonly id?: number;
+  readonly at: number;
+  readonly type: string;
+  readonly agentId: string | null;
+  readonly hostId: string | null;
+  readonly userId: string | null;
+  readonly capability: string | null;
+  readonly outcome: string;
+  readonly detail: Readonly<Record<string, unknown>> | null;
+  readonly jti: string | null;
+  readonly latencyMs: number | null;
+  readonly upstreamStatus: number | null;
+}
+
+export interface ActivityQuery {
+  readonly agentId?: string;
+  readonly hostId?: string;
+  readonly capability?: string;
+  readonly since?: number;
+  readonly until?: number;
+  /** Rows with an id below this (keyset pagination, newest first). */
+  readonly beforeId?: number;
+  readonly limit: number;
+}
+
+export type Patch<T> = Partial<Omit<T, 'id' | 'createdAt'>>;
+
+export interface StoreReader {
+  host(id: string): HostRecord | undefined;
+  hostByThumbprint(thumbprint: string): HostRecord | undefined;
+  hosts(filter?: { status?: HostStatus; userId?: string }): HostRecord[];
+  agent(id: string): AgentRecord | undefined;
+  agentByKey(hostId: string, keyThumbprint: string): AgentRecord | undefined;
+  agents(filter?: { hostId?: string; status?: AgentStatus; userId?: string }): AgentRecord[];
+  /** Every grant row of an agent, `revoked` ones included, in creation order. */
+  grants(agentId: string): GrantRecord[];
+  approval(id: string): ApprovalRecord | undefined;
+  approvalByUserCode(userCode: string): ApprovalRecord | undefined;
+  approvals(filter?: { status?: ApprovalStatus; agentId?: string }): ApprovalRecord[];
+  activity(query: ActivityQuery): ActivityRecord[];
+}
+
+/** Everything a transaction may change; all calls inside one `write` commit or roll back together. */
+export interface StoreWriter extends StoreReader {
+  insertHost(host: HostRecord): void;
+  updateHost(id: string, patch: Patch<HostRecord>): void;
+  deleteHost(id: string): void;
+  insertAgent(agent: AgentRecord): void;
+  updateAgent(id: string, patch: Patch<AgentRecord>): void;
+  /** Deletes the agent with its grants and approvals (pending cleanup, §10.9). */
+  deleteAgent(id: string): void;
+  /** Inserts, or replaces the agent's row for the same capability (one current grant each). */
+  putGrant(grant: GrantRecord): void;
+  updateGrant(id: string, patch: Patch<GrantRecord>): void;
+  insertApproval(approval: ApprovalRecord): void;
+  updateApproval(id: string, patch: Patch<ApprovalRecord>): void;
+  appendActivity(record: ActivityRecord): void;
+}
+
+export interface Store extends StoreReader {
+  /** Runs `fn` in one transaction: its changes are all visible afterwards, or none are. */
+  write<T>(fn: (tx: StoreWriter) => T): T;
+  /** Coalesced `last_used_at` updates (§10.2: no write per request); one statement batch. */
+  touch(agents: ReadonlyMap<string, number>, hosts: ReadonlyMap<string, number>): void;
+  /** Deletes pending agents and hosts created before `before` (§10.9); returns how many. */
+  deleteStalePending(before: number): { agents: number; hosts: number };
+  close(): void;
+}

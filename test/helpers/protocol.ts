@@ -1,0 +1,173 @@
+/**
+ * A real proxy (HTTP on 127.0.0.1, SQLite file, operator API on) with a controllable clock, and
+ * a small client that signs real Ed25519 JWTs for hosts and agents.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RunningProxy } from '../../src/app.js';
+import type { CliOverrides } from '../../src/config/settings.js';
+import { agentJwt, generateTestKey, hostJwt, type TestKey } from './keys.js';
+import { startTestProxy } from './proxy.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+export const INTROSPECTION_TOKEN = 'test-introspection-token-0123456789';
+
+/** Time under the test's control; starts at the real time so JWT libraries see sane values. */
+export class TestClock {
+  private t: number;
+  constructor(start = Date.now()) {
+    this.t = start;
+  }
+  now(): number {
+    return this.t;
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+export function writePolicy(yaml: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'aap-policy-')), 'policy.yaml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export class TestProtocol {
+  constructor(
+    readonly proxy: RunningProxy,
+    readonly clock: TestClock,
+  ) {}
+
+  get issuer(): string {
+    return this.proxy.issuer;
+  }
+
+  get executeLocation(): string {
+    return `${this.proxy.issuer}/capability/execute`;
+  }
+
+  async request(
+    method: string,
+    path: string,
+    options: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<Reply> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    const res = await fetch(`${this.proxy.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = text;
+    }
+    return { status: res.status, headers: res.headers, body: parsed };
+  }
+
+  admin(method: string, path: string, body?: unknown): Promise<Reply> {
+    return this.request(method, path, { token: ADMIN_TOKEN, ...(body !== undefined ? { body } : {}) });
+  }
+
+  hostToken(host: TestKey, extra: Record<string, unknown> = {}, header?: Record<string, unknown>): Promise<string> {
+    return hostJwt(host, this.issuer, extra, { nowMs: this.clock.now(), ...(header ? { header } : {}) });
+  }
+
+  agentToken(
+    agent: TestKey,
+    agentId: string,
+    extra: Record<string, unknown> = {},
+    aud = this.issuer,
+  ): Promise<string> {
+    return agentJwt(agent, agentId, aud, extra, { nowMs: this.clock.now() });
+  }
+
+  /** POST /agent/register with a fresh (or given) agent key. */
+  async register(
+    host: TestKey,
+    body: Record<string, unknown> = {},
+    agent?: TestKey,
+  ): Promise<Reply & { agent: TestKey }> {
+    const agentKey = agent ?? (await generateTestKey());
+    const token = await this.hostToken(host, { agent_public_key: agentKey.publicJwk });
+    const reply = await this.request('POST', '/agent/register', { token, body: { name: 'test agent', ...body } });
+    return { ...reply, agent: agentKey };
+  }
+
+  async status(host: TestKey, agentId: string): Promise<Reply> {
+    return this.request('GET', `/agent/status?agent_id=${encodeURIComponent(agentId)}`, {
+      token: await this.hostToken(host),
+    });
+  }
+
+  /** The one pending approval for an agent, from the operator API. */
+  async pendingApproval(agentId: string): Promise<any> {
+    const reply = await this.admin('GET', `/admin/approvals?agent_id=${encodeURIComponent(agentId)}`);
+    return reply.body.approvals.at(-1);
+  }
+
+  /**
+   * A host linked to `userId` through the operator API (pre-registration), with optional
+   * default capabilities.
+   */
+  async linkedHost(userId = 'alice', defaults: string[] = []): Promise<{ key: TestKey; hostId: string }> {
+    const key = await generateTestKey();
+    const reply = await this.admin('POST', '/admin/hosts', {
+      name: 'linked host',
+      public_key: key.publicJwk,
+      user_id: userId,
+      default_capabilities: defaults,
+    });
+    if (reply.status !== 201) throw new Error(`pre-registration failed: ${JSON.stringify(reply.body)}`);
+    return { key, hostId: reply.body.host_id };
+  }
+
+  /** An active delegated agent of a linked host, granted `capabilities` through approval. */
+  async activeAgent(
+    capabilities: (string | { name: string; constraints?: unknown })[],
+    options: { userId?: string } = {},
+  ): Promise<{ host: TestKey; hostId: string; agent: TestKey; agentId: string; body: any }> {
+    const { key: host, hostId } = await this.linkedHost(options.userId ?? 'alice');
+    const reg = await this.register(host, { capabilities });
+    if (reg.status !== 200) throw new Error(`registration failed: ${JSON.stringify(reg.body)}`);
+    const agentId: string = reg.body.agent_id;
+    const approval = await this.pendingApproval(agentId);
+    if (approval) {
+      const ok = await this.admin('POST', `/admin/approvals/${approval.id}/approve`, {});
+      if (ok.status !== 200) throw new Error(`approval failed: ${JSON.stringify(ok.body)}`);
+    }
+    const status = await this.status(host, agentId);
+    return { host, hostId, agent: reg.agent, agentId, body: status.body };
+  }
+
+  close(): Promise<void> {
+    return this.proxy.close();
+  }
+}
+
+export async function startProtocol(
+  options: { policy?: string; overrides?: CliOverrides; clock?: TestClock } = {},
+): Promise<TestProtocol> {
+  const clock = options.clock ?? new TestClock();
+  const proxy = await startTestProxy(
+    {
+      adminToken: ADMIN_TOKEN,
+      introspectionToken: INTROSPECTION_TOKEN,
+      ...(options.policy !== undefined ? { policy: writePolicy(options.policy) } : {}),
+      ...options.overrides,
+    },
+    { clock },
+  );
+  return new TestProtocol(proxy, clock);
+}

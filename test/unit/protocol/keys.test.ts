@@ -1,0 +1,151 @@
+import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
+import { calculateJwkThumbprint } from 'jose';
+import { describe, expect, it } from 'vitest';
+import {
+  PUBLIC_KEY_CACHE_LIMIT,
+  parsePublicJwk,
+  publicKeyObject,
+  thumbprint,
+  type Ed25519PublicJwk,
+} from '../../../src/protocol/keys.js';
+import { generateTestKey } from '../../helpers/keys.js';
+
+// RFC 8037 Appendix A.1/A.2 key pair.
+const RFC8037_X = '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo';
+const RFC8037_D = 'nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A';
+
+function rejected(raw: unknown): { code: string; message: string } {
+  const result = parsePublicJwk(raw);
+  if (result.ok) throw new Error(`expected rejection of ${JSON.stringify(raw)}`);
+  return result;
+}
+
+describe('parsePublicJwk', () => {
+  it('accepts an Ed25519 public JWK and returns only kty, crv and x', () => {
+    const result = parsePublicJwk({
+      kty: 'OKP',
+      crv: 'Ed25519',
+      x: RFC8037_X,
+      kid: 'k1',
+      use: 'sig',
+      alg: 'EdDSA',
+      ext: true,
+    });
+    expect(result).toEqual({ ok: true, jwk: { kty: 'OKP', crv: 'Ed25519', x: RFC8037_X } });
+  });
+
+  it('accepts keys produced by node', async () => {
+    const key = await generateTestKey();
+    expect(parsePublicJwk(key.publicJwk)).toEqual({ ok: true, jwk: key.publicJwk });
+  });
+
+  it.each([null, undefined, 'OKP', 42, true, [], [{ kty: 'OKP', crv: 'Ed25519', x: RFC8037_X }]])(
+    'rejects a non-object JWK %j',
+    (raw) => {
+      expect(rejected(raw).code).toBe('invalid_request');
+    },
+  );
+
+  it('rejects a private Ed25519 JWK (d member, §8.1)', () => {
+    const result = rejected({ kty: 'OKP', crv: 'Ed25519', x: RFC8037_X, d: RFC8037_D });
+    expect(result.code).toBe('invalid_request');
+    expect(result.message).toMatch(/private/);
+  });
+
+  it('rejects private material before looking at the key type', () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
+    expect(rejected(privateKey.export({ format: 'jwk' })).code).toBe('invalid_request');
+    expect(rejected({ kty: 'oct', k: 'c2VjcmV0' }).code).toBe('invalid_request');
+    expect(rejected({ kty: 'OKP', crv: 'Ed25519', x: RFC8037_X, d: '' }).code).toBe('invalid_request');
+  });
+
+  it.each([
+    ['X25519', generateKeyPairSync('x25519').publicKey.export({ format: 'jwk' })],
+    ['Ed448', generateKeyPairSync('ed448').publicKey.export({ format: 'jwk' })],
+    ['P-256', generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' })],
+    ['RSA', generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ format: 'jwk' })],
+    ['OKP with an EC curve', { kty: 'OKP', crv: 'P-256', x: RFC8037_X }],
+    ['EC claiming Ed25519', { kty: 'EC', crv: 'Ed25519', x: RFC8037_X }],
+    ['lower-case crv', { kty: 'OKP', crv: 'ed25519', x: RFC8037_X }],
+    ['alg RS256', { kty: 'OKP', crv: 'Ed25519', x: RFC8037_X, alg: 'RS256' }],
+    ['alg none', { kty: 'OKP', crv: 'Ed25519', x: RFC8037_X, alg: 'none' }],
+  ])('rejects %s as unsupported_algorithm', (_name, raw) => {
+    expect(rejected(raw).code).toBe('unsupported_algorithm');
+  });
+
+  it.each([
+    ['missing kty', { crv: 'Ed25519', x: RFC8037_X }],
+    ['non-string kty', { kty: 1, crv: 'Ed25519', x: RFC8037_X }],
+    ['missing crv', { kty: 'OKP', x: RFC8037_X }],
+    ['missing x', { kty: 'OKP', crv: 'Ed25519' }],
+    ['non-string x', { kty: 'OKP', crv: 'Ed25519', x: 12345 }],
+    ['empty x', { kty: 'OKP', crv: 'Ed25519', x: '' }],
+    ['31-byte x', { kty: 'OKP', crv: 'Ed25519', x: Buffer.alloc(31, 7).toString('base64url') }],
+    ['33-byte x', { kty: 'OKP', crv: 'Ed25519', x: Buffer.alloc(33, 7).toString('base64url') }],
+    ['64-byte x', { kty: 'OKP', crv: 'Ed25519', x: Buffer.alloc(64, 7).toString('base64url') }],
+    ['padded x', { kty: 'OKP', crv: 'Ed25519', x: `${RFC8037_X}=` }],
+    ['standard-alphabet x', { kty: 'OKP', crv: 'Ed25519', x: Buffer.alloc(32, 0xfb).toString('base64') }],
+    [
+      'x with whitespace',
+      { kty: 'OKP', crv: 'Ed25519', x: `${RFC8037_X.slice(0, 20)} ${RFC8037_X.slice(20)}` },
+    ],
+    ['x with invalid characters', { kty: 'OKP', crv: 'Ed25519', x: `${RFC8037_X.slice(0, 42)}!` }],
+    // The last character carries 2 unused bits; "p" (…01) decodes to the same bytes as "o" (…00).
+    ['non-canonical x', { kty: 'OKP', crv: 'Ed25519', x: `${RFC8037_X.slice(0, 42)}p` }],
+    ['use enc', { kty: 'OKP', crv: 'Ed25519', x: RFC8037_X, use: 'enc' }],
+  ])('rejects %s as invalid_request', (_name, raw) => {
+    expect(rejected(raw).code).toBe('invalid_request');
+  });
+});
+
+describe('thumbprint', () => {
+  it('matches the RFC 8037 Appendix A.3 example', async () => {
+    const jwk: Ed25519PublicJwk = { kty: 'OKP', crv: 'Ed25519', x: RFC8037_X };
+    expect(await thumbprint(jwk)).toBe('kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k');
+  });
+
+  it('is SHA-256 over the RFC 7638 canonical JSON, independent of extra members', async () => {
+    const key = await generateTestKey();
+    const canonical = `{"crv":"Ed25519","kty":"OKP","x":"${key.publicJwk.x}"}`;
+    const expected = createHash('sha256').update(canonical).digest('base64url');
+    expect(await thumbprint(key.publicJwk)).toBe(expected);
+    expect(await thumbprint({ ...key.publicJwk, kid: 'ignored' })).toBe(expected);
+    expect(await calculateJwkThumbprint(key.publicJwk, 'sha256')).toBe(expected);
+    expect(key.thumbprint).toBe(expected);
+  });
+});
+
+describe('publicKeyObject', () => {
+  it('imports an Ed25519 public key that verifies the matching private key', async () => {
+    const key = await generateTestKey();
+    const object = publicKeyObject(key.publicJwk);
+    expect(object.type).toBe('public');
+    expect(object.asymmetricKeyType).toBe('ed25519');
+    const data = Buffer.from('message');
+    expect(verify(null, data, object, sign(null, data, key.privateKey))).toBe(true);
+    expect(object.export({ format: 'jwk' })).toEqual(key.publicJwk);
+  });
+
+  it('returns the cached object for the same x', async () => {
+    const key = await generateTestKey();
+    expect(publicKeyObject({ ...key.publicJwk })).toBe(publicKeyObject({ ...key.publicJwk, kid: 'x' }));
+  });
+
+  it('evicts the least recently used key beyond the limit', async () => {
+    const first = await generateTestKey();
+    const second = await generateTestKey();
+    const firstObject = publicKeyObject(first.publicJwk);
+    const secondObject = publicKeyObject(second.publicJwk);
+    // Touch `first` so that `second` is the oldest entry when the flood starts.
+    publicKeyObject(first.publicJwk);
+    for (let i = 0; i < PUBLIC_KEY_CACHE_LIMIT - 1; i++) {
+      const { publicKey } = generateKeyPairSync('ed25519');
+      const { x } = publicKey.export({ format: 'jwk' });
+      publicKeyObject({ kty: 'OKP', crv: 'Ed25519', x: x! });
+    }
+    expect(publicKeyObject(first.publicJwk)).toBe(firstObject);
+    const reimported = publicKeyObject(second.publicJwk);
+    expect(reimported).not.toBe(secondObject);
+    expect(reimported.equals(secondObject)).toBe(true);
+  });
+});
