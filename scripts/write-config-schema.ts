@@ -1,8 +1,14 @@
-/** Writes config/proxy.schema.json from src/config/schema.ts (a test checks they agree). */
+/**
+ * Writes config/proxy.schema.json and config/policy.schema.json from their TypeScript sources
+ * (tests check they agree), so editors can validate both YAML files.
+ */
 import { writeFileSync } from 'node:fs';
 import { CONFIG_SCHEMA } from '../src/config/schema.js';
+import { POLICY_SCHEMA } from '../src/policy/schema.js';
 
-writeFileSync(
-  new URL('../config/proxy.schema.json', import.meta.url),
-  `${JSON.stringify(CONFIG_SCHEMA, null, 2)}\n`,
-);
+for (const [file, schema] of [
+  ['proxy.schema.json', CONFIG_SCHEMA],
+  ['policy.schema.json', POLICY_SCHEMA],
+] as const) {
+  writeFileSync(new URL(`../config/${file}`, import.meta.url), `${JSON.stringify(schema, null, 2)}\n`);
+}

@@ -84,7 +84,8 @@ export const CONFIG_SCHEMA = {
     database: {
       type: 'string',
       minLength: 1,
-      description: 'SQLite file (relative to this file); default ./data/agent-auth-proxy.db in the working directory.',
+      description:
+        'SQLite file (relative to this file); default ./data/agent-auth-proxy.db in the working directory.',
     },
     policy: {
       type: 'string',

@@ -175,15 +175,22 @@ export function resolveSettings(
         : undefined;
   const adminToken = secret('admin token', [
     ['--admin-token', cli.adminToken],
-    ['--admin-token-file', cli.adminTokenFile && readSecretFile(resolve(cwd, cli.adminTokenFile), '--admin-token-file')],
+    [
+      '--admin-token-file',
+      cli.adminTokenFile && readSecretFile(resolve(cwd, cli.adminTokenFile), '--admin-token-file'),
+    ],
     [ENV.adminToken, env[ENV.adminToken]],
-    ['admin_token_file', config.admin_token_file && readSecretFile(resolve(base, config.admin_token_file), 'admin_token_file')],
+    [
+      'admin_token_file',
+      config.admin_token_file && readSecretFile(resolve(base, config.admin_token_file), 'admin_token_file'),
+    ],
   ]);
   const introspectionToken = secret('introspection token', [
     ['--introspection-token', cli.introspectionToken],
     [
       '--introspection-token-file',
-      cli.introspectionTokenFile && readSecretFile(resolve(cwd, cli.introspectionTokenFile), '--introspection-token-file'),
+      cli.introspectionTokenFile &&
+        readSecretFile(resolve(cwd, cli.introspectionTokenFile), '--introspection-token-file'),
     ],
     [ENV.introspectionToken, env[ENV.introspectionToken]],
     [
@@ -216,7 +223,10 @@ export function resolveSettings(
 }
 
 /** The first source that sets the secret wins; a weak secret is refused (its value is never shown). */
-function secret(what: string, sources: readonly (readonly [string, string | undefined])[]): string | undefined {
+function secret(
+  what: string,
+  sources: readonly (readonly [string, string | undefined])[],
+): string | undefined {
   for (const [from, value] of sources) {
     if (value === undefined || value === '') continue;
     if (value.length < MIN_SECRET_LENGTH || /\s/.test(value)) {

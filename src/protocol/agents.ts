@@ -15,7 +15,12 @@ import {
 } from './approvals.js';
 import type { AgentAuth, HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
-import { autoGrantable, baselineCapabilities, effectiveConstraints, parseCapabilityRequest } from './grants.js';
+import {
+  autoGrantable,
+  baselineCapabilities,
+  effectiveConstraints,
+  parseCapabilityRequest,
+} from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 import { grantRecord } from './registration.js';
@@ -30,7 +35,11 @@ export function requireAgentId(body: Readonly<Record<string, unknown>>): string 
 }
 
 /** The host's own agent, with due lifetime transitions applied. */
-function ownAgent(ctx: ProtocolContext, auth: HostAuth, agentId: string): { agent: AgentRecord; host: HostRecord } {
+function ownAgent(
+  ctx: ProtocolContext,
+  auth: HostAuth,
+  agentId: string,
+): { agent: AgentRecord; host: HostRecord } {
   const stored = ctx.store.agent(agentId);
   const host = auth.host;
   if (!stored || !host) throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
@@ -54,7 +63,8 @@ export function requestCapability(
   auth: AgentAuth,
   body: Readonly<Record<string, unknown>>,
 ): Record<string, unknown> {
-  if (body.capabilities === undefined) throw new ProtocolError('invalid_request', 'capabilities is required.');
+  if (body.capabilities === undefined)
+    throw new ProtocolError('invalid_request', 'capabilities is required.');
   const requested = parseCapabilityRequest(ctx, body.capabilities);
   if (requested.length === 0) throw new ProtocolError('invalid_request', 'capabilities must not be empty.');
   const hints = readHints(body);
@@ -69,9 +79,13 @@ export function requestCapability(
     };
     const fresh = requested.filter((r) => !isHeld(r.name));
     if (fresh.length === 0) {
-      throw new ProtocolError('already_granted', 'All requested capabilities are already granted or pending.', {
-        fields: { capabilities: requested.map((r) => r.name) },
-      });
+      throw new ProtocolError(
+        'already_granted',
+        'All requested capabilities are already granted or pending.',
+        {
+          fields: { capabilities: requested.map((r) => r.name) },
+        },
+      );
     }
     const auto = autoGrantable(ctx, host, agent.mode);
     const needsApproval = fresh.filter((r) => !auto.has(r.name));
@@ -96,7 +110,10 @@ export function requestCapability(
       userId: agent.userId,
       capability: null,
       outcome: approval ? 'pending' : 'granted',
-      detail: { requested: fresh.map((r) => r.name), auto_granted: fresh.filter((r) => auto.has(r.name)).map((r) => r.name) },
+      detail: {
+        requested: fresh.map((r) => r.name),
+        auto_granted: fresh.filter((r) => auto.has(r.name)).map((r) => r.name),
+      },
       jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
       latencyMs: null,
       upstreamStatus: null,
@@ -112,7 +129,11 @@ export function requestCapability(
 }
 
 /** §5.6, step by step. */
-export function reactivate(ctx: ProtocolContext, auth: HostAuth, body: Readonly<Record<string, unknown>>): Record<string, unknown> {
+export function reactivate(
+  ctx: ProtocolContext,
+  auth: HostAuth,
+  body: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
   const agentId = requireAgentId(body);
   const { agent, host } = ownAgent(ctx, auth, agentId);
   // Step 1: only an expired agent reactivates; an active one gets its status back (no-op).
@@ -158,7 +179,12 @@ export function reactivate(ctx: ProtocolContext, auth: HostAuth, body: Readonly<
     const updated: AgentRecord = pending
       ? { ...agent, status: 'pending', updatedAt: now }
       : { ...agent, status: 'active', activatedAt: now, lastUsedAt: null, updatedAt: now };
-    tx.updateAgent(agent.id, pending ? { status: 'pending', updatedAt: now } : { status: 'active', activatedAt: now, lastUsedAt: null, updatedAt: now });
+    tx.updateAgent(
+      agent.id,
+      pending
+        ? { status: 'pending', updatedAt: now }
+        : { status: 'active', activatedAt: now, lastUsedAt: null, updatedAt: now },
+    );
     ctx.usage.reset(agent.id);
     const approval =
       needsApproval.length > 0 || pending
@@ -166,11 +192,13 @@ export function reactivate(ctx: ProtocolContext, auth: HostAuth, body: Readonly<
         : undefined;
     for (const b of baseline) {
       const granted = auto.has(b.name);
-      tx.putGrant(grantRecord(agent.id, b, granted ? 'active' : 'pending', now, {
-        grantedBy: granted ? 'policy' : null,
-        approvalId: granted ? null : (approval?.id ?? null),
-        reason: null,
-      }));
+      tx.putGrant(
+        grantRecord(agent.id, b, granted ? 'active' : 'pending', now, {
+          grantedBy: granted ? 'policy' : null,
+          approvalId: granted ? null : (approval?.id ?? null),
+          reason: null,
+        }),
+      );
     }
     tx.appendActivity({
       at: now,
@@ -191,7 +219,11 @@ export function reactivate(ctx: ProtocolContext, auth: HostAuth, body: Readonly<
 }
 
 /** §5.7 (host) and the operator API: permanent. */
-export function revokeAgent(ctx: ProtocolContext, agentId: string, actor: { hostId?: string; by: string }): Record<string, unknown> {
+export function revokeAgent(
+  ctx: ProtocolContext,
+  agentId: string,
+  actor: { hostId?: string; by: string },
+): Record<string, unknown> {
   return ctx.write((tx) => {
     const now = ctx.clock.now();
     const agent = tx.agent(agentId);
@@ -237,7 +269,8 @@ export async function rotateAgentKey(
   if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') {
     throw new ProtocolError(`agent_${agent.status}`);
   }
-  if (tp === auth.thumbprint) throw new ProtocolError('invalid_request', 'The agent key must differ from the host key.');
+  if (tp === auth.thumbprint)
+    throw new ProtocolError('invalid_request', 'The agent key must differ from the host key.');
   return ctx.write((tx) => {
     const now = ctx.clock.now();
     const clash = tx.agentByKey(agent.hostId, tp);
@@ -261,4 +294,3 @@ export async function rotateAgentKey(
     return { agent_id: agent.id, status: agent.status };
   });
 }
-

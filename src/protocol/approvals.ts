@@ -32,7 +32,8 @@ export function displayText(value: unknown, field: string, max = MAX_DISPLAY_TEX
   if (typeof value !== 'string') throw new ProtocolError('invalid_request', `${field} must be a string.`);
   // eslint-disable-next-line no-control-regex -- stripping control characters is the point
   const clean = value.replace(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g, ' ').trim();
-  if (clean.length > max) throw new ProtocolError('invalid_request', `${field} must be at most ${max} characters.`);
+  if (clean.length > max)
+    throw new ProtocolError('invalid_request', `${field} must be at most ${max} characters.`);
   return clean || undefined;
 }
 
@@ -190,7 +191,8 @@ export function approve(ctx: ProtocolContext, approvalId: string, input: Approve
     const approval = pendingApproval(ctx, tx, approvalId);
     const agent = tx.agent(approval.agentId);
     const host = tx.host(approval.hostId);
-    if (!agent || !host) throw new ProtocolError('approval_not_found', `No approval request "${approvalId}".`);
+    if (!agent || !host)
+      throw new ProtocolError('approval_not_found', `No approval request "${approvalId}".`);
     const requested = new Map(approval.capabilities.map((c) => [c.name, c]));
     const chosen = input.capabilities ?? [...requested.keys()];
     const notRequested = chosen.filter((n) => !requested.has(n));
@@ -296,9 +298,13 @@ function narrowing(
     const parsed = parseConstraints(value, inputFields(capability));
     if (!parsed.ok) {
       if (parsed.problem.kind === 'unknown_operator') {
-        throw new ProtocolError('unknown_constraint_operator', `constraints.${name}: ${parsed.problem.message}`, {
-          fields: { unknown_operators: parsed.problem.operators },
-        });
+        throw new ProtocolError(
+          'unknown_constraint_operator',
+          `constraints.${name}: ${parsed.problem.message}`,
+          {
+            fields: { unknown_operators: parsed.problem.operators },
+          },
+        );
       }
       throw new ProtocolError('invalid_request', `constraints.${name}: ${parsed.problem.message}`);
     }
@@ -348,7 +354,13 @@ export function deny(
   });
 }
 
-function denyGrants(tx: StoreWriter, approval: ApprovalRecord, reason: string, actor: string, now: number): string[] {
+function denyGrants(
+  tx: StoreWriter,
+  approval: ApprovalRecord,
+  reason: string,
+  actor: string,
+  now: number,
+): string[] {
   const denied: string[] = [];
   for (const grant of tx.grants(approval.agentId)) {
     if (grant.approvalId !== approval.id || grant.status !== 'pending') continue;
@@ -370,9 +382,18 @@ function rejectLonePendingHost(tx: StoreWriter, hostId: string, now: number): vo
  * §2.9 linking with §2.10 claiming: the host gets its one user, and every active autonomous
  * agent under it is claimed — capabilities revoked, status `claimed`, history attributed.
  */
-export function linkHost(ctx: ProtocolContext, tx: StoreWriter, host: HostRecord, userId: string, now: number): number {
+export function linkHost(
+  ctx: ProtocolContext,
+  tx: StoreWriter,
+  host: HostRecord,
+  userId: string,
+  now: number,
+): number {
   if (host.userId !== null && host.userId !== userId) {
-    throw new ProtocolError('invalid_request', `Host ${host.id} is already linked to another user; unlink it first.`);
+    throw new ProtocolError(
+      'invalid_request',
+      `Host ${host.id} is already linked to another user; unlink it first.`,
+    );
   }
   tx.updateHost(host.id, {
     userId,
@@ -437,4 +458,3 @@ export function expireApprovals(ctx: ProtocolContext): number {
   });
   return due.length;
 }
-

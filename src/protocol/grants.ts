@@ -37,7 +37,10 @@ export function parseCapabilityRequest(
     else if (entry !== null && typeof entry === 'object' && !Array.isArray(entry)) {
       const unknownKeys = Object.keys(entry).filter((k) => k !== 'name' && k !== 'constraints');
       if (unknownKeys.length) {
-        throw new ProtocolError('invalid_request', `${field}[${i}] has unknown keys: ${unknownKeys.join(', ')}.`);
+        throw new ProtocolError(
+          'invalid_request',
+          `${field}[${i}] has unknown keys: ${unknownKeys.join(', ')}.`,
+        );
       }
       name = (entry as { name?: unknown }).name;
       proposed = (entry as { constraints?: unknown }).constraints;
@@ -88,7 +91,10 @@ export function effectiveConstraints(
     }
     agentSide = Object.keys(parsed.constraints).length ? parsed.constraints : undefined;
   }
-  const { constraints, conflicts } = intersectConstraints(agentSide, ctx.policy.constraints.get(capability.name));
+  const { constraints, conflicts } = intersectConstraints(
+    agentSide,
+    ctx.policy.constraints.get(capability.name),
+  );
   if (conflicts.length) {
     throw new ProtocolError(
       'invalid_request',
@@ -114,13 +120,17 @@ export function autoGrantable(ctx: ProtocolContext, host: HostRecord, mode: Agen
       : host.userId !== null
         ? [...host.defaultCapabilities, ...policy.defaults]
         : [];
-  return new Set(names.filter((n) => !policy.highRisk.has(n) && !policy.blocked.has(n) && ctx.catalog.get(n)));
+  return new Set(
+    names.filter((n) => !policy.highRisk.has(n) && !policy.blocked.has(n) && ctx.catalog.get(n)),
+  );
 }
 
 /** §5.6 step 4: the baseline a reactivated agent returns to. */
 export function baselineCapabilities(ctx: ProtocolContext, host: HostRecord, mode: AgentMode): string[] {
   const names =
-    mode === 'autonomous' ? [...ctx.policy.autonomousGrants] : [...host.defaultCapabilities, ...ctx.policy.defaults];
+    mode === 'autonomous'
+      ? [...ctx.policy.autonomousGrants]
+      : [...host.defaultCapabilities, ...ctx.policy.defaults];
   return [...new Set(names)].filter((n) => ctx.catalog.get(n) && !ctx.policy.blocked.has(n)).sort();
 }
 

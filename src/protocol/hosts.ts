@@ -10,7 +10,13 @@ import { newId, type ProtocolContext } from './context.js';
 import { parsePublicJwk, thumbprint, type Ed25519PublicJwk } from './keys.js';
 import { hostView } from './views.js';
 
-function event(tx: StoreWriter, at: number, type: string, host: HostRecord, detail: Record<string, unknown> | null): void {
+function event(
+  tx: StoreWriter,
+  at: number,
+  type: string,
+  host: HostRecord,
+  detail: Record<string, unknown> | null,
+): void {
   tx.appendActivity({
     at,
     type,
@@ -87,16 +93,23 @@ export async function preRegisterHost(
   const tp = await thumbprint(input.publicJwk);
   const unknown = input.defaultCapabilities.filter((n) => !ctx.catalog.get(n) || ctx.policy.blocked.has(n));
   if (unknown.length) {
-    throw new ProtocolError('invalid_capabilities', `Unknown or blocked capabilities: ${unknown.join(', ')}.`, {
-      fields: { invalid_capabilities: unknown },
-    });
+    throw new ProtocolError(
+      'invalid_capabilities',
+      `Unknown or blocked capabilities: ${unknown.join(', ')}.`,
+      {
+        fields: { invalid_capabilities: unknown },
+      },
+    );
   }
   return ctx.write((tx) => {
     const now = ctx.clock.now();
     const existing = tx.hostByThumbprint(tp);
     if (existing) {
       if (existing.status === 'revoked' || existing.status === 'rejected') {
-        throw new ProtocolError('invalid_request', `A ${existing.status} host already uses this key; a host key cannot be reused.`);
+        throw new ProtocolError(
+          'invalid_request',
+          `A ${existing.status} host already uses this key; a host key cannot be reused.`,
+        );
       }
       tx.updateHost(existing.id, {
         ...(input.name ? { name: input.name } : {}),
@@ -172,7 +185,8 @@ export function unlinkHost(ctx: ProtocolContext, hostId: string): Record<string,
     const now = ctx.clock.now();
     const host = tx.host(hostId);
     if (!host) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
-    if (host.userId === null) throw new ProtocolError('invalid_request', `Host ${hostId} is not linked to a user.`);
+    if (host.userId === null)
+      throw new ProtocolError('invalid_request', `Host ${hostId} is not linked to a user.`);
     let revoked = 0;
     for (const agent of tx.agents({ hostId })) {
       if (agent.mode !== 'delegated') continue;

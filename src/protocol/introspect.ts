@@ -9,7 +9,8 @@ import { cachedGrants, currentGrants } from './grants.js';
 import { agentClocks, isGrantEffective } from './lifecycle.js';
 
 export async function introspect(ctx: ProtocolContext, token: unknown): Promise<Record<string, unknown>> {
-  if (typeof token !== 'string' || token === '') throw new ProtocolError('invalid_request', 'token is required.');
+  if (typeof token !== 'string' || token === '')
+    throw new ProtocolError('invalid_request', 'token is required.');
   let auth;
   try {
     // Resource servers receive tokens addressed to the execute location or to the issuer (§4.3).

@@ -139,7 +139,7 @@ function checkTimes(payload: Readonly<Record<string, unknown>>, nowMs: number, p
   const { iat, exp, nbf } = payload;
   if (!isNumericDate(iat)) throw new JwtError('The JWT "iat" must be a number.');
   if (!isNumericDate(exp)) throw new JwtError('The JWT "exp" must be a number.');
-  if (false) throw new JwtError('The JWT "exp" must be after "iat".');
+  if (exp <= iat) throw new JwtError('The JWT "exp" must be after "iat".');
   // Bounding the lifetime bounds the replay window the jti cache has to cover (§8.2).
   if (exp - iat > policy.maxLifetimeSec) {
     throw new JwtError(`The JWT lifetime exceeds ${policy.maxLifetimeSec} seconds.`);

@@ -99,7 +99,14 @@ export async function registerAgent(
       let approval = openApproval(ctx, existing.id);
       if (!approval) {
         // The earlier request expired: a fresh one (new user code) takes over its pending grants.
-        const fresh = createApproval(ctx, tx, 'registration', existing, requestedFromGrants(tx.grants(existing.id)), hints);
+        const fresh = createApproval(
+          ctx,
+          tx,
+          'registration',
+          existing,
+          requestedFromGrants(tx.grants(existing.id)),
+          hints,
+        );
         for (const g of tx.grants(existing.id)) {
           if (g.status === 'pending') tx.updateGrant(g.id, { approvalId: fresh.id, updatedAt: now });
         }
@@ -107,7 +114,10 @@ export async function registerAgent(
       }
       return {
         status: 200,
-        body: { ...agentView(ctx, existing, tx.grants(existing.id), host), approval: approvalObject(ctx, approval) },
+        body: {
+          ...agentView(ctx, existing, tx.grants(existing.id), host),
+          approval: approvalObject(ctx, approval),
+        },
       };
     }
 
@@ -139,11 +149,13 @@ export async function registerAgent(
         : undefined;
     for (const r of requested) {
       const granted = auto.has(r.name);
-      tx.putGrant(grantRecord(finalAgent.id, r, granted ? 'active' : 'pending', now, {
-        grantedBy: granted ? 'policy' : null,
-        approvalId: granted ? null : (approval?.id ?? null),
-        reason: hints.reason ?? null,
-      }));
+      tx.putGrant(
+        grantRecord(finalAgent.id, r, granted ? 'active' : 'pending', now, {
+          grantedBy: granted ? 'policy' : null,
+          approvalId: granted ? null : (approval?.id ?? null),
+          reason: hints.reason ?? null,
+        }),
+      );
     }
     tx.appendActivity({
       at: now,
@@ -153,7 +165,11 @@ export async function registerAgent(
       userId: finalAgent.userId,
       capability: null,
       outcome: finalAgent.status,
-      detail: { mode, requested: requested.map((r) => r.name), auto_granted: [...auto].filter((n) => requested.some((r) => r.name === n)) },
+      detail: {
+        mode,
+        requested: requested.map((r) => r.name),
+        auto_granted: [...auto].filter((n) => requested.some((r) => r.name === n)),
+      },
       jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
       latencyMs: null,
       upstreamStatus: null,
@@ -189,6 +205,7 @@ export function grantRecord(
 function requestedFromGrants(grants: readonly GrantRecord[]): RequestedCapability[] {
   return grants
     .filter((g) => g.status === 'pending')
-    .map((g) => (g.constraints ? { name: g.capability, constraints: g.constraints } : { name: g.capability }));
+    .map((g) =>
+      g.constraints ? { name: g.capability, constraints: g.constraints } : { name: g.capability },
+    );
 }
-

@@ -25,7 +25,9 @@ export function agentView(
     mode: agent.mode,
     agent_capability_grants: currentGrants(grants).map((g) => grantView(ctx, g, options.audit)),
     ...(agent.userId ? { user_id: agent.userId } : {}),
-    ...(agent.activatedAt !== null && agent.status === 'active' ? { activated_at: iso(agent.activatedAt) } : {}),
+    ...(agent.activatedAt !== null && agent.status === 'active'
+      ? { activated_at: iso(agent.activatedAt) }
+      : {}),
     created_at: iso(agent.createdAt),
     ...(lastUsed !== null ? { last_used_at: iso(lastUsed) } : {}),
     ...(clocks.expiresAt !== null ? { expires_at: iso(clocks.expiresAt) } : {}),

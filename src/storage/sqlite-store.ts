@@ -117,7 +117,7 @@ function toColumnValue(value: unknown, kind: Column['kind']): unknown {
 function fromRow<T>(columns: Columns<T>, row: Row | undefined): T | undefined {
   if (!row) return undefined;
   const out: Record<string, unknown> = {};
-  for (const [field, { column, kind }] of Object.entries(columns) as [string, Column][]) {
+  for (const [field, { column, kind }] of Object.entries<Column>(columns)) {
     const raw = row[column];
     out[field] =
       raw === null || raw === undefined
@@ -134,7 +134,7 @@ function fromRow<T>(columns: Columns<T>, row: Row | undefined): T | undefined {
 /** Named parameters for every column of a record. */
 function params<T>(columns: Columns<T>, record: T): Row {
   const out: Row = {};
-  for (const [field, { column, kind }] of Object.entries(columns) as [string, Column][]) {
+  for (const [field, { column, kind }] of Object.entries<Column>(columns)) {
     out[column] = toColumnValue((record as Record<string, unknown>)[field], kind);
   }
   return out;
@@ -381,7 +381,9 @@ class SqliteStore implements Store {
       updateGrant: (id, p) => update('grants', GRANT, id, p),
       insertApproval: (a) => insert('approvals', APPROVAL, a),
       updateApproval: (id, p) => update('approvals', APPROVAL, id, p),
-      appendActivity: (r) => insert('activity', ACTIVITY, { ...r, id: 0 } as Required<ActivityRecord>),
+      appendActivity: (r) => {
+        insert('activity', ACTIVITY, { ...r, id: 0 });
+      },
     };
   }
 }

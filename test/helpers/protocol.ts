@@ -65,7 +65,11 @@ export class TestProtocol {
       body = JSON.stringify(options.body);
       headers['content-type'] = 'application/json';
     }
-    const res = await fetch(`${this.proxy.url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const res = await fetch(`${this.proxy.url}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+    });
     const text = await res.text();
     let parsed: unknown = undefined;
     try {
@@ -80,7 +84,11 @@ export class TestProtocol {
     return this.request(method, path, { token: ADMIN_TOKEN, ...(body !== undefined ? { body } : {}) });
   }
 
-  hostToken(host: TestKey, extra: Record<string, unknown> = {}, header?: Record<string, unknown>): Promise<string> {
+  hostToken(
+    host: TestKey,
+    extra: Record<string, unknown> = {},
+    header?: Record<string, unknown>,
+  ): Promise<string> {
     return hostJwt(host, this.issuer, extra, { nowMs: this.clock.now(), ...(header ? { header } : {}) });
   }
 
@@ -101,7 +109,10 @@ export class TestProtocol {
   ): Promise<Reply & { agent: TestKey }> {
     const agentKey = agent ?? (await generateTestKey());
     const token = await this.hostToken(host, { agent_public_key: agentKey.publicJwk });
-    const reply = await this.request('POST', '/agent/register', { token, body: { name: 'test agent', ...body } });
+    const reply = await this.request('POST', '/agent/register', {
+      token,
+      body: { name: 'test agent', ...body },
+    });
     return { ...reply, agent: agentKey };
   }
 

@@ -6,7 +6,13 @@ import { ProtocolError } from '../../errors.js';
 import { revokeAgent } from '../../protocol/agents.js';
 import { approve, deny, expireApprovals } from '../../protocol/approvals.js';
 import { iso, type ProtocolContext } from '../../protocol/context.js';
-import { linkHostTo, parsePreRegistration, preRegisterHost, revokeHost, unlinkHost } from '../../protocol/hosts.js';
+import {
+  linkHostTo,
+  parsePreRegistration,
+  preRegisterHost,
+  revokeHost,
+  unlinkHost,
+} from '../../protocol/hosts.js';
 import { agentView, hostView } from '../../protocol/views.js';
 import type { ActivityRecord, AgentStatus, HostStatus } from '../../storage/types.js';
 import { readJsonObject } from '../body.js';
@@ -26,7 +32,10 @@ function optionalString(body: Readonly<Record<string, unknown>>, key: string, ma
   const v = body[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string' || v === '' || v.length > max) {
-    throw new ProtocolError('invalid_request', `${key} must be a non-empty string of at most ${max} characters.`);
+    throw new ProtocolError(
+      'invalid_request',
+      `${key} must be a non-empty string of at most ${max} characters.`,
+    );
   }
   return v;
 }
@@ -37,9 +46,13 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   const guard = (handler: (rc: RequestContext) => Promise<void> | void) => async (rc: RequestContext) => {
     const token = bearerToken(rc.req);
     if (token === undefined) {
-      throw new ProtocolError('authentication_required', 'The operator API needs "Authorization: Bearer <admin token>".', {
-        headers: { 'www-authenticate': 'Bearer' },
-      });
+      throw new ProtocolError(
+        'authentication_required',
+        'The operator API needs "Authorization: Bearer <admin token>".',
+        {
+          headers: { 'www-authenticate': 'Bearer' },
+        },
+      );
     }
     if (!secretEquals(token, options.adminToken)) {
       throw new ProtocolError('invalid_token', 'The admin token is not valid.', {
@@ -90,7 +103,10 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         throw new ProtocolError('invalid_request', 'capabilities must be an array of capability names.');
       }
       const constraints = b.constraints;
-      if (constraints !== undefined && (constraints === null || typeof constraints !== 'object' || Array.isArray(constraints))) {
+      if (
+        constraints !== undefined &&
+        (constraints === null || typeof constraints !== 'object' || Array.isArray(constraints))
+      ) {
         throw new ProtocolError('invalid_request', 'constraints must be an object keyed by capability name.');
       }
       const userId = optionalString(b, 'user_id', 200);
@@ -107,7 +123,9 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         status: decision.approval.status,
         approved: decision.approved,
         denied: decision.denied,
-        agent: agentView(ctx, decision.agent, ctx.store.grants(decision.agent.id), undefined, { audit: true }),
+        agent: agentView(ctx, decision.agent, ctx.store.grants(decision.agent.id), undefined, {
+          audit: true,
+        }),
       });
     }),
   );
@@ -123,7 +141,9 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         id: decision.approval.id,
         status: decision.approval.status,
         denied: decision.denied,
-        agent: agentView(ctx, decision.agent, ctx.store.grants(decision.agent.id), undefined, { audit: true }),
+        agent: agentView(ctx, decision.agent, ctx.store.grants(decision.agent.id), undefined, {
+          audit: true,
+        }),
       });
     }),
   );
@@ -160,7 +180,9 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
       if (!host) throw new ProtocolError('host_not_found', `No host "${params.id ?? ''}".`);
       sendJson(res, 200, {
         ...hostView(host),
-        agents: ctx.store.agents({ hostId: host.id }).map((a) => ({ agent_id: a.id, name: a.name, status: a.status, mode: a.mode })),
+        agents: ctx.store
+          .agents({ hostId: host.id })
+          .map((a) => ({ agent_id: a.id, name: a.name, status: a.status, mode: a.mode })),
       });
     }),
   );
@@ -225,7 +247,11 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     guard(({ res, params }) => {
       const agent = ctx.store.agent(params.id ?? '');
       if (!agent) throw new ProtocolError('agent_not_found', `No agent "${params.id ?? ''}".`);
-      sendJson(res, 200, agentView(ctx, agent, ctx.store.grants(agent.id), ctx.store.host(agent.hostId), { audit: true }));
+      sendJson(
+        res,
+        200,
+        agentView(ctx, agent, ctx.store.grants(agent.id), ctx.store.host(agent.hostId), { audit: true }),
+      );
     }),
   );
 
@@ -255,7 +281,8 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         return t;
       };
       const cursor = q.get('cursor');
-      if (cursor !== null && !/^\d{1,15}$/.test(cursor)) throw new ProtocolError('invalid_request', 'cursor is not valid.');
+      if (cursor !== null && !/^\d{1,15}$/.test(cursor))
+        throw new ProtocolError('invalid_request', 'cursor is not valid.');
       const since = time('since');
       const until = time('until');
       const rows = ctx.store.activity({

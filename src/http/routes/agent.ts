@@ -110,9 +110,13 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
     limits.ip(rc.req);
     const token = bearerToken(rc.req);
     if (!token) {
-      throw new ProtocolError('authentication_required', 'Introspection needs "Authorization: Bearer <introspection token>".', {
-        headers: { 'www-authenticate': 'Bearer' },
-      });
+      throw new ProtocolError(
+        'authentication_required',
+        'Introspection needs "Authorization: Bearer <introspection token>".',
+        {
+          headers: { 'www-authenticate': 'Bearer' },
+        },
+      );
     }
     // Check every configured secret so the time taken does not reveal which one matched.
     const allowed = options.introspectionTokens.reduce((ok, t) => secretEquals(token, t) || ok, false);

@@ -39,7 +39,10 @@ async function viewer({ ctx, limits }: CapabilityRouteOptions, rc: RequestContex
   if (token === undefined) {
     limits.ip(rc.req);
     // §10.6: capability listings SHOULD be cacheable for 300 s.
-    return { visible: (c) => notBlocked(c) && ctx.policy.public.has(c.name), cacheControl: 'public, max-age=300' };
+    return {
+      visible: (c) => notBlocked(c) && ctx.policy.public.has(c.name),
+      cacheControl: 'public, max-age=300',
+    };
   }
   if (jwtType(token) === 'agent+jwt') {
     const auth = await authenticateAgent(ctx, token, [ctx.issuer()]);

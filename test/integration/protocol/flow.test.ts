@@ -51,7 +51,12 @@ describe('delegated agent of a new host', () => {
     const token = await p.agentToken(reg.agent, reg.body.agent_id);
     const list = await p.request('GET', '/capability/list', { token });
     expect(list.status).toBe(200);
-    const byName = Object.fromEntries(list.body.capabilities.map((c: any) => [c.name, c.grant_status]));
+    const byName = Object.fromEntries(
+      (list.body.capabilities as { name: string; grant_status: string }[]).map((c) => [
+        c.name,
+        c.grant_status,
+      ]),
+    );
     expect(byName.list_pets).toBe('granted');
     expect(byName.create_pet).toBe('not_granted');
 
