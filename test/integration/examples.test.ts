@@ -8,6 +8,7 @@ import { startProxy } from '../../src/app.js';
 import { CONFIG_SCHEMA } from '../../src/config/schema.js';
 import { parseConfig, resolveSettings } from '../../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
+import { parsePolicy } from '../../src/policy/policy.js';
 import { silentLogger } from '../../src/log.js';
 import { loadCatalog } from '../../src/openapi/load-catalog.js';
 import { getJson, ROOT } from '../helpers/proxy.js';
@@ -77,6 +78,11 @@ describe('examples/kubernetes/sidecar.yaml', () => {
     writeFileSync(join(dir, 'openapi.yaml'), configMap?.data['openapi.yaml']);
     const catalog = await loadCatalog([{ ...config.apis[0], spec: join(dir, 'openapi.yaml') }], loadOptions);
     expect(catalog.capabilities.map((c) => c.name)).toEqual(['get_order']);
+    const policy = parsePolicy(configMap?.data['policy.yaml'], 'sidecar.yaml#policy.yaml', catalog);
+    expect([...policy.defaults]).toEqual(['get_order']);
+    expect(config.policy).toBe('/etc/agent-auth-proxy/policy.yaml');
+    expect(config.database).toBe('/app/data/agent-auth-proxy.db');
+    expect(docs.find((d) => d.kind === 'PersistentVolumeClaim')).toBeDefined();
 
     const proxy = deployment?.spec.template.spec.containers.find(
       (c: { name: string }) => c.name === 'agent-auth-proxy',
