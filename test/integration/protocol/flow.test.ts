@@ -72,3 +72,30 @@ describe('delegated agent of a new host', () => {
     expect(after.body.error).toBe('agent_revoked');
   });
 });
+
+describe('policy hosts (§2.8 pre-registration)', () => {
+  it('are created at start-up, linked to their user, with their default capabilities', async () => {
+    const host = await generateTestKey();
+    const q = await startProtocol({
+      policy: `hosts:\n  - name: ci\n    user_id: bob\n    public_key: {kty: OKP, crv: Ed25519, x: ${host.publicJwk.x}}\n    default_capabilities: [get_pet]\n`,
+    });
+    try {
+      const reg = await q.register(host, { capabilities: ['get_pet', 'create_pet'] });
+      expect(reg.status).toBe(200);
+      // Linked host: the GET default is granted at once, the high-risk POST waits for a human.
+      expect(reg.body).toMatchObject({
+        status: 'active',
+        user_id: 'bob',
+        agent_capability_grants: [
+          { capability: 'get_pet', status: 'active' },
+          { capability: 'create_pet', status: 'pending' },
+        ],
+        approval: { method: 'device_authorization' },
+      });
+      const hosts = await q.admin('GET', '/admin/hosts');
+      expect(hosts.body.hosts).toMatchObject([{ name: 'ci', user_id: 'bob', pre_registered: true }]);
+    } finally {
+      await q.close();
+    }
+  });
+});
