@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /**
- * Command line: argv → a command (serve, capabilities). Parses and prints; the work happens in
- * app.ts and the OpenAPI layer. Operator mistakes exit with code 2 and one clear message.
+ * Command line: argv → a command (serve, capabilities, admin). Parses and prints; the work happens
+ * in app.ts, the OpenAPI layer and (admin) the operator API. Operator mistakes exit with code 2 and
+ * one clear message.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { resolveSettings, type CliOverrides } from './config/settings.js';
+import { runAdmin } from './cli/admin.js';
 import { UserError } from './errors.js';
 import type { LogLevel } from './log.js';
 import { startProxy } from './app.js';
@@ -16,6 +18,9 @@ const USAGE = `Usage:
   agent-auth-proxy [serve] [options]            start the proxy
   agent-auth-proxy capabilities [options] [--json]
                                                 print the capability catalog and exit
+  agent-auth-proxy admin approvals|hosts|agents|activity ... [--url URL] [--json]
+                                                drive the operator API of a running proxy
+                                                (agent-auth-proxy admin --help lists the commands)
 
 Options:
   --spec FILE|URL         OpenAPI document (repeatable)
@@ -65,6 +70,7 @@ const OPTIONS = {
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 export async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'admin') return runAdmin(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });

@@ -1,0 +1,363 @@
+/**
+ * `agent-auth-proxy admin …`: the operator API (/admin/*, src/http/routes/admin.ts) from the
+ * command line. Each command is a request built from argv and a formatter for its reply; the
+ * decisions stay on the server. Exit codes: 0 done, 1 the API refused or could not be reached,
+ * 2 a usage mistake (thrown as UserError, printed by cli.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { UserError } from '../errors.js';
+import type { AgentStatus, HostStatus } from '../storage/types.js';
+import { AdminApiError, adminClient, ConnectionError, parseBaseUrl } from './admin-api.js';
+import * as format from './admin-format.js';
+
+export const ADMIN_USAGE = `Usage:
+  agent-auth-proxy admin approvals list [--agent-id ID]
+  agent-auth-proxy admin approvals approve ID [--user-id USER] [--capability NAME ...]
+                         [--constraints JSON|@FILE] [--reason TEXT]
+  agent-auth-proxy admin approvals deny ID [--reason TEXT]
+  agent-auth-proxy admin hosts list [--status STATUS] [--user-id USER]
+  agent-auth-proxy admin hosts show ID
+  agent-auth-proxy admin hosts add --public-key JWK|@FILE [--name NAME] [--user-id USER]
+                         [--default-capability NAME ...]
+  agent-auth-proxy admin hosts link ID --user-id USER
+  agent-auth-proxy admin hosts unlink ID
+  agent-auth-proxy admin hosts revoke ID
+  agent-auth-proxy admin agents list [--host-id ID] [--status STATUS] [--user-id USER]
+  agent-auth-proxy admin agents show ID
+  agent-auth-proxy admin agents revoke ID
+  agent-auth-proxy admin activity [--agent-id ID] [--host-id ID] [--capability NAME]
+                         [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
+
+Options of every admin command:
+  --url URL          the proxy (default $AGENT_AUTH_PROXY_URL, else http://127.0.0.1:8080)
+  --token-file FILE  read the admin token from FILE
+  --token TOKEN      the admin token (default $AGENT_AUTH_PROXY_ADMIN_TOKEN; argv is visible to
+                     other users: prefer the variable or --token-file)
+  --json             print the API's JSON reply instead of a table
+  -h, --help         this help`;
+
+export const ENV_URL = 'AGENT_AUTH_PROXY_URL';
+export const ENV_TOKEN = 'AGENT_AUTH_PROXY_ADMIN_TOKEN';
+const DEFAULT_URL = 'http://127.0.0.1:8080';
+const HELP = 'Run agent-auth-proxy admin --help for usage.';
+
+const OPTIONS = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  'token-file': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  'agent-id': { type: 'string' },
+  'host-id': { type: 'string' },
+  'user-id': { type: 'string' },
+  status: { type: 'string' },
+  capability: { type: 'string', multiple: true },
+  constraints: { type: 'string' },
+  reason: { type: 'string' },
+  name: { type: 'string' },
+  'public-key': { type: 'string' },
+  'default-capability': { type: 'string', multiple: true },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+} as const;
+
+const COMMON = ['url', 'token', 'token-file', 'json', 'help'] as const;
+type Values = ReturnType<typeof parse>['values'];
+type Flag = Exclude<keyof typeof OPTIONS, (typeof COMMON)[number]>;
+
+interface Call {
+  readonly method: 'GET' | 'POST';
+  readonly path: string;
+  readonly body?: Record<string, unknown>;
+}
+
+interface Command {
+  /** What the one positional argument names, if the command takes one. */
+  readonly id?: 'approval' | 'host' | 'agent';
+  readonly flags: readonly Flag[];
+  request(v: Values, id: string): Call;
+  text(body: unknown, status: number): string;
+}
+
+const HOST_STATUSES = ['active', 'pending', 'revoked', 'rejected'] as const satisfies readonly HostStatus[];
+const AGENT_STATUSES = [
+  'pending',
+  'active',
+  'expired',
+  'revoked',
+  'rejected',
+  'claimed',
+] as const satisfies readonly AgentStatus[];
+
+const COMMANDS: Readonly<Record<string, Command>> = {
+  'approvals list': {
+    flags: ['agent-id'],
+    request: (v) => get('/admin/approvals', { agent_id: v['agent-id'] }),
+    text: format.approvalsText,
+  },
+  'approvals approve': {
+    id: 'approval',
+    flags: ['user-id', 'capability', 'constraints', 'reason'],
+    request: (v, id) =>
+      post(`/admin/approvals/${enc(id)}/approve`, {
+        user_id: v['user-id'],
+        capabilities: v.capability,
+        constraints: v.constraints === undefined ? undefined : jsonObject('--constraints', v.constraints),
+        reason: v.reason,
+      }),
+    text: (body) => format.decisionText('approved', body),
+  },
+  'approvals deny': {
+    id: 'approval',
+    flags: ['reason'],
+    request: (v, id) => post(`/admin/approvals/${enc(id)}/deny`, { reason: v.reason }),
+    text: (body) => format.decisionText('denied', body),
+  },
+  'hosts list': {
+    flags: ['status', 'user-id'],
+    request: (v) =>
+      get('/admin/hosts', { status: oneOf('--status', v.status, HOST_STATUSES), user_id: v['user-id'] }),
+    text: format.hostsText,
+  },
+  'hosts show': {
+    id: 'host',
+    flags: [],
+    request: (_v, id) => get(`/admin/hosts/${enc(id)}`),
+    text: format.hostText,
+  },
+  'hosts add': {
+    flags: ['public-key', 'name', 'user-id', 'default-capability'],
+    request: (v) => {
+      if (v['public-key'] === undefined)
+        throw new UserError(`admin hosts add: --public-key is required\n${HELP}`);
+      return post('/admin/hosts', {
+        name: v.name,
+        public_key: jsonObject('--public-key', v['public-key']),
+        user_id: v['user-id'],
+        default_capabilities: v['default-capability'],
+      });
+    },
+    text: (body, status) =>
+      `${status === 201 ? 'created' : 'updated the existing'} host\n\n${format.hostText(body)}`,
+  },
+  'hosts link': {
+    id: 'host',
+    flags: ['user-id'],
+    request: (v, id) => {
+      if (v['user-id'] === undefined) throw new UserError(`admin hosts link: --user-id is required\n${HELP}`);
+      return post(`/admin/hosts/${enc(id)}/link`, { user_id: v['user-id'] });
+    },
+    text: (body) => format.hostChangeText('linked', body),
+  },
+  'hosts unlink': {
+    id: 'host',
+    flags: [],
+    request: (_v, id) => post(`/admin/hosts/${enc(id)}/unlink`, {}),
+    text: (body) => format.hostChangeText('unlinked', body),
+  },
+  'hosts revoke': {
+    id: 'host',
+    flags: [],
+    request: (_v, id) => post(`/admin/hosts/${enc(id)}/revoke`, {}),
+    text: (body) => format.hostChangeText('revoked', body),
+  },
+  'agents list': {
+    flags: ['host-id', 'status', 'user-id'],
+    request: (v) =>
+      get('/admin/agents', {
+        host_id: v['host-id'],
+        status: oneOf('--status', v.status, AGENT_STATUSES),
+        user_id: v['user-id'],
+      }),
+    text: format.agentsText,
+  },
+  'agents show': {
+    id: 'agent',
+    flags: [],
+    request: (_v, id) => get(`/admin/agents/${enc(id)}`),
+    text: format.agentText,
+  },
+  'agents revoke': {
+    id: 'agent',
+    flags: [],
+    request: (_v, id) => post(`/admin/agents/${enc(id)}/revoke`, {}),
+    text: (body) => `revoked agent ${format.cell(format.rec(body).agent_id)}`,
+  },
+  activity: {
+    flags: ['agent-id', 'host-id', 'capability', 'since', 'until', 'limit', 'cursor'],
+    request: (v) => {
+      if ((v.capability?.length ?? 0) > 1)
+        throw new UserError(`admin activity: --capability filters by one capability\n${HELP}`);
+      return get('/admin/activity', {
+        agent_id: v['agent-id'],
+        host_id: v['host-id'],
+        capability: v.capability?.[0],
+        since: isoTime('--since', v.since),
+        until: isoTime('--until', v.until),
+        limit: limit(v.limit),
+        cursor: v.cursor,
+      });
+    },
+    text: format.activityText,
+  },
+};
+
+function parse(argv: readonly string[]) {
+  return parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+}
+
+/** Runs one admin command; returns the exit code. Usage mistakes throw UserError (exit 2). */
+export async function runAdmin(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    throw new UserError(`admin: ${(err as Error).message}\n${HELP}`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(`${ADMIN_USAGE}\n`);
+    return 0;
+  }
+  const [group, action] = positionals;
+  if (group === undefined) throw new UserError(`admin: missing a command\n${HELP}`);
+  const name = group === 'activity' ? group : `${group} ${action ?? ''}`.trim();
+  const command = COMMANDS[name];
+  if (!command) throw new UserError(`admin: unknown command "${name}"\n${HELP}`);
+  const rest = positionals.slice(name.split(' ').length);
+  if (command.id !== undefined && rest.length === 0)
+    throw new UserError(`admin ${name}: missing the ${command.id} id\n${HELP}`);
+  const extra = rest[command.id === undefined ? 0 : 1];
+  if (extra !== undefined) throw new UserError(`admin ${name}: unexpected argument "${extra}"\n${HELP}`);
+  for (const key of Object.keys(values)) {
+    if (!(COMMON as readonly string[]).includes(key) && !(command.flags as readonly string[]).includes(key))
+      throw new UserError(`admin ${name} does not take --${key}\n${HELP}`);
+  }
+  const call = command.request(values, rest[0] ?? '');
+  const client = adminClient(
+    values.url !== undefined
+      ? parseBaseUrl(values.url, '--url')
+      : parseBaseUrl(env[ENV_URL] || DEFAULT_URL, ENV_URL),
+    adminToken(values, env),
+  );
+
+  try {
+    const reply = await client.call(call.method, call.path, call.body);
+    process.stdout.write(
+      values.json
+        ? `${JSON.stringify(reply.body, null, 2)}\n`
+        : `${command.text(reply.body, reply.status)}\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (err instanceof AdminApiError) {
+      process.stderr.write(`error: ${err.code}: ${err.message}\n`);
+      if (err.code === 'not_found')
+        process.stderr.write(
+          `hint: ${client.baseUrl} has no operator API; the proxy serves /admin/ only when started with an admin token\n`,
+        );
+      return 1;
+    }
+    if (err instanceof ConnectionError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+/** --token, else --token-file, else the environment. Messages never contain the token. */
+function adminToken(values: Values, env: NodeJS.ProcessEnv): string {
+  if (values.token !== undefined && values['token-file'] !== undefined)
+    throw new UserError('admin: give --token or --token-file, not both');
+  let token: string | undefined;
+  let from: string;
+  if (values.token !== undefined) {
+    token = values.token;
+    from = '--token';
+  } else if (values['token-file'] !== undefined) {
+    from = `--token-file ${values['token-file']}`;
+    try {
+      token = readFileSync(values['token-file'], 'utf8').trim();
+    } catch {
+      throw new UserError(`${from}: not found or not readable`);
+    }
+  } else {
+    token = env[ENV_TOKEN];
+    from = ENV_TOKEN;
+  }
+  if (!token) {
+    throw new UserError(
+      from === ENV_TOKEN
+        ? `admin: no admin token: set ${ENV_TOKEN} or pass --token-file FILE`
+        : `${from}: the admin token is empty`,
+    );
+  }
+  if (!/^[\x21-\x7e]+$/.test(token))
+    throw new UserError(`${from}: the admin token must be printable ASCII without whitespace`);
+  return token;
+}
+
+function get(path: string, query: Record<string, string | undefined> = {}): Call {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) q.set(k, v);
+  const s = q.toString();
+  return { method: 'GET', path: s ? `${path}?${s}` : path };
+}
+
+function post(path: string, body: Record<string, unknown>): Call {
+  return {
+    method: 'POST',
+    path,
+    body: Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined)),
+  };
+}
+
+const enc = encodeURIComponent;
+
+/** A JSON object given inline or as `@FILE`. */
+function jsonObject(flag: string, value: string): Record<string, unknown> {
+  let text = value;
+  if (value.startsWith('@')) {
+    try {
+      text = readFileSync(value.slice(1), 'utf8');
+    } catch {
+      throw new UserError(`${flag} ${value}: not found or not readable`);
+    }
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new UserError(`${flag}: not valid JSON (${(err as Error).message})`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new UserError(`${flag}: must be a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+function oneOf(flag: string, value: string | undefined, allowed: readonly string[]): string | undefined {
+  if (value !== undefined && !allowed.includes(value))
+    throw new UserError(`${flag} ${JSON.stringify(value)}: must be one of ${allowed.join(', ')}`);
+  return value;
+}
+
+function isoTime(flag: string, value: string | undefined): string | undefined {
+  if (value !== undefined && Number.isNaN(Date.parse(value)))
+    throw new UserError(
+      `${flag} ${JSON.stringify(value)}: must be an ISO 8601 time (e.g. 2025-01-31T12:00:00Z)`,
+    );
+  return value;
+}
+
+function limit(value: string | undefined): string | undefined {
+  if (value !== undefined && (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1000))
+    throw new UserError(`--limit ${JSON.stringify(value)}: must be a whole number from 1 to 1000`);
+  return value;
+}
