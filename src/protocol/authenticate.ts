@@ -210,11 +210,17 @@ export async function authenticateAgent(
   if (!stored) throw invalid('Unknown agent.');
   const host = cachedHost(ctx, stored.hostId);
   if (!host) throw invalid('Unknown agent.');
+  const claims = await verify(ctx, jwt, stored.publicJwk, 'agent+jwt', audiences);
   // The reference SDK omits iss; when present it MUST name the agent's own host (§4.5 steps 4–5).
+  // Checked after the signature, so a forger cannot probe which host owns an agent.
   if (iss !== undefined && iss !== host.thumbprint) {
     throw invalid('iss does not identify the host this agent is registered under.');
   }
-  const claims = await verify(ctx, jwt, stored.publicJwk, 'agent+jwt', audiences);
+  // §4.3: string[]. A malformed claim must not read as "absent", which would mean every grant.
+  const narrowed = claims.capabilities;
+  if (narrowed !== undefined && !(Array.isArray(narrowed) && narrowed.every((c) => typeof c === 'string'))) {
+    throw invalid('The capabilities claim must be an array of strings (§4.3).');
+  }
   rememberJti(ctx, `agent:${sub}`, claims);
   const hostError = hostStatusError(host);
   if (hostError) throw hostError;
