@@ -73,10 +73,24 @@ export function createApproval(
   hints: ApprovalHints,
 ): ApprovalRecord {
   const now = ctx.clock.now();
-  // A newer request supersedes an older unanswered one for the same agent and purpose.
+  // A newer request supersedes an older unanswered one for the same agent and purpose. The
+  // older one's still-pending grants move to the new request: left behind they could never be
+  // decided, yet would block asking again (already_granted).
+  const superseded = new Set<string>();
   for (const old of tx.approvals({ status: 'pending', agentId: agent.id })) {
-    if (old.kind === kind) tx.updateApproval(old.id, { status: 'expired', decidedAt: now });
+    if (old.kind !== kind) continue;
+    tx.updateApproval(old.id, { status: 'expired', decidedAt: now });
+    superseded.add(old.id);
   }
+  const carried = tx
+    .grants(agent.id)
+    .filter(
+      (g) =>
+        g.status === 'pending' &&
+        g.approvalId !== null &&
+        superseded.has(g.approvalId) &&
+        !capabilities.some((c) => c.name === g.capability),
+    );
   let userCode = generateUserCode();
   while (tx.approvalByUserCode(userCode)) userCode = generateUserCode();
   const approval: ApprovalRecord = {
@@ -89,7 +103,12 @@ export function createApproval(
     loginHint: hints.loginHint ?? null,
     bindingMessage: hints.bindingMessage ?? null,
     reason: hints.reason ?? null,
-    capabilities,
+    capabilities: [
+      ...carried.map((g) =>
+        g.constraints ? { name: g.capability, constraints: g.constraints } : { name: g.capability },
+      ),
+      ...capabilities,
+    ],
     status: 'pending',
     createdAt: now,
     expiresAt: now + ctx.policy.approval.expiresInMs,
@@ -97,6 +116,7 @@ export function createApproval(
     decidedBy: null,
   };
   tx.insertApproval(approval);
+  for (const g of carried) tx.updateGrant(g.id, { approvalId: approval.id, updatedAt: now });
   return approval;
 }
 
