@@ -135,7 +135,13 @@ export function reactivate(
   body: Readonly<Record<string, unknown>>,
 ): Record<string, unknown> {
   const agentId = requireAgentId(body);
+  const before = ctx.store.agent(agentId)?.status;
   const { agent, host } = ownAgent(ctx, auth, agentId);
+  // Step 2 (below) may already have happened in the lookup, which applies the absolute clock:
+  // the caller still learns why (§5.6), not a bare agent_revoked.
+  if (agent.status === 'revoked' && before !== 'revoked') {
+    throw new ProtocolError('absolute_lifetime_exceeded');
+  }
   // Step 1: only an expired agent reactivates; an active one gets its status back (no-op).
   switch (agent.status) {
     case 'active':

@@ -194,6 +194,10 @@ export function unlinkHost(ctx: ProtocolContext, hostId: string): Record<string,
       revoked++;
       tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       revokeGrants(tx, agent.id, now, 'Host unlinked from its user.');
+      // An approval left open would, once approved, link the host to the user again.
+      for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
+        tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
+      }
     }
     tx.updateHost(hostId, { userId: null, updatedAt: now });
     event(tx, now, 'host.unlinked', host, { agents_revoked: revoked });

@@ -312,9 +312,10 @@ class SqliteStore implements Store {
   deleteStalePending(before: number): { agents: number; hosts: number } {
     return this.db
       .transaction(() => {
-        const agents = this.stmt("DELETE FROM agents WHERE status = 'pending' AND created_at < ?").run(
-          before,
-        ).changes;
+        // Never-activated agents only: one pending a reactivation approval was active before (§10.9).
+        const agents = this.stmt(
+          "DELETE FROM agents WHERE status = 'pending' AND activated_at IS NULL AND created_at < ?",
+        ).run(before).changes;
         // A pending host is deleted only once no agent refers to it any more.
         const hosts = this.stmt(
           `DELETE FROM hosts WHERE status = 'pending' AND created_at < ?
