@@ -38,6 +38,8 @@ export interface HostAuthOptions {
    * status of its own agents (§5.3, §7.1); nothing else.
    */
   readonly allowPending?: boolean;
+  /** A rejected host may read its agents' status, so its client learns of the denial (§7.1). */
+  readonly allowRejected?: boolean;
 }
 
 function invalid(message: string): ProtocolError {
@@ -167,7 +169,10 @@ export async function authenticateHost(
   rememberJti(ctx, `host:${iss}`, claims);
   if (host) {
     const statusError = hostStatusError(host);
-    if (statusError && !(host.status === 'pending' && options.allowPending)) throw statusError;
+    const tolerated =
+      (host.status === 'pending' && options.allowPending) ||
+      (host.status === 'rejected' && options.allowRejected);
+    if (statusError && !tolerated) throw statusError;
     ctx.usage.recordHost(host.id, ctx.clock.now());
   }
   return { host, thumbprint: iss, publicJwk: key, claims };

@@ -46,6 +46,22 @@ export function currentAgent(ctx: ProtocolContext, agent: AgentRecord): AgentRec
     const fresh = tx.agent(agent.id);
     if (!fresh || fresh.status !== agent.status) return;
     tx.updateAgent(agent.id, { status: changed, updatedAt: now });
+    if (changed === 'revoked') {
+      // §2.4: past the absolute lifetime the agent is revoked, exactly as an explicit revocation:
+      // no grant stays active and no open approval can revive it.
+      for (const grant of tx.grants(agent.id)) {
+        if (grant.status !== 'revoked') {
+          tx.updateGrant(grant.id, {
+            status: 'revoked',
+            reason: 'Absolute lifetime exceeded.',
+            updatedAt: now,
+          });
+        }
+      }
+      for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
+        tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
+      }
+    }
     tx.appendActivity({
       at: now,
       type: changed === 'revoked' ? 'agent.absolute_lifetime_exceeded' : 'agent.expired',

@@ -14,7 +14,8 @@ import {
   unlinkHost,
 } from '../../protocol/hosts.js';
 import { agentView, hostView } from '../../protocol/views.js';
-import type { ActivityRecord, AgentStatus, HostStatus } from '../../storage/types.js';
+import { currentAgent } from '../../protocol/lifecycle.js';
+import type { ActivityRecord, HostStatus } from '../../storage/types.js';
 import { readJsonObject } from '../body.js';
 import { bearerToken, secretEquals } from '../credentials.js';
 import { sendJson } from '../respond.js';
@@ -222,11 +223,11 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
       const hostId = url.searchParams.get('host_id') ?? undefined;
       const status = url.searchParams.get('status') ?? undefined;
       const userId = url.searchParams.get('user_id') ?? undefined;
-      const agents = ctx.store.agents({
-        ...(hostId ? { hostId } : {}),
-        ...(status ? { status: status as AgentStatus } : {}),
-        ...(userId ? { userId } : {}),
-      });
+      // Lifetime clocks applied first (§2.4), so an agent past its TTL shows as expired here too.
+      const agents = ctx.store
+        .agents({ ...(hostId ? { hostId } : {}), ...(userId ? { userId } : {}) })
+        .map((a) => currentAgent(ctx, a))
+        .filter((a) => !status || a.status === status);
       sendJson(res, 200, {
         agents: agents.map((a) => ({
           agent_id: a.id,
@@ -245,8 +246,9 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     'GET',
     '/admin/agents/:id',
     guard(({ res, params }) => {
-      const agent = ctx.store.agent(params.id ?? '');
-      if (!agent) throw new ProtocolError('agent_not_found', `No agent "${params.id ?? ''}".`);
+      const stored = ctx.store.agent(params.id ?? '');
+      if (!stored) throw new ProtocolError('agent_not_found', `No agent "${params.id ?? ''}".`);
+      const agent = currentAgent(ctx, stored);
       sendJson(
         res,
         200,

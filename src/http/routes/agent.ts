@@ -69,7 +69,7 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
 
   router.add('GET', '/agent/status', async (rc) => {
     // A pending host may poll its own agents (reference SDK flow, §5.3, §7.1).
-    const auth = await host(rc, { allowPending: true });
+    const auth = await host(rc, { allowPending: true, allowRejected: true });
     const agentId = rc.url.searchParams.get('agent_id');
     if (!agentId) throw new ProtocolError('invalid_request', 'The agent_id query parameter is required.');
     sendJson(rc.res, 200, agentStatus(ctx, auth, agentId));

@@ -159,6 +159,10 @@ describe('denial (§7.1: denial is terminal for that attempt)', () => {
       },
     });
     expect(await adminHost(p, reg.body.host_id)).toMatchObject({ status: 'rejected' });
+    // §7.1: the polling client learns of the denial from the agent's status.
+    const polled = await p.status(host, reg.body.agent_id);
+    expect(polled.status).toBe(200);
+    expect(polled.body.status).toBe('rejected');
     // The host check comes first, so the agent learns of the host's rejection (§2.11).
     expectError(await useAgent(p, reg.agent, reg.body.agent_id), 403, 'host_rejected');
     // §2.11: a rejected host MUST NOT register agents.

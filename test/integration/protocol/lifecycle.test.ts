@@ -154,8 +154,22 @@ describe('absolute lifetime (§2.4, §2.5): from creation, to revoked', () => {
     p.clock.advance(1);
     expect(p.clock.now()).toBe(created + ABSOLUTE_LIFETIME);
     expectError(await use(a), 403, 'agent_revoked');
-    expect((await p.status(a.host, a.agentId)).body.status).toBe('revoked');
+    const revoked = await p.status(a.host, a.agentId);
+    expect(revoked.body.status).toBe('revoked');
+    // Revoked by the clock exactly as by a call: no grant stays active.
+    const stored = p.proxy.protocol.store.grants(a.agentId);
+    expect(stored.length).toBeGreaterThan(0);
+    expect(stored.every((g) => g.status === 'revoked')).toBe(true);
     expectError(await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId }), 403, 'agent_revoked');
+  });
+
+  it('the operator API shows lifetime clocks applied (an idle agent is expired there too)', async () => {
+    const a = await linkedAgent(['list_pets']);
+    p.clock.advance(SESSION_TTL);
+    const one = await p.admin('GET', `/admin/agents/${a.agentId}`);
+    expect(one.body.status).toBe('expired');
+    const listed = await p.admin('GET', '/admin/agents?status=expired');
+    expect(listed.body.agents.map((x: { agent_id: string }) => x.agent_id)).toContain(a.agentId);
   });
 
   it('reactivating an expired agent past its absolute lifetime fails with absolute_lifetime_exceeded (§5.6 step 2)', async () => {
