@@ -26,6 +26,15 @@ import { openSqliteStore } from './storage/sqlite-store.js';
 import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
 import { adminRoutes } from './http/routes/admin.js';
+import { executeRoutes } from './http/routes/execute.js';
+import type { ApiExecutionSettings } from './config/settings.js';
+import { pinArguments, PinError } from './openapi/pins.js';
+import { CompiledValidators } from './protocol/argument-validators.js';
+import { ExecutionLog } from './protocol/execution-log.js';
+import { resolveBaseUrl } from './upstream/base-url.js';
+import { UpstreamClient } from './upstream/client.js';
+import { Executor } from './upstream/executor.js';
+import { OAuthTokens } from './upstream/oauth.js';
 
 export interface RunningProxy {
   /** Where the server listens, e.g. `http://127.0.0.1:8080`. */
@@ -40,6 +49,8 @@ export interface RunningProxy {
   maintain(): void;
   /** The base URL each API's operations are called at. */
   upstreamFor(apiId: string): string | undefined;
+  /** Writes queued execution records now (they are otherwise batched each second); for tests. */
+  flushActivity(): void;
   close(): Promise<void>;
 }
 
@@ -52,15 +63,7 @@ export interface ProxyDeps {
 export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
   const logger = deps.logger ?? createLogger(settings.logLevel);
   const clock = deps.clock ?? systemClock;
-  const catalog = await loadCatalog(settings.apis, {
-    allowRemoteRefs: settings.allowRemoteRefs,
-    allowHttp: settings.allowHttpSpecs,
-    fetchLimits: {
-      maxBytes: settings.specMaxBytes,
-      connectTimeoutMs: settings.specTimeoutMs,
-      readTimeoutMs: settings.specTimeoutMs,
-    },
-  });
+  const { catalog, formats } = await loadServedCatalog(settings);
   for (const warning of catalog.warnings) logger.warn('openapi', { detail: warning });
 
   const policy = settings.policyFile ? loadPolicyFile(settings.policyFile, catalog) : defaultPolicy(catalog);
@@ -77,14 +80,40 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     expireApprovals(ctx);
     const removed = store.deleteStalePending(clock.now() - policy.lifetimes.pendingCleanupMs);
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
+    const jobs = store.deleteExpiredAsyncJobs(clock.now());
+    if (jobs) logger.info('expired async executions removed', { jobs });
   };
 
+  const executionSettings = new Map<string, ApiExecutionSettings>(
+    catalog.apis.map((api, i) => [api.id, (settings.apis[i] as (typeof settings.apis)[number]).execution]),
+  );
+  const baseUrls = new Map(
+    catalog.apis.map((api, i) => [
+      api.id,
+      resolveBaseUrl(api, executionSettings.get(api.id)?.serverVariables ?? {}, `apis[${i}] (${api.id})`),
+    ]),
+  );
   const mock = settings.mockUpstream ? await startMockUpstream(catalog, { logger }) : undefined;
-  const upstreamFor = (apiId: string): string | undefined => {
-    if (mock) return mock.baseUrlFor(apiId);
-    const api = catalog.api(apiId);
-    return api?.upstream ?? api?.servers[0]?.url;
-  };
+  const upstreamFor = (apiId: string): string | undefined =>
+    mock ? mock.baseUrlFor(apiId) : baseUrls.get(apiId);
+  const client = new UpstreamClient();
+  const executor = new Executor(
+    catalog,
+    executionSettings,
+    upstreamFor,
+    client,
+    new OAuthTokens(clock, client.dispatcher),
+  );
+  const problems = executor.problems(catalog);
+  if (problems.errors.length > 0) {
+    store.close();
+    await mock?.close();
+    await executor.close();
+    throw new UserError(problems.errors.join('\n'));
+  }
+  const validators = new CompiledValidators(formats);
+  const executionLog = new ExecutionLog(store, logger);
+  const warmup = new AbortController();
 
   let ready = false;
   const router = new Router();
@@ -105,8 +134,23 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       (t): t is string => t !== undefined,
     ),
   });
+  const execution = executeRoutes(router, {
+    ctx,
+    limits,
+    executor,
+    validators,
+    log: executionLog,
+    settings: settings.execution,
+    maxBodyBytes: settings.maxBodyBytes,
+    logger,
+  });
   if (settings.adminToken !== undefined) {
-    adminRoutes(router, { ctx, adminToken: settings.adminToken, maxBodyBytes: settings.maxBodyBytes });
+    adminRoutes(router, {
+      ctx,
+      adminToken: settings.adminToken,
+      maxBodyBytes: settings.maxBodyBytes,
+      flushActivity: () => executionLog.flush(),
+    });
   }
   healthRoutes(router, { ready: () => ready, capabilities: catalog.capabilities.length });
 
@@ -115,10 +159,13 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     await listen(server, settings.port, settings.host);
   } catch (err) {
     await mock?.close();
+    await executor.close();
     store.close();
     throw err;
   }
   ctx.usage.start();
+  executionLog.start();
+  void validators.warm(catalog, warmup.signal);
   const maintenance = setInterval(() => {
     try {
       maintain();
@@ -130,6 +177,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   issuer ||= url;
   ready = true;
 
+  // After listening, so an operator error (port taken) is the only thing a failed start prints.
+  for (const warning of problems.warnings) logger.warn('execution', { detail: warning });
   for (const api of catalog.apis) {
     logger.info('api loaded', {
       api: api.id,
@@ -161,21 +210,57 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     protocol: ctx,
     maintain,
     upstreamFor,
+    flushActivity: () => executionLog.flush(),
     close: () => {
       closing ??= (async () => {
         ready = false;
+        execution.closeStreams();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
         clearInterval(maintenance);
+        warmup.abort();
         ctx.usage.stop();
+        executionLog.stop();
         store.close();
+        await executor.close();
         await mock?.close();
       })();
       return closing;
     },
   };
+}
+
+/**
+ * The catalog as served: every API's document derived, then the operator's pinned arguments
+ * removed from the inputs. The `capabilities` command shows exactly this.
+ */
+export async function loadServedCatalog(
+  settings: Settings,
+): Promise<{ catalog: Catalog; formats: ReadonlySet<string> }> {
+  const loaded = await loadCatalog(settings.apis, {
+    allowRemoteRefs: settings.allowRemoteRefs,
+    allowHttp: settings.allowHttpSpecs,
+    fetchLimits: {
+      maxBytes: settings.specMaxBytes,
+      connectTimeoutMs: settings.specTimeoutMs,
+      readTimeoutMs: settings.specTimeoutMs,
+    },
+  });
+  const pins = new Map<string, string[]>();
+  for (const api of settings.apis) {
+    for (const [name, op] of Object.entries(api.execution.operations)) {
+      const pinned = Object.keys(op.pin);
+      if (pinned.length > 0) pins.set(name, pinned);
+    }
+  }
+  try {
+    return { catalog: pinArguments(loaded, pins), formats: loaded.formats };
+  } catch (err) {
+    if (err instanceof PinError) throw new UserError(`config: operations: ${err.message}`);
+    throw err;
+  }
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -10,8 +10,7 @@ import { resolveSettings, type CliOverrides } from './config/settings.js';
 import { runAdmin } from './cli/admin.js';
 import { UserError } from './errors.js';
 import type { LogLevel } from './log.js';
-import { startProxy } from './app.js';
-import { loadCatalog } from './openapi/load-catalog.js';
+import { loadServedCatalog, startProxy } from './app.js';
 import type { Catalog } from './openapi/catalog.js';
 
 const USAGE = `Usage:
@@ -37,6 +36,11 @@ Options:
   --introspection-token TOKEN
                           token for POST /agent/introspect (or AGENT_AUTH_PROXY_INTROSPECTION_TOKEN)
   --introspection-token-file FILE
+  --upstream-header "NAME: VALUE"
+                          static header on every upstream request of the --spec APIs (repeatable;
+                          for secrets prefer a config file with headers: {NAME: {env: VAR}})
+  --upstream-timeout DURATION
+                          upstream timeout for the --spec APIs, e.g. 10s or 500ms (default 30s)
   --mock-upstream         answer every operation from its OpenAPI example (no real API needed)
   --allow-remote-refs     allow $refs to http(s) URLs inside specs
   --allow-http-specs      allow plain-http spec URLs
@@ -58,6 +62,8 @@ const OPTIONS = {
   'admin-token-file': { type: 'string' },
   'introspection-token': { type: 'string' },
   'introspection-token-file': { type: 'string' },
+  'upstream-header': { type: 'string', multiple: true },
+  'upstream-timeout': { type: 'string' },
   'mock-upstream': { type: 'boolean' },
   'allow-remote-refs': { type: 'boolean' },
   'allow-http-specs': { type: 'boolean' },
@@ -110,6 +116,8 @@ function toOverrides(values: {
   'admin-token-file'?: string;
   'introspection-token'?: string;
   'introspection-token-file'?: string;
+  'upstream-header'?: string[];
+  'upstream-timeout'?: string;
   'mock-upstream'?: boolean;
   'allow-remote-refs'?: boolean;
   'allow-http-specs'?: boolean;
@@ -140,6 +148,8 @@ function toOverrides(values: {
     ...(values['introspection-token-file'] !== undefined
       ? { introspectionTokenFile: values['introspection-token-file'] }
       : {}),
+    ...(values['upstream-header'] ? { upstreamHeaders: values['upstream-header'] } : {}),
+    ...(values['upstream-timeout'] !== undefined ? { upstreamTimeout: values['upstream-timeout'] } : {}),
     ...(values['mock-upstream'] ? { mockUpstream: true } : {}),
     ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
     ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
@@ -163,16 +173,7 @@ async function serve(cli: CliOverrides): Promise<number> {
 }
 
 async function printCapabilities(cli: CliOverrides, json: boolean): Promise<number> {
-  const settings = resolveSettings(cli);
-  const catalog = await loadCatalog(settings.apis, {
-    allowRemoteRefs: settings.allowRemoteRefs,
-    allowHttp: settings.allowHttpSpecs,
-    fetchLimits: {
-      maxBytes: settings.specMaxBytes,
-      connectTimeoutMs: settings.specTimeoutMs,
-      readTimeoutMs: settings.specTimeoutMs,
-    },
-  });
+  const { catalog } = await loadServedCatalog(resolveSettings(cli));
   process.stdout.write(json ? `${JSON.stringify(catalogJson(catalog), null, 2)}\n` : catalogTable(catalog));
   if (!json) for (const w of catalog.warnings) process.stderr.write(`warning: ${w}\n`);
   return 0;

@@ -48,6 +48,11 @@ export const ERROR_CATALOGUE = {
   already_granted: { status: 409, message: 'All requested capabilities are already granted.' },
   approval_closed: { status: 409, message: 'The approval request was already decided or has expired.' },
   rate_limited: { status: 429, message: 'Too many requests; retry later.' },
+  execution_not_found: { status: 404, message: 'No async execution with that id exists, or it has expired.' },
+  upstream_error: { status: 502, message: 'The upstream API answered with an error.' },
+  stream_timeout: { status: 504, message: 'The stream reached its maximum duration; reconnect.' },
+  upstream_timeout: { status: 504, message: 'The upstream API did not answer in time.' },
+  upstream_unavailable: { status: 502, message: 'The upstream API could not be reached.' },
   internal_error: { status: 500, message: 'The server failed to process the request.' },
   not_ready: { status: 503, message: 'The proxy is not ready to serve requests.' },
   temporarily_unavailable: { status: 503, message: 'The server is overloaded; retry later.' },
@@ -71,13 +76,14 @@ export class ProtocolError extends Error {
   constructor(
     code: ErrorCode,
     message?: string,
-    options: { fields?: Record<string, unknown>; headers?: Record<string, string> } = {},
+    options: { fields?: Record<string, unknown>; headers?: Record<string, string>; status?: number } = {},
   ) {
     const entry = ERROR_CATALOGUE[code];
     super(message ?? entry.message);
     this.name = 'ProtocolError';
     this.code = code;
-    this.status = entry.status;
+    // Only upstream_error overrides its status: an upstream 4xx keeps its meaning for the agent.
+    this.status = options.status ?? entry.status;
     this.fields = options.fields ?? {};
     this.headers = options.headers ?? {};
   }

@@ -22,6 +22,86 @@ const selector = {
 
 const httpUrl = { type: 'string', pattern: '^https?://[^\\s]+$' } as const;
 
+const duration = {
+  anyOf: [
+    { type: 'string', pattern: '^[0-9]+(ms|s|m|h|d)$' },
+    { type: 'integer', minimum: 0, description: 'seconds' },
+  ],
+} as const;
+
+/**
+ * A secret: read from an environment variable or a file (preferred: config files end up in
+ * repositories), or given inline. Resolved once at start-up; a missing variable or file stops it.
+ */
+const secret = {
+  anyOf: [
+    { type: 'string', minLength: 1, description: 'inline value (prefer env or file)' },
+    {
+      type: 'object',
+      additionalProperties: false,
+      minProperties: 1,
+      maxProperties: 1,
+      properties: {
+        env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+        file: { type: 'string', minLength: 1 },
+        value: { type: 'string', minLength: 1 },
+      },
+    },
+  ],
+} as const;
+
+/** Header names per RFC 9110 (token characters). */
+const headerName = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+
+/** Service credentials per security scheme, keyed by the scheme's name in the document. */
+const credential = {
+  description:
+    'apiKey and http bearer schemes take a secret; http basic takes {username, password}; oauth2 takes {client_id, client_secret, token_url?, scopes?, audience?} (client credentials flow).',
+  anyOf: [
+    secret,
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['username', 'password'],
+      properties: { username: secret, password: secret },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['client_id', 'client_secret'],
+      properties: {
+        client_id: secret,
+        client_secret: secret,
+        token_url: httpUrl,
+        scopes: { type: 'array', items: { type: 'string', minLength: 1 } },
+        audience: { type: 'string', minLength: 1 },
+      },
+    },
+  ],
+} as const;
+
+/** A pinned argument: a fixed JSON value, or the identity of the caller. */
+const pinned = {
+  anyOf: [
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['from'],
+      properties: { from: { enum: ['user_id', 'agent_id', 'host_id'] } },
+    },
+    { type: 'string' },
+    { type: 'number' },
+    { type: 'boolean' },
+  ],
+} as const;
+
+const executionLimits = {
+  timeout: { ...duration, description: 'Upstream request timeout (whole exchange).' },
+  retries: { type: 'integer', minimum: 0, maximum: 5 },
+  retry_backoff: { ...duration, description: 'First retry delay; doubles each retry.' },
+  max_response_bytes: { type: 'integer', minimum: 1024, maximum: 1073741824 },
+} as const;
+
 export const CONFIG_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   $id: 'https://agent-auth-proxy.dev/schemas/proxy.schema.json',
@@ -78,7 +158,74 @@ export const CONFIG_SCHEMA = {
           prefix: { type: 'string', pattern: '^[a-z0-9_]{1,32}$' },
           include: { type: 'array', items: selector },
           exclude: { type: 'array', items: selector },
+          server_variables: {
+            type: 'object',
+            description: "Values for the variables of the document's server URL (used without `upstream`).",
+            additionalProperties: { type: 'string' },
+          },
+          credentials: {
+            type: 'object',
+            description: 'Service credentials by securitySchemes name; agents never see them.',
+            additionalProperties: credential,
+          },
+          headers: {
+            type: 'object',
+            description: 'Static headers sent with every upstream request of this API.',
+            propertyNames: { pattern: headerName },
+            additionalProperties: secret,
+          },
+          identity_headers: {
+            description:
+              'Headers naming the acting agent, host and user (true: X-Agent-Id, X-Agent-Host-Id, X-Agent-User-Id).',
+            anyOf: [
+              { type: 'boolean' },
+              {
+                type: 'object',
+                additionalProperties: false,
+                minProperties: 1,
+                properties: {
+                  agent: { type: 'string', pattern: headerName },
+                  host: { type: 'string', pattern: headerName },
+                  user: { type: 'string', pattern: headerName },
+                },
+              },
+            ],
+          },
+          ...executionLimits,
+          operations: {
+            type: 'object',
+            description: 'Per-capability settings, keyed by capability name.',
+            propertyNames: { pattern: '^[a-z0-9_]{1,64}$' },
+            additionalProperties: {
+              type: 'object',
+              additionalProperties: false,
+              properties: {
+                timeout: duration,
+                pin: {
+                  type: 'object',
+                  description: 'Arguments fixed by the operator: removed from the input schema, always sent.',
+                  additionalProperties: pinned,
+                },
+              },
+            },
+          },
         },
+      },
+    },
+    execution: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description:
+        'Defaults for every API (each API may override timeout, retries, retry_backoff, max_response_bytes).',
+      properties: {
+        timeout: { ...duration, default: '30s' },
+        retries: { type: 'integer', minimum: 0, maximum: 5, default: 2 },
+        retry_backoff: { ...duration, default: '100ms' },
+        max_response_bytes: { type: 'integer', minimum: 1024, maximum: 1073741824, default: 10485760 },
+        stream_max_duration: { ...duration, default: '1h' },
+        stream_revocation_check: { ...duration, default: '30s' },
+        async_job_ttl: { ...duration, default: '24h' },
       },
     },
     database: {

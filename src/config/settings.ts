@@ -8,6 +8,7 @@ import { parseDocument } from 'yaml';
 import { UserError } from '../errors.js';
 import type { LogLevel } from '../log.js';
 import type { OperationSelector } from '../openapi/selectors.js';
+import { parseDuration } from '../protocol/durations.js';
 import { CONFIG_SCHEMA } from './schema.js';
 import { compileConfigSchema, validateOrThrow } from './validate.js';
 
@@ -19,6 +20,47 @@ export interface ApiSettings {
   readonly prefix?: string;
   readonly include?: readonly OperationSelector[];
   readonly exclude?: readonly OperationSelector[];
+  /** How this API's operations are called; secrets already resolved. */
+  readonly execution: ApiExecutionSettings;
+}
+
+/** A service credential for one security scheme. Values are secrets: never logged or returned. */
+export type ServiceCredential =
+  | { readonly kind: 'secret'; readonly value: string }
+  | { readonly kind: 'basic'; readonly username: string; readonly password: string }
+  | {
+      readonly kind: 'oauth2';
+      readonly clientId: string;
+      readonly clientSecret: string;
+      readonly tokenUrl?: string;
+      readonly scopes: readonly string[];
+      readonly audience?: string;
+    };
+
+export type PinnedValue = { readonly from: 'user_id' | 'agent_id' | 'host_id' } | string | number | boolean;
+
+export interface UpstreamLimits {
+  readonly timeoutMs: number;
+  readonly retries: number;
+  readonly retryBackoffMs: number;
+  readonly maxResponseBytes: number;
+}
+
+export interface ApiExecutionSettings extends UpstreamLimits {
+  readonly serverVariables: Readonly<Record<string, string>>;
+  readonly credentials: Readonly<Record<string, ServiceCredential>>;
+  /** Static headers (name as configured → value). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly identityHeaders?: { readonly agent?: string; readonly host?: string; readonly user?: string };
+  readonly operations: Readonly<
+    Record<string, { readonly timeoutMs?: number; readonly pin: Readonly<Record<string, PinnedValue>> }>
+  >;
+}
+
+export interface ExecutionSettings {
+  readonly streamMaxDurationMs: number;
+  readonly streamRevocationCheckMs: number;
+  readonly asyncJobTtlMs: number;
 }
 
 export interface Settings {
@@ -44,6 +86,7 @@ export interface Settings {
   readonly adminToken?: string;
   /** Accepted by `POST /agent/introspect` besides the admin token. Never logged. */
   readonly introspectionToken?: string;
+  readonly execution: ExecutionSettings;
 }
 
 /** What the CLI parsed; every field optional so config-file values show through. */
@@ -64,6 +107,10 @@ export interface CliOverrides {
   readonly adminTokenFile?: string;
   readonly introspectionToken?: string;
   readonly introspectionTokenFile?: string;
+  /** `Name: value` headers for the --spec APIs. */
+  readonly upstreamHeaders?: readonly string[];
+  /** e.g. `10s`, for the --spec APIs. */
+  readonly upstreamTimeout?: string;
 }
 
 /** Where secrets may also come from, so they stay out of argv and config files. */
@@ -74,18 +121,54 @@ export const ENV = {
 
 const MIN_SECRET_LENGTH = 16;
 
+type SecretConfig = string | { env?: string; file?: string; value?: string };
+type CredentialConfig =
+  | SecretConfig
+  | { username: SecretConfig; password: SecretConfig }
+  | {
+      client_id: SecretConfig;
+      client_secret: SecretConfig;
+      token_url?: string;
+      scopes?: string[];
+      audience?: string;
+    };
+type DurationConfig = string | number;
+
+interface ApiLimitsConfig {
+  timeout?: DurationConfig;
+  retries?: number;
+  retry_backoff?: DurationConfig;
+  max_response_bytes?: number;
+}
+
+interface ApiConfig extends ApiLimitsConfig {
+  id?: string;
+  spec: string;
+  upstream?: string;
+  prefix?: string;
+  include?: OperationSelector[];
+  exclude?: OperationSelector[];
+  server_variables?: Record<string, string>;
+  credentials?: Record<string, CredentialConfig>;
+  headers?: Record<string, SecretConfig>;
+  identity_headers?: boolean | { agent?: string; host?: string; user?: string };
+  operations?: Record<string, { timeout?: DurationConfig; pin?: Record<string, PinnedValue> }>;
+}
+
 interface FileConfig {
   server: { host: string; port: number; issuer?: string; max_body_bytes: number };
   provider: { name?: string; description?: string };
   specs: { allow_remote_refs: boolean; allow_http: boolean; max_bytes: number; timeout_ms: number };
-  apis: {
-    id?: string;
-    spec: string;
-    upstream?: string;
-    prefix?: string;
-    include?: OperationSelector[];
-    exclude?: OperationSelector[];
-  }[];
+  apis: ApiConfig[];
+  execution: {
+    timeout: DurationConfig;
+    retries: number;
+    retry_backoff: DurationConfig;
+    max_response_bytes: number;
+    stream_max_duration: DurationConfig;
+    stream_revocation_check: DurationConfig;
+    async_job_ttl: DurationConfig;
+  };
   database?: string;
   policy?: string;
   admin_token_file?: string;
@@ -127,7 +210,24 @@ export function resolveSettings(
   const location = (spec: string, from: string): string =>
     /^https?:\/\//i.test(spec) ? spec : resolve(from, spec);
 
-  const apis: ApiSettings[] = config.apis.map((api) => ({ ...api, spec: location(api.spec, base) }));
+  const where = file ?? '(defaults)';
+  const defaults: UpstreamLimits = {
+    timeoutMs: duration(config.execution.timeout, `${where}: execution.timeout`),
+    retries: config.execution.retries,
+    retryBackoffMs: duration(config.execution.retry_backoff, `${where}: execution.retry_backoff`),
+    maxResponseBytes: config.execution.max_response_bytes,
+  };
+  const apis: ApiSettings[] = config.apis.map((api, i) => {
+    return {
+      ...(api.id !== undefined ? { id: api.id } : {}),
+      ...(api.upstream !== undefined ? { upstream: api.upstream } : {}),
+      ...(api.prefix !== undefined ? { prefix: api.prefix } : {}),
+      ...(api.include !== undefined ? { include: api.include } : {}),
+      ...(api.exclude !== undefined ? { exclude: api.exclude } : {}),
+      spec: location(api.spec, base),
+      execution: apiExecution(api, `${where}: apis[${i}]`, defaults, base, env),
+    };
+  });
   const cliSpecs = cli.specs ?? [];
   const upstreams = cli.upstreams ?? [];
   if (upstreams.length > 0 && cliSpecs.length === 0) {
@@ -144,10 +244,26 @@ export function resolveSettings(
     if (!/^https?:\/\/\S+$/i.test(u))
       throw new UserError(`--upstream ${JSON.stringify(u)}: must be an http(s) URL`);
   }
+  const cliExecution = apiExecution(
+    {
+      spec: '',
+      ...(cli.upstreamTimeout !== undefined ? { timeout: cli.upstreamTimeout } : {}),
+      headers: parseHeaderFlags(cli.upstreamHeaders ?? []),
+    },
+    '--upstream-timeout/--upstream-header',
+    defaults,
+    cwd,
+    env,
+  );
   cliSpecs.forEach((spec, i) => {
     const upstream = upstreams.length === 1 ? upstreams[0] : upstreams[i];
-    apis.push({ spec: location(spec, cwd), ...(upstream ? { upstream } : {}) });
+    apis.push({ spec: location(spec, cwd), ...(upstream ? { upstream } : {}), execution: cliExecution });
   });
+  if (cliSpecs.length === 0 && (cli.upstreamHeaders?.length || cli.upstreamTimeout !== undefined)) {
+    throw new UserError(
+      '--upstream-header and --upstream-timeout apply to --spec APIs; set `headers` and `timeout` per API in the config file instead',
+    );
+  }
   if (apis.length === 0) {
     throw new UserError('no API to serve: pass --spec FILE|URL, or --config FILE with an `apis` list');
   }
@@ -219,7 +335,148 @@ export function resolveSettings(
     ...(policyFile !== undefined ? { policyFile } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),
     ...(introspectionToken !== undefined ? { introspectionToken } : {}),
+    execution: Object.freeze({
+      streamMaxDurationMs: duration(
+        config.execution.stream_max_duration,
+        `${where}: execution.stream_max_duration`,
+      ),
+      streamRevocationCheckMs: revocationCheck(config.execution.stream_revocation_check, where),
+      asyncJobTtlMs: duration(config.execution.async_job_ttl, `${where}: execution.async_job_ttl`),
+    }),
   });
+}
+
+/** §5.11: a long stream MUST re-check revocation periodically; this proxy allows at most 60 s. */
+function revocationCheck(value: DurationConfig, where: string): number {
+  const ms = duration(value, `${where}: execution.stream_revocation_check`);
+  if (ms < 10 || ms > 60_000) {
+    throw new UserError(`${where}: execution.stream_revocation_check must be between 10ms and 60s (§5.11)`);
+  }
+  return ms;
+}
+
+function duration(value: DurationConfig, where: string): number {
+  return parseDuration(value, where, { allowMs: true });
+}
+
+/** Framing and hop-by-hop headers (RFC 9110 §7.6.1): the HTTP client owns them. */
+const FORBIDDEN_STATIC_HEADERS = new Set([
+  'host',
+  'connection',
+  'content-length',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'keep-alive',
+  'proxy-connection',
+  'expect',
+]);
+
+const DEFAULT_IDENTITY_HEADERS = { agent: 'X-Agent-Id', host: 'X-Agent-Host-Id', user: 'X-Agent-User-Id' };
+
+function apiExecution(
+  api: ApiConfig,
+  where: string,
+  defaults: UpstreamLimits,
+  base: string,
+  env: Readonly<Record<string, string | undefined>>,
+): ApiExecutionSettings {
+  const read = (value: SecretConfig, at: string): string => {
+    const v = resolveSecret(value, at, base, env);
+    // A value read from a file or variable could carry a line break: it must not split a header.
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what must not pass
+    if (/[\0-\x08\x0a-\x1f\x7f]/.test(v)) throw new UserError(`${at}: the value contains control characters`);
+    return v;
+  };
+  const credentials: Record<string, ServiceCredential> = {};
+  for (const [scheme, c] of Object.entries(api.credentials ?? {})) {
+    const at = `${where}.credentials.${scheme}`;
+    if (typeof c === 'object' && 'username' in c) {
+      credentials[scheme] = {
+        kind: 'basic',
+        username: read(c.username, `${at}.username`),
+        password: read(c.password, `${at}.password`),
+      };
+    } else if (typeof c === 'object' && 'client_id' in c) {
+      credentials[scheme] = {
+        kind: 'oauth2',
+        clientId: read(c.client_id, `${at}.client_id`),
+        clientSecret: read(c.client_secret, `${at}.client_secret`),
+        ...(c.token_url !== undefined ? { tokenUrl: c.token_url } : {}),
+        scopes: c.scopes ?? [],
+        ...(c.audience !== undefined ? { audience: c.audience } : {}),
+      };
+    } else {
+      credentials[scheme] = { kind: 'secret', value: read(c, at) };
+    }
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(api.headers ?? {})) {
+    if (FORBIDDEN_STATIC_HEADERS.has(name.toLowerCase())) {
+      throw new UserError(
+        `${where}.headers.${name}: this header is set by the proxy's HTTP client and cannot be configured`,
+      );
+    }
+    headers[name] = read(value, `${where}.headers.${name}`);
+  }
+  const operations: Record<string, { timeoutMs?: number; pin: Record<string, PinnedValue> }> = {};
+  for (const [name, op] of Object.entries(api.operations ?? {})) {
+    operations[name] = {
+      ...(op.timeout !== undefined
+        ? { timeoutMs: duration(op.timeout, `${where}.operations.${name}.timeout`) }
+        : {}),
+      pin: op.pin ?? {},
+    };
+  }
+  const identity = api.identity_headers;
+  return Object.freeze({
+    timeoutMs: api.timeout !== undefined ? duration(api.timeout, `${where}.timeout`) : defaults.timeoutMs,
+    retries: api.retries ?? defaults.retries,
+    retryBackoffMs:
+      api.retry_backoff !== undefined
+        ? duration(api.retry_backoff, `${where}.retry_backoff`)
+        : defaults.retryBackoffMs,
+    maxResponseBytes: api.max_response_bytes ?? defaults.maxResponseBytes,
+    serverVariables: api.server_variables ?? {},
+    credentials,
+    headers,
+    ...(identity === true ? { identityHeaders: DEFAULT_IDENTITY_HEADERS } : {}),
+    ...(typeof identity === 'object' ? { identityHeaders: identity } : {}),
+    operations,
+  });
+}
+
+function resolveSecret(
+  value: SecretConfig,
+  where: string,
+  base: string,
+  env: Readonly<Record<string, string | undefined>>,
+): string {
+  if (typeof value === 'string') return value;
+  if (value.value !== undefined) return value.value;
+  if (value.env !== undefined) {
+    const v = env[value.env];
+    if (v === undefined || v === '')
+      throw new UserError(`${where}: environment variable ${value.env} is not set`);
+    return v;
+  }
+  if (value.file !== undefined) return readSecretFile(resolve(base, value.file), where);
+  throw new UserError(`${where}: expected env, file or value`);
+}
+
+/** `--upstream-header "Name: value"` → {Name: value}. */
+function parseHeaderFlags(flags: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const flag of flags) {
+    const colon = flag.indexOf(':');
+    const name = colon > 0 ? flag.slice(0, colon).trim() : '';
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
+      throw new UserError('--upstream-header: expected "Name: value" with a valid header name');
+    }
+    headers[name] = flag.slice(colon + 1).trim();
+  }
+  return headers;
 }
 
 /** The first source that sets the secret wins; a weak secret is refused (its value is never shown). */

@@ -139,9 +139,12 @@ export function securitySchemes(view: DocumentView): Record<string, SecuritySche
   for (const [name, value] of Object.entries(raw)) {
     const scheme = deref(view, value, toPointer(['components', 'securitySchemes', name]));
     if (!isObject(scheme) || typeof scheme.type !== 'string') continue;
-    const info: { type: string; in?: ParameterLocation; name?: string; scheme?: string } = {
-      type: scheme.type,
-    };
+    const info: { type: string; in?: ParameterLocation; name?: string; scheme?: string; tokenUrl?: string } =
+      {
+        type: scheme.type,
+      };
+    const tokenUrl = clientCredentialsTokenUrl(scheme);
+    if (tokenUrl !== undefined) info.tokenUrl = tokenUrl;
     if (scheme.type === 'apiKey' && typeof scheme.name === 'string' && isLocation(scheme.in)) {
       info.in = scheme.in;
       info.name = scheme.name;
@@ -151,6 +154,18 @@ export function securitySchemes(view: DocumentView): Record<string, SecuritySche
     out[name] = info;
   }
   return out;
+}
+
+/** OpenAPI 3 `flows.clientCredentials.tokenUrl`, or Swagger 2.0's `flow: application`. */
+function clientCredentialsTokenUrl(scheme: Record<string, unknown>): string | undefined {
+  if (scheme.type !== 'oauth2') return undefined;
+  if (scheme.flow === 'application' && typeof scheme.tokenUrl === 'string') return scheme.tokenUrl;
+  const flows = scheme.flows;
+  if (isObject(flows) && isObject(flows.clientCredentials)) {
+    const url = flows.clientCredentials.tokenUrl;
+    if (typeof url === 'string') return url;
+  }
+  return undefined;
 }
 
 export function isLocation(value: unknown): value is ParameterLocation {

@@ -116,6 +116,8 @@ export interface SecuritySchemeInfo {
   readonly name?: string;
   /** For `http`: `basic`, `bearer`, … */
   readonly scheme?: string;
+  /** For `oauth2` with a client-credentials flow: where tokens are fetched. */
+  readonly tokenUrl?: string;
 }
 
 export interface ApiInfo {

@@ -15,14 +15,19 @@ const UNITS: readonly (readonly [unit: string, ms: number])[] = [
 const UNIT_MS: ReadonlyMap<string, number> = new Map(UNITS);
 
 const PATTERN = /^(\d+)([smhd])$/;
+const PATTERN_WITH_MS = /^(\d+)(ms|[smhd])$/;
 
 /** Milliseconds for `value`; throws a UserError naming `where` and the value when it is not valid. */
-export function parseDuration(value: string | number, where: string): number {
-  const ms = toMs(value);
+export function parseDuration(
+  value: string | number,
+  where: string,
+  options: { allowMs?: boolean } = {},
+): number {
+  const ms = toMs(value, options.allowMs === true);
   if (ms === undefined) {
     const shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
     throw new UserError(
-      `${where}: invalid duration ${shown}; expected a whole number with a unit s, m, h or d ` +
+      `${where}: invalid duration ${shown}; expected a whole number with a unit ${options.allowMs ? 'ms, ' : ''}s, m, h or d ` +
         `(e.g. "30s", "12h", "7d") or a non-negative whole number of seconds.`,
     );
   }
@@ -40,13 +45,13 @@ export function formatDuration(ms: number): string {
 }
 
 // `unknown`: config values arrive from YAML/JSON/env, whatever the static type claims.
-function toMs(value: unknown): number | undefined {
+function toMs(value: unknown, allowMs: boolean): number | undefined {
   if (typeof value === 'number') {
     return Number.isSafeInteger(value) && value >= 0 ? exact(value * 1000) : undefined;
   }
   if (typeof value !== 'string') return undefined;
-  const match = PATTERN.exec(value);
-  const unitMs = match?.[2] === undefined ? undefined : UNIT_MS.get(match[2]);
+  const match = (allowMs ? PATTERN_WITH_MS : PATTERN).exec(value);
+  const unitMs = match?.[2] === undefined ? undefined : match[2] === 'ms' ? 1 : UNIT_MS.get(match[2]);
   if (match?.[1] === undefined || unitMs === undefined) return undefined;
   return exact(Number(match[1]) * unitMs);
 }

@@ -95,4 +95,16 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX activity_capability ON activity (capability, id);
   CREATE INDEX activity_at ON activity (at);
   `,
+  // 2: async executions (§2.15): the upstream status URL behind each proxy status_url.
+  `
+  CREATE TABLE async_jobs (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    capability TEXT NOT NULL,
+    upstream_url TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX async_jobs_expiry ON async_jobs (expires_at);
+  `,
 ];

@@ -11,6 +11,7 @@ import { MIGRATIONS } from './migrations.js';
 import type {
   ActivityQuery,
   ActivityRecord,
+  AsyncJobRecord,
   AgentRecord,
   ApprovalRecord,
   GrantRecord,
@@ -105,6 +106,15 @@ const ACTIVITY: Columns<Required<ActivityRecord>> = {
   jti: { column: 'jti' },
   latencyMs: { column: 'latency_ms' },
   upstreamStatus: { column: 'upstream_status' },
+};
+
+const ASYNC_JOB: Columns<AsyncJobRecord> = {
+  id: { column: 'id' },
+  agentId: { column: 'agent_id' },
+  capability: { column: 'capability' },
+  upstreamUrl: { column: 'upstream_url' },
+  createdAt: { column: 'created_at' },
+  expiresAt: { column: 'expires_at' },
 };
 
 function toColumnValue(value: unknown, kind: Column['kind']): unknown {
@@ -290,6 +300,28 @@ class SqliteStore implements Store {
     );
   }
 
+  asyncJob(id: string): AsyncJobRecord | undefined {
+    return this.one(ASYNC_JOB, 'SELECT * FROM async_jobs WHERE id = ?', id);
+  }
+
+  appendActivities(records: readonly ActivityRecord[]): void {
+    if (records.length === 0) return;
+    this.write((tx) => {
+      for (const r of records) tx.appendActivity(r);
+    });
+  }
+
+  insertAsyncJob(job: AsyncJobRecord): void {
+    this.stmt(
+      `INSERT INTO async_jobs (id, agent_id, capability, upstream_url, created_at, expires_at)
+        VALUES (?, ?, ?, ?, ?, ?)`,
+    ).run(job.id, job.agentId, job.capability, job.upstreamUrl, job.createdAt, job.expiresAt);
+  }
+
+  deleteExpiredAsyncJobs(now: number): number {
+    return this.stmt('DELETE FROM async_jobs WHERE expires_at < ?').run(now).changes;
+  }
+
   write<T>(fn: (tx: StoreWriter) => T): T {
     // IMMEDIATE: take the write lock up front, so a read-then-write cannot be invalidated midway.
     return this.db.transaction(() => fn(this.writer)).immediate();
@@ -364,6 +396,7 @@ class SqliteStore implements Store {
       approvalByUserCode: (c) => reader.approvalByUserCode(c),
       approvals: (f) => reader.approvals(f),
       activity: (q) => reader.activity(q),
+      asyncJob: (id) => reader.asyncJob(id),
       insertHost: (h) => insert('hosts', HOST, h),
       updateHost: (id, p) => update('hosts', HOST, id, p),
       deleteHost: (id) => {

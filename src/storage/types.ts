@@ -120,6 +120,16 @@ export interface ActivityRecord {
   readonly upstreamStatus: number | null;
 }
 
+/** An accepted async execution: the proxy's status URL id → the upstream's status URL (§5.11). */
+export interface AsyncJobRecord {
+  readonly id: string;
+  readonly agentId: string;
+  readonly capability: string;
+  readonly upstreamUrl: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
 export interface ActivityQuery {
   readonly agentId?: string;
   readonly hostId?: string;
@@ -146,6 +156,7 @@ export interface StoreReader {
   approvalByUserCode(userCode: string): ApprovalRecord | undefined;
   approvals(filter?: { status?: ApprovalStatus; agentId?: string }): ApprovalRecord[];
   activity(query: ActivityQuery): ActivityRecord[];
+  asyncJob(id: string): AsyncJobRecord | undefined;
 }
 
 /** Everything a transaction may change; all calls inside one `write` commit or roll back together. */
@@ -170,6 +181,11 @@ export interface Store extends StoreReader {
   write<T>(fn: (tx: StoreWriter) => T): T;
   /** Coalesced `last_used_at` updates (§10.2: no write per request); one statement batch. */
   touch(agents: ReadonlyMap<string, number>, hosts: ReadonlyMap<string, number>): void;
+  /** Appends execution records in one transaction (the executor batches them off the hot path). */
+  appendActivities(records: readonly ActivityRecord[]): void;
+  insertAsyncJob(job: AsyncJobRecord): void;
+  /** Deletes jobs whose `expires_at` is before `now`; returns how many. */
+  deleteExpiredAsyncJobs(now: number): number;
   /** Deletes pending agents and hosts created before `before` (§10.9); returns how many. */
   deleteStalePending(before: number): { agents: number; hosts: number };
   close(): void;

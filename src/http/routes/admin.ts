@@ -25,6 +25,8 @@ export interface AdminRouteOptions {
   readonly ctx: ProtocolContext;
   readonly adminToken: string;
   readonly maxBodyBytes: number;
+  /** Writes queued execution records first, so the activity listing is never behind. */
+  readonly flushActivity?: () => void;
 }
 
 const ACTOR = 'admin';
@@ -270,6 +272,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     'GET',
     '/admin/activity',
     guard(({ res, url }) => {
+      options.flushActivity?.();
       const q = url.searchParams;
       const limit = q.get('limit') === null ? 100 : Number(q.get('limit'));
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {

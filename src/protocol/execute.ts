@@ -1,0 +1,174 @@
+/**
+ * §4.5 + §5.11: everything that must hold before an execution may leave the proxy. The agent JWT
+ * (audience: the execute location), the JWT's `capabilities` claim, the capability, the grant,
+ * the arguments against the input schema, and the grant's constraints (§2.13). Nothing here
+ * talks to the upstream; a request that fails any check never reaches it.
+ */
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { ProtocolError } from '../errors.js';
+import type { Capability } from '../openapi/types.js';
+import type { GrantRecord } from '../storage/types.js';
+import { agentStatusError, authenticateAgent, hostStatusError, type AgentAuth } from './authenticate.js';
+import { checkConstraints, parseConstraints } from './constraints.js';
+import type { ProtocolContext } from './context.js';
+import { cachedGrants } from './grants.js';
+import { currentAgent, isGrantEffective } from './lifecycle.js';
+
+export interface AuthorizedExecution {
+  readonly auth: AgentAuth;
+  readonly capability: Capability;
+  readonly grant: GrantRecord;
+  /** The arguments as sent by the agent (validated; pinned arguments not yet added). */
+  readonly args: Readonly<Record<string, unknown>>;
+}
+
+export interface ArgumentValidators {
+  get(capability: Capability): ValidateFunction;
+}
+
+// Bounds the `errors` list of a 400, so a huge invalid object cannot produce a huge answer.
+const MAX_REPORTED_ERRORS = 50;
+
+/** Parses the §5.11 request body: `capability` (required string), `arguments` (optional object). */
+export function readExecuteBody(body: Readonly<Record<string, unknown>>): {
+  name: string;
+  args: Readonly<Record<string, unknown>>;
+} {
+  const name = body.capability;
+  if (typeof name !== 'string' || name === '') {
+    throw new ProtocolError('invalid_request', 'capability must be a non-empty string (§5.11).');
+  }
+  const args = body.arguments ?? {};
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    throw new ProtocolError('invalid_request', 'arguments must be a JSON object (§5.11).');
+  }
+  return { name, args: args as Record<string, unknown> };
+}
+
+/** §4.5 steps 1–8 for execution: the JWT's audience must be the execute location (§4.3). */
+export function authenticateExecution(ctx: ProtocolContext, token: string): Promise<AgentAuth> {
+  return authenticateAgent(ctx, token, [ctx.executeLocation()]);
+}
+
+/** §4.5 from "resolve the agent's granted capabilities" on, and §5.11's checks, for an authenticated agent. */
+export function authorizeExecution(
+  ctx: ProtocolContext,
+  auth: AgentAuth,
+  request: { name: string; args: Readonly<Record<string, unknown>> },
+  validators: ArgumentValidators,
+): AuthorizedExecution {
+  const { name, args } = request;
+
+  // §4.3/§4.5: a `capabilities` claim restricts this JWT to the listed names.
+  const claimed = auth.claims.capabilities;
+  if (claimed !== undefined) {
+    if (!Array.isArray(claimed) || !claimed.every((c) => typeof c === 'string')) {
+      throw new ProtocolError('invalid_jwt', 'The capabilities claim must be an array of strings (§4.3).');
+    }
+    if (!claimed.includes(name)) {
+      throw new ProtocolError(
+        'capability_not_granted',
+        `This JWT's capabilities claim does not include ${name} (§4.5).`,
+      );
+    }
+  }
+
+  const now = ctx.clock.now();
+  const grant = cachedGrants(ctx, auth.agent.id).find(
+    (g) => g.capability === name && isGrantEffective(g, now),
+  );
+  const capability = ctx.catalog.get(name);
+  if (!capability) {
+    // §2.12: a capability removed from the catalog fails with capability_not_granted for holders.
+    if (grant) {
+      throw new ProtocolError(
+        'capability_not_granted',
+        `Capability ${name} was removed from this server; its grant can no longer be used (§2.12).`,
+      );
+    }
+    throw new ProtocolError('capability_not_found', `No capability named ${name}.`);
+  }
+  if (ctx.policy.blocked.has(name)) {
+    throw new ProtocolError(
+      'capability_not_granted',
+      `Capability ${name} is blocked by the server's policy.`,
+    );
+  }
+  if (!grant) {
+    throw new ProtocolError('capability_not_granted', `The agent has no active grant for ${name} (§5.11).`);
+  }
+
+  const validate = validators.get(capability);
+  if (!validate(args)) {
+    const errors = (validate.errors ?? []).slice(0, MAX_REPORTED_ERRORS).map(describeError);
+    throw new ProtocolError(
+      'invalid_request',
+      `The arguments do not match the input schema of ${name}: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`,
+      { fields: { errors } },
+    );
+  }
+
+  if (grant.constraints) {
+    // Grants are validated when made; re-checking here keeps a stored unknown operator from
+    // ever being read as "no constraint" (§2.13 fails closed).
+    const parsed = parseConstraints(grant.constraints, undefined);
+    if (!parsed.ok) {
+      if (parsed.problem.kind === 'unknown_operator') {
+        throw new ProtocolError('unknown_constraint_operator', parsed.problem.message, {
+          fields: { unknown_operators: parsed.problem.operators },
+        });
+      }
+      throw new ProtocolError(
+        'constraint_violated',
+        `The grant's constraints cannot be applied: ${parsed.problem.message}`,
+      );
+    }
+    const violations = checkConstraints(parsed.constraints, args);
+    if (violations.length > 0) {
+      throw new ProtocolError(
+        'constraint_violated',
+        'Execution arguments violate grant constraints (§5.11).',
+        {
+          fields: { violations },
+        },
+      );
+    }
+  }
+  return { auth, capability, grant, args };
+}
+
+/**
+ * §5.11: a long stream re-checks, from the database rather than the cache, that its agent, host
+ * and grant still stand; the first problem found ends the stream.
+ */
+export function streamStillAuthorized(
+  ctx: ProtocolContext,
+  agentId: string,
+  capability: string,
+): ProtocolError | undefined {
+  const stored = ctx.store.agent(agentId);
+  const host = stored ? ctx.store.host(stored.hostId) : undefined;
+  if (!stored || !host) return new ProtocolError('agent_revoked', 'The agent no longer exists.');
+  const hostError = hostStatusError(host);
+  if (hostError) return hostError;
+  const agentError = agentStatusError(currentAgent(ctx, stored));
+  if (agentError) return agentError;
+  const now = ctx.clock.now();
+  if (!ctx.store.grants(agentId).some((g) => g.capability === capability && isGrantEffective(g, now))) {
+    return new ProtocolError('capability_not_granted', `The grant for ${capability} was revoked.`);
+  }
+  return undefined;
+}
+
+function describeError(e: ErrorObject): { path: string; message: string } {
+  const base = e.instancePath === '' ? '/' : e.instancePath;
+  if (e.keyword === 'additionalProperties') {
+    const extra = (e.params as { additionalProperty?: string }).additionalProperty ?? '';
+    return { path: `${base === '/' ? '' : base}/${extra}`, message: 'is not an input of this capability' };
+  }
+  if (e.keyword === 'required') {
+    const missing = (e.params as { missingProperty?: string }).missingProperty ?? '';
+    return { path: `${base === '/' ? '' : base}/${missing}`, message: 'is required' };
+  }
+  return { path: base, message: e.message ?? e.keyword };
+}

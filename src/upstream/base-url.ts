@@ -1,0 +1,47 @@
+/**
+ * Where an API's operations are called: the operator's `upstream`, else the document's first
+ * server with its variables filled from config (or their defaults). Variables never come from
+ * agents, so a credential stays bound to the origin the operator chose.
+ */
+import { UserError } from '../errors.js';
+import type { ApiInfo } from '../openapi/types.js';
+
+export function resolveBaseUrl(
+  api: ApiInfo,
+  variables: Readonly<Record<string, string>>,
+  where: string,
+): string | undefined {
+  if (api.upstream !== undefined) return api.upstream;
+  const server = api.servers[0];
+  if (!server) return undefined;
+  for (const name of Object.keys(variables)) {
+    if (!server.variables[name]) {
+      throw new UserError(`${where}.server_variables.${name}: the server ${server.url} has no such variable`);
+    }
+  }
+  const url = server.url.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const declared = server.variables[name];
+    const value = variables[name] ?? declared?.default;
+    if (value === undefined) {
+      throw new UserError(
+        `${where}: server variable ${name} of ${server.url} has no value; set server_variables.${name}`,
+      );
+    }
+    if (declared?.enum && declared.enum.length > 0 && !declared.enum.includes(value)) {
+      throw new UserError(
+        `${where}.server_variables.${name}: ${JSON.stringify(value)} is not one of ${declared.enum.join(', ')}`,
+      );
+    }
+    return value;
+  });
+  // A relative server URL is relative to where the document came from (OpenAPI 3 §4.8.5).
+  if (/^https?:\/\//i.test(url)) return url;
+  if (/^https?:\/\//i.test(api.source)) {
+    try {
+      return new URL(url, api.source).href;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,194 @@
+/**
+ * The wire to upstream APIs: one undici Agent (a keep-alive connection pool per origin), no
+ * redirects followed (a credential must never reach another origin), a deadline per call,
+ * bounded retries with exponential backoff for idempotent methods on connection failures and
+ * 502/503/504 only, and a cap on response bodies.
+ */
+import { Agent, type Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
+import { errorCode } from './oauth.js';
+
+export interface UpstreamCall {
+  /** `https://host:port`, from the API's configured base URL: never from agent input. */
+  readonly origin: string;
+  /** Path and query, already encoded. */
+  readonly path: string;
+  readonly method: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body?: Buffer;
+  readonly timeoutMs: number;
+  readonly retries: number;
+  readonly retryBackoffMs: number;
+  /** Aborts the call (e.g. the agent disconnected). */
+  readonly signal?: AbortSignal;
+}
+
+export interface UpstreamReply {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The body stream; read it with `readBody` or pipe it (streams). */
+  readonly body: Readable;
+  /** How many attempts it took (1 = no retry). */
+  readonly attempts: number;
+  /** Aborts the body when the deadline passes while it is still being read. */
+  readonly deadline: AbortSignal;
+  /** Ends the deadline (a relayed stream has its own limits); called when the body closes. */
+  readonly done: () => void;
+}
+
+export type UpstreamFailure = 'timeout' | 'unreachable' | 'too_large' | 'aborted';
+
+export class UpstreamCallError extends Error {
+  constructor(
+    readonly kind: UpstreamFailure,
+    readonly detail: string,
+  ) {
+    super(`${kind}: ${detail}`);
+  }
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+const RETRY_STATUS = new Set([502, 503, 504]);
+// Failures that happen before the upstream could have acted on the request.
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]);
+
+export class UpstreamClient {
+  readonly dispatcher: Dispatcher;
+
+  constructor(options: { connections?: number; sleep?: (ms: number) => Promise<void> } = {}) {
+    this.dispatcher = new Agent({
+      connections: options.connections ?? 128,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      connect: { timeout: 10_000 },
+    });
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms).unref()));
+  }
+
+  private readonly sleep: (ms: number) => Promise<void>;
+
+  async send(call: UpstreamCall): Promise<UpstreamReply> {
+    // One controller and one timer per call (AbortSignal.timeout/any cost more on the hot path).
+    const controller = new AbortController();
+    const deadline = controller.signal;
+    const timer = setTimeout(() => controller.abort(), call.timeoutMs).unref();
+    const onCallerAbort = (): void => controller.abort();
+    call.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    const done = (): void => {
+      clearTimeout(timer);
+      call.signal?.removeEventListener('abort', onCallerAbort);
+    };
+    try {
+      const reply = await this.attempt(call, deadline);
+      reply.body.once('close', done);
+      return { ...reply, done };
+    } catch (err) {
+      done();
+      throw err;
+    }
+  }
+
+  private async attempt(call: UpstreamCall, deadline: AbortSignal): Promise<Omit<UpstreamReply, 'done'>> {
+    const retries = IDEMPOTENT.has(call.method) ? call.retries : 0;
+    for (let attempt = 0; ; attempt++) {
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await this.dispatcher.request({
+          origin: call.origin,
+          path: call.path,
+          method: call.method,
+          headers: call.headers,
+          ...(call.body !== undefined ? { body: call.body } : {}),
+          signal: deadline,
+          headersTimeout: call.timeoutMs,
+          bodyTimeout: call.timeoutMs,
+        });
+      } catch (err) {
+        const failure = classify(err, deadline, call.signal);
+        const connectFailure = CONNECT_FAILURES.has(errorCode(err));
+        if (failure.kind === 'unreachable' && connectFailure && attempt < retries && !deadline.aborted) {
+          await this.sleep(backoff(call.retryBackoffMs, attempt));
+          continue;
+        }
+        throw failure;
+      }
+      if (RETRY_STATUS.has(res.statusCode) && attempt < retries && !deadline.aborted) {
+        res.body.resume();
+        res.body.on('error', () => undefined);
+        await this.sleep(backoff(call.retryBackoffMs, attempt));
+        continue;
+      }
+      return {
+        status: res.statusCode,
+        headers: res.headers,
+        body: res.body,
+        attempts: attempt + 1,
+        deadline,
+      };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.dispatcher.close();
+  }
+}
+
+/**
+ * Reads a whole body, failing once it exceeds `maxBytes` (the rest is discarded unread); with
+ * `truncate`, returns its first `maxBytes` bytes instead of failing.
+ */
+export async function readBody(reply: UpstreamReply, maxBytes: number, truncate = false): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of reply.body) {
+      const buf = chunk as Buffer;
+      size += buf.length;
+      if (size > maxBytes) {
+        reply.body.destroy();
+        if (truncate) {
+          chunks.push(buf.subarray(0, buf.length - (size - maxBytes)));
+          size = maxBytes;
+          break;
+        }
+        throw new UpstreamCallError('too_large', `the upstream response exceeds ${maxBytes} bytes`);
+      }
+      chunks.push(buf);
+    }
+  } catch (err) {
+    if (err instanceof UpstreamCallError) throw err;
+    throw classify(err, reply.deadline, undefined);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+function classify(err: unknown, deadline: AbortSignal, caller: AbortSignal | undefined): UpstreamCallError {
+  if (caller?.aborted) return new UpstreamCallError('aborted', 'the caller went away');
+  const code = errorCode(err);
+  if (
+    deadline.aborted ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT' ||
+    code === 'TimeoutError'
+  ) {
+    return new UpstreamCallError('timeout', code);
+  }
+  return new UpstreamCallError('unreachable', code);
+}
+
+/** Exponential backoff with ±20 % jitter, so retrying clients do not move in lockstep. */
+function backoff(baseMs: number, attempt: number): number {
+  const ms = baseMs * 2 ** attempt;
+  return Math.round(ms * (0.8 + Math.random() * 0.4));
+}

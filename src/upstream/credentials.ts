@@ -1,0 +1,97 @@
+/**
+ * The service's own credentials, chosen per operation by its OpenAPI `security` requirement and
+ * applied to the upstream request. Agents never see them: they are not inputs (the deriver drops
+ * credential parameters), and nothing here returns or logs a value.
+ */
+import type { ServiceCredential } from '../config/settings.js';
+import type { SecurityRequirement, SecuritySchemeInfo } from '../openapi/types.js';
+import type { OAuthTokens } from './oauth.js';
+
+export interface AppliedCredentials {
+  readonly headers: Readonly<Record<string, string>>;
+  readonly query: readonly (readonly [string, string])[];
+  readonly cookies: readonly (readonly [string, string])[];
+  /** The OAuth2 scheme used, so a 401 can refresh its token once. */
+  readonly oauthScheme?: string;
+}
+
+const NONE: AppliedCredentials = Object.freeze({ headers: {}, query: [], cookies: [] });
+
+export class ServiceCredentials {
+  constructor(
+    private readonly apiId: string,
+    private readonly schemes: Readonly<Record<string, SecuritySchemeInfo>>,
+    private readonly configured: Readonly<Record<string, ServiceCredential>>,
+    private readonly oauth: OAuthTokens,
+  ) {}
+
+  /**
+   * Schemes that operations require but no credential covers, for a start-up warning.
+   * Configured credentials for schemes the document does not define are refused at start-up.
+   */
+  check(requirements: Iterable<readonly SecurityRequirement[]>): { missing: string[]; unknown: string[] } {
+    const missing = new Set<string>();
+    for (const alternatives of requirements) {
+      if (alternatives.length === 0 || this.choose(alternatives) !== undefined) continue;
+      for (const name of Object.keys(alternatives[0] ?? {})) {
+        if (!this.configured[name]) missing.add(name);
+      }
+    }
+    const unknown = Object.keys(this.configured).filter((name) => !this.schemes[name]);
+    return { missing: [...missing].sort(), unknown };
+  }
+
+  /**
+   * Credentials for one call: the first alternative of `security` whose schemes all have a
+   * credential (OpenAPI: any one alternative satisfies the requirement). None when the
+   * operation needs no security or nothing is configured; the upstream then decides.
+   */
+  async apply(security: readonly SecurityRequirement[], refresh = false): Promise<AppliedCredentials> {
+    const alternative = this.choose(security);
+    if (!alternative) return NONE;
+    const headers: Record<string, string> = {};
+    const query: [string, string][] = [];
+    const cookies: [string, string][] = [];
+    let oauthScheme: string | undefined;
+    for (const [name, scopes] of Object.entries(alternative)) {
+      const scheme = this.schemes[name] as SecuritySchemeInfo;
+      const credential = this.configured[name] as ServiceCredential;
+      if (credential.kind === 'oauth2') {
+        const token = await this.oauth.token(
+          `${this.apiId}/${name}`,
+          credential,
+          scheme.tokenUrl,
+          scopes,
+          refresh,
+        );
+        headers.authorization = `Bearer ${token}`;
+        oauthScheme = name;
+      } else if (credential.kind === 'basic') {
+        const pair = Buffer.from(`${credential.username}:${credential.password}`, 'utf8').toString('base64');
+        headers.authorization = `Basic ${pair}`;
+      } else if (scheme.type === 'apiKey' && scheme.in && scheme.name) {
+        if (scheme.in === 'header') headers[scheme.name.toLowerCase()] = credential.value;
+        else if (scheme.in === 'query') query.push([scheme.name, credential.value]);
+        else if (scheme.in === 'cookie') cookies.push([scheme.name, credential.value]);
+      } else if (scheme.type === 'http' && scheme.scheme === 'basic') {
+        // A single secret for a basic scheme is taken as `user:password`.
+        headers.authorization = `Basic ${Buffer.from(credential.value, 'utf8').toString('base64')}`;
+      } else {
+        // http bearer, openIdConnect, oauth2 given a ready token: the value is a bearer token.
+        headers.authorization = `Bearer ${credential.value}`;
+      }
+    }
+    return { headers, query, cookies, ...(oauthScheme !== undefined ? { oauthScheme } : {}) };
+  }
+
+  /** An empty alternative (`{}`, "auth optional") is used only when no other one can be satisfied. */
+  private choose(security: readonly SecurityRequirement[]): SecurityRequirement | undefined {
+    return security.find((alt) => {
+      const names = Object.keys(alt);
+      return (
+        names.length > 0 &&
+        names.every((name) => this.configured[name] !== undefined && this.schemes[name] !== undefined)
+      );
+    });
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * Capability arguments → the upstream request's method, path, query, headers, cookies and body,
+ * following each ParameterBinding and the BodyBinding. Pure: no I/O. Whatever an agent sends can
+ * only ever be data: it cannot change which path is called, add query parameters, split a header
+ * or a cookie, or break out of a multipart part.
+ */
+import type { OperationBinding, ParameterBinding } from '../openapi/types.js';
+import { encodeBody } from './body-encoding.js';
+import { ArgumentError, isAbsent } from './encoding.js';
+import { cookiePairs, headerValue, isEmpty, pathValue, queryPairs, shapeOf } from './styles.js';
+
+export { ArgumentError } from './encoding.js';
+
+export interface UpstreamRequestParts {
+  /** Upper case. */
+  readonly method: string;
+  /**
+   * The expanded template plus `?query` when there is one; starts with `/`; fully percent-encoded;
+   * relative to the server's base path (the caller joins the base).
+   */
+  readonly path: string;
+  /** Header parameters only, with lower-case names. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Cookie parameters as already-encoded name/value pairs. */
+  readonly cookies: readonly (readonly [string, string])[];
+  readonly body?: { readonly contentType: string; readonly bytes: Buffer };
+}
+
+type Args = Readonly<Record<string, unknown>>;
+
+/** Throws ArgumentError for an argument that cannot be sent; never mutates `args`. */
+export function buildRequestParts(op: OperationBinding, args: Args): UpstreamRequestParts {
+  for (const p of op.parameters) {
+    if (p.required && isAbsent(args[p.argument])) {
+      throw new ArgumentError(p.argument, `Missing required ${p.in} parameter ${p.name}.`);
+    }
+  }
+  const pathParams = new Map(op.parameters.filter((p) => p.in === 'path').map((p) => [p.name, p]));
+  const query: string[] = [];
+  const headers: Record<string, string> = {};
+  const cookies: (readonly [string, string])[] = [];
+  for (const p of op.parameters) {
+    const value = args[p.argument];
+    if (p.in === 'query') query.push(...queryPairs(p, value, p.argument));
+    else if (p.in === 'header' || p.in === 'cookie') {
+      const shape = shapeOf(value, p.argument, p.contentType);
+      if (shape === undefined) continue;
+      if (p.in === 'cookie') cookies.push(...cookiePairs(p, shape, p.argument));
+      else {
+        const text = headerValue(p, shape, p.argument);
+        if (text !== undefined) headers[p.name.toLowerCase()] = text;
+      }
+    }
+  }
+  const path = expandPath(op.path, pathParams, args) + (query.length > 0 ? '?' + query.join('&') : '');
+  const body = op.body ? encodeBody(op.body, args) : undefined;
+  return { method: op.method.toUpperCase(), path, headers, cookies, ...(body ? { body } : {}) };
+}
+
+/**
+ * `.`, `..` and their encoded spellings, which WHATWG URL parsers (and many servers) resolve
+ * case-insensitively (RFC 3986 §5.2.4): a segment like this would move the request to another path.
+ */
+const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
+
+/** Characters a path template's literal text may keep (RFC 3986 pchar, plus `/`); the rest is encoded. */
+const LITERAL_UNSAFE = /%[0-9A-Fa-f]{2}|[^A-Za-z0-9\-._~!$&'()*+,;=:@/]/gu;
+
+function expandPath(template: string, params: ReadonlyMap<string, ParameterBinding>, args: Args): string {
+  const absolute = template.startsWith('/') ? template : '/' + template;
+  const segments = absolute.split('/').map((segment) => expandSegment(segment, template, params, args));
+  const path = segments.join('/');
+  // Defence in depth: every value is encoded, so expansion can never add or remove a segment.
+  if (path.split('/').length !== segments.length) {
+    throw new Error(`Expanding ${template} changed its number of path segments.`);
+  }
+  return path;
+}
+
+function expandSegment(
+  segment: string,
+  template: string,
+  params: ReadonlyMap<string, ParameterBinding>,
+  args: Args,
+): string {
+  let argument: string | undefined;
+  const expanded = segment
+    .split(/(\{[^{}]*\})/)
+    .map((piece, i) => {
+      if (i % 2 === 0)
+        return piece.replace(LITERAL_UNSAFE, (c) => (c.length === 3 ? c : encodeURIComponent(c)));
+      const p = params.get(piece.slice(1, -1));
+      if (p === undefined)
+        throw new Error(`Path template ${template} names ${piece}, which no parameter binds.`);
+      argument ??= p.argument;
+      const shape = shapeOf(args[p.argument], p.argument, p.contentType);
+      if (shape === undefined) {
+        throw new ArgumentError(p.argument, `Missing required path parameter ${p.name}.`);
+      }
+      const text = isEmpty(shape) ? '' : pathValue(p, shape, p.argument);
+      if (text === '') throw new ArgumentError(p.argument, `Path parameter ${p.name} must not be empty.`);
+      return text;
+    })
+    .join('');
+  if (argument !== undefined && DOT_SEGMENT.test(expanded)) {
+    throw new ArgumentError(
+      argument,
+      `Argument ${argument} would make the path segment "${expanded}", a dot segment that changes which path is called (RFC 3986 §5.2.4).`,
+    );
+  }
+  return expanded;
+}
+
+/** Breaks a Cookie header (RFC 6265 §4.2.1): `;`, a control character (CR, LF, NUL…) or non-Latin-1. */
+const BAD_COOKIE_CHAR = /[^\x20-\x7e\x80-\xff]|;/;
+
+/**
+ * The Cookie header for encoded pairs (parameters, then credentials). Parameter pairs are
+ * percent-encoded already; a pair that could still split the header is a configuration error.
+ */
+export function cookieHeader(pairs: readonly (readonly [string, string])[]): string {
+  return pairs
+    .map(([name, value]) => {
+      if (name === '' || /[=\s]/.test(name) || BAD_COOKIE_CHAR.test(name) || BAD_COOKIE_CHAR.test(value)) {
+        throw new Error(`Cookie ${JSON.stringify(name)} cannot be sent in a Cookie header.`);
+      }
+      return `${name}=${value}`;
+    })
+    .join('; ');
+}

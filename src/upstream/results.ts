@@ -1,0 +1,91 @@
+/**
+ * Upstream answers → §5.11 results. Success bodies become `data` (JSON parsed, text as a string,
+ * anything else in a base64 envelope); errors keep their meaning for the agent without exposing
+ * the proxy: a 4xx keeps its status, a 5xx or a redirect becomes 502, both as `upstream_error`
+ * with the upstream's status and a size-capped body.
+ */
+import { ProtocolError } from '../errors.js';
+import { essence, isJsonLike, isTextual } from '../openapi/media.js';
+
+/** The base64 envelope for binary results (documented in the README). */
+export interface BinaryData {
+  readonly content_type: string;
+  readonly base64: string;
+}
+
+// Upstream error bodies are echoed for the agent to self-correct, but never in bulk.
+export const MAX_UPSTREAM_ERROR_BODY = 16 * 1024;
+// Read this much of an error body: a secret that straddles the cap is then scrubbed whole
+// before the text is cut, instead of its first half reaching the agent.
+export const UPSTREAM_ERROR_READ_BYTES = MAX_UPSTREAM_ERROR_BODY + 4 * 1024;
+
+export function contentTypeOf(headers: Readonly<Record<string, string | string[] | undefined>>): string {
+  const value = headers['content-type'];
+  return (Array.isArray(value) ? value[0] : value) ?? '';
+}
+
+/** A success body as the agent receives it in `data`. */
+export function decodeData(contentType: string, body: Buffer): unknown {
+  if (body.length === 0) return null;
+  const type = essence(contentType);
+  if (type === '' || isJsonLike(type)) {
+    try {
+      return JSON.parse(body.toString('utf8'));
+    } catch {
+      // Declared JSON (or undeclared) that does not parse: pass the text rather than fail.
+      if (type === '') return body.toString('utf8');
+      throw new ProtocolError('upstream_error', 'The upstream API answered with invalid JSON.', {
+        fields: { upstream_status: 200 },
+      });
+    }
+  }
+  if (isTextual(type) || type === 'application/x-www-form-urlencoded' || type.endsWith('+yaml')) {
+    return body.toString('utf8');
+  }
+  const envelope: BinaryData = { content_type: contentType, base64: body.toString('base64') };
+  return envelope;
+}
+
+/**
+ * The error an agent sees for a non-2xx upstream answer. `scrub` removes the service's own
+ * secrets from the echoed body, in case the upstream repeats a credential back.
+ */
+export function upstreamError(
+  status: number,
+  contentType: string,
+  body: Buffer,
+  scrub: (text: string) => string,
+): ProtocolError {
+  // Scrub before truncating: a secret cut in half at the limit would no longer match, and its
+  // first half would reach the agent.
+  const scrubbed = Buffer.from(scrub(body.toString('utf8')), 'utf8');
+  const truncated = body.length > MAX_UPSTREAM_ERROR_BODY || scrubbed.length > MAX_UPSTREAM_ERROR_BODY;
+  const text = scrubbed.subarray(0, MAX_UPSTREAM_ERROR_BODY).toString('utf8');
+  let upstreamBody: unknown = text === '' ? null : text;
+  if (!truncated && text !== '' && isJsonLike(essence(contentType) || 'application/json')) {
+    try {
+      upstreamBody = JSON.parse(text);
+    } catch {
+      // not JSON after all: keep the text
+    }
+  }
+  const fields = {
+    upstream_status: status,
+    upstream_body: upstreamBody,
+    ...(truncated ? { upstream_body_truncated: true } : {}),
+  };
+  if (status >= 300 && status < 400) {
+    return new ProtocolError(
+      'upstream_error',
+      `The upstream API answered ${status} (a redirect, which the proxy does not follow).`,
+      { fields },
+    );
+  }
+  if (status >= 400 && status < 500) {
+    return new ProtocolError('upstream_error', `The upstream API rejected the request with ${status}.`, {
+      status,
+      fields,
+    });
+  }
+  return new ProtocolError('upstream_error', `The upstream API failed with ${status}.`, { fields });
+}
