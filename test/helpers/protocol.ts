@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningProxy } from '../../src/app.js';
 import type { CliOverrides } from '../../src/config/settings.js';
+import type { Logger } from '../../src/log.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from './keys.js';
 import { startTestProxy } from './proxy.js';
 
@@ -162,13 +163,41 @@ export class TestProtocol {
     return { host, hostId, agent: reg.agent, agentId, body: status.body };
   }
 
+  /** §5.11 `POST /capability/execute` with a fresh agent JWT (audience: the execute location). */
+  async execute(
+    agent: TestKey,
+    agentId: string,
+    capability: string,
+    args?: Record<string, unknown>,
+    options: { extra?: Record<string, unknown>; aud?: string; headers?: Record<string, string> } = {},
+  ): Promise<Reply> {
+    const token = await this.agentToken(
+      agent,
+      agentId,
+      options.extra ?? {},
+      options.aud ?? this.executeLocation,
+    );
+    return this.request('POST', '/capability/execute', {
+      token,
+      body: { capability, ...(args !== undefined ? { arguments: args } : {}) },
+      ...(options.headers ? { headers: options.headers } : {}),
+    });
+  }
+
   close(): Promise<void> {
     return this.proxy.close();
   }
 }
 
 export async function startProtocol(
-  options: { policy?: string; overrides?: CliOverrides; clock?: TestClock } = {},
+  options: {
+    policy?: string;
+    overrides?: CliOverrides;
+    clock?: TestClock;
+    env?: Readonly<Record<string, string>>;
+    /** Receives the proxy's log (default: silent), e.g. to check that no secret is logged. */
+    logger?: Logger;
+  } = {},
 ): Promise<TestProtocol> {
   const clock = options.clock ?? new TestClock();
   const proxy = await startTestProxy(
@@ -178,7 +207,11 @@ export async function startProtocol(
       ...(options.policy !== undefined ? { policy: writePolicy(options.policy) } : {}),
       ...options.overrides,
     },
-    { clock },
+    {
+      clock,
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    },
   );
   return new TestProtocol(proxy, clock);
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startProxy, type RunningProxy } from '../../src/app.js';
 import { resolveSettings, type CliOverrides } from '../../src/config/settings.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger, type Logger } from '../../src/log.js';
 import type { Clock } from '../../src/clock.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -18,14 +18,23 @@ export function tempDbFile(): string {
 
 export async function startTestProxy(
   overrides: CliOverrides = {},
-  deps: { clock?: Clock } = {},
+  deps: { clock?: Clock; env?: Readonly<Record<string, string>>; logger?: Logger } = {},
 ): Promise<RunningProxy> {
   const settings = resolveSettings(
-    { specs: [PETSTORE], host: '127.0.0.1', port: 0, db: tempDbFile(), ...overrides },
+    {
+      ...(overrides.config === undefined ? { specs: [PETSTORE] } : {}),
+      host: '127.0.0.1',
+      port: 0,
+      db: tempDbFile(),
+      ...overrides,
+    },
     ROOT,
-    {},
+    deps.env ?? {},
   );
-  return startProxy(settings, { logger: silentLogger, ...deps });
+  return startProxy(settings, {
+    logger: deps.logger ?? silentLogger,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+  });
 }
 
 /** Writes a document to a fresh temp directory and returns its path. */

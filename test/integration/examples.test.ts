@@ -18,8 +18,13 @@ const loadOptions = { allowRemoteRefs: false, allowHttp: false };
 
 describe('config/proxy.example.yaml', () => {
   it('documents every key of the schema and loads as a valid config', async () => {
-    const settings = resolveSettings({ config: 'config/proxy.example.yaml' }, ROOT);
+    const settings = resolveSettings({ config: 'config/proxy.example.yaml' }, ROOT, {
+      PETS_API_KEY: 'example-service-key',
+    });
     expect(settings.issuer).toBe('https://agents.example.com');
+    expect(settings.apis[0]?.execution.credentials).toEqual({
+      apiKey: { kind: 'secret', value: 'example-service-key' },
+    });
     const documented = read('config/proxy.example.yaml');
     const keys = (schema: { properties?: Record<string, unknown> }): string[] =>
       Object.keys(schema.properties ?? {});
@@ -78,6 +83,11 @@ describe('examples/kubernetes/sidecar.yaml', () => {
     writeFileSync(join(dir, 'openapi.yaml'), configMap?.data['openapi.yaml']);
     const catalog = await loadCatalog([{ ...config.apis[0], spec: join(dir, 'openapi.yaml') }], loadOptions);
     expect(catalog.capabilities.map((c) => c.name)).toEqual(['get_order']);
+    // The service credential names a scheme of the embedded document and comes from the Secret.
+    const credentials = config.apis[0]?.credentials ?? {};
+    expect(Object.keys(credentials)).toEqual(['legacyKey']);
+    expect(catalog.apis[0]?.securitySchemes.legacyKey).toMatchObject({ type: 'apiKey', in: 'header' });
+    expect(credentials.legacyKey).toEqual({ file: '/etc/agent-auth-proxy-tokens/legacy-api-key' });
     const policy = parsePolicy(configMap?.data['policy.yaml'], 'sidecar.yaml#policy.yaml', catalog);
     expect([...policy.defaults]).toEqual(['get_order']);
     expect(config.policy).toBe('/etc/agent-auth-proxy/policy.yaml');

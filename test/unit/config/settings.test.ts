@@ -170,7 +170,7 @@ log_level: debug
       { config, specs: ['third.yaml', 'fourth.yaml'], upstreams: ['https://cli.example.com'] },
       '/work',
     );
-    expect(settings.apis).toEqual([
+    expect(settings.apis.map(({ execution: _execution, ...api }) => api)).toEqual([
       { spec: join(dir, 'order/first.yaml'), upstream: 'https://first.example.com' },
       { spec: join(dir, 'order/second.yaml') },
       { spec: '/work/third.yaml', upstream: 'https://cli.example.com' },
@@ -183,7 +183,7 @@ log_level: debug
       { specs: ['a.yaml', 'b.yaml'], upstreams: ['https://a.example.com', 'http://b.internal:8080'] },
       '/work',
     );
-    expect(settings.apis).toEqual([
+    expect(settings.apis.map(({ execution: _execution, ...api }) => api)).toEqual([
       { spec: '/work/a.yaml', upstream: 'https://a.example.com' },
       { spec: '/work/b.yaml', upstream: 'http://b.internal:8080' },
     ]);
@@ -307,7 +307,7 @@ describe('config validation messages name the file, the key path and what was ex
     [
       'an unknown key in an API',
       'apis:\n  - spec: a.yaml\n    prefx: shop\n',
-      'apis[0].prefx: unknown key; allowed keys: id, spec, upstream, prefix, include, exclude',
+      'apis[0].prefx: unknown key; allowed keys: id, spec, upstream, prefix, include, exclude, server_variables, credentials, headers, identity_headers, timeout, retries, retry_backoff, max_response_bytes, operations',
     ],
     ['a missing required key', 'apis:\n  - upstream: https://x.example.com\n', 'apis[0].spec: is required'],
     [
@@ -407,6 +407,132 @@ describe('missing config file', () => {
   it('treats a directory like a missing file', () => {
     expect(userError(() => readConfigFile(dir)).message).toBe(
       `${dir}: config file not found or not readable`,
+    );
+  });
+});
+
+describe('execution settings', () => {
+  const spec = (): string =>
+    writeConfig('exec/spec.yaml', 'openapi: 3.0.3\ninfo: {title: t, version: "1"}\npaths: {}\n');
+
+  it('defaults: 30 s timeout, 2 retries from 100 ms, 10 MiB responses, 1 h streams checked every 30 s, 24 h jobs', () => {
+    const s = resolveSettings({ specs: [spec()] }, dir, {});
+    expect(s.apis[0]?.execution).toMatchObject({
+      timeoutMs: 30_000,
+      retries: 2,
+      retryBackoffMs: 100,
+      maxResponseBytes: 10_485_760,
+      credentials: {},
+      headers: {},
+      operations: {},
+    });
+    expect(s.execution).toEqual({
+      streamMaxDurationMs: 3_600_000,
+      streamRevocationCheckMs: 30_000,
+      asyncJobTtlMs: 86_400_000,
+    });
+  });
+
+  it('per-API values override the execution defaults; secrets come from env, file or inline', () => {
+    writeConfig('exec/token.txt', 'file-token-0123456789\n');
+    const file = writeConfig(
+      'exec/proxy.yaml',
+      [
+        'execution: {timeout: 5s, retries: 1}',
+        'apis:',
+        '  - spec: spec.yaml',
+        '    timeout: 250ms',
+        '    credentials:',
+        '      key: {env: EXEC_KEY}',
+        '      bearer: {file: token.txt}',
+        '      basic: {username: svc, password: inline-password}',
+        '      oauth: {client_id: {env: EXEC_ID}, client_secret: s3cret-value, scopes: [a, b]}',
+        '    headers: {X-Tenant: acme}',
+        '    identity_headers: true',
+        '    operations: {get_thing: {timeout: 2s, pin: {owner: {from: user_id}, tenant: acme}}}',
+        '',
+      ].join('\n'),
+    );
+    spec();
+    const s = resolveSettings({ config: file }, dir, { EXEC_KEY: 'env-key-0123456789', EXEC_ID: 'client-1' });
+    const e = s.apis[0]?.execution;
+    expect(e).toMatchObject({ timeoutMs: 250, retries: 1, headers: { 'X-Tenant': 'acme' } });
+    expect(e?.credentials).toEqual({
+      key: { kind: 'secret', value: 'env-key-0123456789' },
+      bearer: { kind: 'secret', value: 'file-token-0123456789' },
+      basic: { kind: 'basic', username: 'svc', password: 'inline-password' },
+      oauth: { kind: 'oauth2', clientId: 'client-1', clientSecret: 's3cret-value', scopes: ['a', 'b'] },
+    });
+    expect(e?.identityHeaders).toEqual({
+      agent: 'X-Agent-Id',
+      host: 'X-Agent-Host-Id',
+      user: 'X-Agent-User-Id',
+    });
+    expect(e?.operations.get_thing).toEqual({
+      timeoutMs: 2000,
+      pin: { owner: { from: 'user_id' }, tenant: 'acme' },
+    });
+  });
+
+  it('refuses a missing variable, a missing file, control characters and framing headers, naming the key', () => {
+    spec();
+    const cfg = (lines: string): string =>
+      writeConfig('exec/bad.yaml', `apis:\n  - spec: spec.yaml\n${lines}\n`);
+    expect(
+      userError(() => resolveSettings({ config: cfg('    credentials: {k: {env: NOPE_VAR}}') }, dir, {}))
+        .message,
+    ).toMatch(/apis\[0\]\.credentials\.k: environment variable NOPE_VAR is not set/);
+    expect(
+      userError(() => resolveSettings({ config: cfg('    credentials: {k: {file: missing.txt}}') }, dir, {}))
+        .message,
+    ).toMatch(/apis\[0\]\.credentials\.k/);
+    expect(
+      userError(() =>
+        resolveSettings({ config: cfg('    headers: {X-A: {env: CRLF}}') }, dir, { CRLF: 'a\r\nX-Evil: 1' }),
+      ).message,
+    ).toMatch(/headers\.X-A: the value contains control characters/);
+    for (const name of ['Host', 'Connection', 'Content-Length', 'Transfer-Encoding']) {
+      expect(
+        userError(() => resolveSettings({ config: cfg(`    headers: {${name}: x}`) }, dir, {})).message,
+      ).toMatch(new RegExp(`headers\\.${name}: this header is set by the proxy`));
+    }
+  });
+
+  it('--upstream-header and --upstream-timeout apply to --spec APIs, and are checked', () => {
+    const s = resolveSettings(
+      { specs: [spec()], upstreamHeaders: ['X-Api-Key: abc def', 'X-Other:1'], upstreamTimeout: '1500ms' },
+      dir,
+      {},
+    );
+    expect(s.apis[0]?.execution).toMatchObject({
+      timeoutMs: 1500,
+      headers: { 'X-Api-Key': 'abc def', 'X-Other': '1' },
+    });
+    expect(
+      userError(() => resolveSettings({ specs: [spec()], upstreamHeaders: ['no colon'] }, dir, {})).message,
+    ).toMatch(/--upstream-header/);
+    expect(
+      userError(() => resolveSettings({ specs: [spec()], upstreamTimeout: 'soon' }, dir, {})).message,
+    ).toMatch(/invalid duration/);
+    expect(
+      userError(() =>
+        resolveSettings(
+          { upstreamTimeout: '1s', config: writeConfig('exec/empty.yaml', `apis: [{spec: spec.yaml}]\n`) },
+          dir,
+          {},
+        ),
+      ).message,
+    ).toMatch(/apply to --spec APIs/);
+  });
+
+  it('a stream revocation check must be at most 60 s (§5.11)', () => {
+    spec();
+    const file = writeConfig(
+      'exec/slow.yaml',
+      'execution: {stream_revocation_check: 2m}\napis: [{spec: spec.yaml}]\n',
+    );
+    expect(userError(() => resolveSettings({ config: file }, dir, {})).message).toMatch(
+      /between 10ms and 60s/,
     );
   });
 });

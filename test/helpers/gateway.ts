@@ -1,0 +1,76 @@
+/**
+ * The execute path end to end: a recording upstream (test/helpers/upstream.ts), the proxy in
+ * front of it with a YAML config for the gateway fixture API (every parameter style, body type
+ * and credential kind), and helpers to get an agent granted what a test needs.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from '../../src/log.js';
+import { ROOT, tempDbFile } from './proxy.js';
+import { startProtocol, type TestClock, type TestProtocol } from './protocol.js';
+import { TestUpstream } from './upstream.js';
+
+export const GATEWAY_SPEC = join(ROOT, 'test/fixtures/specs/gateway.yaml');
+
+export interface Gateway {
+  readonly p: TestProtocol;
+  readonly upstream: TestUpstream;
+  /** The SQLite file: a later gateway started with `db` set to it sees the same state. */
+  readonly db: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `api`: extra YAML lines for the API entry (credentials, headers, operations…), indented by
+ * four spaces; `{{upstream}}` is replaced by the upstream's URL. `config`: extra top-level YAML.
+ * `db`: an existing SQLite file to reuse (e.g. a restart with another config); default a fresh one.
+ */
+export async function startGateway(
+  options: {
+    api?: string;
+    config?: string;
+    policy?: string;
+    env?: Readonly<Record<string, string>>;
+    clock?: TestClock;
+    db?: string;
+    logger?: Logger;
+  } = {},
+): Promise<Gateway> {
+  const upstream = await TestUpstream.start();
+  const dir = mkdtempSync(join(tmpdir(), 'aap-gw-'));
+  const configFile = join(dir, 'proxy.yaml');
+  const yaml = [
+    'apis:',
+    `  - spec: ${JSON.stringify(GATEWAY_SPEC)}`,
+    `    upstream: ${upstream.url}/v1`,
+    ...(options.api ?? '').split('\n').filter((l) => l.trim() !== ''),
+    ...(options.config ?? '').split('\n'),
+  ]
+    .join('\n')
+    .replaceAll('{{upstream}}', upstream.url);
+  writeFileSync(configFile, yaml);
+  const db = options.db ?? tempDbFile();
+  try {
+    const p = await startProtocol({
+      // Tests register many agents from one IP; the unknown-host registration limit is tested elsewhere.
+      policy: options.policy ?? 'rate_limits:\n  unknown_host_registration: null\n',
+      overrides: { config: configFile, db },
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+    return {
+      p,
+      upstream,
+      db,
+      close: async () => {
+        await p.close();
+        await upstream.close();
+      },
+    };
+  } catch (err) {
+    await upstream.close();
+    throw err;
+  }
+}
