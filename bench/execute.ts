@@ -1,0 +1,220 @@
+/**
+ * Execute-path benchmark: the same workload (GET one pet) sent directly to a minimal upstream and
+ * through the proxy, at concurrency 1 and 32, in one run. Every proxied request carries a fresh
+ * agent JWT (signed before the timed phase, so the load generator's signing is not measured).
+ * The upstream, the proxy and the load generator run in separate processes.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { agentJwt, generateTestKey, hostJwt } from '../test/helpers/keys.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+export interface PhaseResult {
+  readonly requests: number;
+  readonly seconds: number;
+  readonly rps: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+export interface ExecuteBenchResult {
+  readonly c1: { direct: PhaseResult; proxied: PhaseResult };
+  readonly c32: { direct: PhaseResult; proxied: PhaseResult };
+}
+
+interface Target {
+  readonly pool: Pool;
+  /** The request for the i-th call of a phase. */
+  request(i: number): {
+    path: string;
+    method: 'GET' | 'POST';
+    headers: Record<string, string>;
+    body?: string;
+  };
+}
+
+export async function runExecuteBench(
+  options: { c1Requests?: number; c32Requests?: number } = {},
+): Promise<ExecuteBenchResult> {
+  const c1Requests = options.c1Requests ?? 2_000;
+  const c32Requests = options.c32Requests ?? 10_000;
+  const dir = mkdtempSync(join(tmpdir(), 'aap-bench-exec-'));
+  const children: ChildProcess[] = [];
+  try {
+    const upstream = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream-child.ts')], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(upstream);
+    const upstreamPort = Number(await firstLine(upstream));
+    const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
+
+    const host = await generateTestKey();
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(
+      policy,
+      [
+        'hosts:',
+        '  - name: bench',
+        '    user_id: bench-user',
+        `    public_key: {kty: OKP, crv: Ed25519, x: ${host.publicJwk.x}}`,
+        '    default_capabilities: [get_pet]',
+        // The benchmark measures the gateway, not the limiter.
+        'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null}',
+        '',
+      ].join('\n'),
+    );
+    const port = await freePort();
+    const proxy = spawn(
+      process.execPath,
+      [
+        // AAP_BENCH_PROFILE=DIR writes a CPU profile of the proxy there (open it in Chrome DevTools).
+        ...(process.env.AAP_BENCH_PROFILE
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.AAP_BENCH_PROFILE}`]
+          : []),
+        '--import',
+        'tsx',
+        join(ROOT, 'src/cli.ts'),
+        '--spec',
+        join(ROOT, 'examples/openapi/petstore.yaml'),
+        '--upstream',
+        `${upstreamUrl}/v1`,
+        '--port',
+        String(port),
+        '--db',
+        join(dir, 'bench.db'),
+        '--policy',
+        policy,
+        // One access-log line per request would measure the log pipe, not the gateway.
+        '--log-level',
+        'warn',
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    children.push(proxy);
+    const proxyUrl = await ready(proxy, port);
+    const executeUrl = `${proxyUrl}/capability/execute`;
+
+    // Register one agent under the pre-registered host: get_pet is granted by the host's defaults.
+    const agent = await generateTestKey();
+    const reg = await fetch(`${proxyUrl}/agent/register`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${await hostJwt(host, proxyUrl, { agent_public_key: agent.publicJwk })}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ name: 'bench agent', capabilities: ['get_pet'] }),
+    });
+    const registered = (await reg.json()) as { agent_id?: string; status?: string };
+    if (reg.status !== 200 || registered.status !== 'active' || !registered.agent_id) {
+      throw new Error(`bench agent registration failed: ${reg.status} ${JSON.stringify(registered)}`);
+    }
+    const agentId = registered.agent_id;
+
+    const directPool = new Pool(upstreamUrl, { connections: 64, pipelining: 1 });
+    const proxyPool = new Pool(proxyUrl, { connections: 64, pipelining: 1 });
+    const direct: Target = {
+      pool: directPool,
+      request: () => ({ path: '/v1/pets/1', method: 'GET', headers: { accept: 'application/json' } }),
+    };
+    const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
+    const proxiedWith = (tokens: string[]): Target => ({
+      pool: proxyPool,
+      request: (i) => ({
+        path: '/capability/execute',
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens[i] as string}`, 'content-type': 'application/json' },
+        body,
+      }),
+    });
+    const sign = async (n: number): Promise<string[]> => {
+      const out: string[] = [];
+      for (let i = 0; i < n; i++) out.push(await agentJwt(agent, agentId, executeUrl));
+      return out;
+    };
+
+    // Warm both paths (connections, JIT, caches) before measuring.
+    await phase(direct, 500, 8);
+    await phase(proxiedWith(await sign(500)), 500, 8);
+
+    const c1 = {
+      direct: await phase(direct, c1Requests, 1),
+      proxied: await phase(proxiedWith(await sign(c1Requests)), c1Requests, 1),
+    };
+    const c32 = {
+      direct: await phase(direct, c32Requests, 32),
+      proxied: await phase(proxiedWith(await sign(c32Requests)), c32Requests, 32),
+    };
+    await directPool.close();
+    await proxyPool.close();
+    return { c1, c32 };
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function phase(target: Target, requests: number, concurrency: number): Promise<PhaseResult> {
+  const latencies = new Float64Array(requests);
+  let next = 0;
+  const started = performance.now();
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const i = next++;
+      if (i >= requests) return;
+      const req = target.request(i);
+      const t0 = performance.now();
+      const res = await target.pool.request(req);
+      await res.body.dump();
+      latencies[i] = performance.now() - t0;
+      if (res.statusCode !== 200) throw new Error(`request ${i} answered ${res.statusCode}`);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const at = (q: number): number =>
+    sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+  return { requests, seconds, rps: requests / seconds, p50Ms: at(0.5), p99Ms: at(0.99) };
+}
+
+function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    rl.once('line', (line) => resolve(line.trim()));
+    child.once('exit', (code) => reject(new Error(`child exited with ${code} before printing`)));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls /readyz until the proxy answers (bounded: 60 s). */
+async function ready(child: ChildProcess, port: number): Promise<string> {
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`proxy exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return url;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('proxy did not become ready within 60 s');
+}
