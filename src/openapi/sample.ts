@@ -283,7 +283,7 @@ function emptyOf(node: JsonSchema): unknown {
   }
 }
 
-/** True when the schema has any keyword beyond annotations, i.e. it restricts the value. */
+/** True when the schema has a keyword beyond annotations, i.e. it restricts the value. */
 function constrains(node: JsonSchema): boolean {
   return Object.keys(node).some((k) => !ANNOTATIONS.has(k));
 }

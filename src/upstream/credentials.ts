@@ -43,7 +43,7 @@ export class ServiceCredentials {
 
   /**
    * Credentials for one call: the first alternative of `security` whose schemes all have a
-   * credential (OpenAPI: any one alternative satisfies the requirement). None when the
+   * credential (OpenAPI: one satisfied alternative meets the requirement). None when the
    * operation needs no security or nothing is configured; the upstream then decides.
    */
   async apply(security: readonly SecurityRequirement[], refresh = false): Promise<AppliedCredentials> {

@@ -3,20 +3,18 @@
  * pretest step, or here when dist/ is missing). Exit codes, messages without stack traces, the
  * capabilities listing, and a served proxy that stops cleanly on SIGTERM.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, ensureBuiltCli, killChildren, ROOT } from '../helpers/cli-process.js';
 
 // Defined here rather than taken from ../helpers/proxy.js, which imports src/: this file tests
 // the built CLI only.
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
-const CLI = join(ROOT, 'dist/cli.js');
 const SPECS = join(ROOT, 'test/fixtures/specs');
 const STACK_FRAME = '    at ';
 
@@ -105,28 +103,10 @@ function expectOperatorError(result: Exited): void {
 
 let tmp = '';
 beforeAll(() => {
-  if (!existsSync(CLI)) {
-    try {
-      execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'ignore' });
-    } catch {
-      // tsc reports type errors with a non-zero exit but still emits; the check below decides.
-    }
-  }
-  expect(existsSync(CLI), `${CLI} is missing: run npm run build`).toBe(true);
+  expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
   tmp = mkdtempSync(join(tmpdir(), 'aap-cli-'));
 });
-afterEach(() => {
-  for (const child of children) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-  children.clear();
-});
+afterEach(() => killChildren(children));
 afterAll(() => {
   rmSync(tmp, { recursive: true, force: true });
 });

@@ -5,18 +5,16 @@
  * change). Between a kill and the restart the database file is inspected directly for the
  * invariants a torn write would break.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, ensureBuiltCli, killChildren, ROOT } from '../../helpers/cli-process.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../../helpers/keys.js';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
-const CLI = join(ROOT, 'dist/cli.js');
 const ADMIN_TOKEN = 'durability-admin-token-0123456789abcdef';
 
 // list_pets and get_pet are granted to linked hosts without asking; create_pet needs a human.
@@ -38,30 +36,12 @@ let tmp = '';
 let policyFile = '';
 
 beforeAll(() => {
-  if (!existsSync(CLI)) {
-    try {
-      execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'ignore' });
-    } catch {
-      // tsc reports type errors with a non-zero exit but still emits; the check below decides.
-    }
-  }
-  expect(existsSync(CLI), `${CLI} is missing: run npm run build`).toBe(true);
+  expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
   tmp = mkdtempSync(join(tmpdir(), 'aap-durability-'));
   policyFile = join(tmp, 'policy.yaml');
   writeFileSync(policyFile, POLICY);
 });
-afterEach(() => {
-  for (const child of children) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-  children.clear();
-});
+afterEach(() => killChildren(children));
 afterAll(() => {
   rmSync(tmp, { recursive: true, force: true });
 });
