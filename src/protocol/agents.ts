@@ -25,6 +25,7 @@ import { parsePublicJwk, thumbprint } from './keys.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 import { grantRecord } from './registration.js';
 import { agentView } from './views.js';
+import { protocolEvent } from './activity.js';
 
 export function requireAgentId(body: Readonly<Record<string, unknown>>): string {
   const id = body.agent_id;
@@ -102,22 +103,22 @@ export function requestCapability(
       tx.putGrant(record);
       return record;
     });
-    tx.appendActivity({
-      at: now,
-      type: 'agent.capabilities_requested',
-      agentId: agent.id,
-      hostId: agent.hostId,
-      userId: agent.userId,
-      capability: null,
-      outcome: approval ? 'pending' : 'granted',
-      detail: {
-        requested: fresh.map((r) => r.name),
-        auto_granted: fresh.filter((r) => auto.has(r.name)).map((r) => r.name),
-      },
-      jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
-      latencyMs: null,
-      upstreamStatus: null,
-    });
+    tx.appendActivity(
+      protocolEvent({
+        at: now,
+        type: 'agent.capabilities_requested',
+        agentId: agent.id,
+        hostId: agent.hostId,
+        userId: agent.userId,
+        capability: null,
+        outcome: approval ? 'pending' : 'granted',
+        detail: {
+          requested: fresh.map((r) => r.name),
+          auto_granted: fresh.filter((r) => auto.has(r.name)).map((r) => r.name),
+        },
+        jti: auth.claims.jti,
+      }),
+    );
     const view = agentView(ctx, agent, written);
     return {
       agent_id: agent.id,
@@ -206,19 +207,19 @@ export function reactivate(
         }),
       );
     }
-    tx.appendActivity({
-      at: now,
-      type: 'agent.reactivated',
-      agentId: agent.id,
-      hostId: agent.hostId,
-      userId: agent.userId,
-      capability: null,
-      outcome: updated.status,
-      detail: { baseline: baseline.map((b) => b.name) },
-      jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
-      latencyMs: null,
-      upstreamStatus: null,
-    });
+    tx.appendActivity(
+      protocolEvent({
+        at: now,
+        type: 'agent.reactivated',
+        agentId: agent.id,
+        hostId: agent.hostId,
+        userId: agent.userId,
+        capability: null,
+        outcome: updated.status,
+        detail: { baseline: baseline.map((b) => b.name) },
+        jti: auth.claims.jti,
+      }),
+    );
     const view = agentView(ctx, updated, tx.grants(agent.id), host);
     return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
   });
@@ -243,19 +244,18 @@ export function revokeAgent(
       for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
         tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
       }
-      tx.appendActivity({
-        at: now,
-        type: 'agent.revoked',
-        agentId: agent.id,
-        hostId: agent.hostId,
-        userId: agent.userId,
-        capability: null,
-        outcome: 'revoked',
-        detail: { by: actor.by },
-        jti: null,
-        latencyMs: null,
-        upstreamStatus: null,
-      });
+      tx.appendActivity(
+        protocolEvent({
+          at: now,
+          type: 'agent.revoked',
+          agentId: agent.id,
+          hostId: agent.hostId,
+          userId: agent.userId,
+          capability: null,
+          outcome: 'revoked',
+          detail: { by: actor.by },
+        }),
+      );
     }
     return { agent_id: agent.id, status: 'revoked' };
   });
@@ -284,19 +284,19 @@ export async function rotateAgentKey(
       throw new ProtocolError('agent_exists', 'Another agent of this host already uses that key.');
     }
     tx.updateAgent(agent.id, { publicJwk: parsed.jwk, keyThumbprint: tp, updatedAt: now });
-    tx.appendActivity({
-      at: now,
-      type: 'agent.key_rotated',
-      agentId: agent.id,
-      hostId: agent.hostId,
-      userId: agent.userId,
-      capability: null,
-      outcome: 'rotated',
-      detail: null,
-      jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
-      latencyMs: null,
-      upstreamStatus: null,
-    });
+    tx.appendActivity(
+      protocolEvent({
+        at: now,
+        type: 'agent.key_rotated',
+        agentId: agent.id,
+        hostId: agent.hostId,
+        userId: agent.userId,
+        capability: null,
+        outcome: 'rotated',
+        detail: null,
+        jti: auth.claims.jti,
+      }),
+    );
     return { agent_id: agent.id, status: agent.status };
   });
 }

@@ -16,6 +16,7 @@ import { intersectConstraints, parseConstraints, type Constraints } from './cons
 import { newId, type ProtocolContext } from './context.js';
 import { inputFields } from './grants.js';
 import { generateUserCode } from './user-code.js';
+import { protocolEvent } from './activity.js';
 
 export interface ApprovalHints {
   readonly preferredMethod?: string;
@@ -190,19 +191,18 @@ function activity(
   outcome: string,
   detail: Record<string, unknown> | null,
 ): void {
-  tx.appendActivity({
-    at,
-    type,
-    agentId: agent.id,
-    hostId: agent.hostId,
-    userId: agent.userId,
-    capability: null,
-    outcome,
-    detail,
-    jti: null,
-    latencyMs: null,
-    upstreamStatus: null,
-  });
+  tx.appendActivity(
+    protocolEvent({
+      at,
+      type,
+      agentId: agent.id,
+      hostId: agent.hostId,
+      userId: agent.userId,
+      capability: null,
+      outcome,
+      detail,
+    }),
+  );
 }
 
 export function approve(ctx: ProtocolContext, approvalId: string, input: ApproveInput): Decision {
@@ -429,19 +429,18 @@ export function linkHost(
     tx.updateAgent(agent.id, { status: 'claimed', userId, updatedAt: now });
     activity(tx, now, 'agent.claimed', { ...agent, userId }, 'claimed', { user_id: userId });
   }
-  tx.appendActivity({
-    at: now,
-    type: 'host.linked',
-    agentId: null,
-    hostId: host.id,
-    userId,
-    capability: null,
-    outcome: 'linked',
-    detail: { claimed_agents: claimed },
-    jti: null,
-    latencyMs: null,
-    upstreamStatus: null,
-  });
+  tx.appendActivity(
+    protocolEvent({
+      at: now,
+      type: 'host.linked',
+      agentId: null,
+      hostId: host.id,
+      userId,
+      capability: null,
+      outcome: 'linked',
+      detail: { claimed_agents: claimed },
+    }),
+  );
   return claimed;
 }
 

@@ -9,6 +9,7 @@ import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
 import { parsePublicJwk, thumbprint, type Ed25519PublicJwk } from './keys.js';
 import { hostView } from './views.js';
+import { protocolEvent } from './activity.js';
 
 function event(
   tx: StoreWriter,
@@ -17,19 +18,18 @@ function event(
   host: HostRecord,
   detail: Record<string, unknown> | null,
 ): void {
-  tx.appendActivity({
-    at,
-    type,
-    agentId: null,
-    hostId: host.id,
-    userId: host.userId,
-    capability: null,
-    outcome: type.split('.')[1] ?? type,
-    detail,
-    jti: null,
-    latencyMs: null,
-    upstreamStatus: null,
-  });
+  tx.appendActivity(
+    protocolEvent({
+      at,
+      type,
+      agentId: null,
+      hostId: host.id,
+      userId: host.userId,
+      capability: null,
+      outcome: type.split('.')[1] ?? type,
+      detail,
+    }),
+  );
 }
 
 /** §5.9: inline-key hosts only; identity, agents and links stay with the host record. */

@@ -5,6 +5,7 @@
  */
 import type { AgentRecord, AgentStatus, GrantRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
+import { protocolEvent } from './activity.js';
 
 export interface AgentClocks {
   /** When the agent becomes `expired` if nothing happens (session TTL or max lifetime). */
@@ -62,19 +63,18 @@ export function currentAgent(ctx: ProtocolContext, agent: AgentRecord): AgentRec
         tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
       }
     }
-    tx.appendActivity({
-      at: now,
-      type: changed === 'revoked' ? 'agent.absolute_lifetime_exceeded' : 'agent.expired',
-      agentId: agent.id,
-      hostId: agent.hostId,
-      userId: agent.userId,
-      capability: null,
-      outcome: changed,
-      detail: null,
-      jti: null,
-      latencyMs: null,
-      upstreamStatus: null,
-    });
+    tx.appendActivity(
+      protocolEvent({
+        at: now,
+        type: changed === 'revoked' ? 'agent.absolute_lifetime_exceeded' : 'agent.expired',
+        agentId: agent.id,
+        hostId: agent.hostId,
+        userId: agent.userId,
+        capability: null,
+        outcome: changed,
+        detail: null,
+      }),
+    );
   });
   return { ...agent, status: changed, updatedAt: now };
 }

@@ -11,6 +11,7 @@ import { newId, type ProtocolContext } from './context.js';
 import { autoGrantable, parseCapabilityRequest } from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { agentView } from './views.js';
+import { protocolEvent } from './activity.js';
 
 export async function registerAgent(
   ctx: ProtocolContext,
@@ -157,23 +158,23 @@ export async function registerAgent(
         }),
       );
     }
-    tx.appendActivity({
-      at: now,
-      type: 'agent.registered',
-      agentId: finalAgent.id,
-      hostId: host.id,
-      userId: finalAgent.userId,
-      capability: null,
-      outcome: finalAgent.status,
-      detail: {
-        mode,
-        requested: requested.map((r) => r.name),
-        auto_granted: [...auto].filter((n) => requested.some((r) => r.name === n)),
-      },
-      jti: typeof auth.claims.jti === 'string' ? auth.claims.jti : null,
-      latencyMs: null,
-      upstreamStatus: null,
-    });
+    tx.appendActivity(
+      protocolEvent({
+        at: now,
+        type: 'agent.registered',
+        agentId: finalAgent.id,
+        hostId: host.id,
+        userId: finalAgent.userId,
+        capability: null,
+        outcome: finalAgent.status,
+        detail: {
+          mode,
+          requested: requested.map((r) => r.name),
+          auto_granted: [...auto].filter((n) => requested.some((r) => r.name === n)),
+        },
+        jti: auth.claims.jti,
+      }),
+    );
     const view = agentView(ctx, finalAgent, tx.grants(finalAgent.id), host);
     return { status: 200, body: approval ? { ...view, approval: approvalObject(ctx, approval) } : view };
   });
