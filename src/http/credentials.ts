@@ -16,6 +16,17 @@ export function bearerToken(req: IncomingMessage): string | undefined {
   return match[1];
 }
 
+/** The bearer token, or `401 authentication_required` with a Bearer challenge when there is none. */
+export function requireBearer(req: IncomingMessage): string {
+  const token = bearerToken(req);
+  if (!token) {
+    throw new ProtocolError('authentication_required', 'Send a JWT as "Authorization: Bearer <jwt>".', {
+      headers: { 'www-authenticate': 'Bearer' },
+    });
+  }
+  return token;
+}
+
 /** Constant-time comparison of secrets (hashing first makes the lengths equal). */
 export function secretEquals(given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest();

@@ -23,7 +23,7 @@ import {
 } from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
-import { grantRecord } from './registration.js';
+import { putRequestedGrants } from './registration.js';
 import { agentView } from './views.js';
 import { protocolEvent } from './activity.js';
 
@@ -93,16 +93,7 @@ export function requestCapability(
     const approval = needsApproval.length
       ? createApproval(ctx, tx, 'capability_request', agent, needsApproval, hints)
       : undefined;
-    const written = fresh.map((r) => {
-      const granted = auto.has(r.name);
-      const record = grantRecord(agent.id, r, granted ? 'active' : 'pending', now, {
-        grantedBy: granted ? 'policy' : null,
-        approvalId: granted ? null : (approval?.id ?? null),
-        reason: hints.reason ?? null,
-      });
-      tx.putGrant(record);
-      return record;
-    });
+    const written = putRequestedGrants(tx, agent.id, fresh, auto, approval, now, hints.reason ?? null);
     tx.appendActivity(
       protocolEvent({
         at: now,
@@ -197,16 +188,7 @@ export function reactivate(
       needsApproval.length > 0 || pending
         ? createApproval(ctx, tx, 'reactivation', updated, needsApproval, hints)
         : undefined;
-    for (const b of baseline) {
-      const granted = auto.has(b.name);
-      tx.putGrant(
-        grantRecord(agent.id, b, granted ? 'active' : 'pending', now, {
-          grantedBy: granted ? 'policy' : null,
-          approvalId: granted ? null : (approval?.id ?? null),
-          reason: null,
-        }),
-      );
-    }
+    putRequestedGrants(tx, agent.id, baseline, auto, approval, now, null);
     tx.appendActivity(
       protocolEvent({
         at: now,

@@ -111,7 +111,7 @@ export function authorizeExecution(
   if (grant.constraints) {
     // Grants are validated when made; re-checking here keeps a stored unknown operator from
     // ever being read as "no constraint" (§2.13 fails closed).
-    const parsed = parseConstraints(grant.constraints, undefined);
+    const parsed = parsedConstraints(grant);
     if (!parsed.ok) {
       if (parsed.problem.kind === 'unknown_operator') {
         throw new ProtocolError('unknown_constraint_operator', parsed.problem.message, {
@@ -135,6 +135,19 @@ export function authorizeExecution(
     }
   }
   return { auth, capability, grant, args };
+}
+
+// Parsed once per grant record: the hot cache hands out the same record objects until a change,
+// and a changed grant is a new object, so nothing stale is ever reused.
+const parsedByGrant = new WeakMap<GrantRecord, ReturnType<typeof parseConstraints>>();
+
+function parsedConstraints(grant: GrantRecord): ReturnType<typeof parseConstraints> {
+  let parsed = parsedByGrant.get(grant);
+  if (!parsed) {
+    parsed = parseConstraints(grant.constraints, undefined);
+    parsedByGrant.set(grant, parsed);
+  }
+  return parsed;
 }
 
 /**

@@ -4,7 +4,14 @@
  * §8.10 rule that an unknown host gets nothing until a human approves.
  */
 import { ProtocolError } from '../errors.js';
-import type { AgentMode, AgentRecord, GrantRecord, RequestedCapability } from '../storage/types.js';
+import type {
+  AgentMode,
+  AgentRecord,
+  ApprovalRecord,
+  GrantRecord,
+  RequestedCapability,
+  StoreWriter,
+} from '../storage/types.js';
 import { approvalObject, createApproval, displayText, openApproval, readHints } from './approvals.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
@@ -148,16 +155,7 @@ export async function registerAgent(
       needsApproval.length > 0 || !activeNow
         ? createApproval(ctx, tx, 'registration', finalAgent, needsApproval, hints)
         : undefined;
-    for (const r of requested) {
-      const granted = auto.has(r.name);
-      tx.putGrant(
-        grantRecord(finalAgent.id, r, granted ? 'active' : 'pending', now, {
-          grantedBy: granted ? 'policy' : null,
-          approvalId: granted ? null : (approval?.id ?? null),
-          reason: hints.reason ?? null,
-        }),
-      );
-    }
+    putRequestedGrants(tx, finalAgent.id, requested, auto, approval, now, hints.reason ?? null);
     tx.appendActivity(
       protocolEvent({
         at: now,
@@ -180,27 +178,39 @@ export async function registerAgent(
   });
 }
 
-export function grantRecord(
+/**
+ * Writes one grant per requested capability: active (granted by policy) when `auto` holds it,
+ * else pending under `approval`. Registration, capability requests and reactivation all decide
+ * grants this way.
+ */
+export function putRequestedGrants(
+  tx: StoreWriter,
   agentId: string,
-  requested: RequestedCapability,
-  status: 'active' | 'pending',
+  requested: readonly RequestedCapability[],
+  auto: ReadonlySet<string>,
+  approval: ApprovalRecord | undefined,
   now: number,
-  extra: { grantedBy: string | null; approvalId: string | null; reason: string | null },
-): GrantRecord {
-  return {
-    id: newId('grt'),
-    agentId,
-    capability: requested.name,
-    status,
-    constraints: requested.constraints ?? null,
-    grantedBy: extra.grantedBy,
-    deniedBy: null,
-    reason: extra.reason,
-    expiresAt: null,
-    approvalId: extra.approvalId,
-    createdAt: now,
-    updatedAt: now,
-  };
+  reason: string | null,
+): GrantRecord[] {
+  return requested.map((r) => {
+    const granted = auto.has(r.name);
+    const grant: GrantRecord = {
+      id: newId('grt'),
+      agentId,
+      capability: r.name,
+      status: granted ? 'active' : 'pending',
+      constraints: r.constraints ?? null,
+      grantedBy: granted ? 'policy' : null,
+      deniedBy: null,
+      reason,
+      expiresAt: null,
+      approvalId: granted ? null : (approval?.id ?? null),
+      createdAt: now,
+      updatedAt: now,
+    };
+    tx.putGrant(grant);
+    return grant;
+  });
 }
 
 function requestedFromGrants(grants: readonly GrantRecord[]): RequestedCapability[] {

@@ -394,14 +394,20 @@ export class Executor {
     const type = essence(contentType);
     // Binary bodies are passed as base64, never as text the agent could read a secret from.
     if (type !== '' && !isJsonLike(type) && !isTextual(type)) return body;
-    const secrets = [...api.secrets, ...this.oauth.currentTokens()];
+    const secrets = this.secretsOf(api);
     if (!secrets.some((s) => s.length >= 8 && body.includes(s))) return body;
     return Buffer.from(this.scrub(api, body.toString('utf8')), 'utf8');
   }
 
+  /** The static secrets of the API, plus OAuth tokens only when some are cached (no copy otherwise). */
+  private secretsOf(api: ApiRuntime): readonly string[] {
+    const tokens = this.oauth.currentTokens();
+    return tokens.length === 0 ? api.secrets : [...api.secrets, ...tokens];
+  }
+
   private scrub(api: ApiRuntime, text: string): string {
     let out = text;
-    for (const secret of [...api.secrets, ...this.oauth.currentTokens()]) {
+    for (const secret of this.secretsOf(api)) {
       if (secret.length >= 8 && out.includes(secret)) out = out.split(secret).join('[redacted]');
     }
     return out;
@@ -487,9 +493,17 @@ function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+// Computed once per operation (bindings live as long as the catalog).
+const acceptByOperation = new WeakMap<OperationBinding, string>();
+
 function acceptFor(op: OperationBinding): string {
-  const types = [...new Set(op.responseMediaTypes.map(essence).filter((t) => t !== ''))];
-  return types.length > 0 ? `${types.join(', ')}, */*;q=0.1` : 'application/json, */*;q=0.1';
+  let accept = acceptByOperation.get(op);
+  if (accept === undefined) {
+    const types = [...new Set(op.responseMediaTypes.map(essence).filter((t) => t !== ''))];
+    accept = types.length > 0 ? `${types.join(', ')}, */*;q=0.1` : 'application/json, */*;q=0.1';
+    acceptByOperation.set(op, accept);
+  }
+  return accept;
 }
 
 /**

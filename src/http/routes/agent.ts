@@ -17,7 +17,7 @@ import { revokeHost, rotateHostKey } from '../../protocol/hosts.js';
 import { introspect } from '../../protocol/introspect.js';
 import { registerAgent } from '../../protocol/registration.js';
 import { readJsonObject } from '../body.js';
-import { bearerToken, secretEquals } from '../credentials.js';
+import { bearerToken, secretEquals, requireBearer } from '../credentials.js';
 import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
 import type { RequestContext, Router } from '../router.js';
@@ -30,27 +30,17 @@ export interface ProtocolRouteOptions {
   readonly introspectionTokens: readonly string[];
 }
 
-function requireBearer(rc: RequestContext): string {
-  const token = bearerToken(rc.req);
-  if (!token) {
-    throw new ProtocolError('authentication_required', 'Send a JWT as "Authorization: Bearer <jwt>".', {
-      headers: { 'www-authenticate': 'Bearer' },
-    });
-  }
-  return token;
-}
-
 export function agentRoutes(router: Router, options: ProtocolRouteOptions): void {
   const { ctx, limits, maxBodyBytes } = options;
 
   const host = async (rc: RequestContext, auth: HostAuthOptions = {}) => {
-    const result = await authenticateHost(ctx, requireBearer(rc), auth);
+    const result = await authenticateHost(ctx, requireBearer(rc.req), auth);
     if (result.host) limits.host(result.host.id);
     return result;
   };
 
   router.add('POST', '/agent/register', async (rc) => {
-    const token = requireBearer(rc);
+    const token = requireBearer(rc.req);
     const auth = await authenticateHost(ctx, token, { allowUnknown: true, allowPending: true });
     // §8.13: unknown hosts registering are the abuse case; they get a tight per-IP budget.
     if (auth.host) limits.host(auth.host.id);
@@ -61,7 +51,7 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
   });
 
   router.add('POST', '/agent/request-capability', async (rc) => {
-    const auth = await authenticateAgent(ctx, requireBearer(rc), [ctx.issuer()]);
+    const auth = await authenticateAgent(ctx, requireBearer(rc.req), [ctx.issuer()]);
     limits.agent(auth.agent.id, auth.host.id, auth.agent.userId);
     const body = await readJsonObject(rc.req, maxBodyBytes);
     sendJson(rc.res, 200, requestCapability(ctx, auth, body));

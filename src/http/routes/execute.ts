@@ -28,10 +28,10 @@ import type { UpstreamReply } from '../../upstream/client.js';
 import { validTraceparent, type CallerIdentity, type Executor } from '../../upstream/executor.js';
 import { formatSse, SseParser } from '../../upstream/sse.js';
 import { readJsonObject } from '../body.js';
-import { bearerToken } from '../credentials.js';
+import { requireBearer } from '../credentials.js';
 import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
-import type { RequestContext, Router } from '../router.js';
+import type { Router } from '../router.js';
 
 export interface ExecuteRouteOptions {
   readonly ctx: ProtocolContext;
@@ -60,7 +60,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     const started = performance.now();
     // The id the access log, the upstream and the agent all see.
     const requestId = rc.requestId;
-    const token = requireBearer(rc);
+    const token = requireBearer(rc.req);
     const request = readExecuteBody(await readJsonObject(rc.req, options.maxBodyBytes));
     // Failures before this point (bad JWT) are not attributable to an agent and not recorded.
     const auth = await authenticateExecution(ctx, token);
@@ -120,7 +120,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     const requestId = rc.requestId;
     const id = rc.params.id ?? '';
     const statusUrl = `${ctx.issuer()}${STATUS_PATH}${id}`;
-    const token = requireBearer(rc);
+    const token = requireBearer(rc.req);
     // §5.11: a fresh agent JWT per poll; its audience may be the status URL itself.
     const auth = await authenticateAgent(ctx, token, [statusUrl, ctx.executeLocation(), ctx.issuer()]);
     limits.agent(auth.agent.id, auth.host.id, auth.agent.userId);
@@ -164,20 +164,6 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       }
     },
   };
-}
-
-function requireBearer(rc: RequestContext): string {
-  const token = bearerToken(rc.req);
-  if (!token) {
-    throw new ProtocolError(
-      'authentication_required',
-      'Send an agent JWT as "Authorization: Bearer <jwt>".',
-      {
-        headers: { 'www-authenticate': 'Bearer' },
-      },
-    );
-  }
-  return token;
 }
 
 function callerOf({ auth }: { auth: AgentAuth }): CallerIdentity {
