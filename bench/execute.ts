@@ -2,10 +2,12 @@
  * Execute-path benchmark: the same workload (GET one pet) sent directly to a minimal upstream and
  * through the proxy, at concurrency 1 and 32, in one run. Every proxied request carries a fresh
  * agent JWT (signed before the timed phase, so the load generator's signing is not measured).
- * The upstream, the proxy and the load generator run in separate processes.
+ * The upstream, the proxy (the built dist/, as deployed) and the load generator run in separate
+ * processes; each phase also reports the CPU time each of them spent per request, read from
+ * /proc, since on a shared 2-core machine throughput alone hides where the cycles went.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
@@ -22,6 +24,8 @@ export interface PhaseResult {
   readonly rps: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** CPU time (user + system) spent per request by each process, in µs; absent off Linux. */
+  readonly cpuUsPerRequest?: { readonly loadgen: number; readonly proxy: number; readonly upstream: number };
 }
 
 export interface ExecuteBenchResult {
@@ -31,6 +35,8 @@ export interface ExecuteBenchResult {
 
 interface Target {
   readonly pool: Pool;
+  /** The processes whose CPU time a phase accounts for. */
+  readonly pids: { readonly proxy?: number; readonly upstream: number };
   /** The request for the i-th call of a phase. */
   request(i: number): {
     path: string;
@@ -44,7 +50,7 @@ export async function runExecuteBench(
   options: { c1Requests?: number; c32Requests?: number } = {},
 ): Promise<ExecuteBenchResult> {
   const c1Requests = options.c1Requests ?? 2_000;
-  const c32Requests = options.c32Requests ?? 10_000;
+  const c32Requests = options.c32Requests ?? 20_000;
   const dir = mkdtempSync(join(tmpdir(), 'aap-bench-exec-'));
   const children: ChildProcess[] = [];
   try {
@@ -79,9 +85,8 @@ export async function runExecuteBench(
         ...(process.env.AAP_BENCH_PROFILE
           ? ['--cpu-prof', `--cpu-prof-dir=${process.env.AAP_BENCH_PROFILE}`]
           : []),
-        '--import',
-        'tsx',
-        join(ROOT, 'src/cli.ts'),
+        // `npm run bench` builds first (prebench): the deployed artefact is what is measured.
+        join(ROOT, 'dist/cli.js'),
         '--spec',
         join(ROOT, 'examples/openapi/petstore.yaml'),
         '--upstream',
@@ -120,13 +125,16 @@ export async function runExecuteBench(
 
     const directPool = new Pool(upstreamUrl, { connections: 64, pipelining: 1 });
     const proxyPool = new Pool(proxyUrl, { connections: 64, pipelining: 1 });
+    const pids = { upstream: upstream.pid as number };
     const direct: Target = {
       pool: directPool,
+      pids,
       request: () => ({ path: '/v1/pets/1', method: 'GET', headers: { accept: 'application/json' } }),
     };
     const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
     const proxiedWith = (tokens: string[]): Target => ({
       pool: proxyPool,
+      pids: { ...pids, proxy: proxy.pid as number },
       request: (i) => ({
         path: '/capability/execute',
         method: 'POST',
@@ -164,6 +172,7 @@ export async function runExecuteBench(
 async function phase(target: Target, requests: number, concurrency: number): Promise<PhaseResult> {
   const latencies = new Float64Array(requests);
   let next = 0;
+  const cpuBefore = cpuSnapshot(target);
   const started = performance.now();
   const worker = async (): Promise<void> => {
     for (;;) {
@@ -179,10 +188,57 @@ async function phase(target: Target, requests: number, concurrency: number): Pro
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - started) / 1000;
+  const cpuAfter = cpuSnapshot(target);
   const sorted = [...latencies].sort((a, b) => a - b);
   const at = (q: number): number =>
     sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
-  return { requests, seconds, rps: requests / seconds, p50Ms: at(0.5), p99Ms: at(0.99) };
+  const perRequest = (before: number | undefined, after: number | undefined): number =>
+    before === undefined || after === undefined ? 0 : ((after - before) * 1e6) / requests;
+  return {
+    requests,
+    seconds,
+    rps: requests / seconds,
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    ...(cpuBefore && cpuAfter
+      ? {
+          cpuUsPerRequest: {
+            loadgen: perRequest(cpuBefore.loadgen, cpuAfter.loadgen),
+            proxy: perRequest(cpuBefore.proxy, cpuAfter.proxy),
+            upstream: perRequest(cpuBefore.upstream, cpuAfter.upstream),
+          },
+        }
+      : {}),
+  };
+}
+
+interface CpuSnapshot {
+  readonly loadgen: number;
+  readonly proxy: number | undefined;
+  readonly upstream: number;
+}
+
+/** CPU seconds (user + system) used so far by this process and the target's children; Linux only. */
+function cpuSnapshot(target: Target): CpuSnapshot | undefined {
+  const self = process.cpuUsage();
+  const upstream = processCpuSeconds(target.pids.upstream);
+  const proxy = target.pids.proxy === undefined ? undefined : processCpuSeconds(target.pids.proxy);
+  if (upstream === undefined || (target.pids.proxy !== undefined && proxy === undefined)) return undefined;
+  return { loadgen: (self.user + self.system) / 1e6, proxy, upstream };
+}
+
+// /proc/PID/stat reports utime and stime in clock ticks; Linux fixes USER_HZ at 100 for userspace.
+const TICKS_PER_SECOND = 100;
+
+function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces; fields are counted after its closing paren.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
 }
 
 function firstLine(child: ChildProcess): Promise<string> {

@@ -15,8 +15,14 @@ console.log(
 );
 
 const exec = await runExecuteBench();
+const cpuCost = (r: PhaseResult): string => {
+  const c = r.cpuUsPerRequest;
+  if (!c) return '';
+  const us = (v: number): string => v.toFixed(0).padStart(4);
+  return `   CPU µs/req: load ${us(c.loadgen)}, proxy ${us(c.proxy)}, upstream ${us(c.upstream)}`;
+};
 const row = (label: string, r: PhaseResult): string =>
-  `  ${label.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50Ms.toFixed(3)} ms   p99 ${r.p99Ms.toFixed(3)} ms   (${r.requests} requests)`;
+  `  ${label.padEnd(15)} ${r.rps.toFixed(0).padStart(7)} req/s   p50 ${r.p50Ms.toFixed(3)} ms   p99 ${r.p99Ms.toFixed(3)} ms   (${r.requests} requests)${cpuCost(r)}`;
 console.log('execute (GET one pet; fresh agent JWT per proxied request):');
 console.log(row('direct, c=1', exec.c1.direct));
 console.log(row('proxied, c=1', exec.c1.proxied));

@@ -55,19 +55,19 @@ function decode(token: string, typ: 'host+jwt' | 'agent+jwt'): UnverifiedJwt {
   }
 }
 
-async function verify(
+function verify(
   ctx: ProtocolContext,
   jwt: UnverifiedJwt,
   key: Ed25519PublicJwk,
   typ: 'host+jwt' | 'agent+jwt',
   audiences: readonly string[],
-): Promise<Claims> {
+): Claims {
   const policy = {
     clockSkewSec: ctx.policy.lifetimes.clockSkewSec,
     maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
   };
   try {
-    return await verifyJwt(jwt, publicKeyObject(key), { typ, audiences, clock: ctx.clock, policy });
+    return verifyJwt(jwt, publicKeyObject(key), { typ, audiences, clock: ctx.clock, policy });
   } catch (err) {
     if (err instanceof JwtError) throw invalid(err.message);
     throw err;
@@ -165,7 +165,7 @@ export async function authenticateHost(
       throw invalid('iss is not the JWK thumbprint (RFC 7638, SHA-256) of host_public_key.');
     }
   }
-  const claims = await verify(ctx, jwt, key, 'host+jwt', [ctx.issuer()]);
+  const claims = verify(ctx, jwt, key, 'host+jwt', [ctx.issuer()]);
   rememberJti(ctx, `host:${iss}`, claims);
   if (host) {
     const statusError = hostStatusError(host);
@@ -215,7 +215,7 @@ export async function authenticateAgent(
   if (!stored) throw invalid('Unknown agent.');
   const host = cachedHost(ctx, stored.hostId);
   if (!host) throw invalid('Unknown agent.');
-  const claims = await verify(ctx, jwt, stored.publicJwk, 'agent+jwt', audiences);
+  const claims = verify(ctx, jwt, stored.publicJwk, 'agent+jwt', audiences);
   // The reference SDK omits iss; when present it MUST name the agent's own host (§4.5 steps 4–5).
   // Checked after the signature, so a forger cannot probe which host owns an agent.
   if (iss !== undefined && iss !== host.thumbprint) {
