@@ -306,9 +306,31 @@ class SqliteStore implements Store {
 
   appendActivities(records: readonly ActivityRecord[]): void {
     if (records.length === 0) return;
-    this.write((tx) => {
-      for (const r of records) tx.appendActivity(r);
-    });
+    // Every execution ends up here, so one positional statement is bound per row rather than the
+    // generic named-column insert (which rebuilds its SQL and parameter object each time).
+    const insert = this.stmt(
+      `INSERT INTO activity (at, type, agent_id, host_id, user_id, capability, outcome, detail, jti,
+        latency_ms, upstream_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.db
+      .transaction(() => {
+        for (const r of records) {
+          insert.run(
+            r.at,
+            r.type,
+            r.agentId,
+            r.hostId,
+            r.userId,
+            r.capability,
+            r.outcome,
+            r.detail === null ? null : JSON.stringify(r.detail),
+            r.jti,
+            r.latencyMs,
+            r.upstreamStatus,
+          );
+        }
+      })
+      .immediate();
   }
 
   insertAsyncJob(job: AsyncJobRecord): void {
