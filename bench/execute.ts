@@ -1,10 +1,11 @@
 /**
- * Execute-path benchmark: the same workload (GET one pet) sent directly to a minimal upstream and
- * through the proxy, at concurrency 1 and 32, in one run. Every proxied request carries a fresh
- * agent JWT (signed before the timed phase, so the load generator's signing is not measured).
- * The upstream, the proxy (the built dist/, as deployed) and the load generator run in separate
- * processes; each phase also reports the CPU time each of them spent per request, read from
- * /proc, since on a shared 2-core machine throughput alone hides where the cycles went.
+ * Execute-path benchmark: the same workload (GET one pet) sent directly to a minimal upstream, through
+ * a bare relay (floor-proxy-child.ts, without and with the Ed25519 signature check) and through the
+ * proxy, at concurrency 1 and 32, in one run. Every request through a gateway carries a fresh agent
+ * JWT (signed before the timed phase, so the load generator's signing is not measured). The
+ * upstream, each gateway (the proxy as built in dist/, as deployed) and the load generator run in
+ * separate processes; each phase also reports the CPU time each of them spent per request, read
+ * from /proc, since on a shared 2-core machine throughput alone hides where the cycles went.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,9 +29,20 @@ export interface PhaseResult {
   readonly cpuUsPerRequest?: { readonly loadgen: number; readonly proxy: number; readonly upstream: number };
 }
 
+/**
+ * The same call by four routes: straight to the upstream; through the yardstick relay
+ * (floor-proxy-child.ts) without and with the Ed25519 check; through the proxy.
+ */
+export interface RouteResults {
+  readonly direct: PhaseResult;
+  readonly relay: PhaseResult;
+  readonly relayVerify: PhaseResult;
+  readonly proxied: PhaseResult;
+}
+
 export interface ExecuteBenchResult {
-  readonly c1: { direct: PhaseResult; proxied: PhaseResult };
-  readonly c32: { direct: PhaseResult; proxied: PhaseResult };
+  readonly c1: RouteResults;
+  readonly c32: RouteResults;
 }
 
 interface Target {
@@ -123,8 +135,32 @@ export async function runExecuteBench(
     }
     const agentId = registered.agent_id;
 
-    const directPool = new Pool(upstreamUrl, { connections: 64, pipelining: 1 });
-    const proxyPool = new Pool(proxyUrl, { connections: 64, pipelining: 1 });
+    const relay = async (verify: boolean): Promise<{ url: string; pid: number }> => {
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(ROOT, 'bench/floor-proxy-child.ts'),
+          upstreamUrl,
+          agent.publicJwk.x,
+          verify ? '1' : '0',
+        ],
+        { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      children.push(child);
+      return { url: `http://127.0.0.1:${Number(await firstLine(child))}`, pid: child.pid as number };
+    };
+    const relayOnly = await relay(false);
+    const relayWithVerify = await relay(true);
+
+    const pools: Pool[] = [];
+    const pool = (url: string): Pool => {
+      const p = new Pool(url, { connections: 64, pipelining: 1 });
+      pools.push(p);
+      return p;
+    };
+    const directPool = pool(upstreamUrl);
     const pids = { upstream: upstream.pid as number };
     const direct: Target = {
       pool: directPool,
@@ -132,36 +168,42 @@ export async function runExecuteBench(
       request: () => ({ path: '/v1/pets/1', method: 'GET', headers: { accept: 'application/json' } }),
     };
     const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
-    const proxiedWith = (tokens: string[]): Target => ({
-      pool: proxyPool,
-      pids: { ...pids, proxy: proxy.pid as number },
-      request: (i) => ({
-        path: '/capability/execute',
-        method: 'POST',
-        headers: { authorization: `Bearer ${tokens[i] as string}`, 'content-type': 'application/json' },
-        body,
-      }),
-    });
+    const through = (url: string, pid: number) => {
+      const target = pool(url);
+      return (tokens: string[]): Target => ({
+        pool: target,
+        pids: { ...pids, proxy: pid },
+        request: (i) => ({
+          path: '/capability/execute',
+          method: 'POST',
+          headers: { authorization: `Bearer ${tokens[i] as string}`, 'content-type': 'application/json' },
+          body,
+        }),
+      });
+    };
+    const viaRelay = through(relayOnly.url, relayOnly.pid);
+    const viaRelayVerify = through(relayWithVerify.url, relayWithVerify.pid);
+    const viaProxy = through(proxyUrl, proxy.pid as number);
     const sign = async (n: number): Promise<string[]> => {
       const out: string[] = [];
       for (let i = 0; i < n; i++) out.push(await agentJwt(agent, agentId, executeUrl));
       return out;
     };
 
-    // Warm both paths (connections, JIT, caches) before measuring.
+    // Warm every route (connections, JIT, caches) before measuring.
     await phase(direct, 500, 8);
-    await phase(proxiedWith(await sign(500)), 500, 8);
+    for (const via of [viaRelay, viaRelayVerify, viaProxy]) await phase(via(await sign(500)), 500, 8);
 
-    const c1 = {
-      direct: await phase(direct, c1Requests, 1),
-      proxied: await phase(proxiedWith(await sign(c1Requests)), c1Requests, 1),
-    };
-    const c32 = {
-      direct: await phase(direct, c32Requests, 32),
-      proxied: await phase(proxiedWith(await sign(c32Requests)), c32Requests, 32),
-    };
-    await directPool.close();
-    await proxyPool.close();
+    // Each route gets its own fresh tokens: the proxy refuses a replayed jti.
+    const routes = async (requests: number, concurrency: number): Promise<RouteResults> => ({
+      direct: await phase(direct, requests, concurrency),
+      relay: await phase(viaRelay(await sign(requests)), requests, concurrency),
+      relayVerify: await phase(viaRelayVerify(await sign(requests)), requests, concurrency),
+      proxied: await phase(viaProxy(await sign(requests)), requests, concurrency),
+    });
+    const c1 = await routes(c1Requests, 1);
+    const c32 = await routes(c32Requests, 32);
+    await Promise.all(pools.map((p) => p.close()));
     return { c1, c32 };
   } finally {
     for (const child of children) child.kill('SIGTERM');
