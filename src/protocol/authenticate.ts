@@ -199,11 +199,11 @@ export function agentStatusError(agent: AgentRecord): ProtocolError | undefined 
  * §4.5, up to and including replay (steps 1–8). `audiences`: the issuer for protocol endpoints,
  * the execute location for execution (§4.3).
  */
-export async function authenticateAgent(
+export function authenticateAgent(
   ctx: ProtocolContext,
   token: string,
   audiences: readonly string[],
-): Promise<AgentAuth> {
+): AgentAuth {
   const jwt = decode(token, 'agent+jwt');
   const { payload } = jwt;
   const sub = payload.sub;

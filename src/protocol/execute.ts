@@ -46,7 +46,7 @@ export function readExecuteBody(body: Readonly<Record<string, unknown>>): {
 }
 
 /** §4.5 steps 1–8 for execution: the JWT's audience must be the execute location (§4.3). */
-export function authenticateExecution(ctx: ProtocolContext, token: string): Promise<AgentAuth> {
+export function authenticateExecution(ctx: ProtocolContext, token: string): AgentAuth {
   return authenticateAgent(ctx, token, [ctx.executeLocation()]);
 }
 

@@ -8,13 +8,13 @@ import { iso, type ProtocolContext } from './context.js';
 import { cachedGrants, currentGrants } from './grants.js';
 import { agentClocks, isGrantEffective } from './lifecycle.js';
 
-export async function introspect(ctx: ProtocolContext, token: unknown): Promise<Record<string, unknown>> {
+export function introspect(ctx: ProtocolContext, token: unknown): Record<string, unknown> {
   if (typeof token !== 'string' || token === '')
     throw new ProtocolError('invalid_request', 'token is required.');
   let auth;
   try {
     // Resource servers receive tokens addressed to the execute location or to the issuer (§4.3).
-    auth = await authenticateAgent(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
+    auth = authenticateAgent(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
   } catch (err) {
     if (err instanceof ProtocolError && err.code !== 'temporarily_unavailable') return { active: false };
     throw err;

@@ -51,7 +51,7 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
   });
 
   router.add('POST', '/agent/request-capability', async (rc) => {
-    const auth = await authenticateAgent(ctx, requireBearer(rc.req), [ctx.issuer()]);
+    const auth = authenticateAgent(ctx, requireBearer(rc.req), [ctx.issuer()]);
     limits.agent(auth.agent.id, auth.host.id, auth.agent.userId);
     const body = await readJsonObject(rc.req, maxBodyBytes);
     sendJson(rc.res, 200, requestCapability(ctx, auth, body));
@@ -116,6 +116,6 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
       });
     }
     const body = await readJsonObject(rc.req, maxBodyBytes);
-    sendJson(rc.res, 200, await introspect(ctx, body.token));
+    sendJson(rc.res, 200, introspect(ctx, body.token));
   });
 }

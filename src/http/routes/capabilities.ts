@@ -45,7 +45,7 @@ async function viewer({ ctx, limits }: CapabilityRouteOptions, rc: RequestContex
     };
   }
   if (jwtType(token) === 'agent+jwt') {
-    const auth = await authenticateAgent(ctx, token, [ctx.issuer()]);
+    const auth = authenticateAgent(ctx, token, [ctx.issuer()]);
     limits.agent(auth.agent.id, auth.host.id, auth.agent.userId);
     const now = ctx.clock.now();
     const granted = new Set(

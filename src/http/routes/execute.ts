@@ -63,7 +63,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     const token = requireBearer(rc.req);
     const request = readExecuteBody(await readJsonObject(rc.req, options.maxBodyBytes));
     // Failures before this point (bad JWT) are not attributable to an agent and not recorded.
-    const auth = await authenticateExecution(ctx, token);
+    const auth = authenticateExecution(ctx, token);
     let upstreamStatus: number | null = null;
     try {
       limits.agent(auth.agent.id, auth.host.id, auth.agent.userId);
@@ -122,7 +122,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     const statusUrl = `${ctx.issuer()}${STATUS_PATH}${id}`;
     const token = requireBearer(rc.req);
     // §5.11: a fresh agent JWT per poll; its audience may be the status URL itself.
-    const auth = await authenticateAgent(ctx, token, [statusUrl, ctx.executeLocation(), ctx.issuer()]);
+    const auth = authenticateAgent(ctx, token, [statusUrl, ctx.executeLocation(), ctx.issuer()]);
     limits.agent(auth.agent.id, auth.host.id, auth.agent.userId);
     const job = ctx.store.asyncJob(id);
     if (!job || job.expiresAt <= ctx.clock.now()) {

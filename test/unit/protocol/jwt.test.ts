@@ -48,18 +48,21 @@ beforeAll(async () => {
 });
 
 /** decodeJwt + verifyJwt as a route would call them. */
-async function check(
+function check(
   token: string,
   options: { typ?: JwtType; key?: TestKey; audiences?: string[]; clock?: Clock; policy?: JwtPolicy } = {},
 ): Promise<Readonly<Record<string, unknown>>> {
   const typ = options.typ ?? 'host+jwt';
   const key = options.key ?? host;
-  return verifyJwt(decodeJwt(token, typ), publicKeyObject(key.publicJwk), {
-    typ,
-    audiences: options.audiences ?? [ISSUER],
-    clock: options.clock ?? fixedClock(),
-    policy: options.policy ?? POLICY,
-  });
+  // A promise either way, so tests can say resolves/rejects whether a rule fails in decode or verify.
+  return Promise.resolve().then(() =>
+    verifyJwt(decodeJwt(token, typ), publicKeyObject(key.publicJwk), {
+      typ,
+      audiences: options.audiences ?? [ISSUER],
+      clock: options.clock ?? fixedClock(),
+      policy: options.policy ?? POLICY,
+    }),
+  );
 }
 
 async function rejects(
@@ -164,8 +167,14 @@ describe('typ (§4.5 step 1, §4.5.1 step 1)', () => {
   });
 
   it('verifyJwt judges the claims in the token, not those of a hand-built object beside it', async () => {
-    const token = await signJwt(host, 'host+jwt', hostClaims({ aud: 'https://evil.example' }), { nowMs: NOW });
-    const handBuilt: UnverifiedJwt = { header: { alg: 'EdDSA', typ: 'host+jwt' }, payload: hostClaims(), token };
+    const token = await signJwt(host, 'host+jwt', hostClaims({ aud: 'https://evil.example' }), {
+      nowMs: NOW,
+    });
+    const handBuilt: UnverifiedJwt = {
+      header: { alg: 'EdDSA', typ: 'host+jwt' },
+      payload: hostClaims(),
+      token,
+    };
     const options = { typ: 'host+jwt', audiences: [ISSUER], clock: fixedClock(), policy: POLICY } as const;
     expect(() => verifyJwt(handBuilt, publicKeyObject(host.publicJwk), options)).toThrow(/aud/);
   });
@@ -221,7 +230,7 @@ describe('alg (§4.1)', () => {
     await rejects(token, /alg/);
   });
 
-  it('verifyJwt still refuses forged algorithms when decodeJwt is bypassed', async () => {
+  it('verifyJwt still refuses forged algorithms when decodeJwt is bypassed', () => {
     const forged: UnverifiedJwt[] = [
       unsignedJwt({ alg: 'none', typ: 'host+jwt' }, hostClaims()),
       hmacJwt(Buffer.from(host.publicJwk.x, 'base64url'), { alg: 'HS256', typ: 'host+jwt' }, hostClaims()),
@@ -260,6 +269,23 @@ describe('signature', () => {
     const bytes = Buffer.from(s, 'base64url');
     bytes[0] = bytes[0]! ^ 1;
     await rejects(`${h}.${p}.${bytes.toString('base64url')}`, /signature/);
+  });
+
+  it('rejects the malleable twin of a valid signature (S + L, RFC 8032 §5.1.7)', async () => {
+    const token = await signJwt(host, 'host+jwt', hostClaims(), { nowMs: NOW });
+    await expect(check(token)).resolves.toBeDefined();
+    const [h, p, s] = segments(token);
+    const sig = Buffer.from(s, 'base64url');
+    // S is the little-endian scalar in bytes 32..63; S + L encodes the same point equation.
+    const L = 2n ** 252n + 27742317777372353535851937790883648493n;
+    let scalar = 0n;
+    for (let i = 63; i >= 32; i--) scalar = (scalar << 8n) | BigInt(sig[i]!);
+    let twin = scalar + L;
+    for (let i = 32; i < 64; i++) {
+      sig[i] = Number(twin & 0xffn);
+      twin >>= 8n;
+    }
+    await rejects(`${h}.${p}.${sig.toString('base64url')}`, /signature/);
   });
 
   it('rejects a verification key that is not an Ed25519 public key', async () => {
