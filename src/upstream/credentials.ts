@@ -84,6 +84,39 @@ export class ServiceCredentials {
     return { headers, query, cookies, ...(oauthScheme !== undefined ? { oauthScheme } : {}) };
   }
 
+  /**
+   * Alternatives that would be chosen yet cannot be sent: two of their schemes put a credential in
+   * the same place (two of them in Authorization, which carries one credential, or one header,
+   * query or cookie name twice), so one would silently replace the other. Each conflict is the
+   * list of scheme names involved, with the place, e.g. `header authorization: basicAuth, oauth`.
+   */
+  conflicts(requirements: Iterable<readonly SecurityRequirement[]>): string[] {
+    const out = new Set<string>();
+    for (const alternatives of requirements) {
+      const alternative = this.choose(alternatives);
+      if (!alternative) continue;
+      const byPlace = new Map<string, string[]>();
+      for (const name of Object.keys(alternative)) {
+        const place = this.placement(name);
+        byPlace.set(place, [...(byPlace.get(place) ?? []), name]);
+      }
+      for (const [place, names] of byPlace) {
+        if (names.length > 1) out.add(`${place}: ${[...names].sort().join(', ')}`);
+      }
+    }
+    return [...out].sort();
+  }
+
+  /** Where a configured scheme's credential goes, as apply() sends it. */
+  private placement(name: string): string {
+    const scheme = this.schemes[name] as SecuritySchemeInfo;
+    const credential = this.configured[name] as ServiceCredential;
+    if (credential.kind === 'secret' && scheme.type === 'apiKey' && scheme.in && scheme.name) {
+      return scheme.in === 'header' ? `header ${scheme.name.toLowerCase()}` : `${scheme.in} ${scheme.name}`;
+    }
+    return 'header authorization';
+  }
+
   /** An empty alternative (`{}`, "auth optional") is used only when no other one can be satisfied. */
   private choose(security: readonly SecurityRequirement[]): SecurityRequirement | undefined {
     return security.find((alt) => {

@@ -7,13 +7,19 @@
 import type { ApiExecutionSettings, PinnedValue } from '../config/settings.js';
 import { ProtocolError } from '../errors.js';
 import type { Catalog } from '../openapi/catalog.js';
-import { essence, isJsonLike, isTextual } from '../openapi/media.js';
+import { essence } from '../openapi/media.js';
 import type { ApiInfo, Capability, OperationBinding } from '../openapi/types.js';
 import { readBody, UpstreamCallError, type UpstreamClient, type UpstreamReply } from './client.js';
 import { ServiceCredentials, type AppliedCredentials } from './credentials.js';
 import { OAuthTokens, TokenError } from './oauth.js';
 import { ArgumentError, buildRequestParts, cookieHeader } from './request-parts.js';
-import { contentTypeOf, decodeData, upstreamError, UPSTREAM_ERROR_READ_BYTES } from './results.js';
+import {
+  contentTypeOf,
+  decodeData,
+  isTextData,
+  upstreamError,
+  UPSTREAM_ERROR_READ_BYTES,
+} from './results.js';
 
 export interface CallerIdentity {
   readonly agentId: string;
@@ -33,7 +39,13 @@ export interface ExecutionRequest {
 
 export type ExecutionOutcome =
   | { readonly kind: 'data'; readonly data: unknown; readonly upstreamStatus: number }
-  | { readonly kind: 'stream'; readonly reply: UpstreamReply; readonly upstreamStatus: number }
+  | {
+      readonly kind: 'stream';
+      readonly reply: UpstreamReply;
+      readonly upstreamStatus: number;
+      /** Redacts the service's secrets from relayed event text, as for every other body. */
+      readonly scrub: (text: string) => string;
+    }
   | {
       readonly kind: 'async';
       readonly upstreamUrl: string;
@@ -115,6 +127,12 @@ export class Executor {
       const { missing, unknown } = api.credentials.check(ops.map((c) => c.operation.security));
       for (const name of unknown) {
         errors.push(`API ${api.info.id}: credentials.${name} names no security scheme of the document`);
+      }
+      for (const conflict of api.credentials.conflicts(ops.map((c) => c.operation.security))) {
+        errors.push(
+          `API ${api.info.id}: operations require security schemes that are sent in one place ` +
+            `(${conflict}); configure a credential for only one of them`,
+        );
       }
       for (const name of missing) {
         warnings.push(
@@ -216,7 +234,7 @@ export class Executor {
       const err = upstreamError(reply.status, contentType, body, (t) => this.scrub(api, t));
       return { status: 'failed', error: err.toBody() };
     }
-    const data = decodeData(contentType, this.scrubBody(api, body, contentType));
+    const data = decodeData(contentType, this.scrubBody(api, body, contentType, reply.status));
     if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
       const record = data as Record<string, unknown>;
       const word = typeof record.status === 'string' ? record.status.toLowerCase() : undefined;
@@ -347,7 +365,7 @@ export class Executor {
   ): Promise<ExecutionOutcome> {
     const contentType = contentTypeOf(reply.headers);
     if (reply.status >= 200 && reply.status < 300 && essence(contentType) === 'text/event-stream') {
-      return { kind: 'stream', reply, upstreamStatus: reply.status };
+      return { kind: 'stream', reply, upstreamStatus: reply.status, scrub: (t) => this.scrub(api, t) };
     }
     // An error body is only echoed up to its own cap (results.ts): a 4xx keeps its status even
     // when its body is bigger than max_response_bytes, and no more than the cap is read.
@@ -378,7 +396,7 @@ export class Executor {
     if (reply.status >= 200 && reply.status < 300) {
       return {
         kind: 'data',
-        data: decodeData(contentType, this.scrubBody(api, body, contentType)),
+        data: decodeData(contentType, this.scrubBody(api, body, contentType, reply.status)),
         upstreamStatus: reply.status,
       };
     }
@@ -388,21 +406,29 @@ export class Executor {
   /**
    * An upstream that echoes the service's credential back (a debug endpoint, a reflected header)
    * must not hand it to the agent. The check is a native byte search per secret; bodies are only
-   * rewritten when one is found.
+   * rewritten when one is found. A binary body cannot be rewritten without corrupting it, and the
+   * agent would decode its base64, so one that holds a secret is withheld whole.
    */
-  private scrubBody(api: ApiRuntime, body: Buffer, contentType: string): Buffer {
-    const type = essence(contentType);
-    // Binary bodies are passed as base64, never as text the agent could read a secret from.
-    if (type !== '' && !isJsonLike(type) && !isTextual(type)) return body;
+  private scrubBody(api: ApiRuntime, body: Buffer, contentType: string, status: number): Buffer {
     const secrets = this.secretsOf(api);
     if (!secrets.some((s) => s.length >= 8 && body.includes(s))) return body;
+    if (!isTextData(essence(contentType))) {
+      throw new ProtocolError(
+        'upstream_error',
+        'The upstream answer contains a credential of the service, so the proxy withheld it.',
+        { fields: { upstream_status: status } },
+      );
+    }
     return Buffer.from(this.scrub(api, body.toString('utf8')), 'utf8');
   }
 
-  /** The static secrets of the API, plus OAuth tokens only when some are cached (no copy otherwise). */
+  /**
+   * The static secrets of the API in every form they travel in, plus OAuth tokens (as sent and
+   * JSON-escaped) only when some are cached (no copy otherwise).
+   */
   private secretsOf(api: ApiRuntime): readonly string[] {
     const tokens = this.oauth.currentTokens();
-    return tokens.length === 0 ? api.secrets : [...api.secrets, ...tokens];
+    return tokens.length === 0 ? api.secrets : [...api.secrets, ...tokens.flatMap(secretForms)];
   }
 
   private scrub(api: ApiRuntime, text: string): string {
@@ -565,5 +591,27 @@ function collectSecrets(settings: ApiExecutionSettings): string[] {
       out.push(c.password, Buffer.from(`${c.username}:${c.password}`).toString('base64'));
     else out.push(c.clientSecret);
   }
-  return out;
+  // Longest first, so a secret that contains another is redacted whole rather than in part.
+  return [...new Set(out.flatMap(secretForms))].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * A secret as an upstream may echo it: as sent; percent-encoded, as a query credential travels
+ * (and as a URL in a body shows it); form-encoded (`+` for spaces); JSON-escaped, as it appears
+ * inside a JSON string that repeats a header, including the `\/` of PHP's encoder, the `\uXXXX` of
+ * Python's default ASCII-only one, and once more for JSON carried inside a JSON string.
+ */
+export function secretForms(secret: string): string[] {
+  const json = JSON.stringify(secret).slice(1, -1);
+  return [
+    ...new Set([
+      secret,
+      encodeURIComponent(secret),
+      new URLSearchParams({ s: secret }).toString().slice(2),
+      json,
+      json.replaceAll('/', '\\/'),
+      json.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+      JSON.stringify(json).slice(1, -1),
+    ]),
+  ];
 }

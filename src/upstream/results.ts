@@ -24,6 +24,17 @@ export function contentTypeOf(headers: Readonly<Record<string, string | string[]
   return (Array.isArray(value) ? value[0] : value) ?? '';
 }
 
+/** Whether a success body of this media type (its essence) reaches the agent as text or JSON. */
+export function isTextData(type: string): boolean {
+  return (
+    type === '' ||
+    isJsonLike(type) ||
+    isTextual(type) ||
+    type === 'application/x-www-form-urlencoded' ||
+    type.endsWith('+yaml')
+  );
+}
+
 /** A success body as the agent receives it in `data`. */
 export function decodeData(contentType: string, body: Buffer): unknown {
   if (body.length === 0) return null;
@@ -39,9 +50,7 @@ export function decodeData(contentType: string, body: Buffer): unknown {
       });
     }
   }
-  if (isTextual(type) || type === 'application/x-www-form-urlencoded' || type.endsWith('+yaml')) {
-    return body.toString('utf8');
-  }
+  if (isTextData(type)) return body.toString('utf8');
   const envelope: BinaryData = { content_type: contentType, base64: body.toString('base64') };
   return envelope;
 }

@@ -19,9 +19,16 @@ export class SseParser {
   private event: string | undefined;
   private data: string[] = [];
   private id: string | undefined;
+  private started = false;
 
   /** Feeds a chunk of text; returns the events it completes. */
   push(text: string): SseEvent[] {
+    if (!this.started && text !== '') {
+      this.started = true;
+      // WHATWG: the stream is UTF-8 decoded, which drops one leading byte-order mark; left in, it
+      // would make the first field name "\uFEFFdata" and lose the first event.
+      if (text.startsWith('\uFEFF')) text = text.slice(1);
+    }
     this.buffer += text;
     const out: SseEvent[] = [];
     let start = 0;

@@ -105,7 +105,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           outcome.retryAfter ? { 'retry-after': outcome.retryAfter } : {},
         );
       } else {
-        await relayStream(rc.res, outcome.reply, authorized, options, abort, streams);
+        await relayStream(rc.res, outcome, authorized, options, abort, streams);
       }
       log.record(activity(ctx, auth, request, 'success', started, upstreamStatus, requestId));
     } catch (err) {
@@ -177,7 +177,7 @@ function callerOf({ auth }: { auth: AgentAuth }): CallerIdentity {
  */
 async function relayStream(
   res: ServerResponse,
-  reply: UpstreamReply,
+  { reply, scrub }: { reply: UpstreamReply; scrub: (text: string) => string },
   authorized: AuthorizedExecution,
   options: ExecuteRouteOptions,
   abort: AbortController,
@@ -199,7 +199,7 @@ async function relayStream(
     clearInterval(check);
     clearTimeout(deadline);
     if (error) res.write(formatSse('error', JSON.stringify(error.toBody())));
-    res.end(formatSse('done', final));
+    res.end(formatSse('done', scrub(final)));
     reply.body.destroy();
   };
   const agentId = authorized.auth.agent.id;
@@ -217,19 +217,23 @@ async function relayStream(
   res.once('close', () => finish());
   open.add(finish);
   const parser = new SseParser();
-  reply.body.setEncoding('utf8');
+  // undici's body yields Buffers whatever setEncoding says; a streaming decoder keeps a character
+  // split across two chunks whole (decoding each chunk alone would corrupt it).
+  const decoder = new TextDecoder('utf-8');
   try {
     for await (const chunk of reply.body) {
       if (finished) break;
-      for (const event of parser.push(chunk as string)) {
+      for (const event of parser.push(decoder.decode(chunk as Buffer, { stream: true }))) {
         if (event.event === 'done') {
           finish(undefined, event.data);
           break;
         }
+        // Ids are echoed too, so they are scrubbed like the data.
+        const id = event.id === undefined ? undefined : scrub(event.id);
         if (event.event === 'error') {
-          res.write(formatSse('error', asErrorObject(event.data), event.id));
+          res.write(formatSse('error', asErrorObject(scrub(event.data)), id));
         } else {
-          res.write(formatSse('data', event.data, event.id));
+          res.write(formatSse('data', scrub(event.data), id));
         }
       }
     }

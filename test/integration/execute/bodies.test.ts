@@ -263,7 +263,7 @@ describe('text/plain (§5.11)', () => {
   });
 });
 
-describe('secrets echoed in success data are scrubbed; binary data is untouched (§5.11)', () => {
+describe('secrets echoed in success data are scrubbed; binary data is untouched or withheld (§5.11)', () => {
   it("get_item: the default echo's data.headers['x-api-key'] is [redacted]", async () => {
     const reply = await exec('get_item', { itemId: 'echo' });
     expect(reply.status).toBe(200);
@@ -285,8 +285,9 @@ describe('secrets echoed in success data are scrubbed; binary data is untouched 
     expect(reply.body.data).toBe('cookie=session=[redacted]; also [redacted]');
   });
 
-  it('binary data containing a secret is passed as exact base64, not rewritten', async () => {
-    const bytes = Buffer.concat([randomBytes(32), Buffer.from(HEADER_KEY), Buffer.from([0, 255, 10])]);
+  it('binary data is passed as exact base64, never rewritten', async () => {
+    // Every byte value, including ones that look like '[redacted]' would need rewriting around.
+    const bytes = Buffer.concat([randomBytes(32), Buffer.from(Array.from({ length: 256 }, (_, i) => i))]);
     gw.upstream.on('GET /v1/files/blob', (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.length });
       res.end(bytes);
@@ -298,6 +299,39 @@ describe('secrets echoed in success data are scrubbed; binary data is untouched 
       base64: bytes.toString('base64'),
     });
     expect(Buffer.from(reply.body.data.base64, 'base64').equals(bytes)).toBe(true);
+  });
+
+  it('binary data that contains a secret is withheld whole (502), since base64 would hand it over', async () => {
+    const bytes = Buffer.concat([randomBytes(32), Buffer.from(HEADER_KEY), Buffer.from([0, 255, 10])]);
+    gw.upstream.on('GET /v1/files/leaky', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.length });
+      res.end(bytes);
+    });
+    const reply = await exec('get_file', { name: 'leaky' });
+    expect(reply.status).toBe(502);
+    expect(reply.body).toMatchObject({ error: 'upstream_error', upstream_status: 200 });
+    expect(reply.body.message).toMatch(/contains a credential of the service/);
+    const text = JSON.stringify(reply.body);
+    expect(text).not.toContain(HEADER_KEY);
+    expect(text).not.toContain(bytes.toString('base64').slice(40, 60));
+  });
+
+  it('form-encoded and YAML data, which reach the agent as text, are scrubbed too', async () => {
+    for (const [name, type, body] of [
+      ['form', 'application/x-www-form-urlencoded', `key=${encodeURIComponent(HEADER_KEY)}&ok=1`],
+      ['yaml', 'application/vnd.example+yaml', `key: ${HEADER_KEY}\nok: 1\n`],
+    ] as const) {
+      gw.upstream.on(`GET /v1/files/${name}`, (_req, res) => {
+        res.writeHead(200, { 'content-type': type });
+        res.end(body);
+      });
+      const reply = await exec('get_file', { name });
+      expect(reply.status, name).toBe(200);
+      expect(reply.body.data, name).toBe(
+        body.replace(encodeURIComponent(HEADER_KEY), '[redacted]').replace(HEADER_KEY, '[redacted]'),
+      );
+      expect(JSON.stringify(reply.body), name).not.toContain(HEADER_KEY);
+    }
   });
 });
 

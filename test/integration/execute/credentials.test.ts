@@ -340,6 +340,45 @@ describe('credential configuration is checked at start-up', () => {
     await expect(started).rejects.toThrow(/credentials\.noSuchScheme names no security scheme/);
   });
 
+  it('two configured schemes that an operation needs together in Authorization stop start-up', async () => {
+    const spec = writeTempSpec({
+      openapi: '3.0.3',
+      info: { title: 'Two in one header', version: '1' },
+      paths: {
+        '/both': {
+          get: {
+            operationId: 'getBoth',
+            security: [{ basic: [], bearer: [] }],
+            responses: { '200': { description: 'ok' } },
+          },
+        },
+      },
+      components: {
+        securitySchemes: {
+          basic: { type: 'http', scheme: 'basic' },
+          bearer: { type: 'http', scheme: 'bearer' },
+        },
+      },
+    });
+    const config = join(mkdtempSync(join(tmpdir(), 'aap-conflict-')), 'proxy.yaml');
+    writeFileSync(
+      config,
+      [
+        'apis:',
+        `  - spec: ${JSON.stringify(spec)}`,
+        '    upstream: http://127.0.0.1:9/v1',
+        '    credentials:',
+        '      basic: {username: svc, password: conflict-password-1234}',
+        '      bearer: conflict-bearer-token-5678',
+      ].join('\n'),
+    );
+    const started = startProtocol({ overrides: { config } });
+    await expect(started).rejects.toThrow(
+      /operations require security schemes that are sent in one place \(header authorization: basic, bearer\)/,
+    );
+    await expect(started).rejects.not.toThrow(/conflict-password|conflict-bearer/);
+  });
+
   it('a secret with CR/LF (header injection) stops start-up, without echoing the value', async () => {
     const value = 'key-part-one\r\nX-Injected: yes';
     const started = startGateway({

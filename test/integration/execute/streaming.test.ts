@@ -197,6 +197,30 @@ describe('§5.11 SSE relay', () => {
     expect(events[3]).toEqual({ event: 'done', data: '' });
   });
 
+  it('keeps a UTF-8 character split across two upstream chunks whole, and drops a leading BOM', async () => {
+    const { agent, agentId } = await gw.p.activeAgent(['stream_events']);
+    const euro = Buffer.from('€', 'utf8');
+    const sent = new Promise<void>((resolve) => {
+      gw.upstream.on('GET /v1/events', (_req, res) => {
+        sseHead(res);
+        res.write(
+          Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('data: price 5'), euro.subarray(0, 1)]),
+        );
+        // A pause, so the rest arrives in another read: the character is split on the wire.
+        setTimeout(() => {
+          res.end(Buffer.concat([euro.subarray(1), Buffer.from('\n\nevent: done\ndata: ok\n\n')]));
+          resolve();
+        }, 50);
+      });
+    });
+    const events = await new SseReader(await openStream(gw, agent, agentId)).rest();
+    await sent;
+    expect(events).toEqual([
+      { event: 'data', data: 'price 5€' },
+      { event: 'done', data: 'ok' },
+    ]);
+  });
+
   it('an upstream that ends without `done` still gets a `done` from the proxy', async () => {
     const { agent, agentId } = await gw.p.activeAgent(['stream_events']);
     gw.upstream.on('GET /v1/events', (_req, res) => {

@@ -145,6 +145,54 @@ describe('ServiceCredentials.check', () => {
   });
 });
 
+describe('ServiceCredentials.conflicts', () => {
+  const more: Record<string, SecuritySchemeInfo> = {
+    ...SCHEMES,
+    otherHeaderKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+    authHeaderKey: { type: 'apiKey', in: 'header', name: 'Authorization' },
+    otherQueryKey: { type: 'apiKey', in: 'query', name: 'api_key' },
+    oauth: { type: 'oauth2', tokenUrl: 'http://127.0.0.1:1/token' },
+  };
+  const all = credentials(
+    {
+      headerKey: secret('h'),
+      otherHeaderKey: secret('h2'),
+      authHeaderKey: secret('a'),
+      queryKey: secret('q'),
+      otherQueryKey: secret('q2'),
+      cookieKey: secret('c'),
+      basicAuth: { kind: 'basic', username: 'u', password: 'p' },
+      bearerAuth: secret('b'),
+      oauth: { kind: 'oauth2', clientId: 'id', clientSecret: 's', scopes: [] },
+    },
+    more,
+  );
+
+  it('reports two schemes of one alternative that both need the Authorization header', () => {
+    expect(all.conflicts([[{ basicAuth: [], oauth: [] }]])).toEqual([
+      'header authorization: basicAuth, oauth',
+    ]);
+    expect(all.conflicts([[{ bearerAuth: [], authHeaderKey: [] }]])).toEqual([
+      'header authorization: authHeaderKey, bearerAuth',
+    ]);
+  });
+
+  it('reports one header, query or cookie name used twice, case-insensitively for headers', () => {
+    expect(
+      all.conflicts([[{ headerKey: [], otherHeaderKey: [] }], [{ queryKey: [], otherQueryKey: [] }]]),
+    ).toEqual(['header x-api-key: headerKey, otherHeaderKey', 'query api_key: otherQueryKey, queryKey']);
+  });
+
+  it('accepts schemes that go to different places, and alternatives that are never chosen', () => {
+    expect(all.conflicts([[{ headerKey: [], queryKey: [], cookieKey: [], bearerAuth: [] }]])).toEqual([]);
+    // The first alternative is satisfied, so the conflicting second one is never used.
+    expect(all.conflicts([[{ headerKey: [] }, { basicAuth: [], bearerAuth: [] }]])).toEqual([]);
+    // Not every scheme of this one is configured: it is never chosen either.
+    const partial = credentials({ basicAuth: secret('u:p') });
+    expect(partial.conflicts([[{ basicAuth: [], bearerAuth: [] }]])).toEqual([]);
+  });
+});
+
 describe('OAuth2 client credentials (RFC 6749 §4.4)', () => {
   const CLIENT_SECRET = 'cs-Very$ecret+/ :%é';
   let server: TestUpstream;

@@ -19,6 +19,17 @@ describe('SseParser', () => {
     expect(parse('data: hello\n\n')).toEqual([{ data: 'hello' }]);
   });
 
+  it('drops one leading byte-order mark, even in a chunk of its own, and keeps the first event', () => {
+    expect(parse('\uFEFFdata: first\n\n')).toEqual([{ data: 'first' }]);
+    expect(parse('', '\uFEFF', 'data: first\n\n')).toEqual([{ data: 'first' }]);
+    expect(parseByteByByte('\uFEFFdata: first\n\n')).toEqual([{ data: 'first' }]);
+  });
+
+  it('keeps a byte-order mark that is not at the very start (it is then part of a field name)', () => {
+    expect(parse('data: a\n\n', '\uFEFFdata: b\n\n')).toEqual([{ data: 'a' }]);
+    expect(parse('\uFEFF\uFEFFdata: b\n\n')).toEqual([]);
+  });
+
   it('accepts CR and CRLF line ends as well as LF', () => {
     expect(parse('data: a\r\rdata: b\r\n\r\ndata: c\n\n')).toEqual([
       { data: 'a' },
