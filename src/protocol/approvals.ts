@@ -51,14 +51,22 @@ export function readHints(body: Readonly<Record<string, unknown>>): ApprovalHint
   };
 }
 
-/** §7.5: the server chooses; CIBA only when enabled and the hint names a known approver. */
-function chooseMethod(ctx: ProtocolContext, hints: ApprovalHints): 'device_authorization' | 'ciba' {
+/**
+ * §7.5: the server chooses; CIBA only when enabled and the hint names a known approver who can
+ * answer: when the agent already acts for a user (a linked host), only that user (§2.9).
+ */
+function chooseMethod(
+  ctx: ProtocolContext,
+  hints: ApprovalHints,
+  knownUser: string | null,
+): 'device_authorization' | 'ciba' {
   const { methods, approvers } = ctx.policy.approval;
   if (
     methods.includes('ciba') &&
     hints.preferredMethod !== 'device_authorization' &&
     hints.loginHint !== undefined &&
-    approvers.includes(hints.loginHint)
+    approvers.includes(hints.loginHint) &&
+    (knownUser === null || knownUser === hints.loginHint)
   ) {
     return 'ciba';
   }
@@ -100,7 +108,7 @@ export function createApproval(
     agentId: agent.id,
     hostId: agent.hostId,
     userCode,
-    method: chooseMethod(ctx, hints),
+    method: chooseMethod(ctx, hints, agent.userId ?? tx.host(agent.hostId)?.userId ?? null),
     loginHint: hints.loginHint ?? null,
     bindingMessage: hints.bindingMessage ?? null,
     reason: hints.reason ?? null,
@@ -171,6 +179,23 @@ export interface Decision {
   readonly denied: readonly string[];
 }
 
+/**
+ * §7.2: a CIBA request is delivered to one user (the login_hint it was chosen for), so only that
+ * user can answer it; without a user_id the approval is that user's.
+ */
+function cibaApprover(approval: ApprovalRecord, input: ApproveInput): ApproveInput {
+  const addressee = approval.method === 'ciba' ? approval.loginHint : null;
+  if (addressee === null) return input;
+  if (input.userId === undefined) return { ...input, userId: addressee };
+  if (input.userId !== addressee) {
+    throw new ProtocolError(
+      'invalid_request',
+      `This CIBA request was sent to ${addressee}; only that user can approve it (§7.2).`,
+    );
+  }
+  return input;
+}
+
 function pendingApproval(ctx: ProtocolContext, tx: StoreWriter, id: string): ApprovalRecord {
   const approval = tx.approval(id);
   if (!approval) throw new ProtocolError('approval_not_found', `No approval request "${id}".`);
@@ -205,10 +230,11 @@ function activity(
   );
 }
 
-export function approve(ctx: ProtocolContext, approvalId: string, input: ApproveInput): Decision {
+export function approve(ctx: ProtocolContext, approvalId: string, given: ApproveInput): Decision {
   return ctx.write((tx) => {
     const now = ctx.clock.now();
     const approval = pendingApproval(ctx, tx, approvalId);
+    const input = cibaApprover(approval, given);
     const agent = tx.agent(approval.agentId);
     const host = tx.host(approval.hostId);
     if (!agent || !host)

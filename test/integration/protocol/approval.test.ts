@@ -459,6 +459,35 @@ describe('CIBA (§7.2, §7.5)', () => {
     expect(asked.body.approval).toEqual({ method: 'ciba', expires_in: 600, interval: 5 });
   });
 
+  it('only the user a CIBA request was sent to can approve it; without user_id it is theirs', async () => {
+    const host = await generateTestKey();
+    const reg = await q.register(host, { capabilities: ['list_pets'], login_hint: 'alice@example.com' });
+    expect(reg.body.approval.method).toBe('ciba');
+    const approval = await q.pendingApproval(reg.body.agent_id);
+    const wrong = await approve(q, approval.id, { user_id: 'bob@example.com' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toMatchObject({ error: 'invalid_request' });
+    expect(wrong.body.message).toMatch(/sent to alice@example\.com; only that user can approve it/);
+    // Nothing changed: still pending, the host not linked to anyone.
+    expect((await q.status(host, reg.body.agent_id)).body.status).toBe('pending');
+    expect((await q.pendingApproval(reg.body.agent_id)).id).toBe(approval.id);
+    expect((await approve(q, approval.id, {})).status).toBe(200);
+    expect((await q.status(host, reg.body.agent_id)).body).toMatchObject({
+      status: 'active',
+      user_id: 'alice@example.com',
+    });
+  });
+
+  it("a hint naming someone other than a linked host's user gets device authorization", async () => {
+    const { key } = await q.linkedHost('bob@example.com');
+    const reg = await q.register(key, {});
+    const asked = await q.request('POST', '/agent/request-capability', {
+      token: await q.agentToken(reg.agent, reg.body.agent_id),
+      body: { capabilities: ['create_pet'], login_hint: 'alice@example.com' },
+    });
+    expect(asked.body.approval.method).toBe('device_authorization');
+  });
+
   it('without ciba in the policy a known hint still gets device authorization', async () => {
     const reg = await p.register(await generateTestKey(), {
       login_hint: 'alice@example.com',
