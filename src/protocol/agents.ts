@@ -7,6 +7,7 @@ import { ProtocolError } from '../errors.js';
 import type { AgentRecord, HostRecord } from '../storage/types.js';
 import {
   approvalObject,
+  closePendingApprovals,
   createApproval,
   openApproval,
   readHints,
@@ -223,9 +224,7 @@ export function revokeAgent(
     if (agent.status !== 'revoked') {
       tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       revokeGrants(tx, agent.id, now, 'Agent revoked.');
-      for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
-        tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
-      }
+      closePendingApprovals(tx, agent.id, now);
       tx.appendActivity(
         protocolEvent({
           at: now,

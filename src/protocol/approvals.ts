@@ -6,6 +6,7 @@
 import { ProtocolError } from '../errors.js';
 import type {
   AgentRecord,
+  AgentStatus,
   ApprovalKind,
   ApprovalRecord,
   HostRecord,
@@ -426,7 +427,9 @@ function rejectLonePendingHost(tx: StoreWriter, hostId: string, now: number): vo
 
 /**
  * §2.9 linking with §2.10 claiming: the host gets its one user, and every active autonomous
- * agent under it is claimed — capabilities revoked, status `claimed`, history attributed.
+ * agent under it is claimed — capabilities revoked, status `claimed`, history attributed. Pending
+ * ones are claimed too: a linked host may not have autonomous agents (registration refuses them),
+ * so approving one later must not be possible. Claimed agents' open approvals are closed.
  */
 export function linkHost(
   ctx: ProtocolContext,
@@ -449,9 +452,10 @@ export function linkHost(
   });
   let claimed = 0;
   for (const agent of tx.agents({ hostId: host.id })) {
-    if (agent.mode !== 'autonomous' || (agent.status !== 'active' && agent.status !== 'expired')) continue;
+    if (agent.mode !== 'autonomous' || !CLAIMABLE.has(agent.status)) continue;
     claimed++;
     revokeGrants(tx, agent.id, now, 'Agent claimed by a user.');
+    closePendingApprovals(tx, agent.id, now);
     tx.updateAgent(agent.id, { status: 'claimed', userId, updatedAt: now });
     activity(tx, now, 'agent.claimed', { ...agent, userId }, 'claimed', { user_id: userId });
   }
@@ -468,6 +472,15 @@ export function linkHost(
     }),
   );
   return claimed;
+}
+
+const CLAIMABLE: ReadonlySet<AgentStatus> = new Set(['active', 'expired', 'pending']);
+
+/** Closes (as `expired`) every approval still open for an agent whose state no longer allows one. */
+export function closePendingApprovals(tx: StoreWriter, agentId: string, now: number): void {
+  for (const a of tx.approvals({ status: 'pending', agentId })) {
+    tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
+  }
 }
 
 /** Moves every current grant of an agent to the internal `revoked` state. */

@@ -4,7 +4,7 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { HostRecord, StoreWriter } from '../storage/types.js';
-import { linkHost, revokeGrants } from './approvals.js';
+import { closePendingApprovals, linkHost, revokeGrants } from './approvals.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
 import { parsePublicJwk, thumbprint, type Ed25519PublicJwk } from './keys.js';
@@ -67,9 +67,7 @@ export function revokeHost(ctx: ProtocolContext, hostId: string, by: string): Re
       revoked++;
       tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       revokeGrants(tx, agent.id, now, 'Host revoked.');
-      for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
-        tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
-      }
+      closePendingApprovals(tx, agent.id, now);
     }
     tx.updateHost(hostId, { status: 'revoked', updatedAt: now });
     event(tx, now, 'host.revoked', host, { agents_revoked: revoked, by });
@@ -195,9 +193,7 @@ export function unlinkHost(ctx: ProtocolContext, hostId: string): Record<string,
       tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       revokeGrants(tx, agent.id, now, 'Host unlinked from its user.');
       // An approval left open would, once approved, link the host to the user again.
-      for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
-        tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
-      }
+      closePendingApprovals(tx, agent.id, now);
     }
     tx.updateHost(hostId, { userId: null, updatedAt: now });
     event(tx, now, 'host.unlinked', host, { agents_revoked: revoked });

@@ -602,6 +602,25 @@ describe('autonomous agents (§2.2.2) and claiming (§2.10)', () => {
     expect((await useAgent(q, delegated.agent, delegated.body.agent_id)).status).toBe(200);
   });
 
+  it('linking also claims pending autonomous agents and closes their open approvals (§2.10)', async () => {
+    const host = await generateTestKey();
+    const auto = await q.register(host, { mode: 'autonomous', capabilities: ['list_pets'] });
+    expect(auto.body.status).toBe('pending');
+    const autoApproval = await q.pendingApproval(auto.body.agent_id);
+    const delegated = await q.register(host, { capabilities: ['list_pets'] });
+    const ok = await approve(q, (await q.pendingApproval(delegated.body.agent_id)).id, { user_id: 'frank' });
+    expect(ok.status).toBe(200);
+    expect((await q.status(host, auto.body.agent_id)).body).toMatchObject({
+      status: 'claimed',
+      user_id: 'frank',
+      agent_capability_grants: [],
+    });
+    // Approving it now would give a linked host an autonomous agent without a user.
+    expectError(await approve(q, autoApproval.id, {}), 409, 'approval_closed');
+    expectError(await useAgent(q, auto.agent, auto.body.agent_id), 403, 'agent_claimed');
+    expect((await useAgent(q, delegated.agent, delegated.body.agent_id)).status).toBe(200);
+  });
+
   it('the autonomous agent of an unlinked host may request a policy grant without approval', async () => {
     const { key } = await unlinkedHost(q);
     const reg = await q.register(key, { mode: 'autonomous' });
