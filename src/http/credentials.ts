@@ -3,10 +3,21 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { ProtocolError } from '../errors.js';
 
-/** The token of `Authorization: Bearer <token>`, or undefined when there is no Authorization header. */
+/**
+ * The token of `Authorization: Bearer <token>`, or undefined when there is no Authorization header.
+ * Another scheme is answered like missing credentials, `401` with a Bearer challenge (RFC 6750
+ * §3.1: an unsupported authentication method gets no error code); a malformed Bearer is a 400.
+ */
 export function bearerToken(req: IncomingMessage): string | undefined {
   const header = req.headers.authorization;
   if (header === undefined) return undefined;
+  if (!/^Bearer(?:[ ]|$)/i.test(header)) {
+    throw new ProtocolError(
+      'authentication_required',
+      'Only "Authorization: Bearer <token>" is accepted here (RFC 6750).',
+      { headers: { 'www-authenticate': 'Bearer' } },
+    );
+  }
   const match = /^Bearer[ ]+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header);
   if (!match?.[1]) {
     throw new ProtocolError('invalid_request', 'Authorization must be "Bearer <token>".', {

@@ -181,7 +181,7 @@ describe('§4.5 / §4.3 agent JWT for execution', () => {
     expectUpstreamUntouched();
   });
 
-  it('refuses a non-Bearer Authorization (src/http/credentials.ts: 400 invalid_request with a Bearer challenge)', async () => {
+  it('refuses a non-Bearer Authorization (src/http/credentials.ts: 401 with a Bearer challenge, RFC 6750 §3.1)', async () => {
     const reply = await postRaw(
       undefined,
       JSON.stringify({ capability: 'get_item', arguments: { itemId: 'a1' } }),
@@ -189,7 +189,7 @@ describe('§4.5 / §4.3 agent JWT for execution', () => {
         authorization: 'Basic dXNlcjpwYXNz',
       },
     );
-    expectError(reply, 400, 'invalid_request', /Bearer/);
+    expectError(reply, 401, 'authentication_required', /Bearer/);
     expect(reply.headers.get('www-authenticate')).toMatch(/^Bearer/);
     expectUpstreamUntouched();
   });

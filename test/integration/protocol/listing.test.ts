@@ -342,8 +342,14 @@ describe('invalid credentials are rejected, never downgraded to anonymous (§4.5
     expect(again.body.error).toBe('invalid_jwt');
   });
 
-  it('a non-Bearer or empty Authorization header is 400 invalid_request, not anonymous', async () => {
-    for (const authorization of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer ']) {
+  it('a non-Bearer Authorization is 401 (RFC 6750 §3.1), an empty Bearer 400; neither is anonymous', async () => {
+    const basic = await p.request('GET', '/capability/list', {
+      headers: { authorization: 'Basic dXNlcjpwYXNz' },
+    });
+    expect(basic.status).toBe(401);
+    expect(basic.body.error).toBe('authentication_required');
+    expect(basic.headers.get('www-authenticate')).toBe('Bearer');
+    for (const authorization of ['Bearer', 'Bearer ']) {
       const r = await p.request('GET', '/capability/list', { headers: { authorization } });
       expect(r.status, authorization).toBe(400);
       expect(r.body.error, authorization).toBe('invalid_request');

@@ -176,9 +176,11 @@ describe.each(hostEndpoints)('§4.5.1 host JWT at $name', (ep) => {
       expect(reply.headers.get('www-authenticate')).toBe('Bearer');
     });
 
-    it('with a scheme other than Bearer → 400 invalid_request', async () => {
+    it('with a scheme other than Bearer → 401 authentication_required with a challenge (RFC 6750 §3.1)', async () => {
       const token = await hostToken(ep);
-      expectError(await ep.call(undefined, { authorization: `Basic ${token}` }), 400, 'invalid_request');
+      const reply = await ep.call(undefined, { authorization: `Basic ${token}` });
+      expectError(reply, 401, 'authentication_required');
+      expect(reply.headers.get('www-authenticate')).toBe('Bearer');
     });
 
     it('with an empty Bearer value → 400 invalid_request', async () => {
@@ -520,9 +522,11 @@ describe.each(agentEndpoints)('§4.5 agent JWT at $name', (ep) => {
   });
 
   describe('Authorization header', () => {
-    it('with a scheme other than Bearer → 400 invalid_request', async () => {
+    it('with a scheme other than Bearer → 401 authentication_required with a challenge (RFC 6750 §3.1)', async () => {
       const token = await agentToken();
-      expectError(await ep.call(undefined, { authorization: `Basic ${token}` }), 400, 'invalid_request');
+      const reply = await ep.call(undefined, { authorization: `Basic ${token}` });
+      expectError(reply, 401, 'authentication_required');
+      expect(reply.headers.get('www-authenticate')).toBe('Bearer');
     });
 
     it('with a garbage token → 401 invalid_jwt', async () => {
