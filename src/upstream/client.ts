@@ -19,8 +19,12 @@ export interface UpstreamCall {
   readonly timeoutMs: number;
   readonly retries: number;
   readonly retryBackoffMs: number;
-  /** Aborts the call (e.g. the agent disconnected). */
-  readonly signal?: AbortSignal;
+  /**
+   * The caller's controller, which the call then uses as its own: the caller aborts it to cancel
+   * (e.g. the agent disconnected), the client aborts it when the deadline passes. One controller
+   * per request, because each costs several µs on the hot path. Absent: the client makes one.
+   */
+  readonly controller?: AbortController;
 }
 
 export interface UpstreamReply {
@@ -37,6 +41,9 @@ export interface UpstreamReply {
 }
 
 export type UpstreamFailure = 'timeout' | 'unreachable' | 'too_large' | 'aborted';
+
+/** The abort reason of a passed deadline; any other reason is the caller's cancellation. */
+const DEADLINE_PASSED = Symbol('deadline passed');
 
 export class UpstreamCallError extends Error {
   constructor(
@@ -80,15 +87,10 @@ export class UpstreamClient {
 
   async send(call: UpstreamCall): Promise<UpstreamReply> {
     // One controller and one timer per call (AbortSignal.timeout/any cost more on the hot path).
-    const controller = new AbortController();
+    const controller = call.controller ?? new AbortController();
     const deadline = controller.signal;
-    const timer = setTimeout(() => controller.abort(), call.timeoutMs).unref();
-    const onCallerAbort = (): void => controller.abort();
-    call.signal?.addEventListener('abort', onCallerAbort, { once: true });
-    const done = (): void => {
-      clearTimeout(timer);
-      call.signal?.removeEventListener('abort', onCallerAbort);
-    };
+    const timer = setTimeout(() => controller.abort(DEADLINE_PASSED), call.timeoutMs).unref();
+    const done = (): void => clearTimeout(timer);
     try {
       const reply = await this.attempt(call, deadline);
       reply.body.once('close', done);
@@ -115,7 +117,7 @@ export class UpstreamClient {
           bodyTimeout: call.timeoutMs,
         });
       } catch (err) {
-        const failure = classify(err, deadline, call.signal);
+        const failure = classify(err, deadline);
         const connectFailure = CONNECT_FAILURES.has(errorCode(err));
         if (failure.kind === 'unreachable' && connectFailure && attempt < retries && !deadline.aborted) {
           await this.sleep(backoff(call.retryBackoffMs, attempt));
@@ -168,13 +170,16 @@ export async function readBody(reply: UpstreamReply, maxBytes: number, truncate 
     }
   } catch (err) {
     if (err instanceof UpstreamCallError) throw err;
-    throw classify(err, reply.deadline, undefined);
+    throw classify(err, reply.deadline);
   }
   return Buffer.concat(chunks, size);
 }
 
-function classify(err: unknown, deadline: AbortSignal, caller: AbortSignal | undefined): UpstreamCallError {
-  if (caller?.aborted) return new UpstreamCallError('aborted', 'the caller went away');
+function classify(err: unknown, deadline: AbortSignal): UpstreamCallError {
+  // The first abort wins: a deadline that passed stays a timeout if the caller then leaves too.
+  if (deadline.aborted && deadline.reason !== DEADLINE_PASSED) {
+    return new UpstreamCallError('aborted', 'the caller went away');
+  }
   const code = errorCode(err);
   if (
     deadline.aborted ||

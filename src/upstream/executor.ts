@@ -34,7 +34,8 @@ export interface ExecutionRequest {
   readonly requestId: string;
   /** A valid W3C traceparent from the agent's request, propagated as is. */
   readonly traceparent?: string;
-  readonly signal?: AbortSignal;
+  /** Cancels the call when aborted (the agent went away); the upstream client also uses it. */
+  readonly controller?: AbortController;
 }
 
 export type ExecutionOutcome =
@@ -175,7 +176,7 @@ export class Executor {
         headers,
         ...(parts.body ? { body: parts.body.bytes } : {}),
         timeoutMs,
-        ...(request.signal ? { signal: request.signal } : {}),
+        ...(request.controller ? { controller: request.controller } : {}),
       });
       return { reply, creds };
     };
@@ -328,7 +329,7 @@ export class Executor {
       headers: Record<string, string>;
       body?: Buffer;
       timeoutMs: number;
-      signal?: AbortSignal;
+      controller?: AbortController;
     },
   ): Promise<UpstreamReply> {
     if (!api.origin) {

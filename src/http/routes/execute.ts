@@ -82,7 +82,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         caller: callerOf(authorized),
         requestId,
         ...(traceparent ? { traceparent } : {}),
-        signal: abort.signal,
+        controller: abort,
       });
       upstreamStatus = outcome.upstreamStatus;
       if (outcome.kind === 'data') {
