@@ -5,7 +5,8 @@
  * JWT (signed before the timed phase, so the load generator's signing is not measured). The
  * upstream, each gateway (the proxy as built in dist/, as deployed) and the load generator run in
  * separate processes; each phase also reports the CPU time each of them spent per request, read
- * from /proc, since on a shared 2-core machine throughput alone hides where the cycles went.
+ * from /proc, since on a shared 2-core machine throughput alone hides where the cycles went. The
+ * routes take turns in rounds (see `routes`), so noise from outside lands on all of them alike.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -194,13 +195,38 @@ export async function runExecuteBench(
     await phase(direct, 500, 8);
     for (const via of [viaRelay, viaRelayVerify, viaProxy]) await phase(via(await sign(500)), 500, 8);
 
+    // The routes take turns, ROUNDS times, each starting the round in turn: a burst of noise on a
+    // shared machine then lands on every route alike instead of on whichever ran at that moment.
     // Each route gets its own fresh tokens: the proxy refuses a replayed jti.
-    const routes = async (requests: number, concurrency: number): Promise<RouteResults> => ({
-      direct: await phase(direct, requests, concurrency),
-      relay: await phase(viaRelay(await sign(requests)), requests, concurrency),
-      relayVerify: await phase(viaRelayVerify(await sign(requests)), requests, concurrency),
-      proxied: await phase(viaProxy(await sign(requests)), requests, concurrency),
-    });
+    const routes = async (requests: number, concurrency: number): Promise<RouteResults> => {
+      const order: (keyof RouteResults)[] = ['direct', 'relay', 'relayVerify', 'proxied'];
+      const targets: Record<keyof RouteResults, (tokens: string[]) => Target> = {
+        direct: () => direct,
+        relay: viaRelay,
+        relayVerify: viaRelayVerify,
+        proxied: viaProxy,
+      };
+      const samples: Record<keyof RouteResults, Sample[]> = {
+        direct: [],
+        relay: [],
+        relayVerify: [],
+        proxied: [],
+      };
+      const perRound = Math.ceil(requests / ROUNDS);
+      for (let round = 0; round < ROUNDS; round++) {
+        for (let k = 0; k < order.length; k++) {
+          const route = order[(round + k) % order.length] as keyof RouteResults;
+          const tokens = route === 'direct' ? [] : await sign(perRound);
+          samples[route].push(await phase(targets[route](tokens), perRound, concurrency));
+        }
+      }
+      return {
+        direct: summarize(samples.direct),
+        relay: summarize(samples.relay),
+        relayVerify: summarize(samples.relayVerify),
+        proxied: summarize(samples.proxied),
+      };
+    };
     const c1 = await routes(c1Requests, 1);
     const c32 = await routes(c32Requests, 32);
     await Promise.all(pools.map((p) => p.close()));
@@ -211,7 +237,16 @@ export async function runExecuteBench(
   }
 }
 
-async function phase(target: Target, requests: number, concurrency: number): Promise<PhaseResult> {
+const ROUNDS = 4;
+
+/** One timed run of one route: every latency, the wall time, and the CPU each process used. */
+interface Sample {
+  readonly latencies: Float64Array;
+  readonly seconds: number;
+  readonly cpuSeconds?: { readonly loadgen: number; readonly proxy: number; readonly upstream: number };
+}
+
+async function phase(target: Target, requests: number, concurrency: number): Promise<Sample> {
   const latencies = new Float64Array(requests);
   let next = 0;
   const cpuBefore = cpuSnapshot(target);
@@ -231,25 +266,42 @@ async function phase(target: Target, requests: number, concurrency: number): Pro
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - started) / 1000;
   const cpuAfter = cpuSnapshot(target);
-  const sorted = [...latencies].sort((a, b) => a - b);
+  const used = (before: number | undefined, after: number | undefined): number =>
+    before === undefined || after === undefined ? 0 : after - before;
+  return {
+    latencies,
+    seconds,
+    ...(cpuBefore && cpuAfter
+      ? {
+          cpuSeconds: {
+            loadgen: used(cpuBefore.loadgen, cpuAfter.loadgen),
+            proxy: used(cpuBefore.proxy, cpuAfter.proxy),
+            upstream: used(cpuBefore.upstream, cpuAfter.upstream),
+          },
+        }
+      : {}),
+  };
+}
+
+/** The rounds of one route as one result: throughput over their total time, percentiles over all. */
+function summarize(samples: readonly Sample[]): PhaseResult {
+  const sorted = samples.flatMap((s) => [...s.latencies]).sort((a, b) => a - b);
+  const requests = sorted.length;
+  const seconds = samples.reduce((sum, s) => sum + s.seconds, 0);
   const at = (q: number): number =>
     sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
-  const perRequest = (before: number | undefined, after: number | undefined): number =>
-    before === undefined || after === undefined ? 0 : ((after - before) * 1e6) / requests;
+  const cpu = samples.every((s) => s.cpuSeconds !== undefined)
+    ? (key: 'loadgen' | 'proxy' | 'upstream'): number =>
+        (samples.reduce((sum, s) => sum + (s.cpuSeconds?.[key] ?? 0), 0) * 1e6) / requests
+    : undefined;
   return {
     requests,
     seconds,
     rps: requests / seconds,
     p50Ms: at(0.5),
     p99Ms: at(0.99),
-    ...(cpuBefore && cpuAfter
-      ? {
-          cpuUsPerRequest: {
-            loadgen: perRequest(cpuBefore.loadgen, cpuAfter.loadgen),
-            proxy: perRequest(cpuBefore.proxy, cpuAfter.proxy),
-            upstream: perRequest(cpuBefore.upstream, cpuAfter.upstream),
-          },
-        }
+    ...(cpu
+      ? { cpuUsPerRequest: { loadgen: cpu('loadgen'), proxy: cpu('proxy'), upstream: cpu('upstream') } }
       : {}),
   };
 }
