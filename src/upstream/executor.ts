@@ -14,8 +14,10 @@ import { ServiceCredentials, type AppliedCredentials } from './credentials.js';
 import { OAuthTokens, TokenError } from './oauth.js';
 import { ArgumentError, buildRequestParts, cookieHeader } from './request-parts.js';
 import {
+  bodyText,
   contentTypeOf,
   decodeData,
+  decodeText,
   isTextData,
   upstreamError,
   UPSTREAM_ERROR_READ_BYTES,
@@ -235,7 +237,7 @@ export class Executor {
       const err = upstreamError(reply.status, contentType, body, (t) => this.scrub(api, t));
       return { status: 'failed', error: err.toBody() };
     }
-    const data = decodeData(contentType, this.scrubBody(api, body, contentType, reply.status));
+    const data = this.dataOf(api, body, contentType, reply.status);
     if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
       const record = data as Record<string, unknown>;
       const word = typeof record.status === 'string' ? record.status.toLowerCase() : undefined;
@@ -397,7 +399,7 @@ export class Executor {
     if (reply.status >= 200 && reply.status < 300) {
       return {
         kind: 'data',
-        data: decodeData(contentType, this.scrubBody(api, body, contentType, reply.status)),
+        data: this.dataOf(api, body, contentType, reply.status),
         upstreamStatus: reply.status,
       };
     }
@@ -405,22 +407,24 @@ export class Executor {
   }
 
   /**
-   * An upstream that echoes the service's credential back (a debug endpoint, a reflected header)
-   * must not hand it to the agent. The check is a native byte search per secret; bodies are only
-   * rewritten when one is found. A binary body cannot be rewritten without corrupting it, and the
-   * agent would decode its base64, so one that holds a secret is withheld whole.
+   * A success body as `data`, with nothing of the service's credentials in it: an upstream may echo
+   * one back (a debug endpoint, a reflected header). Text is decoded in its charset, then redacted.
+   * A binary body cannot be rewritten without corrupting it, and the agent would decode its
+   * base64, so one that holds a secret is withheld whole.
    */
-  private scrubBody(api: ApiRuntime, body: Buffer, contentType: string, status: number): Buffer {
-    const secrets = this.secretsOf(api);
-    if (!secrets.some((s) => s.length >= 8 && body.includes(s))) return body;
-    if (!isTextData(essence(contentType))) {
+  private dataOf(api: ApiRuntime, body: Buffer, contentType: string, status: number): unknown {
+    if (body.length === 0) return null;
+    if (isTextData(essence(contentType))) {
+      return decodeText(contentType, this.scrub(api, bodyText(contentType, body)));
+    }
+    if (this.secretsOf(api).some((s) => s.length >= 8 && body.includes(s))) {
       throw new ProtocolError(
         'upstream_error',
         'The upstream answer contains a credential of the service, so the proxy withheld it.',
         { fields: { upstream_status: status } },
       );
     }
-    return Buffer.from(this.scrub(api, body.toString('utf8')), 'utf8');
+    return decodeData(contentType, body);
   }
 
   /**

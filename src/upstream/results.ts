@@ -35,24 +35,49 @@ export function isTextData(type: string): boolean {
   );
 }
 
+// Not fatal: a stray invalid byte becomes U+FFFD rather than failing the call. Decoding also drops
+// a leading byte-order mark, which JSON.parse would otherwise refuse.
+const UTF8 = new TextDecoder('utf-8');
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
+
+/**
+ * A body's text in the charset its Content-Type names: legacy APIs still send ISO-8859-1 or
+ * windows-1252. UTF-8 when none is named, or when the name is not one the runtime knows.
+ */
+export function bodyText(contentType: string, body: Buffer): string {
+  const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
+  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return UTF8.decode(body);
+  try {
+    return new TextDecoder(charset).decode(body);
+  } catch {
+    return UTF8.decode(body);
+  }
+}
+
 /** A success body as the agent receives it in `data`. */
 export function decodeData(contentType: string, body: Buffer): unknown {
   if (body.length === 0) return null;
+  if (isTextData(essence(contentType))) return decodeText(contentType, bodyText(contentType, body));
+  const envelope: BinaryData = { content_type: contentType, base64: body.toString('base64') };
+  return envelope;
+}
+
+/** The decoded text of a success body (see isTextData) as `data`: parsed when it is JSON. */
+export function decodeText(contentType: string, text: string): unknown {
+  if (text === '') return null;
   const type = essence(contentType);
   if (type === '' || isJsonLike(type)) {
     try {
-      return JSON.parse(body.toString('utf8'));
+      return JSON.parse(text);
     } catch {
       // Declared JSON (or undeclared) that does not parse: pass the text rather than fail.
-      if (type === '') return body.toString('utf8');
+      if (type === '') return text;
       throw new ProtocolError('upstream_error', 'The upstream API answered with invalid JSON.', {
         fields: { upstream_status: 200 },
       });
     }
   }
-  if (isTextData(type)) return body.toString('utf8');
-  const envelope: BinaryData = { content_type: contentType, base64: body.toString('base64') };
-  return envelope;
+  return text;
 }
 
 /**
@@ -67,7 +92,7 @@ export function upstreamError(
 ): ProtocolError {
   // Scrub before truncating: a secret cut in half at the limit would no longer match, and its
   // first half would reach the agent.
-  const scrubbed = Buffer.from(scrub(body.toString('utf8')), 'utf8');
+  const scrubbed = Buffer.from(scrub(bodyText(contentType, body)), 'utf8');
   const truncated = body.length > MAX_UPSTREAM_ERROR_BODY || scrubbed.length > MAX_UPSTREAM_ERROR_BODY;
   const text = scrubbed.subarray(0, MAX_UPSTREAM_ERROR_BODY).toString('utf8');
   let upstreamBody: unknown = text === '' ? null : text;

@@ -115,6 +115,24 @@ describe('secrets are redacted in every form an upstream may echo them in', () =
   });
 });
 
+describe('text in another charset is decoded before it is redacted', () => {
+  it('an ISO-8859-1 answer reaches the agent as the right characters, its echoed key redacted', async () => {
+    const gw = await startGateway({ api: `    credentials:\n      apiKeyHeader: ${JSON.stringify(STATIC)}` });
+    try {
+      gw.upstream.on('GET /v1/items/latin', (req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain; charset=ISO-8859-1' });
+        res.end(Buffer.from(`Café für ${String(req.headers['x-api-key'])}`, 'latin1'));
+      });
+      const { agent, agentId } = await gw.p.activeAgent(['get_item']);
+      const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'latin' });
+      expect(reply.status).toBe(200);
+      expect(reply.body).toEqual({ data: 'Café für [redacted]' });
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
 describe('short secrets are not redacted (documented: rewriting short strings would corrupt data)', () => {
   it('a 7-character key echoed back reaches the agent as is', async () => {
     const gw = await startGateway({ api: '    credentials:\n      apiKeyHeader: short07' });

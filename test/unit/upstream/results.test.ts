@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ProtocolError } from '../../../src/errors.js';
 import {
+  bodyText,
   decodeData,
   MAX_UPSTREAM_ERROR_BODY,
   UPSTREAM_ERROR_READ_BYTES,
@@ -33,6 +34,23 @@ describe('decodeData', () => {
     expect(decodeData('application/problem+json', Buffer.from('{"title":"t"}'))).toEqual({ title: 't' });
     expect(decodeData('application/vnd.api+json', Buffer.from('{"data":null}'))).toEqual({ data: null });
     expect(decodeData('*/*', Buffer.from('{"x":1}'))).toEqual({ x: 1 });
+  });
+
+  it('decodes text in the charset the Content-Type names (legacy APIs send ISO-8859-1)', () => {
+    const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9]); // "café" in ISO-8859-1
+    expect(decodeData('text/plain; charset=ISO-8859-1', latin1)).toBe('café');
+    expect(decodeData('text/plain;charset="latin1"', latin1)).toBe('café');
+    expect(decodeData('application/json; charset=iso-8859-1', Buffer.from([0x22, 0xe9, 0x22]))).toBe('é');
+    // UTF-8 by default, and for a charset the runtime does not know.
+    expect(decodeData('text/plain', Buffer.from('café'))).toBe('café');
+    expect(decodeData('text/plain; charset=no-such-charset', Buffer.from('café'))).toBe('café');
+    // Decoded per charset, the same bytes read differently: the charset really is applied.
+    expect(bodyText('text/plain; charset=utf-8', latin1)).toBe('caf\uFFFD');
+  });
+
+  it('parses JSON that starts with a UTF-8 byte-order mark', () => {
+    const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"ok":true}')]);
+    expect(decodeData('application/json', withBom)).toEqual({ ok: true });
   });
 
   it('gives null for an empty body whatever the type', () => {
