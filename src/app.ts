@@ -15,6 +15,7 @@ import { createHttpServer } from './http/server.js';
 import { capabilityRoutes } from './http/routes/capabilities.js';
 import { discoveryRoutes } from './http/routes/discovery.js';
 import { healthRoutes } from './http/routes/health.js';
+import { deviceRoutes } from './http/routes/device.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
@@ -117,15 +118,17 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
 
   let ready = false;
   const router = new Router();
+  const providerName = settings.providerName ?? defaultProviderName(catalog.apis);
   discoveryRoutes(router, {
     issuer: () => issuer,
-    providerName: settings.providerName ?? defaultProviderName(catalog.apis),
+    providerName,
     description: settings.providerDescription ?? defaultDescription(catalog.apis),
     modes: policy.modes,
     approvalMethods: policy.approval.methods,
   });
   const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits);
   capabilityRoutes(router, { catalog, ctx, limits });
+  deviceRoutes(router, { ctx, limits, serverName: providerName });
   agentRoutes(router, {
     ctx,
     limits,

@@ -45,6 +45,8 @@ export interface Policy {
     readonly expiresInMs: number;
     readonly intervalMs: number;
     readonly approvers: readonly string[];
+    /** §7.1 verification URI; null: the proxy's own `/device` page. */
+    readonly verificationUri: string | null;
   };
   readonly lifetimes: {
     /** Sliding, from the last request (§2.4); null: disabled. */
@@ -88,7 +90,13 @@ type CapabilityListItem = string | OperationSelector;
 
 interface PolicyFile {
   modes: AgentModeName[];
-  approval: { methods: ApprovalMethodName[]; expires_in: Duration; interval: Duration; approvers: string[] };
+  approval: {
+    methods: ApprovalMethodName[];
+    expires_in: Duration;
+    interval: Duration;
+    approvers: string[];
+    verification_uri: string | null;
+  };
   lifetimes: {
     session_ttl: Duration | null;
     max_lifetime: Duration | null;
@@ -283,6 +291,12 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
       `must not exceed approval.expires_in (${JSON.stringify(approval.expires_in)})`,
     );
   }
+  if (approval.verification_uri !== null && !isWebUrl(approval.verification_uri)) {
+    problem(
+      'approval.verification_uri',
+      'must be an absolute http(s) URL without a fragment (users are sent there with ?code=…)',
+    );
+  }
   if (approval.methods.includes('ciba') && approval.approvers.length === 0) {
     problem(
       'approval.approvers',
@@ -419,6 +433,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
       expiresInMs,
       intervalMs,
       approvers: Object.freeze([...approval.approvers]),
+      verificationUri: approval.verification_uri,
     }),
     lifetimes: Object.freeze({
       sessionTtlMs,
@@ -531,4 +546,13 @@ function parseRateLimit(value: string, where: string, problems: string[]): RateL
 
 function describeMs(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+function isWebUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.hash === '' && !text.includes('#');
+  } catch {
+    return false;
+  }
 }

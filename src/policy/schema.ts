@@ -147,6 +147,13 @@ export const POLICY_SCHEMA = {
           items: { type: 'string', minLength: 1, maxLength: 256 },
           default: [],
         },
+        verification_uri: {
+          type: ['string', 'null'],
+          description:
+            "Where device authorization sends users (§7.1): your own approval portal, which decides through the operator API. null: the proxy's read-only page at {issuer}/device.",
+          maxLength: 2048,
+          default: null,
+        },
       },
     },
     lifetimes: {

@@ -142,11 +142,13 @@ export function approvalObject(ctx: ProtocolContext, approval: ApprovalRecord): 
       ...(approval.bindingMessage ? { binding_message: approval.bindingMessage } : {}),
     };
   }
-  const verificationUri = `${ctx.issuer()}/device`;
+  const verificationUri = ctx.policy.approval.verificationUri ?? `${ctx.issuer()}/device`;
+  const complete = new URL(verificationUri);
+  complete.searchParams.set('code', approval.userCode);
   return {
     method: 'device_authorization',
     verification_uri: verificationUri,
-    verification_uri_complete: `${verificationUri}?code=${approval.userCode}`,
+    verification_uri_complete: complete.href,
     user_code: approval.userCode,
     expires_in: expiresIn,
     interval,

@@ -57,6 +57,7 @@ describe('config/policy.example.yaml', () => {
       expiresInMs: 600_000,
       intervalMs: 5_000,
       approvers: ['alice@example.com'],
+      verificationUri: null,
     });
     expect(policy.lifetimes).toEqual({
       sessionTtlMs: 30 * 60_000,
@@ -125,6 +126,7 @@ describe('defaults', () => {
         expiresInMs: 600_000,
         intervalMs: 5_000,
         approvers: [],
+        verificationUri: null,
       });
       expect(policy.lifetimes).toEqual({
         sessionTtlMs: 1_800_000,
@@ -422,6 +424,27 @@ describe('modes and approval', () => {
     expect(
       parse('approval: {methods: [device_authorization, ciba], approvers: [alice]}').approval.approvers,
     ).toEqual(['alice']);
+  });
+});
+
+describe('approval.verification_uri (§7.1)', () => {
+  it('takes an absolute http(s) URL, query included', () => {
+    expect(
+      parse('approval: {verification_uri: "https://portal.example.com/agents?tab=1"}').approval
+        .verificationUri,
+    ).toBe('https://portal.example.com/agents?tab=1');
+  });
+
+  it.each([
+    '/device',
+    'portal.example.com',
+    'javascript:alert(1)',
+    'ftp://x.example/',
+    'https://x.example/#frag',
+  ])('refuses %j', (uri) => {
+    expect(failures(`approval: {verification_uri: ${JSON.stringify(uri)}}`)).toEqual([
+      expect.stringMatching(/^policy\.yaml: approval\.verification_uri: must be an absolute http\(s\) URL/),
+    ]);
   });
 });
 
