@@ -12,7 +12,7 @@ import { AdminApiError, adminClient, ConnectionError, parseBaseUrl } from './adm
 import * as format from './admin-format.js';
 
 export const ADMIN_USAGE = `Usage:
-  agent-auth-proxy admin approvals list [--agent-id ID]
+  agent-auth-proxy admin approvals list [--agent-id ID] [--code USER-CODE]
   agent-auth-proxy admin approvals approve ID [--user-id USER] [--capability NAME ...]
                          [--constraints JSON|@FILE] [--reason TEXT]
   agent-auth-proxy admin approvals deny ID [--reason TEXT]
@@ -49,6 +49,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   'agent-id': { type: 'string' },
+  code: { type: 'string' },
   'host-id': { type: 'string' },
   'user-id': { type: 'string' },
   status: { type: 'string' },
@@ -94,8 +95,8 @@ const AGENT_STATUSES = [
 
 const COMMANDS: Readonly<Record<string, Command>> = {
   'approvals list': {
-    flags: ['agent-id'],
-    request: (v) => get('/admin/approvals', { agent_id: v['agent-id'] }),
+    flags: ['agent-id', 'code'],
+    request: (v) => get('/admin/approvals', { agent_id: v['agent-id'], user_code: v.code }),
     text: format.approvalsText,
   },
   'approvals approve': {

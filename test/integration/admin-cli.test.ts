@@ -127,6 +127,23 @@ describe('admin approvals (§7)', () => {
     );
   });
 
+  it('list --code finds the approval behind the code a user read off the device page (§7.1)', async () => {
+    const { agentId, approvalId } = await pendingRegistration(['list_pets']);
+    const code = (await p.pendingApproval(agentId)).user_code as string;
+    // As a user would read it out: lower case, a space for the dash.
+    const spoken = code.replace('-', ' ').toLowerCase();
+    const found = JSON.parse(
+      ok(await admin(['approvals', 'list', '--code', spoken, '--url', url, '--json'])),
+    );
+    expect(found.approvals.map((a: { id: string }) => a.id)).toEqual([approvalId]);
+    expect(ok(await admin(['approvals', 'list', '--code', 'BCDF-GHJK', '--url', url]))).toBe(
+      'no pending approvals\n',
+    );
+    const bad = await admin(['approvals', 'list', '--code', 'not-a-code', '--url', url]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('invalid_request');
+  });
+
   it('the README quick start: approve <id> --user-id alice --url, token from the environment', async () => {
     const { host, agentId, approvalId } = await pendingRegistration(['list_pets']);
     const listed = ok(await admin(['approvals', 'list', '--url', url]));

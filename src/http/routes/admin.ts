@@ -5,6 +5,7 @@
 import { ProtocolError } from '../../errors.js';
 import { revokeAgent } from '../../protocol/agents.js';
 import { approve, deny, expireApprovals } from '../../protocol/approvals.js';
+import { normalizeUserCode } from '../../protocol/user-code.js';
 import { iso, type ProtocolContext } from '../../protocol/context.js';
 import {
   linkHostTo,
@@ -72,7 +73,18 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     guard(({ res, url }) => {
       expireApprovals(ctx);
       const agentId = url.searchParams.get('agent_id') ?? undefined;
-      const approvals = ctx.store.approvals({ status: 'pending', ...(agentId ? { agentId } : {}) });
+      // The code a user read off the device page (§7.1), as they typed it.
+      const codeParam = url.searchParams.get('user_code');
+      const userCode = codeParam === null ? undefined : normalizeUserCode(codeParam);
+      if (codeParam !== null && userCode === undefined) {
+        throw new ProtocolError(
+          'invalid_request',
+          'user_code is not a user code (eight letters, like WDJB-MJHT).',
+        );
+      }
+      const approvals = ctx.store
+        .approvals({ status: 'pending', ...(agentId ? { agentId } : {}) })
+        .filter((a) => userCode === undefined || a.userCode === userCode);
       sendJson(res, 200, {
         approvals: approvals.map((a) => ({
           id: a.id,

@@ -80,6 +80,6 @@ ${r.capabilities.length > 0 ? `<dt>Capabilities</dt><dd><ul id="capabilities">${
 ${r.reason ? `<dt>Reason given</dt><dd id="reason">${escapeHtml(r.reason)}</dd>` : ''}
 <dt>Open until</dt><dd>${escapeHtml(iso(r.expiresAt) ?? '')}</dd>
 </dl>
-<p class="notice" id="next-step">This page cannot approve anything. The operator of this service decides requests: give them the code <span class="code">${escapeHtml(r.userCode)}</span> and say whether to approve it.</p>
+<p class="notice" id="next-step">This page cannot approve anything. The operator of this service decides requests: give them the code <span class="code">${escapeHtml(r.userCode)}</span> (they find it with <code>agent-auth-proxy admin approvals list --code</code>) and say whether to approve it.</p>
 </section>`;
 }
