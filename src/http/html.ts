@@ -26,6 +26,7 @@ button{font:inherit;padding:.3rem .9rem}
 dt{font-weight:600;margin-top:.6rem}dd{margin:0}
 code,.code{font-family:ui-monospace,monospace}
 .notice{border-left:4px solid #b26b00;background:#fff8e6;padding:.5rem .8rem}
+.risk{color:#a40000;font-size:.9em}
 `;
 
 export function htmlPage(title: string, body: string): string {

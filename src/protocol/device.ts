@@ -19,6 +19,8 @@ export interface DeviceRequest {
     readonly name: string;
     readonly description: string | null;
     readonly constraints: Readonly<Record<string, unknown>> | null;
+    /** The policy's high_risk: it can change data or act for the user (§8.10: warn). */
+    readonly highRisk: boolean;
   }[];
   readonly reason: string | null;
   readonly expiresAt: number;
@@ -53,6 +55,7 @@ export function lookUpDeviceRequest(ctx: ProtocolContext, input: string): Device
         name: c.name,
         description: ctx.catalog.get(c.name)?.description ?? null,
         constraints: c.constraints ?? null,
+        highRisk: ctx.policy.highRisk.has(c.name),
       })),
       reason: approval.reason,
       expiresAt: approval.expiresAt,

@@ -66,7 +66,10 @@ function request(r: DeviceRequest): string {
       const constraints = c.constraints
         ? `<br><small>limited to <code>${escapeHtml(JSON.stringify(c.constraints))}</code></small>`
         : '';
-      return `<li><code>${escapeHtml(c.name)}</code>${description}${constraints}</li>`;
+      const risk = c.highRisk
+        ? ' <strong class="risk">high risk: it can change data or act for you</strong>'
+        : '';
+      return `<li><code>${escapeHtml(c.name)}</code>${description}${risk}${constraints}</li>`;
     })
     .join('\n');
   return `<section id="outcome" aria-labelledby="request-title">

@@ -12,6 +12,7 @@ import { startProtocol, TestClock, type TestProtocol } from '../../helpers/proto
 const POLICY = `
 capabilities:
   public: ['*']
+  high_risk: [{methods: [POST, PUT, PATCH, DELETE]}]
 rate_limits:
   unknown_host_registration: null
 `;
@@ -72,8 +73,9 @@ describe('GET /device (§7.1)', () => {
     const { html } = await page(`?code=${approval.user_code}`);
     expect(html).toContain('<strong id="agent-name">Pet helper</strong>');
     expect(html).toContain('<strong id="host-name">Alice laptop</strong>');
-    expect(html).toContain('<code>list_pets</code> — List pets');
-    expect(html).toContain('<code>create_pet</code> — Add a pet');
+    expect(html).toContain('<code>list_pets</code> — List pets</li>');
+    // create_pet is a POST: high_risk under this policy, and the page says so.
+    expect(html).toContain('<code>create_pet</code> — Add a pet <strong class="risk">high risk');
     expect(html).toContain('<dd id="reason">To keep the shelter list current</dd>');
     expect(html).toContain('wants to connect to');
     // Read-only: nothing on the page can decide the request.
