@@ -606,7 +606,7 @@ function collectSecrets(settings: ApiExecutionSettings): string[] {
  * inside a JSON string that repeats a header, including the `\/` of PHP's encoder, the `\uXXXX` of
  * Python's default ASCII-only one, and once more for JSON carried inside a JSON string.
  */
-export function secretForms(secret: string): string[] {
+function secretForms(secret: string): string[] {
   const json = JSON.stringify(secret).slice(1, -1);
   return [
     ...new Set([
