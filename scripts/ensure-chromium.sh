@@ -12,9 +12,15 @@ if [ -n "${CHROMIUM_PATH:-}" ]; then
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing Debian's chromium for the browser tests" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  exit 0
+  # A mirror can fail once; three tries, then give up with apt's own message.
+  for attempt in 1 2 3; do
+    if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; then
+      exit 0
+    fi
+    echo "apt-get failed (attempt $attempt of 3)" >&2
+    sleep $((attempt * 5))
+  done
+  exit 1
 fi
 echo "The browser tests need Chromium: install it (Debian: apt-get install chromium) or set CHROMIUM_PATH." >&2
 exit 1
