@@ -551,7 +551,7 @@ function describeMs(ms: number): string {
 function isWebUrl(text: string): boolean {
   try {
     const url = new URL(text);
-    return (url.protocol === 'https:' || url.protocol === 'http:') && url.hash === '' && !text.includes('#');
+    return (url.protocol === 'https:' || url.protocol === 'http:') && !text.includes('#');
   } catch {
     return false;
   }

@@ -5,15 +5,7 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { AgentRecord, HostRecord } from '../storage/types.js';
-import {
-  approvalObject,
-  closePendingApprovals,
-  createApproval,
-  openApproval,
-  readHints,
-  revokeGrants,
-  expireApprovals,
-} from './approvals.js';
+import { approvalObject, createApproval, openApproval, readHints, expireApprovals } from './approvals.js';
 import type { AgentAuth, HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
 import {
@@ -23,7 +15,7 @@ import {
   parseCapabilityRequest,
 } from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
-import { currentAgent, isGrantEffective } from './lifecycle.js';
+import { closePendingApprovals, currentAgent, isGrantEffective, revokeGrants } from './lifecycle.js';
 import { putRequestedGrants } from './registration.js';
 import { agentView } from './views.js';
 import { protocolEvent } from './activity.js';

@@ -18,6 +18,7 @@ import { newId, type ProtocolContext } from './context.js';
 import { inputFields } from './grants.js';
 import { generateUserCode } from './user-code.js';
 import { protocolEvent } from './activity.js';
+import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 
 export interface ApprovalHints {
   readonly preferredMethod?: string;
@@ -477,21 +478,6 @@ export function linkHost(
 }
 
 const CLAIMABLE: ReadonlySet<AgentStatus> = new Set(['active', 'expired', 'pending']);
-
-/** Closes (as `expired`) every approval still open for an agent whose state no longer allows one. */
-export function closePendingApprovals(tx: StoreWriter, agentId: string, now: number): void {
-  for (const a of tx.approvals({ status: 'pending', agentId })) {
-    tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
-  }
-}
-
-/** Moves every current grant of an agent to the internal `revoked` state. */
-export function revokeGrants(tx: StoreWriter, agentId: string, now: number, reason: string): void {
-  for (const grant of tx.grants(agentId)) {
-    if (grant.status === 'revoked') continue;
-    tx.updateGrant(grant.id, { status: 'revoked', reason, updatedAt: now });
-  }
-}
 
 /**
  * Expires unanswered approvals (§7.1): their pending grants become `denied` with a reason; a

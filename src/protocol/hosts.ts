@@ -4,7 +4,8 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { HostRecord, StoreWriter } from '../storage/types.js';
-import { closePendingApprovals, linkHost, revokeGrants } from './approvals.js';
+import { linkHost } from './approvals.js';
+import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
 import { parsePublicJwk, thumbprint, type Ed25519PublicJwk } from './keys.js';

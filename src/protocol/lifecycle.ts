@@ -3,7 +3,7 @@
  * activation), max lifetime (from activation) → `expired`; absolute lifetime (from creation) →
  * `revoked`. The stored status changes only when a clock runs out, so steady use costs no write.
  */
-import type { AgentRecord, AgentStatus, GrantRecord } from '../storage/types.js';
+import type { AgentRecord, AgentStatus, GrantRecord, StoreWriter } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
 import { protocolEvent } from './activity.js';
 
@@ -50,18 +50,8 @@ export function currentAgent(ctx: ProtocolContext, agent: AgentRecord): AgentRec
     if (changed === 'revoked') {
       // §2.4: past the absolute lifetime the agent is revoked, exactly as an explicit revocation:
       // no grant stays active and no open approval can revive it.
-      for (const grant of tx.grants(agent.id)) {
-        if (grant.status !== 'revoked') {
-          tx.updateGrant(grant.id, {
-            status: 'revoked',
-            reason: 'Absolute lifetime exceeded.',
-            updatedAt: now,
-          });
-        }
-      }
-      for (const a of tx.approvals({ status: 'pending', agentId: agent.id })) {
-        tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
-      }
+      revokeGrants(tx, agent.id, now, 'Absolute lifetime exceeded.');
+      closePendingApprovals(tx, agent.id, now);
     }
     tx.appendActivity(
       protocolEvent({
@@ -82,4 +72,19 @@ export function currentAgent(ctx: ProtocolContext, agent: AgentRecord): AgentRec
 /** §3.3: effective grants are active and not past their own expiry. */
 export function isGrantEffective(grant: GrantRecord, now: number): boolean {
   return grant.status === 'active' && (grant.expiresAt === null || grant.expiresAt > now);
+}
+
+/** Closes (as `expired`) every approval still open for an agent whose state no longer allows one. */
+export function closePendingApprovals(tx: StoreWriter, agentId: string, now: number): void {
+  for (const a of tx.approvals({ status: 'pending', agentId })) {
+    tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
+  }
+}
+
+/** Moves every current grant of an agent to the internal `revoked` state. */
+export function revokeGrants(tx: StoreWriter, agentId: string, now: number, reason: string): void {
+  for (const grant of tx.grants(agentId)) {
+    if (grant.status === 'revoked') continue;
+    tx.updateGrant(grant.id, { status: 'revoked', reason, updatedAt: now });
+  }
 }

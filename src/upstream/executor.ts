@@ -95,6 +95,8 @@ export function validTraceparent(value: string | string[] | undefined): string |
 
 export class Executor {
   private readonly apis = new Map<string, ApiRuntime>();
+  /** secretForms of each cached OAuth token; dropped wholesale once stale tokens pile up. */
+  private readonly tokenForms = new Map<string, readonly string[]>();
 
   constructor(
     catalog: Catalog,
@@ -433,7 +435,18 @@ export class Executor {
    */
   private secretsOf(api: ApiRuntime): readonly string[] {
     const tokens = this.oauth.currentTokens();
-    return tokens.length === 0 ? api.secrets : [...api.secrets, ...tokens.flatMap(secretForms)];
+    if (tokens.length === 0) return api.secrets;
+    // Forms are worked out once per token, not on every answer (or every relayed event).
+    if (this.tokenForms.size > tokens.length * 2) this.tokenForms.clear();
+    const forms = tokens.flatMap((token) => {
+      let cached = this.tokenForms.get(token);
+      if (!cached) {
+        cached = secretForms(token);
+        this.tokenForms.set(token, cached);
+      }
+      return cached;
+    });
+    return [...api.secrets, ...forms];
   }
 
   private scrub(api: ApiRuntime, text: string): string {
