@@ -11,6 +11,7 @@ import type { Catalog } from './openapi/catalog.js';
 import { loadCatalog } from './openapi/load-catalog.js';
 import type { ApiInfo } from './openapi/types.js';
 import { Router } from './http/router.js';
+import { ClientAddress } from './http/client-address.js';
 import { createHttpServer } from './http/server.js';
 import { capabilityRoutes } from './http/routes/capabilities.js';
 import { discoveryRoutes } from './http/routes/discovery.js';
@@ -127,11 +128,12 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     approvalMethods: policy.approval.methods,
   });
   const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits);
-  capabilityRoutes(router, { catalog, ctx, limits });
+  capabilityRoutes(router, { catalog, ctx, limits, logger });
   deviceRoutes(router, { ctx, limits, serverName: providerName });
   agentRoutes(router, {
     ctx,
     limits,
+    logger,
     maxBodyBytes: settings.maxBodyBytes,
     introspectionTokens: [settings.introspectionToken, settings.adminToken].filter(
       (t): t is string => t !== undefined,
@@ -150,6 +152,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   if (settings.adminToken !== undefined) {
     adminRoutes(router, {
       ctx,
+      limits,
+      logger,
       adminToken: settings.adminToken,
       maxBodyBytes: settings.maxBodyBytes,
       flushActivity: () => executionLog.flush(),
@@ -157,7 +161,15 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   healthRoutes(router, { ready: () => ready, capabilities: catalog.capabilities.length });
 
-  const server = createHttpServer({ router, logger, maxBodyBytes: settings.maxBodyBytes });
+  const server = createHttpServer({
+    router,
+    logger,
+    maxBodyBytes: settings.maxBodyBytes,
+    clientAddress: new ClientAddress(settings.trustedProxies),
+    connections: settings.connections,
+    requestIdHeader: settings.requestIdHeader,
+    issuer: () => issuer,
+  });
   try {
     await listen(server, settings.port, settings.host);
   } catch (err) {

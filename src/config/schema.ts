@@ -118,6 +118,54 @@ export const CONFIG_SCHEMA = {
         port: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
         issuer: { ...httpUrl, description: 'Public base URL of the proxy; default http://{host}:{port}.' },
         max_body_bytes: { type: 'integer', minimum: 1024, maximum: 104857600, default: 1048576 },
+        trusted_proxies: {
+          type: 'array',
+          description:
+            'Addresses or CIDR ranges of load balancers in front of the proxy: only from these is the client address read from Forwarded / X-Forwarded-For.',
+          items: { type: 'string', minLength: 1 },
+          default: [],
+        },
+        request_id_header: {
+          type: 'string',
+          pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
+          description: "The header that carries the proxy's own request id (answers and upstream requests).",
+          default: 'x-request-id',
+        },
+        max_connections: {
+          type: 'integer',
+          minimum: 1,
+          description: 'Open connections in total; more are closed on arrival.',
+          default: 1024,
+        },
+        max_connections_per_ip: {
+          type: 'integer',
+          minimum: 1,
+          description: 'Open connections per peer address (trusted proxies are exempt).',
+          default: 64,
+        },
+        headers_timeout: {
+          ...duration,
+          description:
+            'From connect to the end of the request headers; a silent connection is closed after it.',
+          default: '10s',
+        },
+        request_timeout: {
+          ...duration,
+          description: 'From connect to the end of the request body.',
+          default: '30s',
+        },
+        keep_alive_timeout: {
+          ...duration,
+          description: 'An idle keep-alive connection is closed after it.',
+          default: '5s',
+        },
+        max_header_bytes: {
+          type: 'integer',
+          minimum: 1024,
+          maximum: 1048576,
+          description: 'Request line plus headers.',
+          default: 16384,
+        },
       },
     },
     provider: {

@@ -9,6 +9,7 @@ import { UserError } from '../errors.js';
 import type { LogLevel } from '../log.js';
 import type { OperationSelector } from '../openapi/selectors.js';
 import { parseDuration } from '../protocol/durations.js';
+import { parseCidr } from './cidr.js';
 import { CONFIG_SCHEMA } from './schema.js';
 import { compileConfigSchema, validateOrThrow } from './validate.js';
 
@@ -57,6 +58,15 @@ export interface ApiExecutionSettings extends UpstreamLimits {
   >;
 }
 
+export interface ConnectionSettings {
+  readonly maxConnections: number;
+  readonly maxConnectionsPerIp: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly maxHeaderBytes: number;
+}
+
 export interface ExecutionSettings {
   readonly streamMaxDurationMs: number;
   readonly streamRevocationCheckMs: number;
@@ -69,6 +79,11 @@ export interface Settings {
   /** Explicit issuer; when absent it follows the address the server actually listens on. */
   readonly issuer?: string;
   readonly maxBodyBytes: number;
+  /** Load balancers whose Forwarded / X-Forwarded-For are believed (validated CIDRs). */
+  readonly trustedProxies: readonly string[];
+  /** Lower-case header name of the proxy's own request id. */
+  readonly requestIdHeader: string;
+  readonly connections: ConnectionSettings;
   readonly providerName?: string;
   readonly providerDescription?: string;
   readonly allowRemoteRefs: boolean;
@@ -156,7 +171,20 @@ interface ApiConfig extends ApiLimitsConfig {
 }
 
 interface FileConfig {
-  server: { host: string; port: number; issuer?: string; max_body_bytes: number };
+  server: {
+    host: string;
+    port: number;
+    issuer?: string;
+    max_body_bytes: number;
+    trusted_proxies: string[];
+    request_id_header: string;
+    max_connections: number;
+    max_connections_per_ip: number;
+    headers_timeout: DurationConfig;
+    request_timeout: DurationConfig;
+    keep_alive_timeout: DurationConfig;
+    max_header_bytes: number;
+  };
   provider: { name?: string; description?: string };
   specs: { allow_remote_refs: boolean; allow_http: boolean; max_bytes: number; timeout_ms: number };
   apis: ApiConfig[];
@@ -322,6 +350,16 @@ export function resolveSettings(
     port,
     ...(issuer !== undefined ? { issuer: issuer.replace(/\/+$/, '') } : {}),
     maxBodyBytes: config.server.max_body_bytes,
+    trustedProxies: Object.freeze(trustedProxies(config.server.trusted_proxies, where)),
+    requestIdHeader: config.server.request_id_header.toLowerCase(),
+    connections: Object.freeze({
+      maxConnections: config.server.max_connections,
+      maxConnectionsPerIp: config.server.max_connections_per_ip,
+      headersTimeoutMs: duration(config.server.headers_timeout, `${where}: server.headers_timeout`),
+      requestTimeoutMs: duration(config.server.request_timeout, `${where}: server.request_timeout`),
+      keepAliveTimeoutMs: duration(config.server.keep_alive_timeout, `${where}: server.keep_alive_timeout`),
+      maxHeaderBytes: config.server.max_header_bytes,
+    }),
     ...(providerName !== undefined ? { providerName } : {}),
     ...(providerDescription !== undefined ? { providerDescription } : {}),
     allowRemoteRefs: cli.allowRemoteRefs ?? config.specs.allow_remote_refs,
@@ -344,6 +382,18 @@ export function resolveSettings(
       asyncJobTtlMs: duration(config.execution.async_job_ttl, `${where}: execution.async_job_ttl`),
     }),
   });
+}
+
+/** Each entry an IP address or CIDR range; the first bad one stops start-up, named. */
+function trustedProxies(entries: readonly string[], where: string): string[] {
+  entries.forEach((entry, i) => {
+    try {
+      parseCidr(entry);
+    } catch (err) {
+      throw new UserError(`${where}: server.trusted_proxies[${i}]: ${(err as Error).message}`);
+    }
+  });
+  return [...entries];
 }
 
 /** §5.11: a long stream MUST re-check revocation periodically; this proxy allows at most 60 s. */

@@ -1,6 +1,13 @@
-/** Reading request bodies: JSON objects only, size-capped while streaming, clear errors. */
+/**
+ * Reading request bodies: JSON objects only, size-capped while streaming, nesting-capped after
+ * parsing (code further on walks values recursively; a deep one would exhaust the stack and
+ * answer 500), clear errors.
+ */
 import type { IncomingMessage } from 'node:http';
 import { ProtocolError } from '../errors.js';
+
+/** Arrays and objects nested deeper than this are refused (400); no protocol body needs 16. */
+export const MAX_JSON_DEPTH = 64;
 
 export async function readJsonObject(
   req: IncomingMessage,
@@ -36,5 +43,25 @@ export async function readJsonObject(
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ProtocolError('invalid_request', 'The request body must be a JSON object.');
   }
+  if (depthExceeds(value, MAX_JSON_DEPTH)) {
+    throw new ProtocolError(
+      'invalid_request',
+      `The request body nests arrays or objects more than ${MAX_JSON_DEPTH} levels deep.`,
+    );
+  }
   return value as Record<string, unknown>;
+}
+
+/** Whether `value` nests deeper than `max`, walked without recursion. */
+export function depthExceeds(value: unknown, max: number): boolean {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 1 }];
+  while (stack.length > 0) {
+    const top = stack.pop() as { value: unknown; depth: number };
+    if (top.value === null || typeof top.value !== 'object') continue;
+    if (top.depth > max) return true;
+    for (const child of Object.values(top.value)) {
+      if (child !== null && typeof child === 'object') stack.push({ value: child, depth: top.depth + 1 });
+    }
+  }
+  return false;
 }

@@ -5,8 +5,8 @@ import { ProtocolError } from '../errors.js';
 
 /**
  * The token of `Authorization: Bearer <token>`, or undefined when there is no Authorization header.
- * Another scheme is answered like missing credentials, `401` with a Bearer challenge (RFC 6750
- * §3.1: an unsupported authentication method gets no error code); a malformed Bearer is a 400.
+ * Another scheme is answered like missing credentials, `401` (the server adds the challenge; RFC
+ * 6750 §3.1: an unsupported authentication method gets no error code); a malformed Bearer is a 400.
  */
 export function bearerToken(req: IncomingMessage): string | undefined {
   const header = req.headers.authorization;
@@ -15,27 +15,13 @@ export function bearerToken(req: IncomingMessage): string | undefined {
     throw new ProtocolError(
       'authentication_required',
       'Only "Authorization: Bearer <token>" is accepted here (RFC 6750).',
-      { headers: { 'www-authenticate': 'Bearer' } },
     );
   }
   const match = /^Bearer[ ]+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header);
   if (!match?.[1]) {
-    throw new ProtocolError('invalid_request', 'Authorization must be "Bearer <token>".', {
-      headers: { 'www-authenticate': 'Bearer' },
-    });
+    throw new ProtocolError('invalid_request', 'Authorization must be "Bearer <token>".');
   }
   return match[1];
-}
-
-/** The bearer token, or `401 authentication_required` with a Bearer challenge when there is none. */
-export function requireBearer(req: IncomingMessage): string {
-  const token = bearerToken(req);
-  if (!token) {
-    throw new ProtocolError('authentication_required', 'Send a JWT as "Authorization: Bearer <jwt>".', {
-      headers: { 'www-authenticate': 'Bearer' },
-    });
-  }
-  return token;
 }
 
 /** Constant-time comparison of secrets (hashing first makes the lengths equal). */

@@ -1,9 +1,10 @@
 /**
- * §8.13 rate limiting at the HTTP edge: per IP for unauthenticated endpoints (with a tighter
- * bucket for registrations from unknown hosts), per agent, host and user once authenticated.
+ * §8.13 rate limiting at the HTTP edge: per client IP for unauthenticated endpoints (with a
+ * tighter bucket for registrations from unknown hosts), per agent, host and user once
+ * authenticated, and a per-IP budget of failed authentications that is checked before any
+ * signature is verified, so forged tokens cost a stranger more than they cost the proxy.
  * Over a limit → `429 rate_limited` with `Retry-After`.
  */
-import type { IncomingMessage } from 'node:http';
 import { ProtocolError } from '../errors.js';
 import type { Policy, RateLimitSpec } from '../policy/policy.js';
 import type { RateLimiter } from '../protocol/rate-limit.js';
@@ -17,23 +18,35 @@ export class RateLimits {
   private take(key: string, spec: RateLimitSpec | null, who: string): void {
     if (!spec) return;
     const result = this.limiter.take(key, spec);
+    if (!result.ok) throw limited(spec, who, result.retryAfterSec);
+  }
+
+  ip(ip: string): void {
+    this.take(`ip:${ip}`, this.limits.perIp, `Client ${ip}`);
+  }
+
+  unknownHostRegistration(ip: string): void {
+    this.take(`reg:${ip}`, this.limits.unknownHostRegistration, `Registrations of new hosts from ${ip}`);
+  }
+
+  /** Refuses a client that has used up its failed-authentication budget (nothing is charged). */
+  authFailuresLeft(ip: string): void {
+    const spec = this.limits.failedAuthPerIp;
+    if (!spec) return;
+    const result = this.limiter.check(`authfail:${ip}`, spec);
     if (!result.ok) {
       throw new ProtocolError(
         'rate_limited',
-        `${who} exceeded ${spec.count} requests per ${Math.round(spec.windowMs / 1000)} s.`,
+        `Too many failed authentications from ${ip}; retry in ${result.retryAfterSec} s.`,
         { headers: { 'retry-after': String(result.retryAfterSec) } },
       );
     }
   }
 
-  ip(req: IncomingMessage): void {
-    const ip = clientIp(req);
-    this.take(`ip:${ip}`, this.limits.perIp, `Client ${ip}`);
-  }
-
-  unknownHostRegistration(req: IncomingMessage): void {
-    const ip = clientIp(req);
-    this.take(`reg:${ip}`, this.limits.unknownHostRegistration, `Registrations of new hosts from ${ip}`);
+  /** Charges one failed authentication to the client. */
+  authFailed(ip: string): void {
+    const spec = this.limits.failedAuthPerIp;
+    if (spec) this.limiter.take(`authfail:${ip}`, spec);
   }
 
   host(hostId: string): void {
@@ -51,7 +64,10 @@ export class RateLimits {
   }
 }
 
-/** The socket's address: forwarded headers are client-controlled and not trusted here. */
-export function clientIp(req: IncomingMessage): string {
-  return req.socket.remoteAddress ?? 'unknown';
+function limited(spec: RateLimitSpec, who: string, retryAfterSec: number): ProtocolError {
+  return new ProtocolError(
+    'rate_limited',
+    `${who} exceeded ${spec.count} requests per ${Math.round(spec.windowMs / 1000)} s.`,
+    { headers: { 'retry-after': String(retryAfterSec) } },
+  );
 }

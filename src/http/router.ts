@@ -1,18 +1,9 @@
 /**
  * A fixed route table: exact paths, with `:name` segments for ids. Distinguishes "no such path"
- * (404) from "path exists, method does not" (405 with `Allow`).
+ * (404) from "path exists, method does not" (405 with `Allow`). Every route is a list of named
+ * steps (src/http/pipeline.ts): there is no other way to add one.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-
-export interface RequestContext {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly url: URL;
-  readonly params: Readonly<Record<string, string>>;
-  readonly requestId: string;
-}
-
-export type Handler = (ctx: RequestContext) => Promise<void> | void;
+import { endpoint, type Handler, type Recorder, type SharedStep, type Step } from './pipeline.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -29,7 +20,19 @@ export type Match =
 export class Router {
   private readonly routes: Route[] = [];
 
-  add(method: Method, path: string, handler: Handler): this {
+  /** A route whose steps keep no state of their own. */
+  add(method: Method, path: string, steps: readonly SharedStep[]): this {
+    return this.addWithState(method, path, steps, () => undefined);
+  }
+
+  /** A route whose steps share a per-request state, made fresh by `init` for each request. */
+  addWithState<S>(
+    method: Method,
+    path: string,
+    steps: readonly (Step<S> | SharedStep)[],
+    init: () => S,
+    record?: Recorder<S>,
+  ): this {
     const segments = path.split('/').slice(1);
     let route = this.routes.find((r) => r.segments.join('/') === segments.join('/'));
     if (!route) {
@@ -37,7 +40,7 @@ export class Router {
       this.routes.push(route);
     }
     if (route.handlers.has(method)) throw new Error(`duplicate route ${method} ${path}`);
-    route.handlers.set(method, handler);
+    route.handlers.set(method, endpoint(`${method} ${path}`, steps, init, record));
     return this;
   }
 

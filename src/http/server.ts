@@ -1,51 +1,115 @@
 /**
- * The HTTP front: parse the request line, enforce the body cap, route, run the handler, render
- * errors per §5.13, and write one access-log line. Handlers never see malformed URLs or
- * oversized declared bodies.
+ * The HTTP front: connection bounds, the request line, the declared body size, routing, then the
+ * route's steps (src/http/pipeline.ts). It renders every error per §5.13, adds the challenge to
+ * every 401 (RFC 6750 §3, §5.14), and writes one line per request from its decision record.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { ProtocolError } from '../errors.js';
+import type { Socket } from 'node:net';
+import { ProtocolError, toProtocolError } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { ClientAddress } from './client-address.js';
+import { newDecision, roundMs, type DecisionRecord, type Exchange } from './pipeline.js';
 import { sendError } from './respond.js';
 import type { Router } from './router.js';
+
+/** Bounds on what one client can hold open (documented in README "Security model"). */
+export interface ConnectionLimits {
+  /** Open connections in total; more are closed as they arrive. */
+  readonly maxConnections: number;
+  /** Open connections per peer address; trusted proxies are exempt (they carry many clients). */
+  readonly maxConnectionsPerIp: number;
+  /** From connect to the end of the request headers; a silent socket is shed after this. */
+  readonly headersTimeoutMs: number;
+  /** From connect to the end of the request body. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  readonly keepAliveTimeoutMs: number;
+  /** Request line plus headers. */
+  readonly maxHeaderBytes: number;
+}
 
 export interface HttpServerOptions {
   readonly router: Router;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
+  readonly clientAddress: ClientAddress;
+  readonly connections: ConnectionLimits;
+  /** The response header that carries the proxy's request id. */
+  readonly requestIdHeader: string;
+  /** Read per request: the §5.14 challenge points at this issuer's discovery document. */
+  readonly issuer: () => string;
+  /** Each finished request's decision record; the access log line is written from it too. */
+  readonly onDecision?: (decision: DecisionRecord) => void;
 }
 
 export function createHttpServer(options: HttpServerOptions): Server {
-  const server = createServer({ requestTimeout: 30_000, headersTimeout: 15_000 }, (req, res) => {
-    void handle(options, req, res);
-  });
-  server.keepAliveTimeout = 5_000;
+  const { connections } = options;
+  const server = createServer(
+    {
+      requestTimeout: connections.requestTimeoutMs,
+      headersTimeout: connections.headersTimeoutMs,
+      keepAliveTimeout: connections.keepAliveTimeoutMs,
+      maxHeaderSize: connections.maxHeaderBytes,
+      // Timeouts are enforced by a periodic sweep; once a second keeps "shed within seconds" true.
+      connectionsCheckingInterval: 1_000,
+    },
+    (req, res) => {
+      void handle(options, req, res);
+    },
+  );
+  server.maxConnections = connections.maxConnections;
+  limitConnectionsPerIp(server, options);
   return server;
 }
 
-async function handle(
-  { router, logger, maxBodyBytes }: HttpServerOptions,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
+function limitConnectionsPerIp(server: Server, { connections, clientAddress }: HttpServerOptions): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const peer = socket.remoteAddress ?? 'unknown';
+    if (clientAddress.isTrusted(peer.replace(/^::ffff:/, ''))) return;
+    const count = (open.get(peer) ?? 0) + 1;
+    if (count > connections.maxConnectionsPerIp) {
+      socket.destroy();
+      return;
+    }
+    open.set(peer, count);
+    socket.once('close', () => {
+      const left = (open.get(peer) ?? 1) - 1;
+      if (left <= 0) open.delete(peer);
+      else open.set(peer, left);
+    });
+  });
+}
+
+async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const { router, logger, maxBodyBytes } = options;
   const started = performance.now();
   const requestId = randomUUID();
   const method = req.method ?? 'GET';
-  let path = '-';
-  res.setHeader('x-request-id', requestId);
+  const decision = newDecision(requestId, method, options.clientAddress.of(req));
+  res.setHeader(options.requestIdHeader, requestId);
   res.once('finish', () => {
+    decision.status = res.statusCode;
+    decision.total_ms = roundMs(performance.now() - started);
+    options.onDecision?.(decision);
     logger.info('request', {
       request_id: requestId,
       method,
-      path,
+      route: decision.route,
       status: res.statusCode,
-      duration_ms: Math.round((performance.now() - started) * 100) / 100,
+      step: decision.step,
+      outcome: decision.outcome,
+      code: decision.code,
+      agent_id: decision.agent_id,
+      host_id: decision.host_id,
+      client_ip: decision.client_ip,
+      duration_ms: decision.total_ms,
     });
   });
+  let exchange: Exchange | undefined;
   try {
     const url = parseTarget(req.url);
-    path = url.pathname;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBodyBytes) {
       throw new ProtocolError(
@@ -63,18 +127,43 @@ async function handle(
         headers: { allow: match.allow.join(', ') },
       });
     }
-    await match.handler({ req, res, url, params: match.params, requestId });
+    exchange = { req, res, url, params: match.params, requestId, clientIp: decision.client_ip, decision };
+    await match.handler(exchange);
   } catch (err) {
-    if (!(err instanceof ProtocolError)) {
-      // The cause is logged for the operator, never sent to the client.
+    const e = toProtocolError(err);
+    decision.outcome = e.status >= 500 ? 'error' : 'deny';
+    decision.code = e.code;
+    decision.reason = e.message;
+    if (!(err instanceof ProtocolError) || e.status === 500) {
+      // The cause is logged for the operator with the request id, never sent to the client.
       logger.error('unhandled error', {
         request_id: requestId,
+        route: decision.route,
+        step: decision.step,
         error: err instanceof Error ? err.message : String(err),
       });
     }
     if (res.headersSent) res.destroy();
-    else sendError(res, err);
+    else sendError(res, withChallenge(e, exchange, options.issuer));
   }
+}
+
+/**
+ * Every 401 carries a challenge (RFC 6750 §3): `Bearer`, with `error="invalid_token"` when a
+ * token was presented and refused; on protocol endpoints also the §5.14 AgentAuth challenge
+ * naming the discovery document, so an agent that arrives without one knows where to start.
+ */
+function withChallenge(e: ProtocolError, x: Exchange | undefined, issuer: () => string): ProtocolError {
+  if (e.status !== 401) return e;
+  const bearer = e.code === 'authentication_required' ? 'Bearer' : 'Bearer error="invalid_token"';
+  const challenge =
+    x?.challenge === 'protocol'
+      ? `${bearer}, AgentAuth discovery="${issuer()}/.well-known/agent-configuration"`
+      : bearer;
+  return new ProtocolError(e.code, e.message, {
+    fields: { ...e.fields },
+    headers: { ...e.headers, 'www-authenticate': challenge },
+  });
 }
 
 /** Only origin-form targets (`/path?query`); anything else is a malformed request. */

@@ -74,6 +74,8 @@ export interface Policy {
     readonly perUser: RateLimitSpec | null;
     readonly perIp: RateLimitSpec | null;
     readonly unknownHostRegistration: RateLimitSpec | null;
+    /** Failed authentications (agent, host, admin, introspection) per client IP. */
+    readonly failedAuthPerIp: RateLimitSpec | null;
     readonly perCapability: ReadonlyMap<string, RateLimitSpec>;
   };
   readonly audit: { readonly logArguments: boolean };
@@ -125,6 +127,7 @@ interface PolicyFile {
     per_user: string | null;
     per_ip: string | null;
     unknown_host_registration: string | null;
+    failed_auth_per_ip: string | null;
     per_capability: Record<string, string | null>;
   };
   audit: { log_arguments: boolean };
@@ -402,6 +405,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
   const perUser = rate(rl.per_user, 'rate_limits.per_user');
   const perIp = rate(rl.per_ip, 'rate_limits.per_ip');
   const unknownHostRegistration = rate(rl.unknown_host_registration, 'rate_limits.unknown_host_registration');
+  const failedAuthPerIp = rate(rl.failed_auth_per_ip, 'rate_limits.failed_auth_per_ip');
   const perCapability = new Map<string, RateLimitSpec>();
   for (const [name, value] of Object.entries(rl.per_capability)) {
     const path = `rate_limits.per_capability.${name}`;
@@ -421,6 +425,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
     perUser,
     perIp,
     unknownHostRegistration,
+    failedAuthPerIp,
     perCapability,
   });
 

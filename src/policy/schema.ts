@@ -297,8 +297,15 @@ export const POLICY_SCHEMA = {
         },
         unknown_host_registration: {
           $ref: '#/$defs/rateLimit',
-          description: 'POST /agent/register from unknown hosts, per client IP.',
-          default: '5/1h',
+          description:
+            'POST /agent/register from unknown hosts, per client IP (behind a load balancer, set server.trusted_proxies).',
+          default: '20/10m',
+        },
+        failed_auth_per_ip: {
+          $ref: '#/$defs/rateLimit',
+          description:
+            'Failed authentications (agent, host, admin and introspection tokens) per client IP; once used up, that client is refused before any token is verified.',
+          default: '60/1m',
         },
         per_capability: {
           type: 'object',

@@ -75,7 +75,7 @@ function verify(
 }
 
 /** §4.6 / §8.4: a jti is accepted once per principal within its effective window (§8.2). */
-function rememberJti(ctx: ProtocolContext, partition: string, claims: Claims): void {
+export function rememberJti(ctx: ProtocolContext, partition: string, claims: Claims): void {
   const policy = {
     clockSkewSec: ctx.policy.lifetimes.clockSkewSec,
     maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
@@ -122,8 +122,13 @@ export function hostStatusError(host: HostRecord): ProtocolError | undefined {
   return undefined;
 }
 
-/** §4.5.1 */
-export async function authenticateHost(
+/**
+ * §4.5.1 steps 1–6: the token is well formed, signed by the host's key (the stored one, or for
+ * an unknown host the one it presents), addressed to this server, in time, and the host may act.
+ * Records nothing: the jti and the host's use are recorded by `acceptHost`, once the caller's
+ * limits have passed, so a token that fails here or at a limit leaves no trace.
+ */
+export async function verifyHostJwt(
   ctx: ProtocolContext,
   token: string,
   options: HostAuthOptions = {},
@@ -166,16 +171,20 @@ export async function authenticateHost(
     }
   }
   const claims = verify(ctx, jwt, key, 'host+jwt', [ctx.issuer()]);
-  rememberJti(ctx, `host:${iss}`, claims);
   if (host) {
     const statusError = hostStatusError(host);
     const tolerated =
       (host.status === 'pending' && options.allowPending) ||
       (host.status === 'rejected' && options.allowRejected);
     if (statusError && !tolerated) throw statusError;
-    ctx.usage.recordHost(host.id, ctx.clock.now());
   }
   return { host, thumbprint: iss, publicJwk: key, claims };
+}
+
+/** §4.6: the host's jti is used up (a replay throws) and its use recorded (§2.4). */
+export function acceptHost(ctx: ProtocolContext, auth: HostAuth): void {
+  rememberJti(ctx, `host:${auth.thumbprint}`, auth.claims);
+  if (auth.host) ctx.usage.recordHost(auth.host.id, ctx.clock.now());
 }
 
 export function agentStatusError(agent: AgentRecord): ProtocolError | undefined {
@@ -196,10 +205,11 @@ export function agentStatusError(agent: AgentRecord): ProtocolError | undefined 
 }
 
 /**
- * §4.5, up to and including replay (steps 1–8). `audiences`: the issuer for protocol endpoints,
- * the execute location for execution (§4.3).
+ * §4.5 steps 1–7 (everything but replay): `audiences` is the issuer for protocol endpoints, the
+ * execute location for execution (§4.3). Records nothing (see `acceptAgent`), except that an
+ * agent whose lifetime has run out is stored as expired on the way (lifecycle.ts).
  */
-export function authenticateAgent(
+export function verifyAgentJwt(
   ctx: ProtocolContext,
   token: string,
   audiences: readonly string[],
@@ -226,12 +236,16 @@ export function authenticateAgent(
   if (narrowed !== undefined && !(Array.isArray(narrowed) && narrowed.every((c) => typeof c === 'string'))) {
     throw invalid('The capabilities claim must be an array of strings (§4.3).');
   }
-  rememberJti(ctx, `agent:${sub}`, claims);
   const hostError = hostStatusError(host);
   if (hostError) throw hostError;
   const agent = currentAgent(ctx, stored);
   const agentError = agentStatusError(agent);
   if (agentError) throw agentError;
-  ctx.usage.recordAgent(agent.id, host.id, ctx.clock.now());
   return { agent, host, claims };
+}
+
+/** §4.5 step 8 / §4.6: the agent's jti is used up (a replay throws) and its use recorded (§2.4). */
+export function acceptAgent(ctx: ProtocolContext, auth: AgentAuth): void {
+  rememberJti(ctx, `agent:${auth.agent.id}`, auth.claims);
+  ctx.usage.recordAgent(auth.agent.id, auth.host.id, ctx.clock.now());
 }

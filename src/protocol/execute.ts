@@ -8,7 +8,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ProtocolError } from '../errors.js';
 import type { Capability } from '../openapi/types.js';
 import type { GrantRecord } from '../storage/types.js';
-import { agentStatusError, authenticateAgent, hostStatusError, type AgentAuth } from './authenticate.js';
+import { agentStatusError, hostStatusError, type AgentAuth } from './authenticate.js';
 import { checkConstraints, parseConstraints } from './constraints.js';
 import type { ProtocolContext } from './context.js';
 import { cachedGrants } from './grants.js';
@@ -43,11 +43,6 @@ export function readExecuteBody(body: Readonly<Record<string, unknown>>): {
     throw new ProtocolError('invalid_request', 'arguments must be a JSON object (§5.11).');
   }
   return { name, args: args as Record<string, unknown> };
-}
-
-/** §4.5 steps 1–8 for execution: the JWT's audience must be the execute location (§4.3). */
-export function authenticateExecution(ctx: ProtocolContext, token: string): AgentAuth {
-  return authenticateAgent(ctx, token, [ctx.executeLocation()]);
 }
 
 /** §4.5 from "resolve the agent's granted capabilities" on, and §5.11's checks, for an authenticated agent. */

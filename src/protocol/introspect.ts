@@ -3,7 +3,7 @@
  * failure is `{ "active": false }` — the caller learns no reason, so it cannot probe agents.
  */
 import { ProtocolError } from '../errors.js';
-import { authenticateAgent } from './authenticate.js';
+import { acceptAgent, verifyAgentJwt } from './authenticate.js';
 import { iso, type ProtocolContext } from './context.js';
 import { cachedGrants, currentGrants } from './grants.js';
 import { agentClocks, isGrantEffective } from './lifecycle.js';
@@ -14,7 +14,9 @@ export function introspect(ctx: ProtocolContext, token: unknown): Record<string,
   let auth;
   try {
     // Resource servers receive tokens addressed to the execute location or to the issuer (§4.3).
-    auth = authenticateAgent(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
+    auth = verifyAgentJwt(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
+    // Introspection uses the token up, as execution would (§4.6): it cannot be replayed after.
+    acceptAgent(ctx, auth);
   } catch (err) {
     if (err instanceof ProtocolError && err.code !== 'temporarily_unavailable') return { active: false };
     throw err;

@@ -62,6 +62,20 @@ export class RateLimiter {
     return { ok: false, retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) };
   }
 
+  /**
+   * Whether `key` has a request left, without taking it: for budgets charged only on failure
+   * (failed authentications), which are checked before the work and charged after it.
+   */
+  check(key: string, limit: RateLimit): { ok: true } | { ok: false; retryAfterSec: number } {
+    checkLimit(limit);
+    const bucket = this.#buckets.get(key);
+    if (bucket === undefined) return { ok: true };
+    const credit = creditAt(bucket, this.#clock.now(), limit);
+    if (credit >= limit.windowMs) return { ok: true };
+    const waitMs = Math.ceil((limit.windowMs - credit) / limit.count);
+    return { ok: false, retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) };
+  }
+
   /** Makes room for one key: a full bucket near the old end if there is one, else the oldest. */
   #evictOne(now: number): void {
     let scanned = 0;

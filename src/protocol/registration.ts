@@ -24,7 +24,7 @@ export async function registerAgent(
   ctx: ProtocolContext,
   auth: HostAuth,
   body: Readonly<Record<string, unknown>>,
-): Promise<{ status: number; body: Record<string, unknown> }> {
+): Promise<Record<string, unknown>> {
   const { claims } = auth;
   if (claims.agent_jwks_url !== undefined) {
     throw new ProtocolError(
@@ -121,11 +121,8 @@ export async function registerAgent(
         approval = fresh;
       }
       return {
-        status: 200,
-        body: {
-          ...agentView(ctx, existing, tx.grants(existing.id), host),
-          approval: approvalObject(ctx, approval),
-        },
+        ...agentView(ctx, existing, tx.grants(existing.id), host),
+        approval: approvalObject(ctx, approval),
       };
     }
 
@@ -174,7 +171,7 @@ export async function registerAgent(
       }),
     );
     const view = agentView(ctx, finalAgent, tx.grants(finalAgent.id), host);
-    return { status: 200, body: approval ? { ...view, approval: approvalObject(ctx, approval) } : view };
+    return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
   });
 }
 

@@ -1,6 +1,6 @@
 /**
- * The operator API under `/admin/`, mounted only when an admin token is configured. Every
- * request carries `Authorization: Bearer <admin token>`, compared in constant time.
+ * The operator API under `/admin/`, mounted only when an admin token is configured. Every route
+ * starts with the admin token step (constant-time comparison, failures limited per client IP).
  */
 import { ProtocolError } from '../../errors.js';
 import { revokeAgent } from '../../protocol/agents.js';
@@ -17,12 +17,13 @@ import {
 import { agentView, hostView } from '../../protocol/views.js';
 import { currentAgent } from '../../protocol/lifecycle.js';
 import type { ActivityRecord, HostStatus } from '../../storage/types.js';
-import { readJsonObject } from '../body.js';
-import { bearerToken, secretEquals } from '../credentials.js';
+import { need, step, type Exchange, type SharedStep } from '../pipeline.js';
 import { sendJson } from '../respond.js';
-import type { RequestContext, Router } from '../router.js';
+import type { Router } from '../router.js';
+import { jsonBody } from '../steps/body.js';
+import { secretToken, type TokenStepOptions } from '../steps/tokens.js';
 
-export interface AdminRouteOptions {
+export interface AdminRouteOptions extends TokenStepOptions {
   readonly ctx: ProtocolContext;
   readonly adminToken: string;
   readonly maxBodyBytes: number;
@@ -47,30 +48,23 @@ function optionalString(body: Readonly<Record<string, unknown>>, key: string, ma
 export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   const { ctx, maxBodyBytes } = options;
 
-  const guard = (handler: (rc: RequestContext) => Promise<void> | void) => async (rc: RequestContext) => {
-    const token = bearerToken(rc.req);
-    if (token === undefined) {
-      throw new ProtocolError(
-        'authentication_required',
-        'The operator API needs "Authorization: Bearer <admin token>".',
-        {
-          headers: { 'www-authenticate': 'Bearer' },
-        },
-      );
-    }
-    if (!secretEquals(token, options.adminToken)) {
-      throw new ProtocolError('invalid_token', 'The admin token is not valid.', {
-        headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
-      });
-    }
-    await handler(rc);
-  };
-  const body = (rc: RequestContext) => readJsonObject(rc.req, maxBodyBytes, { optional: true });
+  // One token check for the whole API, then (for changes) the body, then the action.
+  const adminToken = secretToken(options, 'admin token', [options.adminToken]);
+  const read = (name: string, action: (x: Exchange) => void): SharedStep[] => [
+    adminToken,
+    step(name, action),
+  ];
+  const change = (name: string, action: (x: Exchange) => void | Promise<void>): SharedStep[] => [
+    adminToken,
+    jsonBody(maxBodyBytes, { optional: true }),
+    step(name, action),
+  ];
+  const body = (x: Exchange): Readonly<Record<string, unknown>> => need(x.body, 'body');
 
   router.add(
     'GET',
     '/admin/approvals',
-    guard(({ res, url }) => {
+    read('list-approvals', ({ res, url }) => {
       expireApprovals(ctx);
       const agentId = url.searchParams.get('agent_id') ?? undefined;
       // The code a user read off the device page (§7.1), as they typed it.
@@ -111,8 +105,8 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/approvals/:id/approve',
-    guard(async (rc) => {
-      const b = await body(rc);
+    change('approve', (rc) => {
+      const b = body(rc);
       const caps = b.capabilities;
       if (caps !== undefined && (!Array.isArray(caps) || caps.some((c) => typeof c !== 'string'))) {
         throw new ProtocolError('invalid_request', 'capabilities must be an array of capability names.');
@@ -148,8 +142,8 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/approvals/:id/deny',
-    guard(async (rc) => {
-      const b = await body(rc);
+    change('deny', (rc) => {
+      const b = body(rc);
       const reason = optionalString(b, 'reason');
       const decision = deny(ctx, rc.params.id ?? '', { ...(reason ? { reason } : {}), actor: ACTOR });
       sendJson(rc.res, 200, {
@@ -166,7 +160,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/hosts',
-    guard(({ res, url }) => {
+    read('list-hosts', ({ res, url }) => {
       const status = url.searchParams.get('status') ?? undefined;
       const userId = url.searchParams.get('user_id') ?? undefined;
       const hosts = ctx.store.hosts({
@@ -180,8 +174,8 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/hosts',
-    guard(async (rc) => {
-      const input = parsePreRegistration(await body(rc));
+    change('pre-register-host', async (rc) => {
+      const input = parsePreRegistration(body(rc));
       const { host, created } = await preRegisterHost(ctx, input, ACTOR);
       sendJson(rc.res, created ? 201 : 200, host);
     }),
@@ -190,7 +184,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/hosts/:id',
-    guard(({ res, params }) => {
+    read('show-host', ({ res, params }) => {
       const host = ctx.store.host(params.id ?? '');
       if (!host) throw new ProtocolError('host_not_found', `No host "${params.id ?? ''}".`);
       sendJson(res, 200, {
@@ -205,8 +199,8 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/hosts/:id/link',
-    guard(async (rc) => {
-      const userId = optionalString(await body(rc), 'user_id', 200);
+    change('link-host', (rc) => {
+      const userId = optionalString(body(rc), 'user_id', 200);
       if (!userId) throw new ProtocolError('invalid_request', 'user_id is required.');
       sendJson(rc.res, 200, linkHostTo(ctx, rc.params.id ?? '', userId));
     }),
@@ -215,8 +209,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/hosts/:id/unlink',
-    guard(async (rc) => {
-      await body(rc);
+    change('unlink-host', (rc) => {
       sendJson(rc.res, 200, unlinkHost(ctx, rc.params.id ?? ''));
     }),
   );
@@ -224,8 +217,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/hosts/:id/revoke',
-    guard(async (rc) => {
-      await body(rc);
+    change('revoke-host', (rc) => {
       sendJson(rc.res, 200, revokeHost(ctx, rc.params.id ?? '', ACTOR));
     }),
   );
@@ -233,7 +225,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/agents',
-    guard(({ res, url }) => {
+    read('list-agents', ({ res, url }) => {
       const hostId = url.searchParams.get('host_id') ?? undefined;
       const status = url.searchParams.get('status') ?? undefined;
       const userId = url.searchParams.get('user_id') ?? undefined;
@@ -259,7 +251,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/agents/:id',
-    guard(({ res, params }) => {
+    read('show-agent', ({ res, params }) => {
       const stored = ctx.store.agent(params.id ?? '');
       if (!stored) throw new ProtocolError('agent_not_found', `No agent "${params.id ?? ''}".`);
       const agent = currentAgent(ctx, stored);
@@ -274,8 +266,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/agents/:id/revoke',
-    guard(async (rc) => {
-      await body(rc);
+    change('revoke-agent', (rc) => {
       sendJson(rc.res, 200, revokeAgent(ctx, rc.params.id ?? '', { by: ACTOR }));
     }),
   );
@@ -283,7 +274,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/activity',
-    guard(({ res, url }) => {
+    read('activity', ({ res, url }) => {
       options.flushActivity?.();
       const q = url.searchParams;
       const limit = q.get('limit') === null ? 100 : Number(q.get('limit'));

@@ -7,19 +7,28 @@
 import { ProtocolError } from '../../errors.js';
 import { matchesQuery, paginate, type Catalog } from '../../openapi/catalog.js';
 import type { Capability } from '../../openapi/types.js';
-import { authenticateAgent, authenticateHost } from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { cachedGrants } from '../../protocol/grants.js';
 import { isGrantEffective } from '../../protocol/lifecycle.js';
-import { bearerToken, jwtType } from '../credentials.js';
+import { step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
-import type { RequestContext, Router } from '../router.js';
+import type { Router } from '../router.js';
+import { principalLimits } from '../steps/limits.js';
+import { replayRecord } from '../steps/replay.js';
+import { optionalListingToken, type TokenStepOptions } from '../steps/tokens.js';
 
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 200;
 const MAX_QUERY_LENGTH = 256;
 
+export interface CapabilityRouteOptions extends TokenStepOptions {
+  readonly catalog: Catalog;
+  readonly ctx: ProtocolContext;
+  readonly limits: RateLimits;
+}
+
+/** Who is looking, from the token the earlier steps verified (§5.2's three modes). */
 interface Viewer {
   readonly visible: (c: Capability) => boolean;
   /** Present in agent-JWT mode. */
@@ -27,93 +36,87 @@ interface Viewer {
   readonly cacheControl: string;
 }
 
-export interface CapabilityRouteOptions {
-  readonly catalog: Catalog;
-  readonly ctx: ProtocolContext;
-  readonly limits: RateLimits;
-}
-
-async function viewer({ ctx, limits }: CapabilityRouteOptions, rc: RequestContext): Promise<Viewer> {
+function viewerOf(ctx: ProtocolContext, x: Exchange): Viewer {
   const notBlocked = (c: Capability): boolean => !ctx.policy.blocked.has(c.name);
-  const token = bearerToken(rc.req);
-  if (token === undefined) {
-    limits.ip(rc.req);
-    // §10.6: capability listings SHOULD be cacheable for 300 s.
-    return {
-      visible: (c) => notBlocked(c) && ctx.policy.public.has(c.name),
-      cacheControl: 'public, max-age=300',
-    };
-  }
-  if (jwtType(token) === 'agent+jwt') {
-    const auth = authenticateAgent(ctx, token, [ctx.issuer()]);
-    limits.agent(auth.agent.id, auth.host.id, auth.agent.userId);
+  if (x.agent) {
     const now = ctx.clock.now();
     const granted = new Set(
-      cachedGrants(ctx, auth.agent.id)
+      cachedGrants(ctx, x.agent.agent.id)
         .filter((g) => isGrantEffective(g, now))
         .map((g) => g.capability),
     );
     return { visible: notBlocked, granted: (n) => granted.has(n), cacheControl: 'private, no-store' };
   }
   // A host JWT, possibly from a host not registered yet: it lists before registering (§5.2).
-  const auth = await authenticateHost(ctx, token, { allowUnknown: true, allowPending: true });
-  if (auth.host) limits.host(auth.host.id);
-  else limits.ip(rc.req);
-  return { visible: notBlocked, cacheControl: 'private, max-age=300' };
+  if (x.host) return { visible: notBlocked, cacheControl: 'private, max-age=300' };
+  // §10.6: capability listings SHOULD be cacheable for 300 s.
+  return {
+    visible: (c) => notBlocked(c) && ctx.policy.public.has(c.name),
+    cacheControl: 'public, max-age=300',
+  };
 }
 
 export function capabilityRoutes(router: Router, options: CapabilityRouteOptions): void {
-  const { catalog } = options;
-  router.add('GET', '/capability/list', async (rc) => {
-    const { res, url } = rc;
-    const query = single(url, 'query') ?? '';
-    if (query.length > MAX_QUERY_LENGTH) {
-      throw new ProtocolError('invalid_request', `query must be at most ${MAX_QUERY_LENGTH} characters.`);
-    }
-    const limit = parseLimit(single(url, 'limit'));
-    const after = decodeCursor(single(url, 'cursor'));
-    const who = await viewer(options, rc);
-    const matching = catalog.capabilities.filter((c) => who.visible(c) && (!query || matchesQuery(c, query)));
-    const page = paginate(matching, after, limit);
-    sendJson(
-      res,
-      200,
-      {
-        capabilities: page.items.map((c) => ({
-          name: c.name,
-          description: c.description,
-          ...(who.granted ? { grant_status: who.granted(c.name) ? 'granted' : 'not_granted' } : {}),
-        })),
-        next_cursor: page.after === null ? null : encodeCursor(page.after),
-        has_more: page.after !== null,
-      },
-      { 'cache-control': who.cacheControl, vary: 'authorization' },
-    );
-  });
+  const { catalog, ctx, limits } = options;
+  const viewing = [optionalListingToken(options), principalLimits(limits), replayRecord(ctx)];
 
-  router.add('GET', '/capability/describe', async (rc) => {
-    const { res, url } = rc;
-    const name = single(url, 'name');
-    if (!name) throw new ProtocolError('invalid_request', 'The name query parameter is required.');
-    const who = await viewer(options, rc);
-    const capability = catalog.get(name);
-    // §5.2.1: an unknown name MUST be 404; one the caller may not see is indistinguishable.
-    if (!capability || !who.visible(capability)) {
-      throw new ProtocolError('capability_not_found', `No capability named "${name}".`);
-    }
-    sendJson(
-      res,
-      200,
-      {
-        name: capability.name,
-        description: capability.description,
-        ...(capability.input ? { input: capability.input } : {}),
-        ...(capability.output ? { output: capability.output } : {}),
-        ...(who.granted ? { grant_status: who.granted(capability.name) ? 'granted' : 'not_granted' } : {}),
-      },
-      { 'cache-control': who.cacheControl, vary: 'authorization' },
-    );
-  });
+  router.add('GET', '/capability/list', [
+    ...viewing,
+    step('list', (x) => {
+      const { res, url } = x;
+      const query = single(url, 'query') ?? '';
+      if (query.length > MAX_QUERY_LENGTH) {
+        throw new ProtocolError('invalid_request', `query must be at most ${MAX_QUERY_LENGTH} characters.`);
+      }
+      const limit = parseLimit(single(url, 'limit'));
+      const after = decodeCursor(single(url, 'cursor'));
+      const who = viewerOf(ctx, x);
+      const matching = catalog.capabilities.filter(
+        (c) => who.visible(c) && (!query || matchesQuery(c, query)),
+      );
+      const page = paginate(matching, after, limit);
+      sendJson(
+        res,
+        200,
+        {
+          capabilities: page.items.map((c) => ({
+            name: c.name,
+            description: c.description,
+            ...(who.granted ? { grant_status: who.granted(c.name) ? 'granted' : 'not_granted' } : {}),
+          })),
+          next_cursor: page.after === null ? null : encodeCursor(page.after),
+          has_more: page.after !== null,
+        },
+        { 'cache-control': who.cacheControl, vary: 'authorization' },
+      );
+    }),
+  ]);
+
+  router.add('GET', '/capability/describe', [
+    ...viewing,
+    step('describe', (x) => {
+      const name = single(x.url, 'name');
+      if (!name) throw new ProtocolError('invalid_request', 'The name query parameter is required.');
+      const who = viewerOf(ctx, x);
+      const capability = catalog.get(name);
+      // §5.2.1: an unknown name MUST be 404; one the caller may not see is indistinguishable.
+      if (!capability || !who.visible(capability)) {
+        throw new ProtocolError('capability_not_found', `No capability named "${name}".`);
+      }
+      sendJson(
+        x.res,
+        200,
+        {
+          name: capability.name,
+          description: capability.description,
+          ...(capability.input ? { input: capability.input } : {}),
+          ...(capability.output ? { output: capability.output } : {}),
+          ...(who.granted ? { grant_status: who.granted(capability.name) ? 'granted' : 'not_granted' } : {}),
+        },
+        { 'cache-control': who.cacheControl, vary: 'authorization' },
+      );
+    }),
+  ]);
 }
 
 /** A query parameter given at most once; repeating it is ambiguous, so it is an error. */

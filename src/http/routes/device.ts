@@ -8,7 +8,9 @@ import { iso, type ProtocolContext } from '../../protocol/context.js';
 import { lookUpDeviceRequest, type DeviceRequest } from '../../protocol/device.js';
 import { escapeHtml, htmlPage, sendHtml } from '../html.js';
 import type { RateLimits } from '../rate-limits.js';
+import { step } from '../pipeline.js';
 import type { Router } from '../router.js';
+import { perIp } from '../steps/limits.js';
 
 export interface DeviceRouteOptions {
   readonly ctx: ProtocolContext;
@@ -24,31 +26,33 @@ const WHAT: Readonly<Record<DeviceRequest['kind'], string>> = {
 };
 
 export function deviceRoutes(router: Router, { ctx, limits, serverName }: DeviceRouteOptions): void {
-  router.add('GET', '/device', ({ req, res, url }) => {
-    limits.ip(req);
-    const code = url.searchParams.get('code');
-    const title = `Agent requests — ${serverName}`;
-    const parts = [`<h1>${escapeHtml(title)}</h1>`];
-    if (code === null || code.trim() === '') {
-      parts.push('<p>Enter the code the agent showed you to see what it asks for.</p>', form(''));
-    } else {
-      const found = lookUpDeviceRequest(ctx, code);
-      if (found.kind === 'found') {
-        parts.push(form(found.request.userCode), request(found.request));
-      } else if (found.kind === 'not_found') {
-        parts.push(
-          form(found.userCode),
-          `<p id="outcome" class="notice" role="alert">No open request has the code <span class="code">${escapeHtml(found.userCode)}</span>. It may have expired or been decided already.</p>`,
-        );
+  router.add('GET', '/device', [
+    perIp(limits),
+    step('page', ({ res, url }) => {
+      const code = url.searchParams.get('code');
+      const title = `Agent requests — ${serverName}`;
+      const parts = [`<h1>${escapeHtml(title)}</h1>`];
+      if (code === null || code.trim() === '') {
+        parts.push('<p>Enter the code the agent showed you to see what it asks for.</p>', form(''));
       } else {
-        parts.push(
-          form(''),
-          '<p id="outcome" class="notice" role="alert">That is not a code of this server: codes are eight letters, like <span class="code">WDJB-MJHT</span>.</p>',
-        );
+        const found = lookUpDeviceRequest(ctx, code);
+        if (found.kind === 'found') {
+          parts.push(form(found.request.userCode), request(found.request));
+        } else if (found.kind === 'not_found') {
+          parts.push(
+            form(found.userCode),
+            `<p id="outcome" class="notice" role="alert">No open request has the code <span class="code">${escapeHtml(found.userCode)}</span>. It may have expired or been decided already.</p>`,
+          );
+        } else {
+          parts.push(
+            form(''),
+            '<p id="outcome" class="notice" role="alert">That is not a code of this server: codes are eight letters, like <span class="code">WDJB-MJHT</span>.</p>',
+          );
+        }
       }
-    }
-    sendHtml(res, 200, htmlPage(title, parts.join('\n')));
-  });
+      sendHtml(res, 200, htmlPage(title, parts.join('\n')));
+    }),
+  ]);
 }
 
 function form(value: string): string {

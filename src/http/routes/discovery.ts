@@ -1,5 +1,6 @@
 /** §5.1 Discovery: `GET /.well-known/agent-configuration`. */
 import { sendJson } from '../respond.js';
+import { step } from '../pipeline.js';
 import type { Router } from '../router.js';
 
 export const PROTOCOL_VERSION = '1.0-draft';
@@ -30,24 +31,26 @@ export interface DiscoveryOptions {
 }
 
 export function discoveryRoutes(router: Router, options: DiscoveryOptions): void {
-  router.add('GET', '/.well-known/agent-configuration', ({ res }) => {
-    const issuer = options.issuer();
-    sendJson(
-      res,
-      200,
-      {
-        version: PROTOCOL_VERSION,
-        provider_name: options.providerName,
-        description: options.description,
-        issuer,
-        default_location: `${issuer}${ENDPOINTS.execute}`,
-        algorithms: ['Ed25519'],
-        modes: options.modes,
-        approval_methods: options.approvalMethods,
-        endpoints: ENDPOINTS,
-      },
-      // §5.1: a max-age of one hour is RECOMMENDED.
-      { 'cache-control': 'public, max-age=3600' },
-    );
-  });
+  router.add('GET', '/.well-known/agent-configuration', [
+    step('configuration', ({ res }) => {
+      const issuer = options.issuer();
+      sendJson(
+        res,
+        200,
+        {
+          version: PROTOCOL_VERSION,
+          provider_name: options.providerName,
+          description: options.description,
+          issuer,
+          default_location: `${issuer}${ENDPOINTS.execute}`,
+          algorithms: ['Ed25519'],
+          modes: options.modes,
+          approval_methods: options.approvalMethods,
+          endpoints: ENDPOINTS,
+        },
+        // §5.1: a max-age of one hour is RECOMMENDED.
+        { 'cache-control': 'public, max-age=3600' },
+      );
+    }),
+  ]);
 }

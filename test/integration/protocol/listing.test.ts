@@ -348,7 +348,9 @@ describe('invalid credentials are rejected, never downgraded to anonymous (§4.5
     });
     expect(basic.status).toBe(401);
     expect(basic.body.error).toBe('authentication_required');
-    expect(basic.headers.get('www-authenticate')).toBe('Bearer');
+    expect(basic.headers.get('www-authenticate')).toBe(
+      `Bearer, AgentAuth discovery="${p.issuer}/.well-known/agent-configuration"`,
+    );
     for (const authorization of ['Bearer', 'Bearer ']) {
       const r = await p.request('GET', '/capability/list', { headers: { authorization } });
       expect(r.status, authorization).toBe(400);

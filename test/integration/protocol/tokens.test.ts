@@ -30,6 +30,8 @@ lifetimes:
 rate_limits:
   per_ip: null
   unknown_host_registration: null
+  # Every attack below fails authentication from 127.0.0.1; the failure budget has its own tests.
+  failed_auth_per_ip: null
 `;
 
 interface ActiveAgent {
@@ -173,14 +175,20 @@ describe.each(hostEndpoints)('§4.5.1 host JWT at $name', (ep) => {
     it('without Authorization → 401 authentication_required', async () => {
       const reply = await ep.call(undefined);
       expectError(reply, 401, 'authentication_required');
-      expect(reply.headers.get('www-authenticate')).toBe('Bearer');
+      // RFC 6750 §3 plus the §5.14 AgentAuth challenge that points at discovery.
+      expect(reply.headers.get('www-authenticate')).toBe(
+        `Bearer, AgentAuth discovery="${p.issuer}/.well-known/agent-configuration"`,
+      );
     });
 
     it('with a scheme other than Bearer → 401 authentication_required with a challenge (RFC 6750 §3.1)', async () => {
       const token = await hostToken(ep);
       const reply = await ep.call(undefined, { authorization: `Basic ${token}` });
       expectError(reply, 401, 'authentication_required');
-      expect(reply.headers.get('www-authenticate')).toBe('Bearer');
+      // RFC 6750 §3 plus the §5.14 AgentAuth challenge that points at discovery.
+      expect(reply.headers.get('www-authenticate')).toBe(
+        `Bearer, AgentAuth discovery="${p.issuer}/.well-known/agent-configuration"`,
+      );
     });
 
     it('with an empty Bearer value → 400 invalid_request', async () => {
@@ -526,7 +534,10 @@ describe.each(agentEndpoints)('§4.5 agent JWT at $name', (ep) => {
       const token = await agentToken();
       const reply = await ep.call(undefined, { authorization: `Basic ${token}` });
       expectError(reply, 401, 'authentication_required');
-      expect(reply.headers.get('www-authenticate')).toBe('Bearer');
+      // RFC 6750 §3 plus the §5.14 AgentAuth challenge that points at discovery.
+      expect(reply.headers.get('www-authenticate')).toBe(
+        `Bearer, AgentAuth discovery="${p.issuer}/.well-known/agent-configuration"`,
+      );
     });
 
     it('with a garbage token → 401 invalid_jwt', async () => {

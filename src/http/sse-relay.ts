@@ -1,0 +1,102 @@
+/**
+ * The §5.11 event-stream answer of an execution: the upstream's events relayed as `data`,
+ * `error` and `done`, with secrets scrubbed, revocation re-checked while it runs, a maximum
+ * duration, and a `done` whatever ends it.
+ */
+import type { ServerResponse } from 'node:http';
+import type { ExecutionSettings } from '../config/settings.js';
+import { ProtocolError } from '../errors.js';
+import type { ProtocolContext } from '../protocol/context.js';
+import { streamStillAuthorized, type AuthorizedExecution } from '../protocol/execute.js';
+import type { UpstreamReply } from '../upstream/client.js';
+import { formatSse, SseParser } from '../upstream/sse.js';
+
+export interface RelayOptions {
+  readonly ctx: ProtocolContext;
+  readonly settings: ExecutionSettings;
+}
+
+/**
+ * Relays the upstream's event stream as §5.11 events: `error` and `done` pass through, anything
+ * else becomes `data`; a `done` always ends the stream, whatever ends it (upstream end, upstream
+ * failure, revocation, the maximum duration).
+ */
+export async function relayStream(
+  res: ServerResponse,
+  { reply, scrub }: { reply: UpstreamReply; scrub: (text: string) => string },
+  authorized: AuthorizedExecution,
+  options: RelayOptions,
+  abort: AbortController,
+  open: Set<(error?: ProtocolError) => void>,
+): Promise<void> {
+  const { ctx, settings } = options;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  });
+  res.flushHeaders();
+  reply.done();
+  let finished = false;
+  const finish = (error?: ProtocolError, final = ''): void => {
+    if (finished) return;
+    finished = true;
+    open.delete(finish);
+    clearInterval(check);
+    clearTimeout(deadline);
+    if (error) res.write(formatSse('error', JSON.stringify(error.toBody())));
+    res.end(formatSse('done', scrub(final)));
+    reply.body.destroy();
+  };
+  const agentId = authorized.auth.agent.id;
+  const check = setInterval(() => {
+    // Streaming is use of the agent: it keeps the session alive (§2.4), and is re-checked.
+    ctx.usage.recordAgent(agentId, authorized.auth.host.id, ctx.clock.now());
+    const problem = streamStillAuthorized(ctx, agentId, authorized.capability.name);
+    if (problem) finish(problem);
+  }, settings.streamRevocationCheckMs).unref();
+  const deadline = setTimeout(
+    () => finish(new ProtocolError('stream_timeout')),
+    settings.streamMaxDurationMs,
+  ).unref();
+  // The agent went away: stop relaying and cancel the upstream request (its body is destroyed).
+  res.once('close', () => finish());
+  open.add(finish);
+  const parser = new SseParser();
+  // undici's body yields Buffers whatever setEncoding says; a streaming decoder keeps a character
+  // split across two chunks whole (decoding each chunk alone would corrupt it).
+  const decoder = new TextDecoder('utf-8');
+  try {
+    for await (const chunk of reply.body) {
+      if (finished) break;
+      for (const event of parser.push(decoder.decode(chunk as Buffer, { stream: true }))) {
+        if (event.event === 'done') {
+          finish(undefined, event.data);
+          break;
+        }
+        // Ids are echoed too, so they are scrubbed like the data.
+        const id = event.id === undefined ? undefined : scrub(event.id);
+        if (event.event === 'error') {
+          res.write(formatSse('error', asErrorObject(scrub(event.data)), id));
+        } else {
+          res.write(formatSse('data', scrub(event.data), id));
+        }
+      }
+    }
+    finish();
+  } catch {
+    if (abort.signal.aborted) finish();
+    else finish(new ProtocolError('upstream_unavailable', 'The upstream stream failed.'));
+  }
+}
+
+/** §5.13: an upstream `error` event's data as an error object. */
+function asErrorObject(data: string): string {
+  try {
+    const value: unknown = JSON.parse(data);
+    if (value && typeof value === 'object' && !Array.isArray(value) && 'error' in value) return data;
+  } catch {
+    // not JSON: wrapped below
+  }
+  return JSON.stringify({ error: 'upstream_error', message: data });
+}

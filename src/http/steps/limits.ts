@@ -1,0 +1,30 @@
+/**
+ * The limit steps (§8.13). `perIp` is the cheap first step of unauthenticated endpoints;
+ * `principalLimits` runs right after a token is verified, before anything is recorded for it.
+ */
+import { step, type SharedStep } from '../pipeline.js';
+import type { RateLimits } from '../rate-limits.js';
+
+/** The per-IP budget of endpoints anyone may call without a token. */
+export function perIp(limits: RateLimits): SharedStep {
+  return step('ip-limit', (x) => limits.ip(x.clientIp));
+}
+
+/**
+ * The verified principal's budgets: agent (and its host and user), or host; a host the server
+ * has never seen is charged to its client IP, registrations of new hosts to their own tighter
+ * per-IP bucket. With no token at all, the per-IP budget.
+ */
+export function principalLimits(limits: RateLimits, unknownHost: 'registration' | 'ip' = 'ip'): SharedStep {
+  return step('principal-limits', (x) => {
+    if (x.agent) {
+      limits.agent(x.agent.agent.id, x.agent.host.id, x.agent.agent.userId);
+    } else if (x.host?.host) {
+      limits.host(x.host.host.id);
+    } else if (x.host && unknownHost === 'registration') {
+      limits.unknownHostRegistration(x.clientIp);
+    } else {
+      limits.ip(x.clientIp);
+    }
+  });
+}

@@ -1,0 +1,129 @@
+/**
+ * The authentication steps: the bearer token of the request, verified before the body is read
+ * (signature, `typ`, `aud`, time, the principal's status). They record nothing but a failure:
+ * the jti and the principal's use are recorded by the replay step, after the principal's limits.
+ * A client whose failed-authentication budget is used up is refused before its token is looked at.
+ */
+import { ProtocolError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { verifyAgentJwt, verifyHostJwt, type HostAuthOptions } from '../../protocol/authenticate.js';
+import type { ProtocolContext } from '../../protocol/context.js';
+import { bearerToken, jwtType, secretEquals } from '../credentials.js';
+import { step, type Exchange, type SharedStep } from '../pipeline.js';
+import type { RateLimits } from '../rate-limits.js';
+
+export interface TokenStepOptions {
+  readonly ctx: ProtocolContext;
+  readonly limits: RateLimits;
+  readonly logger: Logger;
+}
+
+/** `401 authentication_required`; the server adds the §5.14 / RFC 6750 challenge to every 401. */
+function missing(what: string): ProtocolError {
+  return new ProtocolError('authentication_required', `Send ${what} as "Authorization: Bearer <token>".`);
+}
+
+/**
+ * Runs `verify`; a 401 it throws is charged to the client's failed-authentication budget and
+ * logged (without the token) before it goes on.
+ */
+async function charged<T>(
+  { limits, logger }: TokenStepOptions,
+  x: Exchange,
+  verify: () => T | Promise<T>,
+): Promise<T> {
+  limits.authFailuresLeft(x.clientIp);
+  x.challenge ??= 'protocol';
+  try {
+    return await verify();
+  } catch (err) {
+    if (err instanceof ProtocolError && err.status === 401) {
+      limits.authFailed(x.clientIp);
+      logger.warn('authentication failed', {
+        request_id: x.requestId,
+        route: x.decision.route,
+        client_ip: x.clientIp,
+        error: err.code,
+      });
+    }
+    throw err;
+  }
+}
+
+function requireToken(x: Exchange, what: string): string {
+  const token = bearerToken(x.req);
+  if (token === undefined) throw missing(what);
+  return token;
+}
+
+function noteAgent(x: Exchange): void {
+  if (!x.agent) return;
+  x.decision.agent_id = x.agent.agent.id;
+  x.decision.host_id = x.agent.host.id;
+  x.decision.user_id = x.agent.agent.userId;
+}
+
+function noteHost(x: Exchange): void {
+  x.decision.host_id = x.host?.host?.id ?? null;
+  x.decision.user_id = x.host?.host?.userId ?? null;
+}
+
+/** §4.5: an agent JWT addressed to one of `audiences(x)`. */
+export function agentToken(
+  options: TokenStepOptions,
+  audiences: (x: Exchange) => readonly string[] = () => [options.ctx.issuer()],
+): SharedStep {
+  return step('agent-token', async (x) => {
+    x.agent = await charged(options, x, () =>
+      verifyAgentJwt(options.ctx, requireToken(x, 'an agent JWT'), audiences(x)),
+    );
+    noteAgent(x);
+  });
+}
+
+/** §4.5.1: a host JWT addressed to the issuer. */
+export function hostToken(options: TokenStepOptions, auth: HostAuthOptions = {}): SharedStep {
+  return step('host-token', async (x) => {
+    x.host = await charged(options, x, () => verifyHostJwt(options.ctx, requireToken(x, 'a host JWT'), auth));
+    noteHost(x);
+  });
+}
+
+/**
+ * §5.2: listing takes no token, a host JWT (even of a host not registered yet) or an agent JWT;
+ * the `typ` header says which, and the chosen verification then checks it for real.
+ */
+export function optionalListingToken(options: TokenStepOptions): SharedStep {
+  return step('optional-token', async (x) => {
+    const token = await charged(options, x, () => bearerToken(x.req));
+    if (token === undefined) return;
+    if (jwtType(token) === 'agent+jwt') {
+      x.agent = await charged(options, x, () => verifyAgentJwt(options.ctx, token, [options.ctx.issuer()]));
+      noteAgent(x);
+    } else {
+      x.host = await charged(options, x, () =>
+        verifyHostJwt(options.ctx, token, { allowUnknown: true, allowPending: true }),
+      );
+      noteHost(x);
+    }
+  });
+}
+
+/**
+ * An operator secret (admin or introspection token), compared in constant time against every
+ * accepted one, so the time taken does not tell which matched.
+ */
+export function secretToken(
+  options: TokenStepOptions,
+  what: string,
+  accepted: readonly string[],
+): SharedStep {
+  return step('secret-token', async (x) => {
+    x.challenge = 'operator';
+    await charged(options, x, () => {
+      const token = requireToken(x, `the ${what}`);
+      const ok = accepted.reduce((found, secret) => secretEquals(token, secret) || found, false);
+      if (!ok) throw new ProtocolError('invalid_token', `The ${what} is not valid.`);
+    });
+  });
+}

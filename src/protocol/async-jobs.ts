@@ -1,0 +1,67 @@
+/**
+ * §5.11 async executions: the job a `202` opens, and who may read it. The status URL lives on
+ * the proxy's own origin; only the agent that started the execution may poll it, and only while
+ * it still holds the capability.
+ */
+import { randomBytes } from 'node:crypto';
+import { ProtocolError } from '../errors.js';
+import type { Capability } from '../openapi/types.js';
+import type { AsyncJobRecord } from '../storage/types.js';
+import type { AgentAuth } from './authenticate.js';
+import type { ProtocolContext } from './context.js';
+import { cachedGrants } from './grants.js';
+import { isGrantEffective } from './lifecycle.js';
+
+export const STATUS_PATH = '/capability/status/';
+
+export function statusUrlOf(ctx: ProtocolContext, jobId: string): string {
+  return `${ctx.issuer()}${STATUS_PATH}${jobId}`;
+}
+
+/** Stores the job of an accepted async execution; returns its status URL. */
+export function openAsyncJob(
+  ctx: ProtocolContext,
+  job: { agentId: string; capability: string; upstreamUrl: string; ttlMs: number },
+): string {
+  const now = ctx.clock.now();
+  const id = `job_${randomBytes(18).toString('base64url')}`;
+  ctx.store.insertAsyncJob({
+    id,
+    agentId: job.agentId,
+    capability: job.capability,
+    upstreamUrl: job.upstreamUrl,
+    createdAt: now,
+    expiresAt: now + job.ttlMs,
+  });
+  return statusUrlOf(ctx, id);
+}
+
+/**
+ * The job `jobId` as `auth`'s agent may read it: it exists and has not expired, it is this
+ * agent's (§5.11), and the agent still holds an effective grant for its capability.
+ */
+export function authorizeStatusRead(
+  ctx: ProtocolContext,
+  auth: AgentAuth,
+  jobId: string,
+): { job: AsyncJobRecord; capability: Capability } {
+  const job = ctx.store.asyncJob(jobId);
+  const now = ctx.clock.now();
+  if (!job || job.expiresAt <= now) {
+    throw new ProtocolError(
+      'execution_not_found',
+      'No async execution with that id exists, or it has expired.',
+    );
+  }
+  if (job.agentId !== auth.agent.id) {
+    throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
+  }
+  const capability = ctx.catalog.get(job.capability);
+  const granted = cachedGrants(ctx, auth.agent.id).some(
+    (g) => g.capability === job.capability && isGrantEffective(g, now),
+  );
+  if (!capability || !granted) {
+    throw new ProtocolError('capability_not_granted', `The agent no longer holds ${job.capability}.`);
+  }
+  return { job, capability };
+}
