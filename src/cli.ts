@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { resolveSettings, type CliOverrides } from './config/settings.js';
 import { runAdmin } from './cli/admin.js';
+import { FLAGS, flagsHelp } from './cli/flags.js';
 import { UserError } from './errors.js';
 import type { LogLevel } from './log.js';
 import { loadServedCatalog, startProxy } from './app.js';
@@ -22,56 +23,7 @@ const USAGE = `Usage:
                                                 (agent-auth-proxy admin --help lists the commands)
 
 Options:
-  --spec FILE|URL         OpenAPI document (repeatable)
-  --upstream URL          base URL of the API (once for all specs, or once per --spec)
-  --config FILE           YAML config (several APIs, filters, prefixes); see config/proxy.example.yaml
-  --host HOST             listen address (default 127.0.0.1)
-  --port PORT             listen port (default 8080; 0 picks a free one)
-  --issuer URL            public base URL advertised to agents (default http://HOST:PORT)
-  --db FILE               SQLite database (default ./data/agent-auth-proxy.db)
-  --policy FILE           policy YAML (default: built-in policy); see config/policy.example.yaml
-  --admin-token TOKEN     enable the operator API under /admin/ (prefer the env variable
-                          AGENT_AUTH_PROXY_ADMIN_TOKEN or --admin-token-file: argv is visible)
-  --admin-token-file FILE read the admin token from FILE
-  --introspection-token TOKEN
-                          token for POST /agent/introspect (or AGENT_AUTH_PROXY_INTROSPECTION_TOKEN)
-  --introspection-token-file FILE
-  --upstream-header "NAME: VALUE"
-                          static header on every upstream request of the --spec APIs (repeatable;
-                          for secrets prefer a config file with headers: {NAME: {env: VAR}})
-  --upstream-timeout DURATION
-                          upstream timeout for the --spec APIs, e.g. 10s or 500ms (default 30s)
-  --mock-upstream         answer every operation from its OpenAPI example (no real API needed)
-  --allow-remote-refs     allow $refs to http(s) URLs inside specs
-  --allow-http-specs      allow plain-http spec URLs
-  --log-level LEVEL       debug | info | warn | error | silent (default info)
-  --json                  (capabilities) machine-readable output
-  -h, --help              this help
-  -v, --version           print the version`;
-
-const OPTIONS = {
-  spec: { type: 'string', multiple: true },
-  upstream: { type: 'string', multiple: true },
-  config: { type: 'string' },
-  host: { type: 'string' },
-  port: { type: 'string' },
-  issuer: { type: 'string' },
-  db: { type: 'string' },
-  policy: { type: 'string' },
-  'admin-token': { type: 'string' },
-  'admin-token-file': { type: 'string' },
-  'introspection-token': { type: 'string' },
-  'introspection-token-file': { type: 'string' },
-  'upstream-header': { type: 'string', multiple: true },
-  'upstream-timeout': { type: 'string' },
-  'mock-upstream': { type: 'boolean' },
-  'allow-remote-refs': { type: 'boolean' },
-  'allow-http-specs': { type: 'boolean' },
-  'log-level': { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean', short: 'v' },
-} as const;
+${flagsHelp()}`;
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
@@ -79,7 +31,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'admin') return runAdmin(argv.slice(1));
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: [...argv], options: FLAGS, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UserError(`${(err as Error).message}\nRun agent-auth-proxy --help for usage.`);
   }

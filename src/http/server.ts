@@ -59,13 +59,20 @@ export function createHttpServer(options: HttpServerOptions): Server {
     },
   );
   server.maxConnections = connections.maxConnections;
-  limitConnectionsPerIp(server, options);
+  limitConnections(server, options);
   return server;
 }
 
-function limitConnectionsPerIp(server: Server, { connections, clientAddress }: HttpServerOptions): void {
+/**
+ * Per-IP caps, and a deadline for the first request's headers: Node's own headersTimeout only
+ * starts once a request has begun, so a socket that never sends a byte would otherwise stay.
+ */
+function limitConnections(server: Server, { connections, clientAddress }: HttpServerOptions): void {
   const open = new Map<string, number>();
+  const silent = new WeakMap<Socket, NodeJS.Timeout>();
   server.on('connection', (socket: Socket) => {
+    silent.set(socket, setTimeout(() => socket.destroy(), connections.headersTimeoutMs).unref());
+    socket.once('close', () => clearTimeout(silent.get(socket)));
     const peer = socket.remoteAddress ?? 'unknown';
     if (clientAddress.isTrusted(peer.replace(/^::ffff:/, ''))) return;
     const count = (open.get(peer) ?? 0) + 1;
@@ -80,6 +87,8 @@ function limitConnectionsPerIp(server: Server, { connections, clientAddress }: H
       else open.set(peer, left);
     });
   });
+  // The first request's headers arrived: from here on Node's own timeouts apply.
+  server.on('request', (req: IncomingMessage) => clearTimeout(silent.get(req.socket)));
 }
 
 async function handle(options: HttpServerOptions, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -88,6 +97,7 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   const requestId = randomUUID();
   const method = req.method ?? 'GET';
   const decision = newDecision(requestId, method, options.clientAddress.of(req));
+  let path = '-';
   res.setHeader(options.requestIdHeader, requestId);
   res.once('finish', () => {
     decision.status = res.statusCode;
@@ -96,6 +106,7 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
     logger.info('request', {
       request_id: requestId,
       method,
+      path,
       route: decision.route,
       status: res.statusCode,
       step: decision.step,
@@ -110,6 +121,7 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   let exchange: Exchange | undefined;
   try {
     const url = parseTarget(req.url);
+    path = url.pathname;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBodyBytes) {
       throw new ProtocolError(
@@ -154,7 +166,8 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
  * naming the discovery document, so an agent that arrives without one knows where to start.
  */
 function withChallenge(e: ProtocolError, x: Exchange | undefined, issuer: () => string): ProtocolError {
-  if (e.status !== 401) return e;
+  // An upstream's own 401 relayed as upstream_error is the upstream's answer, not a challenge.
+  if (e.status !== 401 || e.code === 'upstream_error') return e;
   const bearer = e.code === 'authentication_required' ? 'Bearer' : 'Bearer error="invalid_token"';
   const challenge =
     x?.challenge === 'protocol'
@@ -163,6 +176,7 @@ function withChallenge(e: ProtocolError, x: Exchange | undefined, issuer: () => 
   return new ProtocolError(e.code, e.message, {
     fields: { ...e.fields },
     headers: { ...e.headers, 'www-authenticate': challenge },
+    status: e.status,
   });
 }
 

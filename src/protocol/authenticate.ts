@@ -209,11 +209,7 @@ export function agentStatusError(agent: AgentRecord): ProtocolError | undefined 
  * execute location for execution (§4.3). Records nothing (see `acceptAgent`), except that an
  * agent whose lifetime has run out is stored as expired on the way (lifecycle.ts).
  */
-export function verifyAgentJwt(
-  ctx: ProtocolContext,
-  token: string,
-  audiences: readonly string[],
-): AgentAuth {
+export function verifyAgentJwt(ctx: ProtocolContext, token: string, audiences: readonly string[]): AgentAuth {
   const jwt = decode(token, 'agent+jwt');
   const { payload } = jwt;
   const sub = payload.sub;

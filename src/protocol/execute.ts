@@ -45,15 +45,31 @@ export function readExecuteBody(body: Readonly<Record<string, unknown>>): {
   return { name, args: args as Record<string, unknown> };
 }
 
-/** §4.5 from "resolve the agent's granted capabilities" on, and §5.11's checks, for an authenticated agent. */
+/**
+ * §4.5 from "resolve the agent's granted capabilities" on, and §5.11's checks, for an
+ * authenticated agent: the three steps below in their order.
+ */
 export function authorizeExecution(
   ctx: ProtocolContext,
   auth: AgentAuth,
   request: { name: string; args: Readonly<Record<string, unknown>> },
   validators: ArgumentValidators,
 ): AuthorizedExecution {
-  const { name, args } = request;
+  const { capability, grant } = authorizeCapability(ctx, auth, request.name);
+  validateArguments(validators, capability, request.args);
+  checkArgumentConstraints(grant, request.args);
+  return { auth, capability, grant, args: request.args };
+}
 
+/**
+ * The capability and the grant that allows it: the JWT's `capabilities` claim names it (§4.3),
+ * it exists (§2.12), the policy does not block it, and the agent holds an effective grant.
+ */
+export function authorizeCapability(
+  ctx: ProtocolContext,
+  auth: AgentAuth,
+  name: string,
+): { capability: Capability; grant: GrantRecord } {
   // §4.3/§4.5: a `capabilities` claim restricts this JWT to the listed names.
   const claimed = auth.claims.capabilities;
   if (claimed !== undefined) {
@@ -92,17 +108,28 @@ export function authorizeExecution(
   if (!grant) {
     throw new ProtocolError('capability_not_granted', `The agent has no active grant for ${name} (§5.11).`);
   }
+  return { capability, grant };
+}
 
+/** The arguments against the capability's input schema (§5.11); every failing path is listed. */
+export function validateArguments(
+  validators: ArgumentValidators,
+  capability: Capability,
+  args: Readonly<Record<string, unknown>>,
+): void {
   const validate = validators.get(capability);
   if (!validate(args)) {
     const errors = (validate.errors ?? []).slice(0, MAX_REPORTED_ERRORS).map(describeError);
     throw new ProtocolError(
       'invalid_request',
-      `The arguments do not match the input schema of ${name}: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`,
+      `The arguments do not match the input schema of ${capability.name}: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`,
       { fields: { errors } },
     );
   }
+}
 
+/** §2.13: the grant's constraints hold for the arguments. */
+export function checkArgumentConstraints(grant: GrantRecord, args: Readonly<Record<string, unknown>>): void {
   if (grant.constraints) {
     // Grants are validated when made; re-checking here keeps a stored unknown operator from
     // ever being read as "no constraint" (§2.13 fails closed).
@@ -129,7 +156,6 @@ export function authorizeExecution(
       );
     }
   }
-  return { auth, capability, grant, args };
 }
 
 // Parsed once per grant record: the hot cache hands out the same record objects until a change,

@@ -1,19 +1,21 @@
 /**
  * §5.11 `POST /capability/execute` and the async status URL `GET /capability/status/{id}`.
  * Execute's steps: agent token (audience: the execute location) → limits → replay record →
- * body → authorization (grant, validation, constraints) → capability limit → the upstream call →
+ * body → authorization (grant) → validation → constraints → capability limit → the upstream call →
  * the answer (`{data}`, an event stream, or `202 {status: "pending", status_url}`); every
  * accepted attempt leaves an activity record (§11).
  */
 import type { ExecutionSettings } from '../../config/settings.js';
 import { ProtocolError, toProtocolError } from '../../errors.js';
-import { executionRecord } from '../../protocol/activity.js';
+import { executionRecord } from '../../protocol/execution-record.js';
 import { authorizeStatusRead, openAsyncJob, statusUrlOf } from '../../protocol/async-jobs.js';
 import type { AgentAuth } from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import {
-  authorizeExecution,
+  authorizeCapability,
+  checkArgumentConstraints,
   readExecuteBody,
+  validateArguments,
   type ArgumentValidators,
   type AuthorizedExecution,
 } from '../../protocol/execute.js';
@@ -76,12 +78,17 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         x.decision.capability = ctx.catalog.get(s.request.name) ? s.request.name : null;
       }),
       step('authorize', (x, s) => {
-        s.authorized = authorizeExecution(
-          ctx,
-          need(x.agent, 'agent'),
-          need(s.request, 'request'),
-          validators,
-        );
+        const auth = need(x.agent, 'agent');
+        const { name, args } = need(s.request, 'request');
+        s.authorized = { auth, args, ...authorizeCapability(ctx, auth, name) };
+      }),
+      step('validate', (_x, s) => {
+        const { capability, args } = need(s.authorized, 'authorized');
+        validateArguments(validators, capability, args);
+      }),
+      step('constraints', (_x, s) => {
+        const { grant, args } = need(s.authorized, 'authorized');
+        checkArgumentConstraints(grant, args);
       }),
       step('capability-limit', (_x, s) =>
         limits.capability(need(s.authorized, 'authorized').capability.name),

@@ -90,7 +90,8 @@ describe('config/policy.example.yaml', () => {
       perHost: { count: 1200, windowMs: 60_000 },
       perUser: { count: 3000, windowMs: 60_000 },
       perIp: { count: 120, windowMs: 60_000 },
-      unknownHostRegistration: { count: 5, windowMs: 3_600_000 },
+      unknownHostRegistration: { count: 20, windowMs: 600_000 },
+      failedAuthPerIp: { count: 60, windowMs: 60_000 },
       perCapability: new Map([
         ['place_order', { count: 10, windowMs: 3_600_000 }],
         ['delete_pet', { count: 20, windowMs: 3_600_000 }],
@@ -147,7 +148,8 @@ describe('defaults', () => {
       expect(policy.constraints.size).toBe(0);
       expect(policy.hosts).toEqual([]);
       expect(policy.rateLimits.perAgent).toEqual({ count: 600, windowMs: 60_000 });
-      expect(policy.rateLimits.unknownHostRegistration).toEqual({ count: 5, windowMs: 3_600_000 });
+      expect(policy.rateLimits.unknownHostRegistration).toEqual({ count: 20, windowMs: 600_000 });
+      expect(policy.rateLimits.failedAuthPerIp).toEqual({ count: 60, windowMs: 60_000 });
       expect(policy.rateLimits.perCapability.size).toBe(0);
       expect(policy.audit.logArguments).toBe(false);
     }
@@ -591,6 +593,7 @@ rate_limits:
   per_user: null
   per_ip: 1000/1d
   unknown_host_registration: 5/1h
+  failed_auth_per_ip: null
   per_capability: {place_order: 10/1h, delete_pet: null}
 `);
     expect(policy.rateLimits).toEqual({
@@ -599,6 +602,7 @@ rate_limits:
       perUser: null,
       perIp: { count: 1000, windowMs: 86_400_000 },
       unknownHostRegistration: { count: 5, windowMs: 3_600_000 },
+      failedAuthPerIp: null,
       perCapability: new Map([['place_order', { count: 10, windowMs: 3_600_000 }]]),
     });
   });

@@ -1,0 +1,106 @@
+/**
+ * The serve/capabilities command line: each flag once, with its argument and help, so the parser
+ * (node:util parseArgs reads `type`, `multiple`, `short`) and `--help` cannot disagree.
+ */
+export interface FlagSpec {
+  readonly type: 'string' | 'boolean';
+  readonly multiple?: boolean;
+  readonly short?: string;
+  /** The argument's name in the help, e.g. FILE. */
+  readonly arg?: string;
+  readonly help: string;
+}
+
+export const FLAGS = {
+  spec: { type: 'string', multiple: true, arg: 'FILE|URL', help: 'OpenAPI document (repeatable)' },
+  upstream: {
+    type: 'string',
+    multiple: true,
+    arg: 'URL',
+    help: 'base URL of the API (once for all specs, or once per --spec)',
+  },
+  config: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'YAML config (several APIs, filters, prefixes); see config/proxy.example.yaml',
+  },
+  host: { type: 'string', arg: 'HOST', help: 'listen address (default 127.0.0.1)' },
+  port: { type: 'string', arg: 'PORT', help: 'listen port (default 8080; 0 picks a free one)' },
+  issuer: {
+    type: 'string',
+    arg: 'URL',
+    help: 'public base URL advertised to agents (default http://HOST:PORT)',
+  },
+  db: { type: 'string', arg: 'FILE', help: 'SQLite database (default ./data/agent-auth-proxy.db)' },
+  policy: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'policy YAML (default: built-in policy); see config/policy.example.yaml',
+  },
+  'admin-token': {
+    type: 'string',
+    arg: 'TOKEN',
+    help: 'enable the operator API under /admin/ (prefer the env variable AGENT_AUTH_PROXY_ADMIN_TOKEN or --admin-token-file: argv is visible)',
+  },
+  'admin-token-file': { type: 'string', arg: 'FILE', help: 'read the admin token from FILE' },
+  'introspection-token': {
+    type: 'string',
+    arg: 'TOKEN',
+    help: 'token for POST /agent/introspect (or AGENT_AUTH_PROXY_INTROSPECTION_TOKEN)',
+  },
+  'introspection-token-file': { type: 'string', arg: 'FILE', help: 'read the introspection token from FILE' },
+  'upstream-header': {
+    type: 'string',
+    multiple: true,
+    arg: '"NAME: VALUE"',
+    help: 'static header on every upstream request of the --spec APIs (repeatable; for secrets prefer a config file with headers: {NAME: {env: VAR}})',
+  },
+  'upstream-timeout': {
+    type: 'string',
+    arg: 'DURATION',
+    help: 'upstream timeout for the --spec APIs, e.g. 10s or 500ms (default 30s)',
+  },
+  'mock-upstream': {
+    type: 'boolean',
+    help: 'answer every operation from its OpenAPI example (no real API needed)',
+  },
+  'allow-remote-refs': { type: 'boolean', help: 'allow $refs to http(s) URLs inside specs' },
+  'allow-http-specs': { type: 'boolean', help: 'allow plain-http spec URLs' },
+  'log-level': { type: 'string', arg: 'LEVEL', help: 'debug | info | warn | error | silent (default info)' },
+  json: { type: 'boolean', help: '(capabilities) machine-readable output' },
+  help: { type: 'boolean', short: 'h', help: 'this help' },
+  version: { type: 'boolean', short: 'v', help: 'print the version' },
+} as const satisfies Record<string, FlagSpec>;
+
+const WIDTH = 24;
+
+/** The options part of `--help`, from FLAGS: name and argument, then the help wrapped at 100. */
+export function flagsHelp(): string {
+  const lines: string[] = [];
+  for (const [name, spec] of Object.entries(FLAGS) as [string, FlagSpec][]) {
+    const head = `  ${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
+    const words = wrap(spec.help, 100 - WIDTH);
+    if (head.length < WIDTH) {
+      lines.push(`${head.padEnd(WIDTH)}${words[0] ?? ''}`);
+    } else {
+      lines.push(head, `${' '.repeat(WIDTH)}${words[0] ?? ''}`);
+    }
+    for (const rest of words.slice(1)) lines.push(`${' '.repeat(WIDTH)}${rest}`);
+  }
+  return lines.join('\n');
+}
+
+function wrap(text: string, width: number): string[] {
+  const out: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      out.push(line);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  if (line !== '') out.push(line);
+  return out;
+}

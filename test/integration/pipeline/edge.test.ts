@@ -1,0 +1,224 @@
+/**
+ * The edge, tried over real sockets: client addresses behind a load balancer (trusted proxies),
+ * connection bounds (silent sockets shed, per-IP and header caps), failed authentications limited
+ * per client IP and logged, deep or huge JSON answered 400/413, every 500 logged with its id.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/log.js';
+import { generateTestKey } from '../../helpers/keys.js';
+import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
+import { PETSTORE } from '../../helpers/proxy.js';
+
+let p: TestProtocol | undefined;
+afterEach(async () => {
+  await p?.close();
+  p = undefined;
+});
+
+function configWith(server: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'aap-edge-')), 'proxy.yaml');
+  writeFileSync(
+    file,
+    `server:\n${server}\napis:\n  - spec: ${JSON.stringify(PETSTORE)}\nmock_upstream: true\n`,
+  );
+  return file;
+}
+
+function openSocket(url: string): Promise<Socket> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: hostname, port: Number(port) }, () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+function closed(s: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    if (s.destroyed || s.readableEnded) resolve();
+    s.once('close', () => resolve());
+  });
+}
+
+describe('client address behind a load balancer (server.trusted_proxies)', () => {
+  it('per-IP limits count each forwarded client apart when the peer is trusted', async () => {
+    p = await startProtocol({
+      policy: 'rate_limits:\n  per_ip: 2/1m\n',
+      overrides: { config: configWith('  trusted_proxies: ["127.0.0.1/32"]') },
+    });
+    const list = (client: string) =>
+      p!.request('GET', '/capability/list', { headers: { 'x-forwarded-for': client } });
+    expect((await list('198.51.100.1')).status).toBe(200);
+    expect((await list('198.51.100.1')).status).toBe(200);
+    expect((await list('198.51.100.1')).status).toBe(429);
+    // Another client behind the same balancer is not locked out by the first one.
+    expect((await list('198.51.100.2')).status).toBe(200);
+  });
+
+  it('an untrusted peer cannot pick its address: X-Forwarded-For is ignored and it shares one bucket', async () => {
+    p = await startProtocol({ policy: 'rate_limits:\n  per_ip: 2/1m\n' });
+    const list = (client: string) =>
+      p!.request('GET', '/capability/list', { headers: { 'x-forwarded-for': client } });
+    expect((await list('198.51.100.1')).status).toBe(200);
+    expect((await list('198.51.100.2')).status).toBe(200);
+    expect((await list('198.51.100.3')).status).toBe(429);
+  });
+
+  it('a bad entry stops start-up with the key path', async () => {
+    await expect(
+      startProtocol({ overrides: { config: configWith('  trusted_proxies: ["10.0.0.0/40"]') } }),
+    ).rejects.toThrow(/server\.trusted_proxies\[0\]: "10\.0\.0\.0\/40" is not an IP address/);
+  });
+
+  it('the default registration budget does not let five junk registrations lock new hosts out', async () => {
+    p = await startProtocol();
+    for (let i = 0; i < 6; i++) {
+      const r = await p.register(await generateTestKey());
+      expect(r.status, `registration ${i + 1}`).toBe(200);
+    }
+  });
+});
+
+describe('connection bounds', () => {
+  it('sockets that send nothing are shed after headers_timeout, and service goes on', async () => {
+    p = await startProtocol({ overrides: { config: configWith('  headers_timeout: 1s') } });
+    const sockets = await Promise.all(Array.from({ length: 50 }, () => openSocket(p!.proxy.url)));
+    const started = Date.now();
+    // Service goes on while they sit there.
+    expect((await p.request('GET', '/.well-known/agent-configuration')).status).toBe(200);
+    await Promise.all(sockets.map(closed));
+    // The sweep runs each second: shed within the timeout plus one sweep and some slack.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await p.request('GET', '/.well-known/agent-configuration')).status).toBe(200);
+  });
+
+  it('connections over max_connections_per_ip are closed on arrival', async () => {
+    p = await startProtocol({ overrides: { config: configWith('  max_connections_per_ip: 3') } });
+    const held = await Promise.all(Array.from({ length: 3 }, () => openSocket(p!.proxy.url)));
+    const extra = await openSocket(p.proxy.url);
+    await closed(extra);
+    expect(extra.destroyed || extra.readableEnded).toBe(true);
+    for (const s of held) s.destroy();
+    await Promise.all(held.map(closed));
+    // Once the server has seen them close (a moment later), the client is served again.
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      status = await p.request('GET', '/.well-known/agent-configuration').then(
+        (r) => r.status,
+        () => new Promise<number>((resolve) => setTimeout(() => resolve(0), 20)),
+      );
+    }
+    expect(status).toBe(200);
+  });
+
+  it('headers larger than max_header_bytes get 431, not a crash', async () => {
+    p = await startProtocol({ overrides: { config: configWith('  max_header_bytes: 2048') } });
+    const r = await fetch(`${p.proxy.url}/.well-known/agent-configuration`, {
+      headers: { 'x-junk': 'a'.repeat(4096) },
+    });
+    expect(r.status).toBe(431);
+    expect((await p.request('GET', '/.well-known/agent-configuration')).status).toBe(200);
+  });
+});
+
+describe('failures that cost nothing', () => {
+  it('failed authentications are limited per client IP: 429 before any token is verified, then refills', async () => {
+    const clock = new TestClock();
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger('info', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
+    p = await startProtocol({
+      clock,
+      logger,
+      overrides: { mockUpstream: true },
+      policy: 'rate_limits:\n  failed_auth_per_ip: 3/1m\n  unknown_host_registration: null\n',
+    });
+    const { agent, agentId } = await p.activeAgent(['list_pets']);
+    const stranger = await generateTestKey();
+    for (let i = 0; i < 3; i++) {
+      const forged = await p.agentToken(stranger, agentId, {}, p.executeLocation);
+      const r = await p.request('POST', '/capability/execute', {
+        token: forged,
+        body: { capability: 'list_pets' },
+      });
+      expect(r.status).toBe(401);
+    }
+    // Budget used up: even the admin token and a valid agent token from this address wait.
+    const refused = await p.execute(agent, agentId, 'list_pets');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('20');
+    expect((await p.admin('GET', '/admin/agents')).status).toBe(429);
+    clock.advance(20_000);
+    expect((await p.execute(agent, agentId, 'list_pets')).status).not.toBe(429);
+    const warnings = lines.filter((l) => l.msg === 'authentication failed');
+    expect(warnings).toHaveLength(3);
+    expect(warnings[0]).toMatchObject({ level: 'warn', client_ip: '127.0.0.1', error: 'invalid_jwt' });
+  });
+
+  it('failed admin authentications are logged at warn with the client IP, never the token', async () => {
+    const lines: string[] = [];
+    p = await startProtocol({ logger: createLogger('info', (line) => lines.push(line)) });
+    const r = await p.request('GET', '/admin/agents', { token: 'guessed-admin-token-1234' });
+    expect(r.status).toBe(401);
+    const warning = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'authentication failed');
+    expect(warning).toMatchObject({
+      level: 'warn',
+      route: 'GET /admin/agents',
+      client_ip: '127.0.0.1',
+      error: 'invalid_token',
+    });
+    expect(lines.join('\n')).not.toContain('guessed-admin-token-1234');
+  });
+
+  it('deeply nested JSON gets 400 with a JSON error, never 500', async () => {
+    p = await startProtocol({
+      policy: 'capabilities:\n  defaults: [list_pets]\n',
+      overrides: { mockUpstream: true },
+    });
+    const { agent, agentId } = await p.activeAgent(['list_pets']);
+    const deep = `{"capability":"list_pets","arguments":{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}}`;
+    const token = await p.agentToken(agent, agentId, {}, p.executeLocation);
+    const r = await p.request('POST', '/capability/execute', {
+      token,
+      rawBody: deep,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ error: 'invalid_request', message: expect.stringMatching(/64 levels/) });
+  });
+
+  it('a huge body gets 413 with a JSON error, declared or chunked', async () => {
+    p = await startProtocol({
+      policy: 'capabilities:\n  defaults: [list_pets]\n',
+      overrides: { mockUpstream: true },
+    });
+    const { agent, agentId } = await p.activeAgent(['list_pets']);
+    const token = await p.agentToken(agent, agentId, {}, p.executeLocation);
+    const big = JSON.stringify({ capability: 'list_pets', arguments: { a: 'x'.repeat(2 * 1024 * 1024) } });
+    const r = await p.request('POST', '/capability/execute', {
+      token,
+      rawBody: big,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(r.status).toBe(413);
+    expect(r.body.error).toBe('payload_too_large');
+  });
+
+  it('every 500 is logged with its request id, and the client learns nothing of the cause', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger('info', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
+    p = await startProtocol({ logger, policy: 'rate_limits:\n  unknown_host_registration: null\n' });
+    // The database goes away under the running server: a real internal failure.
+    p.proxy.protocol.store.close();
+    const r = await p.register(await generateTestKey());
+    expect(r.status).toBe(500);
+    expect(r.body).toEqual({ error: 'internal_error', message: 'The server failed to process the request.' });
+    const id = r.headers.get('x-request-id');
+    const logged = lines.find((l) => l.msg === 'unhandled error' && l.request_id === id);
+    expect(logged).toMatchObject({ level: 'error', route: 'POST /agent/register' });
+  });
+});
