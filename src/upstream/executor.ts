@@ -13,6 +13,7 @@ import { readBody, UpstreamCallError, type UpstreamClient, type UpstreamReply } 
 import { ServiceCredentials, type AppliedCredentials } from './credentials.js';
 import { OAuthTokens, TokenError } from './oauth.js';
 import { ArgumentError, buildRequestParts, cookieHeader } from './request-parts.js';
+import { sentRequest, type SentRequestCheck } from './sent-values.js';
 import {
   bodyText,
   contentTypeOf,
@@ -104,6 +105,8 @@ export class Executor {
     baseUrlFor: (apiId: string) => string | undefined,
     private readonly client: UpstreamClient,
     private readonly oauth: OAuthTokens,
+    /** Grant constraints against the request as built (§2.13); throws to refuse. */
+    private readonly checkSent: SentRequestCheck,
   ) {
     for (const info of catalog.apis) {
       const apiSettings = settings.get(info.id);
@@ -169,6 +172,7 @@ export class Executor {
       }
       throw err;
     }
+    this.checkSent(request, sentRequest(op, args, parts));
     const timeoutMs = api.settings.operations[request.capability.name]?.timeoutMs ?? api.settings.timeoutMs;
     const send = async (refresh: boolean): Promise<{ reply: UpstreamReply; creds: AppliedCredentials }> => {
       const creds = await this.credentials(api, op, refresh);
