@@ -52,6 +52,8 @@ export interface SentValue {
  */
 export interface SentField {
   readonly own: readonly SentValue[];
+  /** Whether some own value is sent under the field's own name (not only under an object's keys). */
+  readonly named: boolean;
   readonly foreign: readonly (SentValue & { readonly by: string })[];
 }
 
@@ -177,6 +179,9 @@ export function checkConstraints(
 /**
  * Checks the request as it will be serialized upstream against constraints (§2.13, §5.11); [] when
  * nothing the upstream would receive lies outside the grant. For each constrained field:
+ *  - a field that sends nothing under its own name (an empty list or object, null, an object
+ *    exploded into keys) is a violation, as a missing argument is, unless an `in` entry of the
+ *    constraint is itself an object;
  *  - any value another argument sends under the field's name is a violation, whatever its value:
  *    only the field's own argument may speak for it (a repeated query key from an exploded object,
  *    a form field, a JSON body key, a header or cookie alias);
@@ -194,7 +199,7 @@ export function checkSentConstraints(
   if (constraints === undefined) return [];
   const violations: Violation[] = [];
   for (const [field, constraint] of Object.entries(constraints)) {
-    const { own, foreign } = sentField(field);
+    const { own, named, foreign } = sentField(field);
     for (const value of foreign) {
       violations.push({
         field,
@@ -202,6 +207,13 @@ export function checkSentConstraints(
         actual: actualOf(value),
         sent: { in: value.in, name: value.name, by: value.by },
       });
+    }
+    if (own.length === 0 || (!named && !allowsObjects(constraint))) {
+      // An argument that serializes to nothing ([] or {} exploded, null), or only to other names
+      // (an object exploded into its keys), leaves the field missing upstream, and a missing value
+      // satisfies no constraint (as in checkConstraints).
+      violations.push({ field, constraint, actual: null });
+      continue;
     }
     const ops = isPlainObject(constraint) ? readOperators(constraint) : undefined;
     for (const value of own) {
@@ -402,6 +414,13 @@ function failingSentOperators(ops: Operators, value: SentValue): Operator[] {
       failing.push('not_in');
   }
   return failing;
+}
+
+/** An approved object value is sent as its keys when exploded: then the field's name is absent. */
+function allowsObjects(constraint: unknown): boolean {
+  if (!isPlainObject(constraint)) return false;
+  const list = constraint.in;
+  return Array.isArray(list) && list.some(isPlainObject);
 }
 
 function hasForbiddenElement(list: readonly unknown[], value: unknown, depth: number): boolean {

@@ -33,6 +33,8 @@ export interface SentValue extends WireEntry {
 
 export interface SentField {
   readonly own: readonly SentValue[];
+  /** Whether some own value is sent under the field's own name (not only under an object's keys). */
+  readonly named: boolean;
   /** `by`: the argument that sent it ('' when no single argument did). */
   readonly foreign: readonly (SentValue & { readonly by: string })[];
 }
@@ -62,7 +64,9 @@ export function sentRequest(op: OperationBinding, args: Args, parts: UpstreamReq
     field(argument: string): SentField {
       const own = ownValues(op, args, argument);
       const keys = protectedKeys(op, argument);
-      if (keys.size === 0) return { own, foreign: [] };
+      // A wrapped body has no name: the whole body is the field.
+      if (keys.size === 0) return { own, named: own.length > 0, foreign: [] };
+      const named = own.some((entry) => keys.has(aliasKey(entry.in, entry.name)));
       all ??= requestEntries(op, args, parts);
       // The field's own entries are taken out once each; whatever else carries its name is foreign.
       const mine = new Map<string, number>();
@@ -77,7 +81,7 @@ export function sentRequest(op: OperationBinding, args: Args, parts: UpstreamReq
         }
         foreign.push({ ...entry, separators: [','], by: producer(op, args, argument, entry) });
       }
-      return { own, foreign };
+      return { own, named, foreign };
     },
   };
 }
@@ -138,7 +142,7 @@ function parameterValues(p: ParameterBinding, value: unknown): SentValue[] {
   const shape = shapeOf(value, p.argument, p.contentType);
   if (shape === undefined) return [];
   const json = p.contentType !== undefined && isJsonLike(p.contentType);
-  const separators = json ? [] : separatorsOf(p.style, shape);
+  const separators = json ? [] : separatorsOf(p.style, shape, p.in);
   const entries = ((): WireEntry[] => {
     if (p.in === 'query') return formEntries(queryPairs(p, value, p.argument).join('&'), 'query');
     if (p.in === 'cookie') return cookieEntries(cookiePairs(p, shape, p.argument));
@@ -209,7 +213,7 @@ function withBodySeparators(body: BodyBinding, entry: WireEntry): SentValue {
     const json = parseJson(entry.text);
     if (json) return { ...entry, json, separators: [] };
   }
-  return { ...entry, separators: separatorsOf(enc?.style ?? 'form', undefined) };
+  return { ...entry, separators: separatorsOf(enc?.style ?? 'form', undefined, 'body') };
 }
 
 const STYLE_SEPARATORS: Readonly<Record<string, string>> = {
@@ -219,12 +223,15 @@ const STYLE_SEPARATORS: Readonly<Record<string, string>> = {
   label: '.',
 };
 
-/** `,` always (the common list separator), the style's own, and `=` inside a serialized object. */
-function separatorsOf(style: string, shape: Shape | undefined): string[] {
+/**
+ * `,` always (the common list separator), the style's own, and `=` wherever an object is written
+ * as `key=value` inside one value (headers and path segments, and any non-exploded object).
+ */
+function separatorsOf(style: string, shape: Shape | undefined, location: WireLocation): string[] {
   const out = [','];
   const own = STYLE_SEPARATORS[style];
   if (own !== undefined) out.push(own);
-  if (shape?.kind === 'map') out.push('=');
+  if (shape?.kind === 'map' || location === 'header' || location === 'path') out.push('=');
   return out;
 }
 

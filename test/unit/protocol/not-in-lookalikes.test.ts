@@ -106,6 +106,7 @@ describe('not_in refuses lookalikes of a forbidden value (class 11)', () => {
   it('refuses a lookalike that reaches the upstream only as a piece of a sent value', () => {
     const sent = (text: string, separators: string[]): SentField => ({
       own: [{ in: 'query', name: 'account', text, separators }],
+      named: true,
       foreign: [],
     });
     expect(checkSentConstraints(FORBID, () => sent('acc_1,ＡＤＭＩＮ', [',']))).toHaveLength(1);

@@ -145,6 +145,7 @@ describe('sent values: a constrained name sent by another argument is foreign', 
     const field = sent(o, { amount: 5, opts: { amount: 5000 }, filter: { amounts: 1, mount: 2 } }, 'amount');
     expect(field).toEqual({
       own: [{ in: 'query', name: 'amount', text: '5', separators: [','] }],
+      named: true,
       foreign: [],
     });
   });
@@ -246,10 +247,10 @@ describe('sent values: the field’s own values, decoded as the upstream reads t
       { in: 'query', name: 'b', text: 'x admin', separators: [',', ' '] },
     ]);
     expect(sent(operation, args, 'c').own).toEqual([
-      { in: 'path', name: 'c', text: 'x,admin', separators: [',', '.'] },
+      { in: 'path', name: 'c', text: 'x,admin', separators: [',', '.', '='] },
     ]);
     expect(sent(operation, args, 'd').own).toEqual([
-      { in: 'path', name: 'd', text: 'x,admin', separators: [','] },
+      { in: 'path', name: 'd', text: 'x,admin', separators: [',', '='] },
     ]);
     expect(sent(operation, args, 'e').own).toEqual([
       { in: 'header', name: 'e', text: 'k,admin', separators: [',', '='] },
@@ -268,6 +269,19 @@ describe('sent values: the field’s own values, decoded as the upstream reads t
     expect(refusedOnlyWhenSent(query, c, { account: { x: 'admin' } })).toHaveLength(1);
   });
 
+  it('refuses a constrained field that reaches the upstream only as other names or not at all', () => {
+    const c: Constraints = { account: { not_in: ['admin'] } };
+    const query = op('/x', [param('account', 'query')]);
+    for (const account of [{}, [], null, { owner: 'acc_1' }]) {
+      expect(refusedOnlyWhenSent(query, c, { account })).toEqual([
+        { field: 'account', constraint: c.account, actual: null },
+      ]);
+    }
+    // An approved object value is sent as its keys when exploded: that is the approved request.
+    const objects: Constraints = { account: { in: [{ owner: 'acc_1' }] } };
+    expect(refusedOnlyWhenSent(query, objects, { account: { owner: 'acc_1' } })).toEqual([]);
+  });
+
   it('JSON bodies and JSON content keep their types: 5 is a number, "5" is text', () => {
     const json = op('/x', [], body('application/json', { fields: ['amount'] }));
     expect(sent(json, { amount: 5 }, 'amount').own).toEqual([
@@ -281,6 +295,7 @@ describe('sent values: the field’s own values, decoded as the upstream reads t
   it('min/max need a plain number in the sent text; exact values and in-lists need its exact text', () => {
     const own = (text: string): SentField => ({
       own: [{ in: 'query', name: 'f', text, separators: [','] }],
+      named: true,
       foreign: [],
     });
     expect(checkSentConstraints({ f: { min: 0, max: 10 } }, () => own('5'))).toEqual([]);
