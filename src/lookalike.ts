@@ -26,7 +26,11 @@ const EDGE_SPACE = /^\p{White_Space}+|\p{White_Space}+$/gu;
 /** A number as text: optional sign, digits with an optional fraction, optional exponent. */
 const NUMBER_LITERAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/;
 
+/** Printable ASCII: NFKC and the invisible set leave it alone, so folding is lower case + trim. */
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
 export function fold(text: string): string {
+  if (PRINTABLE_ASCII.test(text)) return text.toLowerCase().trim();
   const plain = text.normalize('NFKC').replace(INVISIBLE, '');
   return plain.toLowerCase().toUpperCase().toLowerCase().normalize('NFKC').replace(EDGE_SPACE, '');
 }
