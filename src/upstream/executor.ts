@@ -160,10 +160,13 @@ export class Executor {
   async execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
     const op = request.capability.operation;
     const api = this.runtime(op.apiId);
-    const args = withPins(request, api.settings.operations[request.capability.name]?.pin);
+    const pins = api.settings.operations[request.capability.name]?.pin;
+    const args = withPins(request, pins);
     let parts;
+    let sent;
     try {
       parts = buildRequestParts(op, args);
+      sent = sentRequest(op, args, parts, Object.keys(pins ?? {}));
     } catch (err) {
       if (err instanceof ArgumentError) {
         throw new ProtocolError('invalid_request', err.message, {
@@ -172,7 +175,7 @@ export class Executor {
       }
       throw err;
     }
-    this.checkSent(request, sentRequest(op, args, parts));
+    this.checkSent(request, sent);
     const timeoutMs = api.settings.operations[request.capability.name]?.timeoutMs ?? api.settings.timeoutMs;
     const send = async (refresh: boolean): Promise<{ reply: UpstreamReply; creds: AppliedCredentials }> => {
       const creds = await this.credentials(api, op, refresh);

@@ -13,7 +13,7 @@ import { fold } from '../lookalike.js';
 import { essence, isJsonLike } from '../openapi/media.js';
 import type { BodyBinding, Capability, OperationBinding, ParameterBinding } from '../openapi/types.js';
 import { encodeBody } from './body-encoding.js';
-import type { UpstreamRequestParts } from './request-parts.js';
+import { ArgumentError, type UpstreamRequestParts } from './request-parts.js';
 import { cookiePairs, headerValue, pathValue, queryPairs, shapeOf, type Shape } from './styles.js';
 import {
   bodyEntries,
@@ -57,10 +57,20 @@ type Args = Readonly<Record<string, unknown>>;
 /**
  * `args`: the arguments the parts were built from (pinned ones included). Cheap until a field is
  * asked for: a grant without constraints costs nothing.
+ *
+ * `pinned`: the operator's pinned arguments (src/openapi/pins.ts), which the agent can neither see
+ * nor set. Anything else sending under a pinned name (an exploded object's key `owner`, say) would
+ * override the pin at a server that reads the first or last of repeated names, so it throws an
+ * ArgumentError naming the argument that tried.
  */
-export function sentRequest(op: OperationBinding, args: Args, parts: UpstreamRequestParts): SentRequest {
+export function sentRequest(
+  op: OperationBinding,
+  args: Args,
+  parts: UpstreamRequestParts,
+  pinned: readonly string[] = [],
+): SentRequest {
   let all: WireEntry[] | undefined;
-  return {
+  const request: SentRequest = {
     field(argument: string): SentField {
       const own = ownValues(op, args, argument);
       const keys = protectedKeys(op, argument);
@@ -84,6 +94,17 @@ export function sentRequest(op: OperationBinding, args: Args, parts: UpstreamReq
       return { own, named, foreign };
     },
   };
+  for (const pin of pinned) {
+    const [smuggled] = request.field(pin).foreign;
+    if (smuggled !== undefined) {
+      const by = smuggled.by === '' ? pin : smuggled.by;
+      throw new ArgumentError(
+        by,
+        `Argument ${by} would send ${JSON.stringify(smuggled.name)} (${smuggled.in}), which the operator pins; it cannot be set by an agent.`,
+      );
+    }
+  }
+  return request;
 }
 
 /**

@@ -263,6 +263,38 @@ describe('class 5: smuggling through other locations', () => {
   });
 });
 
+describe('class 5: pinned arguments cannot be overridden through another argument', () => {
+  let pinned: Gateway;
+  beforeAll(async () => {
+    pinned = await startGateway({
+      spec: SPEC,
+      api: `    operations:
+      get_statement:
+        pin: {account: acc_pinned}`,
+    });
+  });
+  afterAll(() => pinned.close());
+
+  it('refuses an exploded object that repeats the pinned name (filter: {Account: acc_other}) → 400, nothing sent', async () => {
+    const fx = await pinned.p.activeAgent(['get_statement']);
+    const ok = await pinned.p.execute(fx.agent, fx.agentId, 'get_statement', { filter: { year: 2024 } });
+    expect(ok.status).toBe(200);
+    expect(pinned.upstream.requests.map((r) => r.url)).toEqual([
+      '/v1/accounts/acc_pinned/statement?year=2024',
+    ]);
+    pinned.upstream.reset();
+    const reply = await pinned.p.execute(fx.agent, fx.agentId, 'get_statement', {
+      filter: { Account: 'acc_other' },
+    });
+    expect({ status: reply.status, error: reply.body.error }).toEqual({
+      status: 400,
+      error: 'invalid_request',
+    });
+    expect(reply.body.errors).toEqual([{ path: '/filter', message: expect.stringMatching(/operator pins/) }]);
+    expect(pinned.upstream.requests).toEqual([]);
+  });
+});
+
 describe('class 11: not_in refuses lookalikes over HTTP', () => {
   let fx: Agent;
   beforeAll(async () => {

@@ -208,6 +208,16 @@ describe('sent values: a constrained name sent by another argument is foreign', 
     ]);
   });
 
+  it('throws for an argument that sends under a pinned name: the agent cannot override a pin', () => {
+    const o = op('/x', [param('owner', 'query'), FILTER]);
+    const args = { owner: 'alice', filter: { OWNER: 'bob' } };
+    expect(() => sentRequest(o, args, buildRequestParts(o, args), ['owner'])).toThrow(
+      /filter would send "OWNER"/,
+    );
+    const fine = { owner: 'alice', filter: { status: 'open' } };
+    expect(() => sentRequest(o, fine, buildRequestParts(o, fine), ['owner'])).not.toThrow();
+  });
+
   it('refuses a pinned argument that sends under the constrained name', () => {
     const o = op('/x', [param('amount', 'query'), param('Amount', 'query')]);
     // The executor adds pins to the arguments before building; they are checked like the rest.
