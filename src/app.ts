@@ -32,6 +32,7 @@ import { executeRoutes } from './http/routes/execute.js';
 import type { ApiExecutionSettings } from './config/settings.js';
 import { pinArguments, PinError } from './openapi/pins.js';
 import { CompiledValidators } from './protocol/argument-validators.js';
+import { checkSentExecution } from './protocol/execute.js';
 import { ExecutionLog } from './protocol/execution-log.js';
 import { resolveBaseUrl } from './upstream/base-url.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -105,6 +106,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     upstreamFor,
     client,
     new OAuthTokens(clock, client.dispatcher),
+    (request, sent) => checkSentExecution(ctx, request.caller.agentId, request.capability.name, sent),
   );
   const problems = executor.problems(catalog);
   if (problems.errors.length > 0) {

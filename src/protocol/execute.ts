@@ -9,7 +9,13 @@ import { ProtocolError } from '../errors.js';
 import type { Capability } from '../openapi/types.js';
 import type { GrantRecord } from '../storage/types.js';
 import { agentStatusError, hostStatusError, type AgentAuth } from './authenticate.js';
-import { checkConstraints, parseConstraints } from './constraints.js';
+import {
+  checkConstraints,
+  checkSentConstraints,
+  parseConstraints,
+  type Constraints,
+  type SentField,
+} from './constraints.js';
 import type { ProtocolContext } from './context.js';
 import { cachedGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
@@ -84,10 +90,7 @@ export function authorizeCapability(
     }
   }
 
-  const now = ctx.clock.now();
-  const grant = cachedGrants(ctx, auth.agent.id).find(
-    (g) => g.capability === name && isGrantEffective(g, now),
-  );
+  const grant = effectiveGrant(ctx, auth.agent.id, name);
   const capability = ctx.catalog.get(name);
   if (!capability) {
     // §2.12: a capability removed from the catalog fails with capability_not_granted for holders.
@@ -131,21 +134,7 @@ export function validateArguments(
 /** §2.13: the grant's constraints hold for the arguments. */
 export function checkArgumentConstraints(grant: GrantRecord, args: Readonly<Record<string, unknown>>): void {
   if (grant.constraints) {
-    // Grants are validated when made; re-checking here keeps a stored unknown operator from
-    // ever being read as "no constraint" (§2.13 fails closed).
-    const parsed = parsedConstraints(grant);
-    if (!parsed.ok) {
-      if (parsed.problem.kind === 'unknown_operator') {
-        throw new ProtocolError('unknown_constraint_operator', parsed.problem.message, {
-          fields: { unknown_operators: parsed.problem.operators },
-        });
-      }
-      throw new ProtocolError(
-        'constraint_violated',
-        `The grant's constraints cannot be applied: ${parsed.problem.message}`,
-      );
-    }
-    const violations = checkConstraints(parsed.constraints, args);
+    const violations = checkConstraints(usableConstraints(grant), args);
     if (violations.length > 0) {
       throw new ProtocolError(
         'constraint_violated',
@@ -156,6 +145,69 @@ export function checkArgumentConstraints(grant: GrantRecord, args: Readonly<Reco
       );
     }
   }
+}
+
+/**
+ * §2.13 on the request as it will be serialized upstream (after pinned arguments, styles, explode,
+ * free-form objects): nothing the upstream receives under a constrained field's name may lie
+ * outside the grant, and only the field's own argument may send under that name. `sent` comes
+ * from the executor (src/upstream/sent-values.ts), right before anything leaves the proxy.
+ */
+export function checkSentRequest(grant: GrantRecord, sent: { field(name: string): SentField }): void {
+  if (!grant.constraints) return;
+  const violations = checkSentConstraints(usableConstraints(grant), (field) => sent.field(field));
+  if (violations.length > 0) {
+    throw new ProtocolError(
+      'constraint_violated',
+      'The request as it would be sent upstream violates grant constraints (§2.13, §5.11).',
+      { fields: { violations } },
+    );
+  }
+}
+
+/**
+ * checkSentRequest for the agent's effective grant, found as authorizeExecution found it (same
+ * hot cache, same tick). No effective grant left means no execution (fails closed).
+ */
+export function checkSentExecution(
+  ctx: ProtocolContext,
+  agentId: string,
+  capability: string,
+  sent: { field(name: string): SentField },
+): void {
+  const grant = effectiveGrant(ctx, agentId, capability);
+  if (!grant) {
+    throw new ProtocolError(
+      'capability_not_granted',
+      `The agent has no active grant for ${capability} (§5.11).`,
+    );
+  }
+  checkSentRequest(grant, sent);
+}
+
+function effectiveGrant(ctx: ProtocolContext, agentId: string, capability: string): GrantRecord | undefined {
+  const now = ctx.clock.now();
+  return cachedGrants(ctx, agentId).find((g) => g.capability === capability && isGrantEffective(g, now));
+}
+
+/**
+ * Grants are validated when made; re-checking here keeps a stored unknown operator from ever
+ * being read as "no constraint" (§2.13 fails closed).
+ */
+function usableConstraints(grant: GrantRecord): Constraints {
+  const parsed = parsedConstraints(grant);
+  if (!parsed.ok) {
+    if (parsed.problem.kind === 'unknown_operator') {
+      throw new ProtocolError('unknown_constraint_operator', parsed.problem.message, {
+        fields: { unknown_operators: parsed.problem.operators },
+      });
+    }
+    throw new ProtocolError(
+      'constraint_violated',
+      `The grant's constraints cannot be applied: ${parsed.problem.message}`,
+    );
+  }
+  return parsed.constraints;
 }
 
 // Parsed once per grant record: the hot cache hands out the same record objects until a change,

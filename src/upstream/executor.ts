@@ -13,6 +13,7 @@ import { readBody, UpstreamCallError, type UpstreamClient, type UpstreamReply } 
 import { ServiceCredentials, type AppliedCredentials } from './credentials.js';
 import { OAuthTokens, TokenError } from './oauth.js';
 import { ArgumentError, buildRequestParts, cookieHeader } from './request-parts.js';
+import { sentRequest, type SentRequestCheck } from './sent-values.js';
 import {
   bodyText,
   contentTypeOf,
@@ -104,6 +105,8 @@ export class Executor {
     baseUrlFor: (apiId: string) => string | undefined,
     private readonly client: UpstreamClient,
     private readonly oauth: OAuthTokens,
+    /** Grant constraints against the request as built (§2.13); throws to refuse. */
+    private readonly checkSent: SentRequestCheck,
   ) {
     for (const info of catalog.apis) {
       const apiSettings = settings.get(info.id);
@@ -157,10 +160,13 @@ export class Executor {
   async execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
     const op = request.capability.operation;
     const api = this.runtime(op.apiId);
-    const args = withPins(request, api.settings.operations[request.capability.name]?.pin);
+    const pins = api.settings.operations[request.capability.name]?.pin;
+    const args = withPins(request, pins);
     let parts;
+    let sent;
     try {
       parts = buildRequestParts(op, args);
+      sent = sentRequest(op, args, parts, Object.keys(pins ?? {}));
     } catch (err) {
       if (err instanceof ArgumentError) {
         throw new ProtocolError('invalid_request', err.message, {
@@ -169,6 +175,7 @@ export class Executor {
       }
       throw err;
     }
+    this.checkSent(request, sent);
     const timeoutMs = api.settings.operations[request.capability.name]?.timeoutMs ?? api.settings.timeoutMs;
     const send = async (refresh: boolean): Promise<{ reply: UpstreamReply; creds: AppliedCredentials }> => {
       const creds = await this.credentials(api, op, refresh);

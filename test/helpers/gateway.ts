@@ -28,6 +28,8 @@ export interface Gateway {
  */
 export async function startGateway(
   options: {
+    /** The OpenAPI document (default: the gateway fixture). */
+    spec?: string;
     api?: string;
     config?: string;
     policy?: string;
@@ -42,7 +44,7 @@ export async function startGateway(
   const configFile = join(dir, 'proxy.yaml');
   const yaml = [
     'apis:',
-    `  - spec: ${JSON.stringify(GATEWAY_SPEC)}`,
+    `  - spec: ${JSON.stringify(options.spec ?? GATEWAY_SPEC)}`,
     `    upstream: ${upstream.url}/v1`,
     ...(options.api ?? '').split('\n').filter((l) => l.trim() !== ''),
     ...(options.config ?? '').split('\n'),

@@ -322,10 +322,14 @@ describe('checkConstraints', () => {
     expect(checkConstraints({ tags: [{ x: 1, z: 2 }] }, { tags: [{ x: 1, y: 2 }] })).toHaveLength(1);
   });
 
-  it('applies in and not_in by deep equality', () => {
+  it('applies in by deep equality and not_in by lookalike equality', () => {
     const c = parsed({ tags: { in: [['a'], { k: 1 }] }, currency: { not_in: ['GBP', 5] } });
     expect(checkConstraints(c, { tags: { k: 1 }, currency: 'USD' })).toEqual([]);
-    expect(checkConstraints(c, { tags: ['a'], currency: '5' })).toEqual([]);
+    expect(checkConstraints(c, { tags: ['a'], currency: '6' })).toEqual([]);
+    // An upstream reading a number from text sees "5" as 5: not_in refuses it (src/lookalike.ts).
+    expect(checkConstraints(c, { tags: ['a'], currency: '5' })).toEqual([
+      { field: 'currency', constraint: { not_in: ['GBP', 5] }, actual: '5' },
+    ]);
     expect(checkConstraints(c, { tags: 'a', currency: 5 })).toEqual([
       { field: 'tags', constraint: { in: [['a'], { k: 1 }] }, actual: 'a' },
       { field: 'currency', constraint: { not_in: ['GBP', 5] }, actual: 5 },

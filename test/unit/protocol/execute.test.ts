@@ -6,7 +6,8 @@ import { defaultPolicy } from '../../../src/policy/policy.js';
 import { CompiledValidators } from '../../../src/protocol/argument-validators.js';
 import type { AgentAuth } from '../../../src/protocol/authenticate.js';
 import { createContext, type ProtocolContext } from '../../../src/protocol/context.js';
-import { authorizeExecution, readExecuteBody } from '../../../src/protocol/execute.js';
+import type { SentField } from '../../../src/protocol/constraints.js';
+import { authorizeExecution, checkSentExecution, readExecuteBody } from '../../../src/protocol/execute.js';
 import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
 import type { AgentRecord, GrantRecord, HostRecord, Store } from '../../../src/storage/types.js';
 
@@ -316,5 +317,72 @@ describe('authorizeExecution (§4.5, §5.11)', () => {
     expect(() => s.authorize('ping')).not.toThrow();
     s.ctx.write((tx) => tx.updateGrant('grt_1', { status: 'revoked' }));
     expectCode(() => s.authorize('ping'), 'capability_not_granted', 403);
+  });
+});
+
+describe('checkSentExecution: constraints on the request as sent (§2.13, issue 10 class 5)', () => {
+  const clean = (text: string): SentField => ({
+    own: [{ in: 'body', name: 'amount', text, json: { value: Number(text) }, separators: [] }],
+    named: true,
+    foreign: [],
+  });
+
+  it('asks for no sent values when the grant has no constraints', () => {
+    const s = setup();
+    s.grant('ping');
+    const asked: string[] = [];
+    checkSentExecution(s.ctx, 'agt_1', 'ping', {
+      field: (name) => {
+        asked.push(name);
+        return clean('1');
+      },
+    });
+    expect(asked).toEqual([]);
+  });
+
+  it('refuses a value sent under a constrained name by another argument, with its violations', () => {
+    const s = setup();
+    s.grant('create_transfer', { constraints: { amount: { max: 100 } } });
+    expect(() =>
+      checkSentExecution(s.ctx, 'agt_1', 'create_transfer', { field: () => clean('100') }),
+    ).not.toThrow();
+    const smuggled: SentField = {
+      ...clean('100'),
+      foreign: [{ in: 'query', name: 'AMOUNT', text: '5000', separators: [','], by: 'filter' }],
+    };
+    const err = expectCode(
+      () => checkSentExecution(s.ctx, 'agt_1', 'create_transfer', { field: () => smuggled }),
+      'constraint_violated',
+      403,
+    );
+    expect(err.fields.violations).toEqual([
+      {
+        field: 'amount',
+        constraint: { max: 100 },
+        actual: '5000',
+        sent: { in: 'query', name: 'AMOUNT', by: 'filter' },
+      },
+    ]);
+  });
+
+  it('fails closed when the grant is gone by the time the request is built', () => {
+    const s = setup();
+    s.grant('create_transfer', { constraints: { amount: { max: 100 } } });
+    s.ctx.write((tx) => tx.updateGrant('grt_1', { status: 'revoked' }));
+    expectCode(
+      () => checkSentExecution(s.ctx, 'agt_1', 'create_transfer', { field: () => clean('1') }),
+      'capability_not_granted',
+      403,
+    );
+  });
+
+  it('fails closed on a stored unknown operator here too', () => {
+    const s = setup();
+    s.grant('create_transfer', { constraints: { amount: { between: [1, 5] } } });
+    expectCode(
+      () => checkSentExecution(s.ctx, 'agt_1', 'create_transfer', { field: () => clean('1') }),
+      'unknown_constraint_operator',
+      400,
+    );
   });
 });
