@@ -118,6 +118,13 @@ export const CONFIG_SCHEMA = {
         port: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
         issuer: { ...httpUrl, description: 'Public base URL of the proxy; default http://{host}:{port}.' },
         max_body_bytes: { type: 'integer', minimum: 1024, maximum: 104857600, default: 1048576 },
+        request_id_header: {
+          type: 'string',
+          pattern: headerName,
+          default: 'x-request-id',
+          description:
+            "Header carrying the proxy's request id to the agent and the upstream. An operation's own header parameter of that name is the agent's: the proxy's id is then not sent upstream.",
+        },
       },
     },
     provider: {
