@@ -95,6 +95,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           agentId: auth.agent.id,
           capability: capability.name,
           upstreamUrl: outcome.upstreamUrl,
+          statusCapability: outcome.statusCapability,
           createdAt: now,
           expiresAt: now + options.settings.asyncJobTtlMs,
         });
@@ -143,7 +144,15 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     if (!capability || !granted) {
       throw new ProtocolError('capability_not_granted', `The agent no longer holds ${job.capability}.`);
     }
-    const state = await executor.poll(capability, job.upstreamUrl, callerOf({ auth }), requestId);
+    const state = await executor.poll({
+      upstreamUrl: job.upstreamUrl,
+      statusCapability: job.statusCapability,
+      caller: callerOf({ auth }),
+      requestId,
+      // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
+      // agent could make itself: its grant for that GET capability, and the grant's constraints.
+      authorize: (call) => void authorizeExecution(ctx, auth, call, validators),
+    });
     if (state.status === 'pending') {
       sendJson(
         rc.res,
