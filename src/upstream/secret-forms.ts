@@ -35,7 +35,12 @@ export function secretForms(secret: string): SecretForms {
       JSON.stringify(json).slice(1, -1),
       ...encoded,
     ]),
-    bytes: unique([utf8.toString('latin1'), ...encoded]),
+    bytes: unique([
+      utf8.toString('latin1'),
+      Buffer.from(json, 'utf8').toString('latin1'),
+      Buffer.from(json.replaceAll('/', '\\/'), 'utf8').toString('latin1'),
+      ...encoded,
+    ]),
   };
 }
 
@@ -70,8 +75,19 @@ export function secretRanges(text: string, forms: readonly SecretForms[]): [numb
   }
   if (!MAY_ESCAPE.test(text)) return ranges;
   // Escapes inside escapes (JSON in JSON, a percent-encoded JSON string) take a second round.
-  let view = decodeView(text, false);
+  // Most answers hold no secret: a quick decoding (native replace) finds that out, and only a hit
+  // pays for the view that maps each byte back to the text.
+  const quick: string[] = [];
+  let last = text;
   for (let round = 0; round < VIEW_ROUNDS; round++) {
+    last = quickView(last, round > 0);
+    quick.push(last);
+    if (!MAY_ESCAPE.test(last)) break;
+  }
+  if (!quick.some((q) => forms.some((f) => f.bytes.some((form) => q.includes(form))))) return ranges;
+  let view = decodeView(text, false);
+  for (let round = 0; round < quick.length; round++) {
+    if (round > 0) view = compose(view, decodeView(view.text, true));
     for (const f of forms) {
       for (const form of f.bytes) {
         for (let i = view.text.indexOf(form); i !== -1; i = view.text.indexOf(form, i + 1)) {
@@ -79,10 +95,29 @@ export function secretRanges(text: string, forms: readonly SecretForms[]): [numb
         }
       }
     }
-    if (round + 1 === VIEW_ROUNDS || !MAY_ESCAPE.test(view.text)) break;
-    view = compose(view, decodeView(view.text, true));
   }
   return ranges;
+}
+
+const ESCAPE =
+  /%([0-9A-Fa-f]{2})|\\u([dD][89abAB][0-9A-Fa-f]{2})\\u([dD][c-fC-F][0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\(["'\\/bfnrt])/g;
+
+/** decodeView's text alone, the same escapes decoded left to right (no positions kept). */
+function quickView(text: string, bytesIn: boolean): string {
+  const base = bytesIn ? text : Buffer.from(text, 'utf8').toString('latin1');
+  return base.replace(
+    ESCAPE,
+    (_m, pct?: string, high?: string, low?: string, unit?: string, byte?: string, simple?: string) => {
+      if (pct !== undefined) return String.fromCharCode(parseInt(pct, 16));
+      if (byte !== undefined) return String.fromCharCode(parseInt(byte, 16));
+      if (simple !== undefined) return String.fromCharCode(SIMPLE_ESCAPES[simple] as number);
+      const cp =
+        high !== undefined && low !== undefined
+          ? 0x10000 + ((parseInt(high, 16) - 0xd800) << 10) + (parseInt(low, 16) - 0xdc00)
+          : parseInt(unit as string, 16);
+      return Buffer.from(String.fromCodePoint(cp), 'utf8').toString('latin1');
+    },
+  );
 }
 
 /** `text` with every range replaced by `replacement` (overlapping and touching ranges merged). */
@@ -105,7 +140,11 @@ export function replaceRanges(text: string, ranges: [number, number][], replacem
 }
 
 const VIEW_ROUNDS = 2;
-const MAY_ESCAPE = /[%\\]/;
+/**
+ * A per-character escape that could hide part of a secret from the literal forms. `\n`, `\"` and
+ * the like alone cannot: a secret JSON-escaped as a whole is a literal form.
+ */
+const MAY_ESCAPE = /%[0-9A-Fa-f]{2}|\\[ux][0-9A-Fa-f]{2}/;
 
 /** The bytes a text stands for once its escapes are decoded; byte i came from text[starts[i], ends[i]). */
 interface View {
@@ -131,16 +170,33 @@ const SIMPLE_ESCAPES: Readonly<Record<string, number>> = {
  * characters are taken as UTF-8, as a secret is sent.
  */
 function decodeView(text: string, bytesIn: boolean): View {
-  const bytes: number[] = [];
-  const starts: number[] = [];
-  const ends: number[] = [];
+  // At most four bytes per UTF-16 unit (a lone surrogate's three, a pair's four for two units).
+  const capacity = bytesIn ? text.length : text.length * 3;
+  const bytes = new Uint8Array(capacity);
+  const starts = new Uint32Array(capacity);
+  const ends = new Uint32Array(capacity);
+  let n = 0;
   const push = (byte: number, start: number, end: number): void => {
-    bytes.push(byte);
-    starts.push(start);
-    ends.push(end);
+    bytes[n] = byte;
+    starts[n] = start;
+    ends[n] = end;
+    n++;
   };
   const pushCodePoint = (cp: number, start: number, end: number): void => {
-    for (const b of utf8Of(cp)) push(b, start, end);
+    if (cp < 0x80) push(cp, start, end);
+    else if (cp < 0x800) {
+      push(0xc0 | (cp >> 6), start, end);
+      push(0x80 | (cp & 0x3f), start, end);
+    } else if (cp < 0x10000) {
+      push(0xe0 | (cp >> 12), start, end);
+      push(0x80 | ((cp >> 6) & 0x3f), start, end);
+      push(0x80 | (cp & 0x3f), start, end);
+    } else {
+      push(0xf0 | (cp >> 18), start, end);
+      push(0x80 | ((cp >> 12) & 0x3f), start, end);
+      push(0x80 | ((cp >> 6) & 0x3f), start, end);
+      push(0x80 | (cp & 0x3f), start, end);
+    }
   };
   for (let i = 0; i < text.length;) {
     const c = text.charCodeAt(i);
@@ -188,9 +244,9 @@ function decodeView(text: string, bytesIn: boolean): View {
     i += width;
   }
   return {
-    text: Buffer.from(bytes).toString('latin1'),
-    starts: Uint32Array.from(starts),
-    ends: Uint32Array.from(ends),
+    text: Buffer.from(bytes.buffer, 0, n).toString('latin1'),
+    starts: starts.subarray(0, n),
+    ends: ends.subarray(0, n),
   };
 }
 
@@ -213,12 +269,4 @@ function isHex(text: string, at: number, count: number): boolean {
     if (!((c >= 0x30 && c <= 0x39) || (letter >= 0x61 && letter <= 0x66))) return false;
   }
   return true;
-}
-
-/** UTF-8 bytes of a code point; a lone surrogate as its three-byte (WTF-8) form. */
-function utf8Of(cp: number): number[] {
-  if (cp < 0x80) return [cp];
-  if (cp < 0x800) return [0xc0 | (cp >> 6), 0x80 | (cp & 0x3f)];
-  if (cp < 0x10000) return [0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)];
-  return [0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)];
 }

@@ -32,6 +32,8 @@ describe('secretForms and secretRanges (issue 10, class 12)', () => {
         fc.string(),
         fc.string(),
         (how, before, after) => {
+          // A lone backslash next to the secret would itself be an escape of its first character.
+          fc.pre(!before.endsWith('\\'));
           const encoded = Array.from(SECRET)
             .map((c, i) => {
               const bytes = [...Buffer.from(c)];
