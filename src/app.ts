@@ -31,8 +31,8 @@ import { adminRoutes } from './http/routes/admin.js';
 import { executeRoutes } from './http/routes/execute.js';
 import type { ApiExecutionSettings } from './config/settings.js';
 import { pinArguments, PinError } from './openapi/pins.js';
+import { withoutProxyHeaders } from './openapi/proxy-headers.js';
 import { CompiledValidators } from './protocol/argument-validators.js';
-import { checkSentExecution } from './protocol/execute.js';
 import { ExecutionLog } from './protocol/execution-log.js';
 import { resolveBaseUrl } from './upstream/base-url.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -100,14 +100,14 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const upstreamFor = (apiId: string): string | undefined =>
     mock ? mock.baseUrlFor(apiId) : baseUrls.get(apiId);
   const client = new UpstreamClient();
-  const executor = new Executor(
+  const executor = new Executor({
     catalog,
-    executionSettings,
-    upstreamFor,
+    settings: executionSettings,
+    baseUrlFor: upstreamFor,
     client,
-    new OAuthTokens(clock, client.dispatcher),
-    (request, sent) => checkSentExecution(ctx, request.caller.agentId, request.capability.name, sent),
-  );
+    oauth: new OAuthTokens(clock, client.dispatcher),
+    requestIdHeader: settings.requestIdHeader,
+  });
   const problems = executor.problems(catalog);
   if (problems.errors.length > 0) {
     store.close();
@@ -272,8 +272,21 @@ export async function loadServedCatalog(
       if (pinned.length > 0) pins.set(name, pinned);
     }
   }
+  // Identity and static headers are the proxy's: a header parameter of their name is no input.
+  const proxyHeaders = new Map(
+    loaded.apis.map((api, i) => {
+      const execution = (settings.apis[i] as (typeof settings.apis)[number]).execution;
+      return [
+        api.id,
+        [...Object.keys(execution.headers), ...Object.values(execution.identityHeaders ?? {})],
+      ] as const;
+    }),
+  );
   try {
-    return { catalog: pinArguments(loaded, pins), formats: loaded.formats };
+    return {
+      catalog: withoutProxyHeaders(pinArguments(loaded, pins), proxyHeaders),
+      formats: loaded.formats,
+    };
   } catch (err) {
     if (err instanceof PinError) throw new UserError(`config: operations: ${err.message}`);
     throw err;

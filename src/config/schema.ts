@@ -127,9 +127,10 @@ export const CONFIG_SCHEMA = {
         },
         request_id_header: {
           type: 'string',
-          pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
-          description: "The header that carries the proxy's own request id (answers and upstream requests).",
+          pattern: headerName,
           default: 'x-request-id',
+          description:
+            "Header carrying the proxy's request id to the agent and the upstream. An operation's own header parameter of that name is the agent's: the proxy's id is then not sent upstream.",
         },
         max_connections: {
           type: 'integer',

@@ -81,7 +81,10 @@ export interface Settings {
   readonly maxBodyBytes: number;
   /** Load balancers whose Forwarded / X-Forwarded-For are believed (validated CIDRs). */
   readonly trustedProxies: readonly string[];
-  /** Lower-case header name of the proxy's own request id. */
+  /**
+   * The header (lower case) the proxy's request id travels in, to the agent and the upstream; an
+   * operation's own header parameter of that name stays the agent's (issue 10, class 15).
+   */
   readonly requestIdHeader: string;
   readonly connections: ConnectionSettings;
   readonly providerName?: string;
@@ -135,6 +138,13 @@ export const ENV = {
 } as const;
 
 const MIN_SECRET_LENGTH = 16;
+
+/**
+ * The shortest service credential or secret header the proxy accepts. Each is redacted from
+ * upstream answers; a shorter one would match ordinary text, so it is refused at start-up rather
+ * than silently left unredacted (issue 10, class 12).
+ */
+export const MIN_SERVICE_SECRET_LENGTH = 8;
 
 type SecretConfig = string | { env?: string; file?: string; value?: string };
 type CredentialConfig =
@@ -245,6 +255,12 @@ export function resolveSettings(
     retryBackoffMs: duration(config.execution.retry_backoff, `${where}: execution.retry_backoff`),
     maxResponseBytes: config.execution.max_response_bytes,
   };
+  const requestIdHeader = config.server.request_id_header.toLowerCase();
+  if (PROXY_OWNED_HEADERS.has(requestIdHeader)) {
+    throw new UserError(
+      `${where}: server.request_id_header: ${config.server.request_id_header} is a header the proxy sets for another purpose`,
+    );
+  }
   const apis: ApiSettings[] = config.apis.map((api, i) => {
     return {
       ...(api.id !== undefined ? { id: api.id } : {}),
@@ -295,6 +311,16 @@ export function resolveSettings(
   if (apis.length === 0) {
     throw new UserError('no API to serve: pass --spec FILE|URL, or --config FILE with an `apis` list');
   }
+  apis.forEach((api, i) => {
+    const identity = Object.values(api.execution.identityHeaders ?? {});
+    for (const name of [...Object.keys(api.execution.headers), ...identity]) {
+      if (name.toLowerCase() === requestIdHeader) {
+        throw new UserError(
+          `${where}: apis[${i}]: header ${name} is server.request_id_header, where the proxy sends its request id`,
+        );
+      }
+    }
+  });
 
   const port = cli.port ?? config.server.port;
   const issuer = cli.issuer ?? config.server.issuer;
@@ -351,7 +377,7 @@ export function resolveSettings(
     ...(issuer !== undefined ? { issuer: issuer.replace(/\/+$/, '') } : {}),
     maxBodyBytes: config.server.max_body_bytes,
     trustedProxies: Object.freeze(trustedProxies(config.server.trusted_proxies, where)),
-    requestIdHeader: config.server.request_id_header.toLowerCase(),
+    requestIdHeader,
     connections: Object.freeze({
       maxConnections: config.server.max_connections,
       maxConnectionsPerIp: config.server.max_connections_per_ip,
@@ -423,6 +449,18 @@ const FORBIDDEN_STATIC_HEADERS = new Set([
   'expect',
 ]);
 
+/** Headers the proxy sends with their own meaning; the request id cannot travel in one of them. */
+const PROXY_OWNED_HEADERS = new Set([
+  ...FORBIDDEN_STATIC_HEADERS,
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'content-type',
+  'accept',
+  'traceparent',
+  'tracestate',
+]);
+
 const DEFAULT_IDENTITY_HEADERS = { agent: 'X-Agent-Id', host: 'X-Agent-Host-Id', user: 'X-Agent-User-Id' };
 
 function apiExecution(
@@ -432,11 +470,18 @@ function apiExecution(
   base: string,
   env: Readonly<Record<string, string | undefined>>,
 ): ApiExecutionSettings {
-  const read = (value: SecretConfig, at: string): string => {
+  const read = (value: SecretConfig, at: string, secret = false): string => {
     const v = resolveSecret(value, at, base, env);
     // A value read from a file or variable could carry a line break: it must not split a header.
     // eslint-disable-next-line no-control-regex -- control characters are exactly what must not pass
     if (/[\0-\x08\x0a-\x1f\x7f]/.test(v)) throw new UserError(`${at}: the value contains control characters`);
+    if (secret && v.length < MIN_SERVICE_SECRET_LENGTH) {
+      throw new UserError(
+        `${at}: the secret is ${v.length} characters long; service secrets need at least ` +
+          `${MIN_SERVICE_SECRET_LENGTH}, or they could not be redacted from upstream answers without ` +
+          `rewriting ordinary text`,
+      );
+    }
     return v;
   };
   const credentials: Record<string, ServiceCredential> = {};
@@ -446,19 +491,19 @@ function apiExecution(
       credentials[scheme] = {
         kind: 'basic',
         username: read(c.username, `${at}.username`),
-        password: read(c.password, `${at}.password`),
+        password: read(c.password, `${at}.password`, true),
       };
     } else if (typeof c === 'object' && 'client_id' in c) {
       credentials[scheme] = {
         kind: 'oauth2',
         clientId: read(c.client_id, `${at}.client_id`),
-        clientSecret: read(c.client_secret, `${at}.client_secret`),
+        clientSecret: read(c.client_secret, `${at}.client_secret`, true),
         ...(c.token_url !== undefined ? { tokenUrl: c.token_url } : {}),
         scopes: c.scopes ?? [],
         ...(c.audience !== undefined ? { audience: c.audience } : {}),
       };
     } else {
-      credentials[scheme] = { kind: 'secret', value: read(c, at) };
+      credentials[scheme] = { kind: 'secret', value: read(c, at, true) };
     }
   }
   const headers: Record<string, string> = {};
@@ -468,7 +513,9 @@ function apiExecution(
         `${where}.headers.${name}: this header is set by the proxy's HTTP client and cannot be configured`,
       );
     }
-    headers[name] = read(value, `${where}.headers.${name}`);
+    // A value from env, file or `{value}` is a secret; an inline string is one only when long
+    // enough to redact (redaction.ts), so `X-Tenant: acme` stays plain configuration.
+    headers[name] = read(value, `${where}.headers.${name}`, typeof value === 'object');
   }
   const operations: Record<string, { timeoutMs?: number; pin: Record<string, PinnedValue> }> = {};
   for (const [name, op] of Object.entries(api.operations ?? {})) {

@@ -2,6 +2,7 @@
  * Operation parameters → input properties and their wire bindings. Headers the proxy owns and
  * parameters that carry the API's own credentials are never inputs: agents must not set them.
  */
+import { credentialKeys, nameKey } from './credential-names.js';
 import { isObject, toPointer } from './pointer.js';
 import { deref, isLocation, type DocumentView, type RawOperation } from './document.js';
 import type { SchemaConverter, SchemaNode } from './schema-convert.js';
@@ -61,13 +62,9 @@ export function isCredentialOrOwned(
   p: { in: ParameterLocation; name: string },
   schemes: Readonly<Record<string, SecuritySchemeInfo>>,
 ): boolean {
-  if (p.in === 'header' && OWNED_HEADERS.has(p.name.toLowerCase())) return true;
-  return Object.values(schemes).some(
-    (s) =>
-      s.type === 'apiKey' &&
-      s.in === p.in &&
-      (p.in === 'header' ? s.name?.toLowerCase() === p.name.toLowerCase() : s.name === p.name),
-  );
+  if (p.in === 'header' && OWNED_HEADERS.has(nameKey('header', p.name))) return true;
+  // Any spelling a server may read as the credential's name (credential-names.ts).
+  return credentialKeys(p.in, schemes).has(nameKey(p.in, p.name));
 }
 
 /** The schema of a parameter, in its document's dialect, before conversion. */

@@ -31,6 +31,11 @@ function withoutArguments(capability: Capability, pinned: readonly string[]): Ca
       throw new PinError(`capability ${capability.name} has no input argument ${name} to pin`);
     }
   }
+  return removeInputs(capability, pinned);
+}
+
+/** The capability without those input arguments (advertised input and validated schema). */
+export function removeInputs(capability: Capability, pinned: readonly string[]): Capability {
   const argumentsSchema = strip(capability.argumentsSchema, pinned);
   const remaining = Object.keys((argumentsSchema.properties as Record<string, unknown>) ?? {});
   const { input: _input, ...rest } = capability;

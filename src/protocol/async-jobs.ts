@@ -21,7 +21,14 @@ export function statusUrlOf(ctx: ProtocolContext, jobId: string): string {
 /** Stores the job of an accepted async execution; returns its status URL. */
 export function openAsyncJob(
   ctx: ProtocolContext,
-  job: { agentId: string; capability: string; upstreamUrl: string; ttlMs: number },
+  job: {
+    agentId: string;
+    capability: string;
+    upstreamUrl: string;
+    /** The GET capability the status URL is a call of (issue 10, class 4). */
+    statusCapability: string;
+    ttlMs: number;
+  },
 ): string {
   const now = ctx.clock.now();
   const id = `job_${randomBytes(18).toString('base64url')}`;
@@ -30,6 +37,7 @@ export function openAsyncJob(
     agentId: job.agentId,
     capability: job.capability,
     upstreamUrl: job.upstreamUrl,
+    statusCapability: job.statusCapability,
     createdAt: now,
     expiresAt: now + job.ttlMs,
   });

@@ -165,26 +165,6 @@ export function checkSentRequest(grant: GrantRecord, sent: { field(name: string)
   }
 }
 
-/**
- * checkSentRequest for the agent's effective grant, found as authorizeExecution found it (same
- * hot cache, same tick). No effective grant left means no execution (fails closed).
- */
-export function checkSentExecution(
-  ctx: ProtocolContext,
-  agentId: string,
-  capability: string,
-  sent: { field(name: string): SentField },
-): void {
-  const grant = effectiveGrant(ctx, agentId, capability);
-  if (!grant) {
-    throw new ProtocolError(
-      'capability_not_granted',
-      `The agent has no active grant for ${capability} (§5.11).`,
-    );
-  }
-  checkSentRequest(grant, sent);
-}
-
 function effectiveGrant(ctx: ProtocolContext, agentId: string, capability: string): GrantRecord | undefined {
   const now = ctx.clock.now();
   return cachedGrants(ctx, agentId).find((g) => g.capability === capability && isGrantEffective(g, now));

@@ -107,4 +107,9 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX async_jobs_expiry ON async_jobs (expires_at);
   `,
+  // 3: the GET capability an async job's upstream status URL is a call of (issue 10, class 4):
+  // polling needs a grant for it. Jobs stored before have none and are not followed.
+  `
+  ALTER TABLE async_jobs ADD COLUMN status_capability TEXT;
+  `,
 ];

@@ -113,6 +113,7 @@ const ASYNC_JOB: Columns<AsyncJobRecord> = {
   agentId: { column: 'agent_id' },
   capability: { column: 'capability' },
   upstreamUrl: { column: 'upstream_url' },
+  statusCapability: { column: 'status_capability' },
   createdAt: { column: 'created_at' },
   expiresAt: { column: 'expires_at' },
 };
@@ -335,9 +336,17 @@ class SqliteStore implements Store {
 
   insertAsyncJob(job: AsyncJobRecord): void {
     this.stmt(
-      `INSERT INTO async_jobs (id, agent_id, capability, upstream_url, created_at, expires_at)
-        VALUES (?, ?, ?, ?, ?, ?)`,
-    ).run(job.id, job.agentId, job.capability, job.upstreamUrl, job.createdAt, job.expiresAt);
+      `INSERT INTO async_jobs (id, agent_id, capability, upstream_url, status_capability, created_at,
+        expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      job.id,
+      job.agentId,
+      job.capability,
+      job.upstreamUrl,
+      job.statusCapability,
+      job.createdAt,
+      job.expiresAt,
+    );
   }
 
   deleteExpiredAsyncJobs(now: number): number {

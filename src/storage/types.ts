@@ -126,6 +126,8 @@ export interface AsyncJobRecord {
   readonly agentId: string;
   readonly capability: string;
   readonly upstreamUrl: string;
+  /** The GET capability `upstreamUrl` is a call of; null for a job stored before it was recorded. */
+  readonly statusCapability: string | null;
   readonly createdAt: number;
   readonly expiresAt: number;
 }

@@ -47,10 +47,6 @@ export interface SentRequest {
  * Called by the executor once the request is built and before anything is sent; throws to refuse.
  * `request` names the capability and the caller so that the check can find the grant.
  */
-export type SentRequestCheck = (
-  request: { readonly capability: Capability; readonly caller: { readonly agentId: string } },
-  sent: SentRequest,
-) => void;
 
 type Args = Readonly<Record<string, unknown>>;
 

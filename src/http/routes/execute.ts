@@ -13,7 +13,9 @@ import type { AgentAuth } from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import {
   authorizeCapability,
+  authorizeExecution,
   checkArgumentConstraints,
+  checkSentRequest,
   readExecuteBody,
   validateArguments,
   type ArgumentValidators,
@@ -25,6 +27,7 @@ import {
   type CallerIdentity,
   type ExecutionOutcome,
   type Executor,
+  type PreparedCall,
 } from '../../upstream/executor.js';
 import { need, step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -57,6 +60,7 @@ interface Execution {
   readonly started: number;
   request?: { name: string; args: Readonly<Record<string, unknown>> };
   authorized?: AuthorizedExecution;
+  call?: PreparedCall;
   abort?: AbortController;
   outcome?: ExecutionOutcome;
 }
@@ -86,9 +90,15 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         const { capability, args } = need(s.authorized, 'authorized');
         validateArguments(validators, capability, args);
       }),
+      step('prepare', (x, s) => {
+        const { capability, args } = need(s.authorized, 'authorized');
+        s.call = executor.prepare({ capability, args, caller: callerOf(need(x.agent, 'agent')) });
+      }),
+      // §2.13 on the arguments, then on what the upstream will actually receive (pins, styles).
       step('constraints', (_x, s) => {
         const { grant, args } = need(s.authorized, 'authorized');
         checkArgumentConstraints(grant, args);
+        checkSentRequest(grant, need(s.call, 'call').sent);
       }),
       step('capability-limit', (_x, s) =>
         limits.capability(need(s.authorized, 'authorized').capability.name),
@@ -103,8 +113,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         });
         const traceparent = validTraceparent(x.req.headers.traceparent);
         s.outcome = await executor.execute({
-          capability: authorized.capability,
-          args: authorized.args,
+          call: need(s.call, 'call'),
           caller: callerOf(authorized.auth),
           requestId: x.requestId,
           ...(traceparent ? { traceparent } : {}),
@@ -121,6 +130,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
             agentId: authorized.auth.agent.id,
             capability: authorized.capability.name,
             upstreamUrl: outcome.upstreamUrl,
+            statusCapability: outcome.statusCapability,
             ttlMs: settings.asyncJobTtlMs,
           });
           sendJson(
@@ -169,7 +179,16 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       const id = x.params.id ?? '';
       const { job, capability } = authorizeStatusRead(ctx, auth, id);
       x.decision.capability = capability.name;
-      const state = await executor.poll(capability, job.upstreamUrl, callerOf(auth), x.requestId);
+      const state = await executor.poll({
+        upstreamUrl: job.upstreamUrl,
+        statusCapability: job.statusCapability,
+        caller: callerOf(auth),
+        requestId: x.requestId,
+        // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
+        // agent could make itself: its grant for that GET capability, and the grant's constraints.
+        authorize: (call) =>
+          checkSentRequest(authorizeExecution(ctx, auth, call, validators).grant, call.sent),
+      });
       if (state.status === 'pending') {
         sendJson(
           x.res,

@@ -25,7 +25,7 @@ beforeAll(async () => {
     env: { GW_KEY: SERVICE_KEY },
     clock,
   });
-  ({ agent, agentId } = await gw.p.activeAgent(['start_job']));
+  ({ agent, agentId } = await gw.p.activeAgent(['start_job', 'get_job', 'get_job_result']));
 });
 afterAll(() => gw.close());
 beforeEach(() => gw.upstream.reset());
@@ -219,7 +219,7 @@ describe('§5.11 polling the status URL', () => {
     acceptWithLocation('mine');
     const { body } = await start();
     script('/v1/jobs/mine', [(res) => json(res, 200, { status: 'completed', result: 'secret result' })]);
-    const other = await gw.p.activeAgent(['start_job']);
+    const other = await gw.p.activeAgent(['start_job', 'get_job']);
     const polled = await poll(body.status_url, other.agent, other.agentId);
     expect(polled.status).toBe(403);
     expect(polled.body.error).toBe('unauthorized');
@@ -258,7 +258,7 @@ describe('§5.11 polling the status URL', () => {
   });
 
   it('a revoked agent cannot poll its own job: 403 agent_revoked, the upstream not called', async () => {
-    const own = await gw.p.activeAgent(['start_job']);
+    const own = await gw.p.activeAgent(['start_job', 'get_job']);
     acceptWithLocation('revoked');
     const { body } = await start(own.agent, own.agentId);
     const revoked = await gw.p.admin('POST', `/admin/agents/${own.agentId}/revoke`, {});
@@ -284,20 +284,20 @@ describe('§5.11 polling the status URL', () => {
 });
 
 describe('§5.11 async: 303 See Other to the result', () => {
-  it('is followed once on the API origin and answers completed with the result', async () => {
+  it('is followed once, as a call of a GET operation the agent holds, and answers completed with the result', async () => {
     acceptWithLocation('303');
     script('/v1/jobs/303', [
       (res) => {
-        res.writeHead(303, { location: '/v1/results/303' });
+        res.writeHead(303, { location: '/v1/jobs/303/result' });
         res.end();
       },
     ]);
-    gw.upstream.on('GET /v1/results/303', (_req, res) => json(res, 200, { size: 3, ok: true }));
+    gw.upstream.on('GET /v1/jobs/303/result', (_req, res) => json(res, 200, { size: 3, ok: true }));
     const started = await start();
     const polled = await poll(started.body.status_url);
     expect(polled.status).toBe(200);
     expect(polled.body).toEqual({ status: 'completed', result: { size: 3, ok: true } });
-    const result = gw.upstream.received('/v1/results/303');
+    const result = gw.upstream.received('/v1/jobs/303/result');
     expect(result).toHaveLength(1);
     expect(result[0]?.headers['x-api-key']).toBe(SERVICE_KEY);
   });
@@ -321,5 +321,204 @@ describe('§5.11 async: 303 See Other to the result', () => {
     } finally {
       await other.close();
     }
+  });
+});
+
+/**
+ * Issue 10, class 4: a URL of the upstream's choosing is never fetched with the service
+ * credential unless it is a call of a GET operation of the same API that the polling agent may
+ * make itself (its grant for that capability, and the grant's constraints).
+ */
+describe('issue 10 class 4: upstream-chosen status URLs', () => {
+  /** Every request the upstream received other than the POST that started the job. */
+  function followed(): string[] {
+    return gw.upstream.requests.filter((r) => r.method !== 'POST').map((r) => `${r.method} ${r.url}`);
+  }
+
+  const refused: [string, string][] = [
+    ['a path outside the base path', '/admin/secret-dump'],
+    ['a path under the base path that is no operation', '/v1/admin/secret-dump'],
+    ['dot-segment traversal out of the base path', '/v1/jobs/../../admin/secret-dump'],
+    ['dot-segment traversal to another path under it', '/v1/jobs/../admin/secret-dump'],
+    ['percent-encoded dot segments', '/v1/jobs/%2e%2e/%2E%2E/admin/secret-dump'],
+    ['an encoded slash inside a path value', '/v1/jobs/..%2F..%2Fadmin%2Fsecret-dump'],
+    ['a double-encoded traversal', '/v1/jobs/%252e%252e%252fadmin'],
+    ['an encoded backslash', '/v1/jobs/..%5C..%5Cadmin'],
+    ['a Tomcat path parameter', '/v1/jobs/..;/admin/secret-dump'],
+    ['a path value that is a dot segment in disguise', '/v1/jobs/..;'],
+    ['an undeclared query parameter', '/v1/jobs/1?api_key=agent-key'],
+    ['a declared query parameter given twice', '/v1/jobs/1?verbose=true&verbose=false'],
+    ['a protocol-relative URL to another host', '//evil.example/v1/jobs/1'],
+    ['userinfo smuggling another host', 'http://127.0.0.1@evil.example/v1/jobs/1'],
+    ['a non-GET operation of the API (POST /jobs)', '/v1/jobs'],
+    ['a control character in a path value', '/v1/jobs/a%0d%0aX-Injected:%20yes'],
+  ];
+
+  it.each(refused)(
+    'a 202 whose Location is %s → 502 upstream_error, no job, and nothing fetched with the credential',
+    async (_what, location) => {
+      gw.upstream.on('POST /v1/jobs', (_req, res) => json(res, 202, {}, { location }));
+      const reply = await start();
+      expect(reply.status).toBe(502);
+      expect(reply.body.error).toBe('upstream_error');
+      expect(reply.body.status_url).toBeUndefined();
+      expect(followed()).toEqual([]);
+    },
+  );
+
+  it('a status_url body field pointing to /admin/secret-dump is refused the same way', async () => {
+    gw.upstream.on('POST /v1/jobs', (_req, res) =>
+      json(res, 202, { status_url: `${gw.upstream.url}/admin/secret-dump` }),
+    );
+    const reply = await start();
+    expect(reply.status).toBe(502);
+    expect(followed()).toEqual([]);
+  });
+
+  it('a Location naming an operation the agent holds no grant for (get_item) → polls 403 capability_not_granted, never fetched', async () => {
+    gw.upstream.on('POST /v1/jobs', (_req, res) => json(res, 202, {}, { location: '/v1/items/42' }));
+    gw.upstream.on('GET /v1/items/42', (_req, res) => json(res, 200, { secret: 'item 42' }));
+    const reply = await start();
+    expect(reply.status).toBe(202);
+    const polled = await poll(reply.body.status_url);
+    expect(polled.status).toBe(403);
+    expect(polled.body.error).toBe('capability_not_granted');
+    expect(polled.body.message).toContain('get_item');
+    expect(JSON.stringify(polled.body)).not.toContain('item 42');
+    expect(followed()).toEqual([]);
+  });
+
+  it('an agent holding start_job but not get_job cannot have its status URL fetched: 403, nothing sent', async () => {
+    const limited = await gw.p.activeAgent(['start_job']);
+    acceptWithLocation('nogrant');
+    script('/v1/jobs/nogrant', [(res) => json(res, 200, { status: 'completed', result: 'leaked' })]);
+    const reply = await start(limited.agent, limited.agentId);
+    expect(reply.status).toBe(202);
+    const polled = await poll(reply.body.status_url, limited.agent, limited.agentId);
+    expect(polled.status).toBe(403);
+    expect(polled.body.error).toBe('capability_not_granted');
+    expect(followed()).toEqual([]);
+  });
+
+  it("a status URL outside the agent's get_job constraints → 403 constraint_violated, nothing sent", async () => {
+    const scoped = await gw.p.activeAgent([
+      'start_job',
+      { name: 'get_job', constraints: { jobId: { in: ['mine'] } } },
+    ]);
+    acceptWithLocation('someone-elses');
+    const reply = await start(scoped.agent, scoped.agentId);
+    expect(reply.status).toBe(202);
+    const polled = await poll(reply.body.status_url, scoped.agent, scoped.agentId);
+    expect(polled.status).toBe(403);
+    expect(polled.body.error).toBe('constraint_violated');
+    expect(followed()).toEqual([]);
+    // The same agent's own job, inside the constraint, is followed.
+    acceptWithLocation('mine');
+    script('/v1/jobs/mine', [(res) => json(res, 202, {})]);
+    const own = await start(scoped.agent, scoped.agentId);
+    expect((await poll(own.body.status_url, scoped.agent, scoped.agentId)).body.status).toBe('pending');
+    expect(followed()).toEqual(['GET /v1/jobs/mine']);
+  });
+
+  it('the status URL is sent as the mapped call builds it: a declared query value is re-encoded, the credential added once', async () => {
+    gw.upstream.on('POST /v1/jobs', (_req, res) =>
+      json(res, 202, {}, { location: '/v1/jobs/j%20%C3%A9?verbose=true' }),
+    );
+    const reply = await start();
+    expect(reply.status).toBe(202);
+    script('/v1/jobs/j%20%C3%A9', [(res) => json(res, 202, {})]);
+    expect((await poll(reply.body.status_url)).body.status).toBe('pending');
+    const seen = gw.upstream.received('/v1/jobs/j');
+    expect(seen.map((r) => r.url)).toEqual(['/v1/jobs/j%20%C3%A9?verbose=true']);
+    expect(seen[0]?.headers['x-api-key']).toBe(SERVICE_KEY);
+  });
+
+  it('a 303 to /admin/secret-dump is not followed: failed, nothing fetched there', async () => {
+    acceptWithLocation('303admin');
+    script('/v1/jobs/303admin', [
+      (res) => {
+        res.writeHead(303, { location: '/admin/secret-dump' });
+        res.end();
+      },
+    ]);
+    const started = await start();
+    const polled = await poll(started.body.status_url);
+    expect(polled.status).toBe(200);
+    expect(polled.body.status).toBe('failed');
+    expect(polled.body.error.error).toBe('upstream_error');
+    expect(followed()).toEqual(['GET /v1/jobs/303admin']);
+  });
+
+  it('a 303 with ../ traversal out of the API is not followed', async () => {
+    acceptWithLocation('303dots');
+    script('/v1/jobs/303dots', [
+      (res) => {
+        res.writeHead(303, { location: '../../admin/secret-dump' });
+        res.end();
+      },
+    ]);
+    const started = await start();
+    const polled = await poll(started.body.status_url);
+    expect(polled.body.status).toBe('failed');
+    expect(followed()).toEqual(['GET /v1/jobs/303dots']);
+  });
+
+  it('a 303 to an operation the agent holds no grant for (get_item) → 403 capability_not_granted, not fetched', async () => {
+    acceptWithLocation('303item');
+    script('/v1/jobs/303item', [
+      (res) => {
+        res.writeHead(303, { location: '/v1/items/7' });
+        res.end();
+      },
+    ]);
+    const started = await start();
+    const polled = await poll(started.body.status_url);
+    expect(polled.status).toBe(403);
+    expect(polled.body.error).toBe('capability_not_granted');
+    expect(followed()).toEqual(['GET /v1/jobs/303item']);
+  });
+
+  it('a job stored without a status capability (before this check existed) is never followed', async () => {
+    const id = 'job_legacy_without_status_capability';
+    const now = clock.now();
+    gw.p.proxy.protocol.store.insertAsyncJob({
+      id,
+      agentId,
+      capability: 'start_job',
+      upstreamUrl: `${gw.upstream.url}/admin/secret-dump`,
+      statusCapability: null,
+      createdAt: now,
+      expiresAt: now + JOB_TTL_MS,
+    });
+    const polled = await poll(`${gw.p.issuer}/capability/status/${id}`);
+    expect(polled.status).toBe(502);
+    expect(polled.body.error).toBe('upstream_error');
+    expect(gw.upstream.requests).toHaveLength(0);
+  });
+
+  it('a job whose stored URL no longer maps to its stored capability is not followed', async () => {
+    const id = 'job_tampered_status_url';
+    const now = clock.now();
+    gw.p.proxy.protocol.store.insertAsyncJob({
+      id,
+      agentId,
+      capability: 'start_job',
+      upstreamUrl: `${gw.upstream.url}/v1/admin/secret-dump`,
+      statusCapability: 'get_job',
+      createdAt: now,
+      expiresAt: now + JOB_TTL_MS,
+    });
+    const polled = await poll(`${gw.p.issuer}/capability/status/${id}`);
+    expect(polled.status).toBe(502);
+    expect(gw.upstream.requests).toHaveLength(0);
+  });
+
+  it('a Retry-After that is not delay-seconds or an HTTP date is not passed on (it could echo anything)', async () => {
+    acceptWithLocation('ra-bad', { 'retry-after': SERVICE_KEY });
+    const reply = await start();
+    expect(reply.status).toBe(202);
+    expect(reply.headers.get('retry-after')).toBeNull();
+    acceptWithLocation('ra-date', { 'retry-after': 'Wed, 21 Oct 2015 07:28:00 GMT' });
+    expect((await start()).headers.get('retry-after')).toBe('Wed, 21 Oct 2015 07:28:00 GMT');
   });
 });

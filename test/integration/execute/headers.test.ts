@@ -92,10 +92,14 @@ describe('static headers from the config (`headers`)', () => {
     expect(gw.upstream.requests[0]?.headers['x-api-key']).toBe('service-api-key-0123456789');
   });
 
-  it('an agent header parameter cannot override a static header', async () => {
-    const reply = await gw.p.execute(agent.agent, agent.agentId, 'list_items', {
+  it('an agent header parameter cannot override a static header: it is no input (400), the static value is sent', async () => {
+    const refused = await gw.p.execute(agent.agent, agent.agentId, 'list_items', {
       'X-Trace-Tag': 'agent-tag',
     });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toBe('invalid_request');
+    expect(gw.upstream.requests).toHaveLength(0);
+    const reply = await gw.p.execute(agent.agent, agent.agentId, 'list_items', { q: 'x' });
     expect(reply.status).toBe(200);
     const seen = gw.upstream.received('/v1/items');
     expect(seen).toHaveLength(1);
@@ -388,7 +392,10 @@ describe('identity headers (`identity_headers`)', () => {
     const gw = await startGateway({ api: '    identity_headers: {agent: X-Trace-Tag, user: X-Acting-User}' });
     try {
       const { agent, agentId } = await gw.p.activeAgent(['list_items'], { userId: 'bob' });
-      const reply = await gw.p.execute(agent, agentId, 'list_items', { 'X-Trace-Tag': 'spoofed-agent' });
+      const spoofed = await gw.p.execute(agent, agentId, 'list_items', { 'X-Trace-Tag': 'spoofed-agent' });
+      expect(spoofed.status).toBe(400);
+      expect(gw.upstream.requests).toHaveLength(0);
+      const reply = await gw.p.execute(agent, agentId, 'list_items', { q: 'x' });
       expect(reply.status).toBe(200);
       const h = gw.upstream.requests[0]?.headers ?? {};
       expect(h['x-trace-tag']).toBe(agentId);

@@ -364,14 +364,38 @@ describe('a parameter name the agent chooses cannot override a service credentia
     expect(r.url).not.toContain('agent-chosen-key');
   });
 
-  it('spellings that decode to another name stay other names; none becomes a second api_key', async () => {
-    const reply = await lookup({ opts: { 'api%5Fkey': 'a', 'api_key ': 'b', API_KEY: 'c' } });
+  it('issue 10 class 12: every spelling a server may read as api_key (case, %-encoding once or twice, +, whitespace, brackets) is dropped', async () => {
+    const spellings = [
+      'API_KEY',
+      'Api_Key',
+      'api%5Fkey',
+      'api%255Fkey',
+      'api_key ',
+      ' api_key',
+      'api_key\t',
+      'api_key[]',
+      'api_key[0]',
+    ];
+    const reply = await lookup({
+      opts: { ...Object.fromEntries(spellings.map((k) => [k, 'agent-key'])), page: '3' },
+    });
     expect(reply.status).toBe(200);
     const r = one();
-    expect(r.query.getAll('api_key')).toEqual([QUERY_KEY]);
-    expect(r.query.get('api%5Fkey')).toBe('a');
-    expect(r.query.get('api_key ')).toBe('b');
-    expect(r.query.get('API_KEY')).toBe('c');
+    expect(r.url).toBe(`/v1/lookup?page=3&api_key=${QUERY_KEY}`);
+    expect(r.url).not.toContain('agent-key');
+  });
+
+  it('issue 10 class 12: cookie names that spell session another way (case, %-encoding, brackets) are dropped', async () => {
+    const reply = await lookup({ prefs: { SESSION: 'a', 'session%20': 'b', 'Session[]': 'c', theme: 'x' } });
+    expect(reply.status).toBe(200);
+    const r = one();
+    expect(r.headers.cookie).toBe(`theme=x; session=${SESSION}`);
+  });
+
+  it('a name that only resembles api_key (apikey, api_key2) is the agent’s own and passes', async () => {
+    const reply = await lookup({ opts: { apikey: 'a', api_key2: 'b' } });
+    expect(reply.status).toBe(200);
+    expect(one().url).toBe(`/v1/lookup?apikey=a&api_key2=b&api_key=${QUERY_KEY}`);
   });
 
   it('prefs: {session: …} is dropped: the upstream sees exactly one session cookie, the service’s', async () => {

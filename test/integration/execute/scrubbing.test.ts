@@ -7,7 +7,6 @@
 import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
-import { json } from '../../helpers/upstream.js';
 
 // Characters that every encoding treats differently: space, '/', '+', '&', '=', '"', '\', 'é'.
 const QUERY_KEY = 'query key/with+plus&amp=1234';
@@ -127,20 +126,6 @@ describe('text in another charset is decoded before it is redacted', () => {
       const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'latin' });
       expect(reply.status).toBe(200);
       expect(reply.body).toEqual({ data: 'Café für [redacted]' });
-    } finally {
-      await gw.close();
-    }
-  });
-});
-
-describe('short secrets are not redacted (documented: rewriting short strings would corrupt data)', () => {
-  it('a 7-character key echoed back reaches the agent as is', async () => {
-    const gw = await startGateway({ api: '    credentials:\n      apiKeyHeader: short07' });
-    try {
-      gw.upstream.on('GET /v1/items/echo', (req, res) => json(res, 200, { key: req.headers['x-api-key'] }));
-      const { agent, agentId } = await gw.p.activeAgent(['get_item']);
-      const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'echo' });
-      expect(reply.body).toEqual({ data: { key: 'short07' } });
     } finally {
       await gw.close();
     }

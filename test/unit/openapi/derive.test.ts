@@ -603,6 +603,31 @@ describe('input: owned headers and credentials', () => {
     ]);
   });
 
+  it('issue 10 class 12: leaves out a credential parameter in any spelling a server reads as its name', () => {
+    const cap = only(
+      openapi(
+        {
+          '/x': {
+            get: {
+              parameters: [
+                param('X_Api_Key', 'header'),
+                param('API_KEY', 'query'),
+                param('api%5Fkey', 'query'),
+                param(' api_key ', 'query'),
+                param('api_key[]', 'query'),
+                param('SID', 'cookie'),
+                param('apikey', 'query'),
+              ],
+              responses: OK,
+            },
+          },
+        },
+        schemes,
+      ),
+    );
+    expect(Object.keys(cap.input?.properties as object)).toEqual(['apikey']);
+  });
+
   it('leaves out Swagger 2.0 apiKey parameters from securityDefinitions', () => {
     const doc = swagger(
       {

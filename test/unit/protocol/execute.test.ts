@@ -7,7 +7,7 @@ import { CompiledValidators } from '../../../src/protocol/argument-validators.js
 import type { AgentAuth } from '../../../src/protocol/authenticate.js';
 import { createContext, type ProtocolContext } from '../../../src/protocol/context.js';
 import type { SentField } from '../../../src/protocol/constraints.js';
-import { authorizeExecution, checkSentExecution, readExecuteBody } from '../../../src/protocol/execute.js';
+import { authorizeExecution, checkSentRequest, readExecuteBody } from '../../../src/protocol/execute.js';
 import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
 import type { AgentRecord, GrantRecord, HostRecord, Store } from '../../../src/storage/types.js';
 
@@ -320,7 +320,8 @@ describe('authorizeExecution (§4.5, §5.11)', () => {
   });
 });
 
-describe('checkSentExecution: constraints on the request as sent (§2.13, issue 10 class 5)', () => {
+describe('checkSentRequest: constraints on the request as sent (§2.13, issue 10 class 5)', () => {
+  const grantOf = (s: ReturnType<typeof setup>) => s.ctx.store.grants('agt_1')[0] as GrantRecord;
   const clean = (text: string): SentField => ({
     own: [{ in: 'body', name: 'amount', text, json: { value: Number(text) }, separators: [] }],
     named: true,
@@ -331,7 +332,7 @@ describe('checkSentExecution: constraints on the request as sent (§2.13, issue 
     const s = setup();
     s.grant('ping');
     const asked: string[] = [];
-    checkSentExecution(s.ctx, 'agt_1', 'ping', {
+    checkSentRequest(grantOf(s), {
       field: (name) => {
         asked.push(name);
         return clean('1');
@@ -343,15 +344,13 @@ describe('checkSentExecution: constraints on the request as sent (§2.13, issue 
   it('refuses a value sent under a constrained name by another argument, with its violations', () => {
     const s = setup();
     s.grant('create_transfer', { constraints: { amount: { max: 100 } } });
-    expect(() =>
-      checkSentExecution(s.ctx, 'agt_1', 'create_transfer', { field: () => clean('100') }),
-    ).not.toThrow();
+    expect(() => checkSentRequest(grantOf(s), { field: () => clean('100') })).not.toThrow();
     const smuggled: SentField = {
       ...clean('100'),
       foreign: [{ in: 'query', name: 'AMOUNT', text: '5000', separators: [','], by: 'filter' }],
     };
     const err = expectCode(
-      () => checkSentExecution(s.ctx, 'agt_1', 'create_transfer', { field: () => smuggled }),
+      () => checkSentRequest(grantOf(s), { field: () => smuggled }),
       'constraint_violated',
       403,
     );
@@ -365,22 +364,11 @@ describe('checkSentExecution: constraints on the request as sent (§2.13, issue 
     ]);
   });
 
-  it('fails closed when the grant is gone by the time the request is built', () => {
-    const s = setup();
-    s.grant('create_transfer', { constraints: { amount: { max: 100 } } });
-    s.ctx.write((tx) => tx.updateGrant('grt_1', { status: 'revoked' }));
-    expectCode(
-      () => checkSentExecution(s.ctx, 'agt_1', 'create_transfer', { field: () => clean('1') }),
-      'capability_not_granted',
-      403,
-    );
-  });
-
   it('fails closed on a stored unknown operator here too', () => {
     const s = setup();
     s.grant('create_transfer', { constraints: { amount: { between: [1, 5] } } });
     expectCode(
-      () => checkSentExecution(s.ctx, 'agt_1', 'create_transfer', { field: () => clean('1') }),
+      () => checkSentRequest(grantOf(s), { field: () => clean('1') }),
       'unknown_constraint_operator',
       400,
     );

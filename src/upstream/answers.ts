@@ -1,0 +1,110 @@
+/**
+ * Upstream answers as the agent may see them: bodies read within their cap and decoded from their
+ * content coding, success bodies as `data` and failures as errors (results.ts), event streams
+ * relayed — every one with the API's secrets redacted first (issue 10, class 12).
+ */
+import { pipeline } from 'node:stream';
+import { ProtocolError } from '../errors.js';
+import { essence } from '../openapi/media.js';
+import { readBody, UpstreamCallError, type UpstreamReply } from './client.js';
+import { contentCodings, decodeBody, decodingStream } from './content-coding.js';
+import { redactEventStream } from './event-redaction.js';
+import {
+  bodyText,
+  decodeData,
+  decodeText,
+  isTextData,
+  upstreamError,
+  UPSTREAM_ERROR_READ_BYTES,
+} from './results.js';
+import type { ApiRuntime } from './runtime.js';
+
+/**
+ * The decoded body. A failure's body is read only up to the error cap and kept even when cut
+ * (results.ts echoes a bounded part of it), so a 4xx keeps its status however big its body is.
+ */
+export async function readAnswer(api: ApiRuntime, reply: UpstreamReply): Promise<Buffer> {
+  const failed = reply.status < 200 || reply.status >= 300;
+  const cap = failed ? UPSTREAM_ERROR_READ_BYTES : api.settings.maxResponseBytes;
+  // Before reading: an answer in a coding the proxy cannot undo is refused unread.
+  const codings = codingsOrDiscard(reply);
+  let raw: Buffer;
+  try {
+    raw = await readBody(reply, cap, failed);
+  } catch (err) {
+    throw callFailure(err, api.settings.timeoutMs);
+  }
+  return codings.length === 0 ? raw : decodeBody(raw, codings, cap, failed);
+}
+
+/**
+ * A success body as `data`, with nothing of the service's credentials in it: an upstream may echo
+ * one back (a debug endpoint, a reflected header). Text is decoded in its charset, then redacted.
+ * A binary body cannot be rewritten without corrupting it, and the agent would decode its
+ * base64, so one that holds a secret is withheld whole.
+ */
+export function dataOf(api: ApiRuntime, body: Buffer, contentType: string, status: number): unknown {
+  if (body.length === 0) return null;
+  if (isTextData(essence(contentType))) {
+    return decodeText(contentType, api.redactor.text(bodyText(contentType, body)));
+  }
+  if (api.redactor.inBytes(body)) {
+    throw new ProtocolError(
+      'upstream_error',
+      'The upstream answer contains a credential of the service, so the proxy withheld it.',
+      { fields: { upstream_status: status } },
+    );
+  }
+  return decodeData(contentType, body);
+}
+
+/** A non-2xx answer as the agent's error, its body redacted and capped. */
+export function failureOf(api: ApiRuntime, status: number, contentType: string, body: Buffer): ProtocolError {
+  return upstreamError(status, contentType, body, (t) => api.redactor.text(t));
+}
+
+/**
+ * An event-stream answer with its body decoded and redacted across events (event-redaction.ts);
+ * destroying the returned body cancels the upstream request.
+ */
+export function relayedStream(api: ApiRuntime, reply: UpstreamReply): UpstreamReply {
+  const decoders = decodingStream(codingsOrDiscard(reply));
+  const redacted = redactEventStream(() => api.redactor.forms());
+  // Errors reach the reader of the last stage; pipeline destroys every stage when one fails or
+  // is destroyed (the relay ending), which aborts the upstream body.
+  pipeline([reply.body, ...decoders, redacted], () => undefined);
+  return { ...reply, body: redacted };
+}
+
+function codingsOrDiscard(reply: UpstreamReply): ReturnType<typeof contentCodings> {
+  try {
+    return contentCodings(reply.headers['content-encoding']);
+  } catch (err) {
+    // Unread and unwanted: closing it frees the connection (its abort error is expected).
+    reply.body.on('error', () => undefined);
+    reply.body.destroy();
+    throw err;
+  }
+}
+
+export function callFailure(err: unknown, timeoutMs: number): ProtocolError {
+  if (err instanceof ProtocolError) return err;
+  if (err instanceof UpstreamCallError) {
+    if (err.kind === 'timeout') {
+      return new ProtocolError('upstream_timeout', `The upstream API did not answer within ${timeoutMs} ms.`);
+    }
+    if (err.kind === 'too_large') return new ProtocolError('upstream_error', `${err.detail}.`);
+    if (err.kind === 'aborted')
+      return new ProtocolError('upstream_unavailable', 'The request was cancelled.');
+    return new ProtocolError(
+      'upstream_unavailable',
+      `The upstream API could not be reached (${err.detail}).`,
+    );
+  }
+  return new ProtocolError('upstream_unavailable', 'The upstream API could not be reached.');
+}
+
+export function discard(reply: UpstreamReply): void {
+  reply.body.on('error', () => undefined);
+  reply.body.resume();
+}

@@ -1,0 +1,69 @@
+/**
+ * An API's secrets, kept out of everything an upstream answer hands to the agent: the static
+ * credentials and secret headers of its configuration, and the OAuth tokens the proxy currently
+ * holds. Text is rewritten (`[redacted]`); bytes are only checked, since rewriting them would
+ * corrupt them (the caller withholds a binary answer that holds a secret).
+ */
+import { MIN_SERVICE_SECRET_LENGTH, type ApiExecutionSettings } from '../config/settings.js';
+import { replaceRanges, secretForms, secretRanges, type SecretForms } from './secret-forms.js';
+
+export const REDACTED = '[redacted]';
+
+export class Redactor {
+  private readonly staticForms: readonly SecretForms[];
+  /** Forms of each OAuth token, worked out once per token; dropped wholesale once stale ones pile up. */
+  private readonly tokenForms = new Map<string, SecretForms>();
+
+  constructor(
+    secrets: readonly string[],
+    private readonly tokens: () => readonly string[],
+  ) {
+    this.staticForms = secrets.map(secretForms);
+  }
+
+  /** Every secret's forms as of now (tokens come and go). */
+  forms(): readonly SecretForms[] {
+    const tokens = this.tokens().filter((t) => t.length >= MIN_SERVICE_SECRET_LENGTH);
+    if (tokens.length === 0) return this.staticForms;
+    if (this.tokenForms.size > tokens.length * 2) this.tokenForms.clear();
+    const forms = tokens.map((token) => {
+      let cached = this.tokenForms.get(token);
+      if (!cached) {
+        cached = secretForms(token);
+        this.tokenForms.set(token, cached);
+      }
+      return cached;
+    });
+    return [...this.staticForms, ...forms];
+  }
+
+  text(text: string): string {
+    return replaceRanges(text, secretRanges(text, this.forms()), REDACTED);
+  }
+
+  /** Whether bytes hold a secret in one of its literal forms (a binary body is not unescaped). */
+  inBytes(bytes: Buffer): boolean {
+    return this.forms().some((f) => f.literal.some((form) => bytes.includes(form)));
+  }
+}
+
+/**
+ * The static secrets of an API as it sends them. Configuration refuses a credential or a secret
+ * header (env, file, value) shorter than MIN_SERVICE_SECRET_LENGTH; a shorter static header can
+ * only be an inline value such as `X-Tenant: acme`, which is configuration, not a secret, and is
+ * left alone (redacting it would rewrite ordinary words in every answer).
+ */
+export function staticSecrets(settings: ApiExecutionSettings): string[] {
+  const out: string[] = [];
+  for (const value of Object.values(settings.headers)) {
+    if (value.length >= MIN_SERVICE_SECRET_LENGTH) out.push(value);
+  }
+  for (const c of Object.values(settings.credentials)) {
+    // A single secret for an http basic scheme is sent base64-encoded: that form is a secret too.
+    if (c.kind === 'secret') out.push(c.value, Buffer.from(c.value, 'utf8').toString('base64'));
+    else if (c.kind === 'basic')
+      out.push(c.password, Buffer.from(`${c.username}:${c.password}`).toString('base64'));
+    else out.push(c.clientSecret);
+  }
+  return [...new Set(out)];
+}

@@ -1,0 +1,188 @@
+/**
+ * Issue 10, class 4: a URL the upstream chose (a 202's status URL, a 303 to the result) is never
+ * fetched as it is. It is read as a call of a GET operation of the same API — same origin, under
+ * the base path, matched against the operation's path template — with the arguments the URL
+ * carries: path values and declared query parameters, nothing else. The caller then checks that
+ * the agent may make that call itself (grant, constraints) and sends it as built from those
+ * arguments, exactly as an execution of that capability would be. Anything else — another path,
+ * a dot segment, an encoded `/` or `\`, an undeclared query parameter — maps to nothing.
+ */
+import type { Capability, JsonSchema, ParameterBinding } from '../openapi/types.js';
+
+export interface StatusTarget {
+  readonly capability: Capability;
+  /** The arguments the URL carries for the capability (path values, declared query values). */
+  readonly args: Readonly<Record<string, unknown>>;
+  /** The URL resolved against the API (absolute, dot segments removed). */
+  readonly url: string;
+}
+
+export interface ApiLocation {
+  /** `https://host:port`; undefined when the API has no usable base URL. */
+  readonly origin?: string;
+  /** The base URL's path without a trailing slash. */
+  readonly basePath: string;
+}
+
+// An upstream's URL is short; anything longer is refused before it is parsed. A segment is bounded
+// too, since a template with several parameters in one segment is matched by backtracking.
+const MAX_URL_LENGTH = 4096;
+const MAX_SEGMENT_LENGTH = 256;
+/**
+ * What a path value may not contain once decoded: a separator a server might act on (`/`, `\`,
+ * `;` path parameters as Tomcat reads them), a `%` (decoded once more by some servers), controls.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what must not pass
+const UNSAFE_PATH_VALUE = /[/\\;%\0-\x1f\x7f]/;
+// eslint-disable-next-line no-control-regex -- as above, for query values
+const UNSAFE_QUERY_VALUE = /[\0-\x1f\x7f]/;
+
+/**
+ * `operations`: the capabilities the URL may name (GET operations of the API). `relativeTo`:
+ * the path a relative URL is resolved against (the request that answered with it).
+ */
+export function statusTarget(
+  api: ApiLocation,
+  operations: readonly Capability[],
+  location: string,
+  relativeTo: string,
+): StatusTarget | undefined {
+  if (!api.origin || location.length > MAX_URL_LENGTH) return undefined;
+  let url: URL;
+  try {
+    url = new URL(location, api.origin + relativeTo);
+  } catch {
+    return undefined;
+  }
+  if (url.origin !== api.origin || url.username !== '' || url.password !== '') return undefined;
+  if (!url.pathname.startsWith(api.basePath + '/')) return undefined;
+  const segments = decodedSegments(url.pathname.slice(api.basePath.length));
+  if (!segments) return undefined;
+  const match = bestMatch(operations, segments);
+  if (!match) return undefined;
+  const { capability } = match;
+  const args: Record<string, unknown> = {};
+  for (const [name, value] of match.values) {
+    const p = binding(capability, 'path', name);
+    if (!p || p.style !== 'simple' || p.contentType !== undefined || !safePathValue(value)) return undefined;
+    args[p.argument] = typed(capability, p.argument, value);
+  }
+  for (const [name, value] of url.searchParams) {
+    const p = binding(capability, 'query', name);
+    if (!p || p.contentType !== undefined || Object.hasOwn(args, p.argument)) return undefined;
+    if (UNSAFE_QUERY_VALUE.test(value)) return undefined;
+    args[p.argument] = typed(capability, p.argument, value);
+  }
+  return { capability, args, url: url.href };
+}
+
+/** The path's segments, percent-decoded; undefined when one cannot be decoded. */
+function decodedSegments(path: string): string[] | undefined {
+  if (path.split('/').some((s) => s.length > MAX_SEGMENT_LENGTH)) return undefined;
+  try {
+    return path.split('/').map((s) => decodeURIComponent(s));
+  } catch {
+    return undefined;
+  }
+}
+
+function safePathValue(value: string): boolean {
+  return value !== '' && value !== '.' && value !== '..' && !UNSAFE_PATH_VALUE.test(value);
+}
+
+interface Match {
+  readonly capability: Capability;
+  readonly values: readonly (readonly [string, string])[];
+  /** Literal characters of the template: the more, the more specific. */
+  readonly literals: number;
+}
+
+/**
+ * The most specific template that matches (OpenAPI: concrete paths before templated ones). Two
+ * equally specific matches are ambiguous, and ambiguity maps to nothing.
+ */
+function bestMatch(operations: readonly Capability[], segments: readonly string[]): Match | undefined {
+  let best: Match | undefined;
+  let tie = false;
+  for (const capability of operations) {
+    const match = matchTemplate(capability, segments);
+    if (!match) continue;
+    if (!best || match.literals > best.literals) {
+      best = match;
+      tie = false;
+    } else if (match.literals === best.literals) tie = true;
+  }
+  return tie ? undefined : best;
+}
+
+interface CompiledSegment {
+  readonly pattern: RegExp;
+  readonly names: readonly string[];
+}
+
+const compiled = new WeakMap<Capability, { segments: CompiledSegment[]; literals: number }>();
+
+function matchTemplate(capability: Capability, segments: readonly string[]): Match | undefined {
+  let template = compiled.get(capability);
+  if (!template) {
+    template = compile(capability.operation.path);
+    compiled.set(capability, template);
+  }
+  if (template.segments.length !== segments.length) return undefined;
+  const values: [string, string][] = [];
+  for (let i = 0; i < segments.length; i++) {
+    const { pattern, names } = template.segments[i] as CompiledSegment;
+    const m = pattern.exec(segments[i] as string);
+    if (!m) return undefined;
+    names.forEach((name, j) => values.push([name, m[j + 1] as string]));
+  }
+  return { capability, values, literals: template.literals };
+}
+
+function compile(path: string): { segments: CompiledSegment[]; literals: number } {
+  const absolute = path.startsWith('/') ? path : '/' + path;
+  let literals = 0;
+  const segments = absolute.split('/').map((segment) => {
+    const names: string[] = [];
+    const source = segment
+      .split(/(\{[^{}]*\})/)
+      .map((piece, i) => {
+        if (i % 2 === 1) {
+          names.push(piece.slice(1, -1));
+          return '(.+)';
+        }
+        const text = safeDecode(piece);
+        literals += text.length;
+        return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      })
+      .join('');
+    return { pattern: new RegExp(`^${source}$`, 's'), names };
+  });
+  return { segments, literals };
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+function binding(
+  capability: Capability,
+  location: 'path' | 'query',
+  name: string,
+): ParameterBinding | undefined {
+  return capability.operation.parameters.find((p) => p.in === location && p.name === name);
+}
+
+/** A URL's text as the argument's schema type expects (ids are often integers). */
+function typed(capability: Capability, argument: string, value: string): unknown {
+  const properties = capability.argumentsSchema.properties as Record<string, JsonSchema> | undefined;
+  const type = properties?.[argument]?.type;
+  const is = (t: string): boolean => type === t || (Array.isArray(type) && type.includes(t));
+  if ((is('integer') || is('number')) && /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/.test(value)) return Number(value);
+  if (is('boolean') && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
