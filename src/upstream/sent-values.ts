@@ -11,7 +11,7 @@
  */
 import { fold } from '../lookalike.js';
 import { essence, isJsonLike } from '../openapi/media.js';
-import type { BodyBinding, Capability, OperationBinding, ParameterBinding } from '../openapi/types.js';
+import type { BodyBinding, OperationBinding, ParameterBinding } from '../openapi/types.js';
 import { encodeBody } from './body-encoding.js';
 import { ArgumentError, type UpstreamRequestParts } from './request-parts.js';
 import { cookiePairs, headerValue, pathValue, queryPairs, shapeOf, type Shape } from './styles.js';
