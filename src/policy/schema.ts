@@ -3,7 +3,7 @@
  * `config/policy.schema.json` is generated from this object and a test keeps the two in sync, so
  * editors can validate policy files too. What a schema cannot say (names that must exist in the
  * catalog, constraint operators, key material, limits between keys) is checked by
- * `src/policy/policy.ts` when the policy is resolved against the catalog.
+ * the resolvers in `src/policy/` (see policy.ts) when the policy is resolved against the catalog.
  */
 
 const HTTP_METHOD_NAMES = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const;

@@ -1,0 +1,110 @@
+/**
+ * The policy as the protocol layer reads it (resolved against the catalog: sets of concrete
+ * capability names, milliseconds, count + window), and the file as the schema leaves it.
+ */
+import type { OperationSelector } from '../openapi/selectors.js';
+import type { Constraints } from '../protocol/constraints.js';
+
+export interface RateLimitSpec {
+  readonly count: number;
+  readonly windowMs: number;
+}
+
+export interface PreRegisteredHost {
+  readonly name?: string;
+  readonly publicJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string };
+  readonly userId?: string;
+  readonly defaultCapabilities: readonly string[];
+}
+
+export type AgentModeName = 'delegated' | 'autonomous';
+export type ApprovalMethodName = 'device_authorization' | 'ciba';
+
+export interface Policy {
+  readonly modes: readonly AgentModeName[];
+  readonly approval: {
+    readonly methods: readonly ApprovalMethodName[];
+    readonly expiresInMs: number;
+    readonly intervalMs: number;
+    readonly approvers: readonly string[];
+    /** §7.1 verification URI; null: the proxy's own `/device` page. */
+    readonly verificationUri: string | null;
+  };
+  readonly lifetimes: {
+    /** Sliding, from the last request (§2.4); null: disabled. */
+    readonly sessionTtlMs: number | null;
+    /** From the last activation; null: disabled. */
+    readonly maxLifetimeMs: number | null;
+    /** From creation, then revoked; null: disabled. */
+    readonly absoluteLifetimeMs: number | null;
+    readonly maxJwtLifetimeSec: number;
+    readonly clockSkewSec: number;
+    readonly pendingCleanupMs: number;
+  };
+  /** Resolved against the catalog: sets of concrete capability names. */
+  readonly defaults: ReadonlySet<string>;
+  readonly highRisk: ReadonlySet<string>;
+  readonly blocked: ReadonlySet<string>;
+  readonly public: ReadonlySet<string>;
+  /** Server-imposed constraints (§2.13) by capability name, validated against its input fields. */
+  readonly constraints: ReadonlyMap<string, Constraints>;
+  readonly autonomousGrants: ReadonlySet<string>;
+  readonly hosts: readonly PreRegisteredHost[];
+  readonly rateLimits: {
+    readonly perAgent: RateLimitSpec | null;
+    readonly perHost: RateLimitSpec | null;
+    readonly perUser: RateLimitSpec | null;
+    readonly perIp: RateLimitSpec | null;
+    readonly unknownHostRegistration: RateLimitSpec | null;
+    readonly perCapability: ReadonlyMap<string, RateLimitSpec>;
+  };
+  readonly audit: { readonly logArguments: boolean };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file as the schema leaves it (defaults filled in).
+
+export type Duration = string | number;
+export type CapabilityListItem = string | OperationSelector;
+
+export interface PolicyFile {
+  modes: AgentModeName[];
+  approval: {
+    methods: ApprovalMethodName[];
+    expires_in: Duration;
+    interval: Duration;
+    approvers: string[];
+    verification_uri: string | null;
+  };
+  lifetimes: {
+    session_ttl: Duration | null;
+    max_lifetime: Duration | null;
+    absolute_lifetime: Duration | null;
+    max_jwt_lifetime: Duration;
+    clock_skew: Duration;
+    pending_cleanup: Duration;
+  };
+  capabilities: {
+    defaults: CapabilityListItem[];
+    high_risk: CapabilityListItem[];
+    blocked: CapabilityListItem[];
+    public: CapabilityListItem[];
+    constraints: Record<string, unknown>;
+  };
+  autonomous: { grants: CapabilityListItem[] };
+  hosts: {
+    name?: string;
+    public_key: Record<string, unknown>;
+    user_id?: string;
+    default_capabilities: CapabilityListItem[];
+  }[];
+  rate_limits: {
+    per_agent: string | null;
+    per_host: string | null;
+    per_user: string | null;
+    per_ip: string | null;
+    unknown_host_registration: string | null;
+    per_capability: Record<string, string | null>;
+  };
+  audit: { log_arguments: boolean };
+}
