@@ -22,6 +22,7 @@ import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
 import { expireApprovals } from './protocol/approvals.js';
 import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
+import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './protocol/rate-limit.js';
 import { openSqliteStore } from './storage/sqlite-store.js';
 import { RateLimits } from './http/rate-limits.js';
@@ -52,6 +53,8 @@ export interface RunningProxy {
   upstreamFor(apiId: string): string | undefined;
   /** Writes queued execution records now (they are otherwise batched each second); for tests. */
   flushActivity(): void;
+  /** Upstream calls in flight (fair share); tests check that every path gives its slot back. */
+  readonly inFlight: InFlightSlots;
   close(): Promise<void>;
 }
 
@@ -127,6 +130,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     approvalMethods: policy.approval.methods,
   });
   const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits);
+  const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
   capabilityRoutes(router, { catalog, ctx, limits });
   deviceRoutes(router, { ctx, limits, serverName: providerName });
   agentRoutes(router, {
@@ -140,6 +144,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const execution = executeRoutes(router, {
     ctx,
     limits,
+    inFlight,
     executor,
     validators,
     log: executionLog,
@@ -214,6 +219,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     maintain,
     upstreamFor,
     flushActivity: () => executionLog.flush(),
+    inFlight,
     close: () => {
       closing ??= (async () => {
         ready = false;

@@ -55,6 +55,11 @@ const EXPECTED: readonly (readonly [schema: object, keyword: string, message: st
     'must be a rate limit "COUNT/DURATION" with COUNT >= 1, e.g. "60/1m" or "5/1h", or null to disable',
   ],
   [
+    POLICY_SCHEMA.$defs.inFlightCap,
+    'anyOf',
+    'must be a whole number of upstream calls at once, from 1 to 1000000, or null to disable',
+  ],
+  [
     POLICY_SCHEMA.$defs.capabilityList.items.then,
     'pattern',
     'must be a capability name or a glob over names: lowercase letters, digits, "_", and "*" or "?" as wildcards',

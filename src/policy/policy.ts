@@ -21,7 +21,15 @@ import { Problems } from './problems.js';
 import { resolveRateLimits } from './rate-limits.js';
 import type { Policy, PolicyFile } from './types.js';
 
-export type { AgentModeName, ApprovalMethodName, Policy, PreRegisteredHost, RateLimitSpec } from './types.js';
+export type {
+  AgentModeName,
+  ApprovalMethodName,
+  CapabilityRateLimits,
+  InFlightLimits,
+  Policy,
+  PreRegisteredHost,
+  RateLimitSpec,
+} from './types.js';
 export { MAX_CLOCK_SKEW_MS } from './approval.js';
 
 export function loadPolicyFile(file: string, catalog: Catalog): Policy {

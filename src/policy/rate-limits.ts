@@ -1,22 +1,34 @@
-/** `rate_limits` (§8.13): "COUNT/DURATION" strings → count + window. */
+/**
+ * `rate_limits` (§8.13): "COUNT/DURATION" strings → count + window, per-capability limits by
+ * dimension, and the caps on upstream calls running at once (fair share between agents).
+ */
 import type { Catalog } from '../openapi/catalog.js';
 import { parseDuration } from '../protocol/durations.js';
 import type { Problems } from './problems.js';
-import type { Policy, PolicyFile, RateLimitSpec } from './types.js';
+import type {
+  CapabilityRateLimits,
+  CapabilityRateLimitsFile,
+  InFlightLimits,
+  Policy,
+  PolicyFile,
+  RateLimitSpec,
+} from './types.js';
+
+type Rate = (value: string | null | undefined, path: string) => RateLimitSpec | null;
 
 export function resolveRateLimits(
   rl: PolicyFile['rate_limits'],
   catalog: Catalog,
   problems: Problems,
 ): Policy['rateLimits'] {
-  const rate = (value: string | null, path: string): RateLimitSpec | null =>
-    value === null ? null : parseRateLimit(value, path, problems);
+  const rate: Rate = (value, path) =>
+    value === null || value === undefined ? null : parseRateLimit(value, path, problems);
   const perAgent = rate(rl.per_agent, 'rate_limits.per_agent');
   const perHost = rate(rl.per_host, 'rate_limits.per_host');
   const perUser = rate(rl.per_user, 'rate_limits.per_user');
   const perIp = rate(rl.per_ip, 'rate_limits.per_ip');
   const unknownHostRegistration = rate(rl.unknown_host_registration, 'rate_limits.unknown_host_registration');
-  const perCapability = new Map<string, RateLimitSpec>();
+  const perCapability = new Map<string, CapabilityRateLimits>();
   for (const [name, value] of Object.entries(rl.per_capability)) {
     const path = `rate_limits.per_capability.${name}`;
     if (!catalog.get(name)) {
@@ -26,8 +38,8 @@ export function resolveRateLimits(
       );
       continue;
     }
-    const spec = rate(value, path);
-    if (spec) perCapability.set(name, spec);
+    const limits = capabilityLimits(value, path, rate);
+    if (limits) perCapability.set(name, limits);
   }
   return Object.freeze({
     perAgent,
@@ -36,7 +48,50 @@ export function resolveRateLimits(
     perIp,
     unknownHostRegistration,
     perCapability,
+    inFlight: inFlightLimits(rl, problems),
   });
+}
+
+/** A plain string keeps its old meaning: one bucket over all agents. null when nothing is limited. */
+function capabilityLimits(
+  value: CapabilityRateLimitsFile,
+  path: string,
+  rate: Rate,
+): CapabilityRateLimits | null {
+  const limits: CapabilityRateLimits =
+    value === null || typeof value === 'string'
+      ? { global: rate(value, path), perAgent: null, perHost: null, perUser: null }
+      : {
+          global: rate(value.global, `${path}.global`),
+          perAgent: rate(value.per_agent, `${path}.per_agent`),
+          perHost: rate(value.per_host, `${path}.per_host`),
+          perUser: rate(value.per_user, `${path}.per_user`),
+        };
+  return Object.values(limits).some((l) => l !== null) ? Object.freeze(limits) : null;
+}
+
+/**
+ * A narrower cap larger than a wider one never binds (the wider one is hit first), which is
+ * almost certainly not what the operator meant: refused rather than silently ignored.
+ */
+function inFlightLimits(rl: PolicyFile['rate_limits'], problems: Problems): InFlightLimits {
+  const perAgent = rl.in_flight_per_agent;
+  const perHost = rl.in_flight_per_host;
+  const total = rl.in_flight_total;
+  const wider: [string, number | null, string, number | null][] = [
+    ['in_flight_per_agent', perAgent, 'in_flight_per_host', perHost],
+    ['in_flight_per_agent', perAgent, 'in_flight_total', total],
+    ['in_flight_per_host', perHost, 'in_flight_total', total],
+  ];
+  for (const [narrowKey, narrow, wideKey, wide] of wider) {
+    if (narrow !== null && wide !== null && narrow > wide) {
+      problems.add(
+        `rate_limits.${narrowKey}`,
+        `must not exceed rate_limits.${wideKey} (${wide}), which would be reached first (got ${narrow})`,
+      );
+    }
+  }
+  return Object.freeze({ perAgent, perHost, total });
 }
 
 /** `"60/1m"` → 60 per 60000 ms. The schema already checked the shape. */

@@ -10,6 +10,21 @@ export interface RateLimitSpec {
   readonly windowMs: number;
 }
 
+/** Executions of one capability: over everyone, and per agent, host and user (null: no limit). */
+export interface CapabilityRateLimits {
+  readonly global: RateLimitSpec | null;
+  readonly perAgent: RateLimitSpec | null;
+  readonly perHost: RateLimitSpec | null;
+  readonly perUser: RateLimitSpec | null;
+}
+
+/** Caps on upstream calls running at once (null: no cap). */
+export interface InFlightLimits {
+  readonly perAgent: number | null;
+  readonly perHost: number | null;
+  readonly total: number | null;
+}
+
 export interface PreRegisteredHost {
   readonly name?: string;
   readonly publicJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string };
@@ -56,7 +71,9 @@ export interface Policy {
     readonly perUser: RateLimitSpec | null;
     readonly perIp: RateLimitSpec | null;
     readonly unknownHostRegistration: RateLimitSpec | null;
-    readonly perCapability: ReadonlyMap<string, RateLimitSpec>;
+    /** Only capabilities with at least one limit are present. */
+    readonly perCapability: ReadonlyMap<string, CapabilityRateLimits>;
+    readonly inFlight: InFlightLimits;
   };
   readonly audit: { readonly logArguments: boolean };
 }
@@ -66,6 +83,17 @@ export interface Policy {
 
 export type Duration = string | number;
 export type CapabilityListItem = string | OperationSelector;
+
+/** `per_capability` entry: a plain limit (over all agents), or limits by dimension. */
+export type CapabilityRateLimitsFile =
+  | string
+  | null
+  | {
+      global?: string | null;
+      per_agent?: string | null;
+      per_host?: string | null;
+      per_user?: string | null;
+    };
 
 export interface PolicyFile {
   modes: AgentModeName[];
@@ -104,7 +132,10 @@ export interface PolicyFile {
     per_user: string | null;
     per_ip: string | null;
     unknown_host_registration: string | null;
-    per_capability: Record<string, string | null>;
+    per_capability: Record<string, CapabilityRateLimitsFile>;
+    in_flight_per_agent: number | null;
+    in_flight_per_host: number | null;
+    in_flight_total: number | null;
   };
   audit: { log_arguments: boolean };
 }

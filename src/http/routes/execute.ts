@@ -21,6 +21,7 @@ import {
   type AuthorizedExecution,
 } from '../../protocol/execute.js';
 import type { ExecutionLog } from '../../protocol/execution-log.js';
+import type { InFlightSlots, Slot } from '../../protocol/in-flight.js';
 import { cachedGrants } from '../../protocol/grants.js';
 import { isGrantEffective } from '../../protocol/lifecycle.js';
 import type { ActivityRecord } from '../../storage/types.js';
@@ -29,6 +30,7 @@ import { validTraceparent, type CallerIdentity, type Executor } from '../../upst
 import { formatSse, SseParser } from '../../upstream/sse.js';
 import { readJsonObject } from '../body.js';
 import { requireBearer } from '../credentials.js';
+import { takeUpstreamSlot } from '../in-flight.js';
 import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
@@ -36,6 +38,8 @@ import type { Router } from '../router.js';
 export interface ExecuteRouteOptions {
   readonly ctx: ProtocolContext;
   readonly limits: RateLimits;
+  /** Fair share: caps on upstream calls in flight per agent, per host and in total. */
+  readonly inFlight: InFlightSlots;
   readonly executor: Executor;
   readonly validators: ArgumentValidators;
   readonly log: ExecutionLog;
@@ -65,11 +69,18 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     // Failures before this point (bad JWT) are not attributable to an agent and not recorded.
     const auth = authenticateExecution(ctx, token);
     let upstreamStatus: number | null = null;
+    let slot: Slot | undefined;
     try {
       limits.agent(auth.agent.id, auth.host.id, auth.agent.userId);
       const authorized = authorizeExecution(ctx, auth, request, validators);
       const { capability } = authorized;
-      limits.capability(capability.name);
+      limits.capability(capability.name, auth.agent.id, auth.host.id, auth.agent.userId);
+      // STEP (fair share, issue 10 class 7): an upstream slot for this agent and host, taken
+      // after authorization and held until the call is over. Released once, in the `finally`
+      // below, on every path: data, 202, upstream error or timeout, agent disconnect (the abort
+      // makes the executor throw), and stream end (relayStream returns only once the stream is
+      // finished, whatever finished it). A full cap → 429 rate_limited with Retry-After.
+      slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
       const abort = new AbortController();
       // Only an agent that goes away mid-call cancels it (a finished response closes too).
       rc.res.once('close', () => {
@@ -113,6 +124,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       const status = typeof e.fields.upstream_status === 'number' ? e.fields.upstream_status : upstreamStatus;
       log.record(activity(ctx, auth, request, e.code, started, status, requestId, e.message));
       throw e;
+    } finally {
+      slot?.release();
     }
   });
 
@@ -143,7 +156,14 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     if (!capability || !granted) {
       throw new ProtocolError('capability_not_granted', `The agent no longer holds ${job.capability}.`);
     }
-    const state = await executor.poll(capability, job.upstreamUrl, callerOf({ auth }), requestId);
+    // STEP (fair share): a status poll is an upstream call too, so it holds a slot while it runs.
+    const slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
+    let state: Awaited<ReturnType<Executor['poll']>>;
+    try {
+      state = await executor.poll(capability, job.upstreamUrl, callerOf({ auth }), requestId);
+    } finally {
+      slot.release();
+    }
     if (state.status === 'pending') {
       sendJson(
         rc.res,
