@@ -51,7 +51,7 @@ export interface RunningProxy {
   maintain(): void;
   /** The base URL each API's operations are called at. */
   upstreamFor(apiId: string): string | undefined;
-  /** Writes queued execution records now (they are otherwise batched each second); for tests. */
+  /** Commits queued execution records now (they are otherwise group-committed; audit.commit_window); for tests. */
   flushActivity(): void;
   /** Upstream calls in flight (fair share); tests check that every path gives its slot back. */
   readonly inFlight: InFlightSlots;
@@ -116,7 +116,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     throw new UserError(problems.errors.join('\n'));
   }
   const validators = new CompiledValidators(formats);
-  const executionLog = new ExecutionLog(store, logger);
+  const executionLog = new ExecutionLog(store, logger, settings.audit);
   const warmup = new AbortController();
 
   let ready = false;
