@@ -86,7 +86,8 @@ export async function runExecuteBench(
         `    public_key: {kty: OKP, crv: Ed25519, x: ${host.publicJwk.x}}`,
         '    default_capabilities: [get_pet]',
         // The benchmark measures the gateway, not the limiter.
-        'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null}',
+        // In-flight caps stay on (their counting is on the measured path) but above c=32.
+        'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null, in_flight_per_agent: 64}',
         '',
       ].join('\n'),
     );

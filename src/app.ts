@@ -23,6 +23,7 @@ import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
 import { expireApprovals } from './protocol/approvals.js';
 import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
+import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './protocol/rate-limit.js';
 import { openSqliteStore } from './storage/sqlite-store.js';
 import { RateLimits } from './http/rate-limits.js';
@@ -52,8 +53,10 @@ export interface RunningProxy {
   maintain(): void;
   /** The base URL each API's operations are called at. */
   upstreamFor(apiId: string): string | undefined;
-  /** Writes queued execution records now (they are otherwise batched each second); for tests. */
+  /** Commits queued execution records now (they are otherwise group-committed; audit.commit_window); for tests. */
   flushActivity(): void;
+  /** Upstream calls in flight (fair share); tests check that every path gives its slot back. */
+  readonly inFlight: InFlightSlots;
   close(): Promise<void>;
 }
 
@@ -116,7 +119,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     throw new UserError(problems.errors.join('\n'));
   }
   const validators = new CompiledValidators(formats);
-  const executionLog = new ExecutionLog(store, logger);
+  const executionLog = new ExecutionLog(store, logger, settings.audit);
   const warmup = new AbortController();
 
   let ready = false;
@@ -130,6 +133,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     approvalMethods: policy.approval.methods,
   });
   const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits);
+  const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
   capabilityRoutes(router, { catalog, ctx, limits, logger });
   deviceRoutes(router, { ctx, limits, serverName: providerName });
   agentRoutes(router, {
@@ -144,6 +148,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const execution = executeRoutes(router, {
     ctx,
     limits,
+    inFlight,
     executor,
     validators,
     log: executionLog,
@@ -228,6 +233,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     maintain,
     upstreamFor,
     flushActivity: () => executionLog.flush(),
+    inFlight,
     close: () => {
       closing ??= (async () => {
         ready = false;

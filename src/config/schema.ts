@@ -277,6 +277,29 @@ export const CONFIG_SCHEMA = {
         async_job_ttl: { ...duration, default: '24h' },
       },
     },
+    audit: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description:
+        'Activity records of executions (§11) are group-committed: queued, then written together in one transaction.',
+      properties: {
+        commit_window: {
+          type: 'string',
+          pattern: '^[0-9]+(ms|s)$',
+          description:
+            'Longest a record waits for its commit (1ms to 1s): a SIGKILL loses at most this much activity; SIGTERM loses none.',
+          default: '20ms',
+        },
+        commit_max_records: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 10000,
+          description: 'A batch this large is committed at once, without waiting for the window.',
+          default: 256,
+        },
+      },
+    },
     database: {
       type: 'string',
       minLength: 1,

@@ -73,6 +73,12 @@ export interface ExecutionSettings {
   readonly asyncJobTtlMs: number;
 }
 
+/** Group commit of activity records (src/protocol/execution-log.ts). */
+export interface AuditSettings {
+  readonly commitWindowMs: number;
+  readonly maxBatch: number;
+}
+
 export interface Settings {
   readonly host: string;
   readonly port: number;
@@ -105,6 +111,7 @@ export interface Settings {
   /** Accepted by `POST /agent/introspect` besides the admin token. Never logged. */
   readonly introspectionToken?: string;
   readonly execution: ExecutionSettings;
+  readonly audit: AuditSettings;
 }
 
 /** What the CLI parsed; every field optional so config-file values show through. */
@@ -207,6 +214,7 @@ interface FileConfig {
     stream_revocation_check: DurationConfig;
     async_job_ttl: DurationConfig;
   };
+  audit: { commit_window: string; commit_max_records: number };
   database?: string;
   policy?: string;
   admin_token_file?: string;
@@ -407,6 +415,10 @@ export function resolveSettings(
       streamRevocationCheckMs: revocationCheck(config.execution.stream_revocation_check, where),
       asyncJobTtlMs: duration(config.execution.async_job_ttl, `${where}: execution.async_job_ttl`),
     }),
+    audit: Object.freeze({
+      commitWindowMs: commitWindow(config.audit.commit_window, where),
+      maxBatch: config.audit.commit_max_records,
+    }),
   });
 }
 
@@ -420,6 +432,17 @@ function trustedProxies(entries: readonly string[], where: string): string[] {
     }
   });
   return [...entries];
+}
+
+/** Tens of milliseconds is the point (issue 10 class 14); a second is the most a crash may lose. */
+function commitWindow(value: string, where: string): number {
+  const ms = duration(value, `${where}: audit.commit_window`);
+  if (ms < 1 || ms > 1_000) {
+    throw new UserError(
+      `${where}: audit.commit_window must be between 1ms and 1s (got ${JSON.stringify(value)})`,
+    );
+  }
+  return ms;
 }
 
 /** §5.11: a long stream MUST re-check revocation periodically; this proxy allows at most 60 s. */

@@ -59,8 +59,18 @@ export class RateLimits {
     if (userId !== null) this.take(`user:${userId}`, this.limits.perUser, `User ${userId}`);
   }
 
-  capability(name: string): void {
-    this.take(`cap:${name}`, this.limits.perCapability.get(name) ?? null, `Capability ${name}`);
+  /**
+   * Executions of one capability (policy `rate_limits.per_capability`). The narrowest bucket is
+   * taken first, so an agent refused by its own limit does not also drain the buckets it shares
+   * with others (host, user, everyone).
+   */
+  capability(name: string, agentId: string, hostId: string, userId: string | null): void {
+    const limits = this.limits.perCapability.get(name);
+    if (!limits) return;
+    this.take(`cap:${name}:agent:${agentId}`, limits.perAgent, `Agent ${agentId} on ${name}`);
+    this.take(`cap:${name}:host:${hostId}`, limits.perHost, `Host ${hostId} on ${name}`);
+    if (userId !== null) this.take(`cap:${name}:user:${userId}`, limits.perUser, `User ${userId} on ${name}`);
+    this.take(`cap:${name}`, limits.global, `Capability ${name}`);
   }
 }
 

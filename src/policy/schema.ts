@@ -3,7 +3,7 @@
  * `config/policy.schema.json` is generated from this object and a test keeps the two in sync, so
  * editors can validate policy files too. What a schema cannot say (names that must exist in the
  * catalog, constraint operators, key material, limits between keys) is checked by
- * `src/policy/policy.ts` when the policy is resolved against the catalog.
+ * the resolvers in `src/policy/` (see policy.ts) when the policy is resolved against the catalog.
  */
 
 const HTTP_METHOD_NAMES = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const;
@@ -39,6 +39,28 @@ export const POLICY_SCHEMA = {
       description:
         'COUNT/DURATION: at most COUNT requests per window of DURATION, e.g. "60/1m", "5/1h"; null disables the limit.',
       anyOf: [{ type: 'string', pattern: '^[1-9][0-9]*/[0-9]+[smhd]$' }, { type: 'null' }],
+    },
+    capabilityRateLimits: {
+      description:
+        'Executions of one capability: a rate limit over all agents ("10/1m"), or an object of limits by dimension. A plain string is the same as {global: STRING}.',
+      if: { type: 'object' },
+      then: {
+        type: 'object',
+        additionalProperties: false,
+        minProperties: 1,
+        properties: {
+          global: { $ref: '#/$defs/rateLimit', description: 'Over all agents together.' },
+          per_agent: { $ref: '#/$defs/rateLimit', description: 'For each agent.' },
+          per_host: { $ref: '#/$defs/rateLimit', description: 'For all agents under one host together.' },
+          per_user: { $ref: '#/$defs/rateLimit', description: 'For all agents linked to one user together.' },
+        },
+      },
+      else: { $ref: '#/$defs/rateLimit' },
+    },
+    inFlightCap: {
+      description:
+        'At most this many upstream calls (open SSE streams included) running at once; null disables the cap.',
+      anyOf: [{ type: 'integer', minimum: 1, maximum: 1000000 }, { type: 'null' }],
     },
     selector: {
       type: 'object',
@@ -309,9 +331,26 @@ export const POLICY_SCHEMA = {
         },
         per_capability: {
           type: 'object',
-          description: 'Executions per exact capability name (over all agents).',
+          description:
+            'Executions per exact capability name: "COUNT/DURATION" over all agents, or {global, per_agent, per_host, per_user}.',
           default: {},
-          additionalProperties: { $ref: '#/$defs/rateLimit' },
+          additionalProperties: { $ref: '#/$defs/capabilityRateLimits' },
+        },
+        in_flight_per_agent: {
+          $ref: '#/$defs/inFlightCap',
+          description:
+            'Upstream calls (executions, status polls, open streams) one agent may have running at once.',
+          default: 16,
+        },
+        in_flight_per_host: {
+          $ref: '#/$defs/inFlightCap',
+          description: 'Upstream calls all agents under one host may have running at once.',
+          default: 64,
+        },
+        in_flight_total: {
+          $ref: '#/$defs/inFlightCap',
+          description: 'Upstream calls the whole proxy may have running at once.',
+          default: 256,
         },
       },
     },

@@ -1,28 +1,61 @@
 /**
- * §11 activity for executions without a database write per request: records are queued and
- * written in one transaction per second (or per 256 records), and on shutdown. A crash loses at
- * most the last second of execution records, never a grant or a status.
+ * §11 activity for executions, group-committed: execute is the hot path, so a record is queued
+ * rather than written with its request, and queued records are written together, in one
+ * transaction through one prepared statement (Store.appendActivities). A batch is committed
+ * when the first record in it has waited `commitWindowMs`, or as soon as it holds `maxBatch`
+ * records, and on shutdown (SIGTERM) whatever is queued is committed before the store closes.
+ *
+ * The bound this gives: a SIGKILL loses at most the records of the last commit window (plus
+ * the few milliseconds a busy event loop may delay the timer), never a grant or a status, which
+ * are committed before their response. Idle, nothing runs: the timer is armed by a record.
  */
 import type { Logger } from '../log.js';
 import type { ActivityRecord, Store } from '../storage/types.js';
 
-const MAX_QUEUED = 256;
+export interface GroupCommit {
+  /** Longest a record waits for its commit: what a SIGKILL can lose. */
+  readonly commitWindowMs: number;
+  /** A batch this large is committed at once, without waiting for the window. */
+  readonly maxBatch: number;
+}
+
+export const DEFAULT_GROUP_COMMIT: GroupCommit = Object.freeze({ commitWindowMs: 20, maxBatch: 256 });
+
 // Past this the store is not keeping up: drop rather than grow without bound, and say so.
 const MAX_BACKLOG = 100_000;
+// After a failed commit (a busy or locked database), wait this long before trying again: each
+// attempt can block the event loop for the store's busy timeout.
+const RETRY_MS = 1_000;
 
 export class ExecutionLog {
   private queue: ActivityRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   private dropped = 0;
-  private flushScheduled = false;
+  private started = false;
+  /** performance.now() when the first record of the queued batch arrived. */
+  private batchStartedAt = 0;
+  private failing = false;
+  private readonly options: GroupCommit;
 
   constructor(
     private readonly store: Store,
     private readonly logger: Logger,
-  ) {}
+    options: GroupCommit = DEFAULT_GROUP_COMMIT,
+  ) {
+    const { commitWindowMs, maxBatch } = options;
+    if (!Number.isSafeInteger(commitWindowMs) || commitWindowMs < 1) {
+      throw new RangeError(`Invalid commit window: ${commitWindowMs} ms`);
+    }
+    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1)
+      throw new RangeError(`Invalid batch size: ${maxBatch}`);
+    this.options = options;
+  }
 
-  start(intervalMs = 1_000): void {
-    this.timer ??= setInterval(() => this.flush(), intervalMs).unref();
+  /** Commits on the window from now on (before this, only a full batch or `flush` commits). */
+  start(): void {
+    this.started = true;
+    if (this.queue.length > 0) this.arm(this.options.commitWindowMs);
   }
 
   record(record: ActivityRecord): void {
@@ -30,19 +63,29 @@ export class ExecutionLog {
       this.dropped++;
       return;
     }
+    const now = performance.now();
+    if (this.queue.length === 0) this.batchStartedAt = now;
     this.queue.push(record);
-    // One pending flush at a time: while the store refuses a batch, a retry per record would
+    // One pending commit at a time: while the store refuses a batch, a retry per record would
     // block the event loop (busy_timeout) again and again.
-    if (this.queue.length >= MAX_QUEUED && !this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => {
-        this.flushScheduled = false;
+    if (this.failing) return;
+    if (this.started && now - this.batchStartedAt >= this.options.commitWindowMs) {
+      // The window is over but the timer has not run yet (a busy event loop runs timers late):
+      // commit now rather than let the batch outlive its bound.
+      this.flush();
+    } else if (this.queue.length >= this.options.maxBatch) {
+      this.immediate ??= setImmediate(() => {
+        this.immediate = undefined;
         this.flush();
       });
+    } else if (this.started) {
+      this.arm(this.options.commitWindowMs);
     }
   }
 
+  /** Commits every queued record now, in one transaction. */
   flush(): void {
+    this.disarm();
     if (this.dropped > 0) {
       this.logger.warn('execution records dropped (database too slow)', { dropped: this.dropped });
       this.dropped = 0;
@@ -52,18 +95,38 @@ export class ExecutionLog {
     this.queue = [];
     try {
       this.store.appendActivities(batch);
+      this.failing = false;
     } catch (err) {
       // Keep the batch for the next attempt (a busy database is transient).
       this.queue = batch.concat(this.queue);
+      this.failing = true;
       this.logger.error('writing execution records failed', {
         error: err instanceof Error ? err.message : String(err),
       });
+      if (this.started) this.arm(RETRY_MS);
     }
   }
 
+  /** Commits what is queued and stops the timer; call before the store closes (SIGTERM). */
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.started = false;
     this.flush();
+    this.disarm();
+  }
+
+  /** Arms the commit timer unless one is pending: the window runs from the batch's first record. */
+  private arm(delayMs: number): void {
+    // unref: a pending commit does not keep the process alive; shutdown commits through stop().
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+    }, delayMs).unref();
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.immediate) clearImmediate(this.immediate);
+    this.immediate = undefined;
   }
 }

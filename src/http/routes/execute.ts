@@ -22,6 +22,7 @@ import {
   type AuthorizedExecution,
 } from '../../protocol/execute.js';
 import type { ExecutionLog } from '../../protocol/execution-log.js';
+import type { InFlightSlots, Slot } from '../../protocol/in-flight.js';
 import {
   validTraceparent,
   type CallerIdentity,
@@ -29,6 +30,7 @@ import {
   type Executor,
   type PreparedCall,
 } from '../../upstream/executor.js';
+import { takeUpstreamSlot } from '../in-flight.js';
 import { need, step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
@@ -42,6 +44,8 @@ import { agentToken, type TokenStepOptions } from '../steps/tokens.js';
 export interface ExecuteRouteOptions extends TokenStepOptions {
   readonly ctx: ProtocolContext;
   readonly limits: RateLimits;
+  /** Fair share: caps on upstream calls in flight per agent, per host and in total. */
+  readonly inFlight: InFlightSlots;
   readonly executor: Executor;
   readonly validators: ArgumentValidators;
   readonly log: ExecutionLog;
@@ -61,6 +65,8 @@ interface Execution {
   request?: { name: string; args: Readonly<Record<string, unknown>> };
   authorized?: AuthorizedExecution;
   call?: PreparedCall;
+  /** The upstream slot this execution holds until it is over (fair share). */
+  slot?: Slot;
   abort?: AbortController;
   outcome?: ExecutionOutcome;
 }
@@ -100,9 +106,16 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         checkArgumentConstraints(grant, args);
         checkSentRequest(grant, need(s.call, 'call').sent);
       }),
-      step('capability-limit', (_x, s) =>
-        limits.capability(need(s.authorized, 'authorized').capability.name),
-      ),
+      step('capability-limit', (_x, s) => {
+        const { capability, auth } = need(s.authorized, 'authorized');
+        limits.capability(capability.name, auth.agent.id, auth.host.id, auth.agent.userId);
+      }),
+      // Fair share (issue 10 class 7): a slot for this agent and host, held until the call is
+      // over (data, 202, failure, disconnect, stream end) and given back by the last word below.
+      step('upstream-slot', (_x, s) => {
+        const { auth } = need(s.authorized, 'authorized');
+        s.slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
+      }),
       step('upstream', async (x, s) => {
         const authorized = need(s.authorized, 'authorized');
         const abort = new AbortController();
@@ -146,6 +159,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     ],
     () => ({ started: performance.now() }),
     (x, s, failure) => {
+      s.slot?.release();
       // Recorded once the token was accepted and the body read: refusals before that (bad token,
       // replay, limits) are not the agent's acts and must not cost storage.
       if (!s.request || !x.agent) return;
@@ -179,16 +193,23 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       const id = x.params.id ?? '';
       const { job, capability } = authorizeStatusRead(ctx, auth, id);
       x.decision.capability = capability.name;
-      const state = await executor.poll({
-        upstreamUrl: job.upstreamUrl,
-        statusCapability: job.statusCapability,
-        caller: callerOf(auth),
-        requestId: x.requestId,
-        // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
-        // agent could make itself: its grant for that GET capability, and the grant's constraints.
-        authorize: (call) =>
-          checkSentRequest(authorizeExecution(ctx, auth, call, validators).grant, call.sent),
-      });
+      // A status poll is an upstream call too: it holds a slot while it runs.
+      const slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
+      let state: Awaited<ReturnType<Executor['poll']>>;
+      try {
+        state = await executor.poll({
+          upstreamUrl: job.upstreamUrl,
+          statusCapability: job.statusCapability,
+          caller: callerOf(auth),
+          requestId: x.requestId,
+          // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
+          // agent could make itself: its grant for that GET capability, and the grant's constraints.
+          authorize: (call) =>
+            checkSentRequest(authorizeExecution(ctx, auth, call, validators).grant, call.sent),
+        });
+      } finally {
+        slot.release();
+      }
       if (state.status === 'pending') {
         sendJson(
           x.res,

@@ -536,3 +536,39 @@ describe('execution settings', () => {
     );
   });
 });
+
+describe('audit group commit (issue 10 class 14)', () => {
+  const spec = (): string =>
+    writeConfig('audit/spec.yaml', 'openapi: 3.0.3\ninfo: {title: t, version: "1"}\npaths: {}\n');
+
+  it('defaults: a 20 ms commit window, 256 records per batch at most', () => {
+    expect(resolveSettings({ specs: [spec()] }, dir, {}).audit).toEqual({
+      commitWindowMs: 20,
+      maxBatch: 256,
+    });
+  });
+
+  it('takes audit.commit_window and audit.commit_max_records', () => {
+    spec();
+    const file = writeConfig(
+      'audit/proxy.yaml',
+      'apis:\n  - spec: spec.yaml\naudit: {commit_window: 50ms, commit_max_records: 1000}\n',
+    );
+    expect(resolveSettings({ config: file }, dir, {}).audit).toEqual({ commitWindowMs: 50, maxBatch: 1000 });
+  });
+
+  it('refuses a window that would let a crash lose more than a second of activity, or none at all', () => {
+    spec();
+    for (const [window, message] of [
+      ['2s', 'audit.commit_window must be between 1ms and 1s (got "2s")'],
+      ['0ms', 'audit.commit_window must be between 1ms and 1s (got "0ms")'],
+      ['1m', 'audit.commit_window: must match ^[0-9]+(ms|s)$ (got "1m")'],
+    ]) {
+      const file = writeConfig(
+        'audit/bad.yaml',
+        `apis:\n  - spec: spec.yaml\naudit: {commit_window: ${window}}\n`,
+      );
+      expect(userError(() => resolveSettings({ config: file }, dir, {})).message).toContain(message);
+    }
+  });
+});

@@ -93,9 +93,21 @@ describe('config/policy.example.yaml', () => {
       unknownHostRegistration: { count: 20, windowMs: 600_000 },
       failedAuthPerIp: { count: 60, windowMs: 60_000 },
       perCapability: new Map([
-        ['place_order', { count: 10, windowMs: 3_600_000 }],
-        ['delete_pet', { count: 20, windowMs: 3_600_000 }],
+        [
+          'place_order',
+          {
+            global: { count: 10, windowMs: 3_600_000 },
+            perAgent: { count: 2, windowMs: 3_600_000 },
+            perHost: null,
+            perUser: { count: 5, windowMs: 3_600_000 },
+          },
+        ],
+        [
+          'delete_pet',
+          { global: { count: 20, windowMs: 3_600_000 }, perAgent: null, perHost: null, perUser: null },
+        ],
       ]),
+      inFlight: { perAgent: 16, perHost: 64, total: 256 },
     });
     expect(policy.audit).toEqual({ logArguments: false });
   });
@@ -151,6 +163,7 @@ describe('defaults', () => {
       expect(policy.rateLimits.unknownHostRegistration).toEqual({ count: 20, windowMs: 600_000 });
       expect(policy.rateLimits.failedAuthPerIp).toEqual({ count: 60, windowMs: 60_000 });
       expect(policy.rateLimits.perCapability.size).toBe(0);
+      expect(policy.rateLimits.inFlight).toEqual({ perAgent: 16, perHost: 64, total: 256 });
       expect(policy.audit.logArguments).toBe(false);
     }
   });
@@ -603,8 +616,76 @@ rate_limits:
       perIp: { count: 1000, windowMs: 86_400_000 },
       unknownHostRegistration: { count: 5, windowMs: 3_600_000 },
       failedAuthPerIp: null,
-      perCapability: new Map([['place_order', { count: 10, windowMs: 3_600_000 }]]),
+      perCapability: new Map([
+        [
+          'place_order',
+          { global: { count: 10, windowMs: 3_600_000 }, perAgent: null, perHost: null, perUser: null },
+        ],
+      ]),
+      inFlight: { perAgent: 16, perHost: 64, total: 256 },
     });
+  });
+
+  it('per_capability: a plain string keeps meaning one bucket over all agents; an object sets limits per agent, host and user', () => {
+    const policy = parse(`
+rate_limits:
+  per_capability:
+    place_order: {per_agent: 2/1m, per_user: 5/1m, global: 10/1m}
+    create_pet: {per_host: 3/1h}
+    get_pet: 7/1m
+    delete_pet: {per_agent: null}
+`);
+    expect(Object.fromEntries(policy.rateLimits.perCapability)).toEqual({
+      place_order: {
+        global: { count: 10, windowMs: 60_000 },
+        perAgent: { count: 2, windowMs: 60_000 },
+        perHost: null,
+        perUser: { count: 5, windowMs: 60_000 },
+      },
+      create_pet: { global: null, perAgent: null, perHost: { count: 3, windowMs: 3_600_000 }, perUser: null },
+      get_pet: { global: { count: 7, windowMs: 60_000 }, perAgent: null, perHost: null, perUser: null },
+    });
+  });
+
+  it('per_capability objects: a malformed limit or an unknown dimension is refused with its key path', () => {
+    expect(
+      failures(`
+rate_limits:
+  per_capability:
+    place_order: {per_agent: 2 per minute, per_user: 0/1m}
+    create_pet: {per_tenant: 1/1m}
+    get_pet: {}
+`),
+    ).toEqual([
+      expect.stringMatching(
+        /^policy\.yaml: rate_limits\.per_capability\.place_order\.per_agent: must be a rate limit .*\(got "2 per minute"\)$/,
+      ),
+      expect.stringMatching(
+        /^policy\.yaml: rate_limits\.per_capability\.place_order\.per_user: must be a rate limit .*\(got "0\/1m"\)$/,
+      ),
+      'policy.yaml: rate_limits.per_capability.create_pet.per_tenant: unknown key; allowed keys: global, per_agent, per_host, per_user',
+      'policy.yaml: rate_limits.per_capability.get_pet: must set at least one key',
+    ]);
+  });
+
+  it('in-flight caps: whole numbers or null; a narrower cap above a wider one is refused (it would never bind)', () => {
+    expect(
+      parse('rate_limits: {in_flight_per_agent: 2, in_flight_per_host: null, in_flight_total: 5}').rateLimits
+        .inFlight,
+    ).toEqual({ perAgent: 2, perHost: null, total: 5 });
+    expect(
+      failures('rate_limits: {in_flight_per_agent: 0, in_flight_per_host: "many", in_flight_total: 2.5}'),
+    ).toEqual([
+      'policy.yaml: rate_limits.in_flight_per_agent: must be a whole number of upstream calls at once, from 1 to 1000000, or null to disable (got 0)',
+      'policy.yaml: rate_limits.in_flight_per_host: must be a whole number of upstream calls at once, from 1 to 1000000, or null to disable (got "many")',
+      'policy.yaml: rate_limits.in_flight_total: must be a whole number of upstream calls at once, from 1 to 1000000, or null to disable (got 2.5)',
+    ]);
+    expect(failures('rate_limits: {in_flight_per_agent: 65}')).toEqual([
+      'policy.yaml: rate_limits.in_flight_per_agent: must not exceed rate_limits.in_flight_per_host (64), which would be reached first (got 65)',
+    ]);
+    expect(failures('rate_limits: {in_flight_per_host: 300, in_flight_total: 200}')).toEqual([
+      'policy.yaml: rate_limits.in_flight_per_host: must not exceed rate_limits.in_flight_total (200), which would be reached first (got 300)',
+    ]);
   });
 
   it('refuses malformed limits, naming the key', () => {

@@ -1,11 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger, type Logger } from '../../../src/log.js';
 import { ExecutionLog } from '../../../src/protocol/execution-log.js';
 import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
 import type { ActivityRecord, Store } from '../../../src/storage/types.js';
 
-// §11: execution records are batched off the hot path and written to the real SQLite store in
-// one transaction per flush.
+// §11: execution records are group-committed off the hot path (issue 10 class 14) and written to
+// the real SQLite store in one transaction per batch.
 
 const stores: Store[] = [];
 afterEach(() => {
@@ -103,10 +103,10 @@ describe('ExecutionLog', () => {
     expect(written(store)).toEqual(['cap_1', 'cap_2']);
   });
 
-  it('flushes on stop', () => {
+  it('commits everything queued on stop (SIGTERM), long before the window would have', () => {
     const store = openStore();
-    const log = new ExecutionLog(store, capturingLogger().logger);
-    log.start(60_000);
+    const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 1_000, maxBatch: 256 });
+    log.start();
     log.record(record(1));
     log.record(record(2));
     expect(written(store)).toEqual([]);
@@ -114,24 +114,132 @@ describe('ExecutionLog', () => {
     expect(written(store)).toEqual(['cap_1', 'cap_2']);
   });
 
-  it('flushes on its interval once started', async () => {
-    const store = openStore();
-    const log = new ExecutionLog(store, capturingLogger().logger);
-    log.start(10);
-    try {
+  describe('group commit (audit.commit_window)', () => {
+    beforeEach(() => {
+      vi.useFakeTimers();
+    });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('commits a record no later than one commit window after it was queued', () => {
+      const store = openStore();
+      const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
+      log.start();
       log.record(record(1));
+      vi.advanceTimersByTime(19);
       expect(written(store)).toEqual([]);
-      const deadline = Date.now() + 2_000;
-      while (written(store).length === 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      vi.advanceTimersByTime(1);
       expect(written(store)).toEqual(['cap_1']);
-    } finally {
       log.stop();
-    }
+    });
+
+    it('the window runs from the first record of a batch: a steady trickle cannot postpone the commit', () => {
+      const store = openStore();
+      const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
+      log.start();
+      for (let n = 0; n < 10; n++) {
+        log.record(record(n));
+        vi.advanceTimersByTime(2);
+      }
+      // 20 ms after the first record, all ten are committed, in one batch.
+      expect(written(store)).toHaveLength(10);
+      log.record(record(10));
+      vi.advanceTimersByTime(19);
+      expect(written(store)).toHaveLength(10);
+      vi.advanceTimersByTime(1);
+      expect(written(store)).toHaveLength(11);
+      log.stop();
+    });
+
+    it('a busy event loop cannot hold a batch past its window: the next record commits it even before the late timer runs', () => {
+      let now = 1_000;
+      const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
+      try {
+        const store = openStore();
+        const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
+        log.start();
+        log.record(record(1));
+        now += 19;
+        log.record(record(2));
+        expect(written(store)).toEqual([]);
+        // 25 ms later by the clock, but the timer has not run (no fake time passed).
+        now += 6;
+        log.record(record(3));
+        expect(written(store)).toEqual(['cap_1', 'cap_2', 'cap_3']);
+        log.stop();
+      } finally {
+        clock.mockRestore();
+      }
+    });
+
+    it('writes each batch in one transaction: a batch is all there or not at all', () => {
+      const base = openStore();
+      const batches: number[] = [];
+      const store = new Proxy(base, {
+        get(target, prop, receiver) {
+          if (prop === 'appendActivities') {
+            return (records: readonly ActivityRecord[]) => {
+              batches.push(records.length);
+              target.appendActivities(records);
+            };
+          }
+          const value: unknown = Reflect.get(target, prop, receiver);
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
+      log.start();
+      for (let n = 0; n < 50; n++) log.record(record(n));
+      vi.advanceTimersByTime(20);
+      for (let n = 50; n < 60; n++) log.record(record(n));
+      vi.advanceTimersByTime(20);
+      expect(batches).toEqual([50, 10]);
+      log.stop();
+    });
+
+    it('costs nothing when idle: no timer is pending without a queued record', () => {
+      const store = openStore();
+      const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
+      log.start();
+      expect(vi.getTimerCount()).toBe(0);
+      log.record(record(1));
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(20);
+      expect(vi.getTimerCount()).toBe(0);
+      log.stop();
+    });
+
+    it('retries a refused batch after a pause, then commits it with what came since, in order', () => {
+      const base = openStore();
+      let fail = true;
+      const { store, attempts } = flakyStore(base, () => fail);
+      const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
+      log.start();
+      log.record(record(1));
+      vi.advanceTimersByTime(20);
+      expect(attempts()).toBe(1);
+      // While the store refuses, new records do not bring the retry forward.
+      for (let n = 2; n < 100; n++) log.record(record(n));
+      vi.advanceTimersByTime(500);
+      expect(attempts()).toBe(1);
+      fail = false;
+      vi.advanceTimersByTime(500);
+      expect(attempts()).toBe(2);
+      expect(written(base)).toHaveLength(99);
+      expect(written(base)[0]).toBe('cap_1');
+      log.stop();
+    });
   });
 
-  it('flushes on its own once 256 records are queued, without waiting for the interval', async () => {
+  it('refuses a commit window or batch size that is not a positive whole number', () => {
+    const store = openStore();
+    const logger = capturingLogger().logger;
+    expect(() => new ExecutionLog(store, logger, { commitWindowMs: 0, maxBatch: 256 })).toThrow(RangeError);
+    expect(() => new ExecutionLog(store, logger, { commitWindowMs: 20, maxBatch: 0 })).toThrow(RangeError);
+  });
+
+  it('flushes on its own once 256 records are queued, without waiting for the window', async () => {
     const store = openStore();
     const log = new ExecutionLog(store, capturingLogger().logger);
     for (let n = 0; n < 255; n++) log.record(record(n));

@@ -1,0 +1,144 @@
+/**
+ * The policy as the protocol layer reads it (resolved against the catalog: sets of concrete
+ * capability names, milliseconds, count + window), and the file as the schema leaves it.
+ */
+import type { OperationSelector } from '../openapi/selectors.js';
+import type { Constraints } from '../protocol/constraints.js';
+
+export interface RateLimitSpec {
+  readonly count: number;
+  readonly windowMs: number;
+}
+
+/** Executions of one capability: over everyone, and per agent, host and user (null: no limit). */
+export interface CapabilityRateLimits {
+  readonly global: RateLimitSpec | null;
+  readonly perAgent: RateLimitSpec | null;
+  readonly perHost: RateLimitSpec | null;
+  readonly perUser: RateLimitSpec | null;
+}
+
+/** Caps on upstream calls running at once (null: no cap). */
+export interface InFlightLimits {
+  readonly perAgent: number | null;
+  readonly perHost: number | null;
+  readonly total: number | null;
+}
+
+export interface PreRegisteredHost {
+  readonly name?: string;
+  readonly publicJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string };
+  readonly userId?: string;
+  readonly defaultCapabilities: readonly string[];
+}
+
+export type AgentModeName = 'delegated' | 'autonomous';
+export type ApprovalMethodName = 'device_authorization' | 'ciba';
+
+export interface Policy {
+  readonly modes: readonly AgentModeName[];
+  readonly approval: {
+    readonly methods: readonly ApprovalMethodName[];
+    readonly expiresInMs: number;
+    readonly intervalMs: number;
+    readonly approvers: readonly string[];
+    /** §7.1 verification URI; null: the proxy's own `/device` page. */
+    readonly verificationUri: string | null;
+  };
+  readonly lifetimes: {
+    /** Sliding, from the last request (§2.4); null: disabled. */
+    readonly sessionTtlMs: number | null;
+    /** From the last activation; null: disabled. */
+    readonly maxLifetimeMs: number | null;
+    /** From creation, then revoked; null: disabled. */
+    readonly absoluteLifetimeMs: number | null;
+    readonly maxJwtLifetimeSec: number;
+    readonly clockSkewSec: number;
+    readonly pendingCleanupMs: number;
+  };
+  /** Resolved against the catalog: sets of concrete capability names. */
+  readonly defaults: ReadonlySet<string>;
+  readonly highRisk: ReadonlySet<string>;
+  readonly blocked: ReadonlySet<string>;
+  readonly public: ReadonlySet<string>;
+  /** Server-imposed constraints (§2.13) by capability name, validated against its input fields. */
+  readonly constraints: ReadonlyMap<string, Constraints>;
+  readonly autonomousGrants: ReadonlySet<string>;
+  readonly hosts: readonly PreRegisteredHost[];
+  readonly rateLimits: {
+    readonly perAgent: RateLimitSpec | null;
+    readonly perHost: RateLimitSpec | null;
+    readonly perUser: RateLimitSpec | null;
+    readonly perIp: RateLimitSpec | null;
+    readonly unknownHostRegistration: RateLimitSpec | null;
+    /** Failed authentications (agent, host, admin, introspection) per client IP. */
+    readonly failedAuthPerIp: RateLimitSpec | null;
+    /** Only capabilities with at least one limit are present. */
+    readonly perCapability: ReadonlyMap<string, CapabilityRateLimits>;
+    readonly inFlight: InFlightLimits;
+  };
+  readonly audit: { readonly logArguments: boolean };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file as the schema leaves it (defaults filled in).
+
+export type Duration = string | number;
+export type CapabilityListItem = string | OperationSelector;
+
+/** `per_capability` entry: a plain limit (over all agents), or limits by dimension. */
+export type CapabilityRateLimitsFile =
+  | string
+  | null
+  | {
+      global?: string | null;
+      per_agent?: string | null;
+      per_host?: string | null;
+      per_user?: string | null;
+    };
+
+export interface PolicyFile {
+  modes: AgentModeName[];
+  approval: {
+    methods: ApprovalMethodName[];
+    expires_in: Duration;
+    interval: Duration;
+    approvers: string[];
+    verification_uri: string | null;
+  };
+  lifetimes: {
+    session_ttl: Duration | null;
+    max_lifetime: Duration | null;
+    absolute_lifetime: Duration | null;
+    max_jwt_lifetime: Duration;
+    clock_skew: Duration;
+    pending_cleanup: Duration;
+  };
+  capabilities: {
+    defaults: CapabilityListItem[];
+    high_risk: CapabilityListItem[];
+    blocked: CapabilityListItem[];
+    public: CapabilityListItem[];
+    constraints: Record<string, unknown>;
+  };
+  autonomous: { grants: CapabilityListItem[] };
+  hosts: {
+    name?: string;
+    public_key: Record<string, unknown>;
+    user_id?: string;
+    default_capabilities: CapabilityListItem[];
+  }[];
+  rate_limits: {
+    per_agent: string | null;
+    per_host: string | null;
+    per_user: string | null;
+    per_ip: string | null;
+    unknown_host_registration: string | null;
+    failed_auth_per_ip: string | null;
+    per_capability: Record<string, CapabilityRateLimitsFile>;
+    in_flight_per_agent: number | null;
+    in_flight_per_host: number | null;
+    in_flight_total: number | null;
+  };
+  audit: { log_arguments: boolean };
+}
