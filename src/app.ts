@@ -168,6 +168,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   healthRoutes(router, { ready: () => ready, capabilities: catalog.capabilities.length });
 
+  // Set once shutdown begins (see close below); the server drains keep-alive connections then.
+  let closing: Promise<void> | undefined;
   const server = createHttpServer({
     router,
     logger,
@@ -176,6 +178,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     connections: settings.connections,
     requestIdHeader: settings.requestIdHeader,
     issuer: () => issuer,
+    draining: () => closing !== undefined,
   });
   try {
     await listen(server, settings.port, settings.host);
@@ -222,7 +225,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     admin_api: settings.adminToken !== undefined,
   });
 
-  let closing: Promise<void> | undefined;
   return {
     url,
     issuer,

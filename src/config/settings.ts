@@ -58,12 +58,19 @@ export interface ApiExecutionSettings extends UpstreamLimits {
   >;
 }
 
+/** Bounds on what one client can hold open; documented in README "Bounds". */
 export interface ConnectionSettings {
+  /** Open connections in total; more are closed as they arrive. */
   readonly maxConnections: number;
+  /** Per peer address; trusted proxies are exempt (they carry many clients). */
   readonly maxConnectionsPerIp: number;
+  /** From connect to the end of the request headers; a silent socket is shed after this. */
   readonly headersTimeoutMs: number;
+  /** From connect to the end of the request body. */
   readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
   readonly keepAliveTimeoutMs: number;
+  /** Request line plus headers. */
   readonly maxHeaderBytes: number;
 }
 

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError, toProtocolError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ClientAddress } from './client-address.js';
@@ -13,32 +14,19 @@ import { newDecision, roundMs, type DecisionRecord, type Exchange } from './pipe
 import { sendError } from './respond.js';
 import type { Router } from './router.js';
 
-/** Bounds on what one client can hold open (documented in README "Security model"). */
-export interface ConnectionLimits {
-  /** Open connections in total; more are closed as they arrive. */
-  readonly maxConnections: number;
-  /** Open connections per peer address; trusted proxies are exempt (they carry many clients). */
-  readonly maxConnectionsPerIp: number;
-  /** From connect to the end of the request headers; a silent socket is shed after this. */
-  readonly headersTimeoutMs: number;
-  /** From connect to the end of the request body. */
-  readonly requestTimeoutMs: number;
-  /** An idle keep-alive connection is closed after this. */
-  readonly keepAliveTimeoutMs: number;
-  /** Request line plus headers. */
-  readonly maxHeaderBytes: number;
-}
-
 export interface HttpServerOptions {
   readonly router: Router;
   readonly logger: Logger;
   readonly maxBodyBytes: number;
   readonly clientAddress: ClientAddress;
-  readonly connections: ConnectionLimits;
+  /** Bounds on what one client can hold open (README "Bounds"). */
+  readonly connections: ConnectionSettings;
   /** The response header that carries the proxy's request id. */
   readonly requestIdHeader: string;
   /** Read per request: the §5.14 challenge points at this issuer's discovery document. */
   readonly issuer: () => string;
+  /** True once shutdown began: each keep-alive connection then serves its current request and closes. */
+  readonly draining?: () => boolean;
   /** Each finished request's decision record; the access log line is written from it too. */
   readonly onDecision?: (decision: DecisionRecord) => void;
 }
@@ -99,6 +87,9 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   const decision = newDecision(requestId, method, options.clientAddress.of(req));
   let path = '-';
   res.setHeader(options.requestIdHeader, requestId);
+  // A closing server stops accepting connections, but keep-alive clients would go on sending on
+  // the ones they hold; `Connection: close` sends them to a new connection, which is refused.
+  if (options.draining?.()) res.setHeader('connection', 'close');
   res.once('finish', () => {
     decision.status = res.statusCode;
     decision.total_ms = roundMs(performance.now() - started);

@@ -64,7 +64,8 @@ describe.concurrent.each(corpusDocuments())('corpus document $id ($flavour)', (e
       }
       expect(c.argumentsSchema.additionalProperties).toBe(false);
     }
-  });
+    // The documents load side by side in one worker; on a loaded 2-core machine that takes a while.
+  }, 60_000);
 });
 
 describe('corpus traits', () => {
