@@ -313,6 +313,20 @@ class SqliteStore implements Store {
       `INSERT INTO activity (at, type, agent_id, host_id, user_id, capability, outcome, detail, jti,
         latency_ms, upstream_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
+    // Activity is group-committed every few milliseconds under load; an fsync each time would
+    // stall the (synchronous) event loop. In WAL mode a commit without fsync is already safe from
+    // a process crash (SIGKILL): it is in the OS's page cache. It reaches the disk with the next
+    // state change's commit (synchronous=FULL syncs the whole WAL) or checkpoint, so only an OS
+    // crash or power loss can take the last few seconds of activity, never a grant or a status.
+    this.db.pragma('synchronous = NORMAL');
+    try {
+      this.appendInTransaction(insert, records);
+    } finally {
+      this.db.pragma('synchronous = FULL');
+    }
+  }
+
+  private appendInTransaction(insert: Database.Statement, records: readonly ActivityRecord[]): void {
     this.db
       .transaction(() => {
         for (const r of records) {
