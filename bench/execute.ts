@@ -87,6 +87,9 @@ export async function runExecuteBench(
         '    default_capabilities: [get_pet]',
         // The benchmark measures the gateway, not the limiter.
         'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null}',
+        // One agent sends every request, far past the per-identity replay cap a rate-limited agent
+        // stays under: lift it too (every jti is still remembered and journalled).
+        'replay: {max_entries: 1000000, max_entries_per_identity: 1000000}',
         '',
       ].join('\n'),
     );

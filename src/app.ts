@@ -83,6 +83,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
     const jobs = store.deleteExpiredAsyncJobs(clock.now());
     if (jobs) logger.info('expired async executions removed', { jobs });
+    // Expired replay-journal rows, in small batches (recording also sweeps as it goes).
+    for (let i = 0; i < 16 && store.deleteExpiredSeenJtis(clock.now()) > 0; i++);
   };
 
   const executionSettings = new Map<string, ApiExecutionSettings>(

@@ -76,6 +76,23 @@ export interface Policy {
     readonly unknownHostRegistration: RateLimitSpec | null;
     readonly perCapability: ReadonlyMap<string, RateLimitSpec>;
   };
+  /** What one capabilities list may ask the proxy to store (§5.3, §5.4). */
+  readonly capabilityRequests: {
+    readonly maxEntries: number;
+    readonly maxConstraintBytes: number;
+    readonly maxConstraintDepth: number;
+  };
+  /** Bounds on what hosts nobody approved yet can make the proxy store (§2.11). */
+  readonly pendingHosts: {
+    readonly maxHosts: number;
+    readonly maxAgents: number;
+    readonly maxOpenApprovals: number;
+  };
+  /** The jti replay cache's memory bounds (§4.6). */
+  readonly replay: {
+    readonly maxEntries: number;
+    readonly maxEntriesPerIdentity: number;
+  };
   readonly audit: { readonly logArguments: boolean };
 }
 
@@ -127,6 +144,13 @@ interface PolicyFile {
     unknown_host_registration: string | null;
     per_capability: Record<string, string | null>;
   };
+  capability_requests: {
+    max_entries: number;
+    max_constraint_bytes: number;
+    max_constraint_depth: number;
+  };
+  pending_hosts: { max_hosts: number; max_agents: number; max_open_approvals: number };
+  replay: { max_entries: number; max_entries_per_identity: number };
   audit: { log_arguments: boolean };
 }
 
@@ -424,6 +448,14 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
     perCapability,
   });
 
+  // --- bounds
+  if (raw.replay.max_entries_per_identity > raw.replay.max_entries) {
+    problem(
+      'replay.max_entries_per_identity',
+      `must not exceed replay.max_entries (${raw.replay.max_entries})`,
+    );
+  }
+
   if (problems.length > 0) throw new UserError([...new Set(problems)].join('\n'));
 
   return Object.freeze({
@@ -451,6 +483,20 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
     autonomousGrants,
     hosts: Object.freeze(hosts),
     rateLimits,
+    capabilityRequests: Object.freeze({
+      maxEntries: raw.capability_requests.max_entries,
+      maxConstraintBytes: raw.capability_requests.max_constraint_bytes,
+      maxConstraintDepth: raw.capability_requests.max_constraint_depth,
+    }),
+    pendingHosts: Object.freeze({
+      maxHosts: raw.pending_hosts.max_hosts,
+      maxAgents: raw.pending_hosts.max_agents,
+      maxOpenApprovals: raw.pending_hosts.max_open_approvals,
+    }),
+    replay: Object.freeze({
+      maxEntries: raw.replay.max_entries,
+      maxEntriesPerIdentity: raw.replay.max_entries_per_identity,
+    }),
     audit: Object.freeze({ logArguments: raw.audit.log_arguments }),
   });
 }

@@ -65,6 +65,17 @@ export interface ContextOptions {
 
 export function createContext(options: ContextOptions): ProtocolContext {
   const cache = new HotCache(options.clock, options.cacheTtlMs ?? 5_000);
+  const { store, clock } = options;
+  const replay = new ReplayCache(clock, {
+    maxEntries: options.policy.replay.maxEntries,
+    maxPerIdentity: options.policy.replay.maxEntriesPerIdentity,
+    // Journalled before it is kept: a token accepted before a restart is refused after it.
+    journal: (identity, jti, untilMs) =>
+      store.recordSeenJti({ identity, jti, expiresAt: untilMs }, clock.now()),
+  });
+  replay.restore(
+    store.liveSeenJtis(clock.now()).map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })),
+  );
   return {
     store: options.store,
     catalog: options.catalog,
@@ -73,7 +84,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
     logger: options.logger,
     issuer: options.issuer,
     executeLocation: () => `${options.issuer()}/capability/execute`,
-    replay: new ReplayCache(options.clock),
+    replay,
     usage: new UsageTracker(options.store),
     cache,
     write: (fn) => {
