@@ -118,5 +118,9 @@ export const MIGRATIONS: readonly string[] = [
     jti TEXT NOT NULL,
     expires_at INTEGER NOT NULL
   ) STRICT;
+
+  -- Bounds on what hosts nobody approved can store (policy pending_hosts): counted per request.
+  CREATE INDEX hosts_status ON hosts (status);
+  CREATE INDEX approvals_host ON approvals (host_id, status);
   `,
 ];
