@@ -23,6 +23,7 @@ import { expireApprovals } from './protocol/approvals.js';
 import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
 import { RateLimiter } from './protocol/rate-limit.js';
+import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
 import { openSqliteStore } from './storage/sqlite-store.js';
 import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
@@ -69,12 +70,32 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
 
   const policy = settings.policyFile ? loadPolicyFile(settings.policyFile, catalog) : defaultPolicy(catalog);
   const store = openSqliteStore({ file: settings.dbFile });
+  let replayJournal: ReplayJournal | undefined;
+  try {
+    replayJournal = openReplayJournal(settings.dbFile, clock.now());
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  /** The journal first: its last lines are fsynced before the database closes. */
+  const closeStorage = (): void => {
+    replayJournal?.close();
+    store.close();
+  };
   let issuer = settings.issuer ?? '';
-  const ctx = createContext({ store, catalog, policy, clock, logger, issuer: () => issuer });
+  const ctx = createContext({
+    store,
+    catalog,
+    policy,
+    clock,
+    logger,
+    issuer: () => issuer,
+    ...(replayJournal ? { replayJournal } : {}),
+  });
   try {
     await applyPolicyHosts(ctx);
   } catch (err) {
-    store.close();
+    closeStorage();
     throw err;
   }
   const maintain = (): void => {
@@ -83,8 +104,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
     const jobs = store.deleteExpiredAsyncJobs(clock.now());
     if (jobs) logger.info('expired async executions removed', { jobs });
-    // Expired replay-journal rows, in small batches (recording also sweeps as it goes).
-    for (let i = 0; i < 16 && store.deleteExpiredSeenJtis(clock.now()) > 0; i++);
+    replayJournal?.sweep(clock.now());
   };
 
   const executionSettings = new Map<string, ApiExecutionSettings>(
@@ -109,7 +129,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   );
   const problems = executor.problems(catalog);
   if (problems.errors.length > 0) {
-    store.close();
+    closeStorage();
     await mock?.close();
     await executor.close();
     throw new UserError(problems.errors.join('\n'));
@@ -165,7 +185,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   } catch (err) {
     await mock?.close();
     await executor.close();
-    store.close();
+    closeStorage();
     throw err;
   }
   ctx.usage.start();
@@ -228,7 +248,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         warmup.abort();
         ctx.usage.stop();
         executionLog.stop();
-        store.close();
+        closeStorage();
         await executor.close();
         await mock?.close();
       })();

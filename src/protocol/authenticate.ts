@@ -92,7 +92,7 @@ export function rememberJti(ctx: ProtocolContext, partition: string, claims: Cla
     outcome = ctx.replay.remember(partition, String(claims.jti), replayHorizonMs(claims, policy));
   } catch (err) {
     if (err instanceof JwtError) throw invalid(err.message);
-    // The journal (database) refused the write: without it a restart could forget this jti.
+    // The journal refused the write (disk full, I/O error): without it a restart could forget this jti.
     ctx.logger.error('replay journal write failed', {
       error: err instanceof Error ? err.message : String(err),
     });

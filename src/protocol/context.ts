@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Catalog } from '../openapi/catalog.js';
 import type { Policy } from '../policy/policy.js';
+import type { ReplayJournal } from '../storage/replay-journal.js';
 import type { Store, StoreWriter, AgentRecord, GrantRecord, HostRecord } from '../storage/types.js';
 import { ReplayCache } from './replay-cache.js';
 import { TtlCache } from './ttl-cache.js';
@@ -61,21 +62,27 @@ export interface ContextOptions {
   readonly issuer: () => string;
   /** Default 5 s. */
   readonly cacheTtlMs?: number;
+  /** Where accepted jtis outlive a restart; none: memory only (an in-memory database). */
+  readonly replayJournal?: ReplayJournal;
 }
 
 export function createContext(options: ContextOptions): ProtocolContext {
   const cache = new HotCache(options.clock, options.cacheTtlMs ?? 5_000);
-  const { store, clock } = options;
-  const replay = new ReplayCache(clock, {
+  const journal = options.replayJournal;
+  const replay = new ReplayCache(options.clock, {
     maxEntries: options.policy.replay.maxEntries,
     maxPerIdentity: options.policy.replay.maxEntriesPerIdentity,
     // Journalled before it is kept: a token accepted before a restart is refused after it.
-    journal: (identity, jti, untilMs) =>
-      store.recordSeenJti({ identity, jti, expiresAt: untilMs }, clock.now()),
+    ...(journal
+      ? {
+          journal: (identity: string, jti: string, untilMs: number) =>
+            journal.append({ identity, jti, expiresAt: untilMs }),
+        }
+      : {}),
   });
-  replay.restore(
-    store.liveSeenJtis(clock.now()).map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })),
-  );
+  if (journal) {
+    replay.restore(journal.restored.map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })));
+  }
   return {
     store: options.store,
     catalog: options.catalog,

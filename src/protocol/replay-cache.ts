@@ -17,7 +17,7 @@
  * has expired, so every entry is pushed and popped once (O(log n) each) and no call scans the
  * whole cache.
  *
- * An optional journal (the SQLite store) is written before an entry is kept, so that a token
+ * An optional journal (storage/replay-journal.ts) is written before an entry is kept, so that a token
  * accepted before a restart is refused after it; `restore` loads the journal at start-up.
  */
 import type { Clock } from '../clock.js';

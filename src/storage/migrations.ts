@@ -107,19 +107,9 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX async_jobs_expiry ON async_jobs (expires_at);
   `,
-  // 3: accepted JWT ids (§4.6), so that a token accepted before a restart is refused after it. An
-  // append-only journal, not an index: the in-memory replay cache answers every lookup, this table
-  // is read once at start-up and swept from its oldest end (rows arrive in nearly expiry order).
-  // No secondary index, so that recording a jti on the hot path touches one b-tree page.
+  // 3: bounds on what hosts nobody approved can store (policy pending_hosts), counted per
+  // registration.
   `
-  CREATE TABLE seen_jtis (
-    id INTEGER PRIMARY KEY,
-    identity TEXT NOT NULL,
-    jti TEXT NOT NULL,
-    expires_at INTEGER NOT NULL
-  ) STRICT;
-
-  -- Bounds on what hosts nobody approved can store (policy pending_hosts): counted per request.
   CREATE INDEX hosts_status ON hosts (status);
   CREATE INDEX approvals_host ON approvals (host_id, status);
   `,

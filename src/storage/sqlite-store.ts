@@ -2,12 +2,7 @@
  * The SQLite store (better-sqlite3): WAL journal, synchronous=FULL so an acknowledged commit
  * survives a crash or power loss, a busy timeout for concurrent processes, foreign keys on, and
  * migrations applied at open. Every `write` is one transaction.
- *
- * Accepted JWT ids (`recordSeenJti`, one per authenticated request) go through a second
- * connection to the same file with synchronous=NORMAL: in WAL mode its commit is a write() into
- * the WAL without an fsync, which survives a process crash or SIGKILL (the OS has the data) but
- * not an OS crash or power loss until the WAL is next synced, by the next FULL commit of the main
- * connection or a checkpoint. An fsync per request would cost far more than the request itself.
+
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -23,7 +18,6 @@ import type {
   GrantRecord,
   HostRecord,
   Patch,
-  SeenJti,
   Store,
   StoreWriter,
 } from './types.js';
@@ -183,31 +177,8 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
   db.pragma('foreign_keys = ON');
   migrate(db, options.file);
-  return new SqliteStore(db, options.file === ':memory:' ? db : openJournal(options, db));
+  return new SqliteStore(db);
 }
-
-/**
- * The connection that journals accepted jtis: synchronous=NORMAL (no fsync per commit, see the
- * header). It leaves checkpoints to the main connection, whose commits come at least every few
- * seconds under load (activity, last-used times), except as a backstop past ~40 MB of WAL.
- */
-function openJournal(options: SqliteStoreOptions, main: Database.Database): Database.Database {
-  let db: Database.Database;
-  try {
-    db = new Database(options.file, { fileMustExist: true });
-  } catch (err) {
-    main.close();
-    throw new UserError(`${options.file}: cannot open the database (${(err as Error).message})`);
-  }
-  db.pragma('synchronous = NORMAL');
-  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-  db.pragma('wal_autocheckpoint = 10000');
-  return db;
-}
-
-/** Journal rows appended between two small sweeps of expired rows, and the sweep's batch size. */
-const SEEN_JTI_SWEEP_EVERY = 1024;
-const SEEN_JTI_SWEEP_BATCH = 2048;
 
 function migrate(db: Database.Database, file: string): void {
   const current = db.pragma('user_version', { simple: true }) as number;
@@ -224,24 +195,12 @@ function migrate(db: Database.Database, file: string): void {
   }
 }
 
-const SWEEP_SEEN_JTIS = `DELETE FROM seen_jtis
-  WHERE id IN (SELECT id FROM seen_jtis ORDER BY id LIMIT ?) AND expires_at <= ?`;
-
 class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly writer: StoreWriter;
-  private readonly journalInsert: Database.Statement;
-  private seenSinceSweep = 0;
 
-  constructor(
-    private readonly db: Database.Database,
-    /** The synchronous=NORMAL connection for `recordSeenJti` (the main one for `:memory:`). */
-    private readonly journal: Database.Database,
-  ) {
+  constructor(private readonly db: Database.Database) {
     this.writer = this.createWriter();
-    this.journalInsert = journal.prepare(
-      'INSERT INTO seen_jtis (identity, jti, expires_at) VALUES (?, ?, ?)',
-    );
   }
 
   private stmt(sql: string): Database.Statement {
@@ -434,50 +393,8 @@ class SqliteStore implements Store {
       .immediate();
   }
 
-  recordSeenJti(seen: SeenJti, now: number): void {
-    // Inside a transaction of the main connection the journal connection would wait for the lock
-    // that this very thread holds: join the transaction instead.
-    const insert = this.db.inTransaction
-      ? this.stmt('INSERT INTO seen_jtis (identity, jti, expires_at) VALUES (?, ?, ?)')
-      : this.journalInsert;
-    insert.run(seen.identity, seen.jti, seen.expiresAt);
-    if (++this.seenSinceSweep >= SEEN_JTI_SWEEP_EVERY && !this.db.inTransaction) {
-      this.seenSinceSweep = 0;
-      this.deleteExpiredSeenJtis(now, SEEN_JTI_SWEEP_BATCH);
-    }
-  }
-
-  liveSeenJtis(now: number): SeenJti[] {
-    return (
-      this.stmt('SELECT identity, jti, expires_at FROM seen_jtis WHERE expires_at > ? ORDER BY id').all(
-        now,
-      ) as { identity: string; jti: string; expires_at: number }[]
-    ).map((r) => ({ identity: r.identity, jti: r.jti, expiresAt: r.expires_at }));
-  }
-
-  deleteExpiredSeenJtis(now: number, limit = SEEN_JTI_SWEEP_BATCH): number {
-    // Only the oldest `limit` rows are looked at, so a sweep costs what it deletes. A live row at
-    // the head holds back expired rows behind it, but no longer than one validity window, since
-    // rows are appended in nearly expiry order.
-    const statement = this.db.inTransaction
-      ? this.stmt(SWEEP_SEEN_JTIS)
-      : this.journalStatement(SWEEP_SEEN_JTIS);
-    return statement.run(limit, now).changes;
-  }
-
   close(): void {
-    if (this.journal !== this.db && this.journal.open) this.journal.close();
     if (this.db.open) this.db.close();
-  }
-
-  private journalStatement(sql: string): Database.Statement {
-    const key = `journal:${sql}`;
-    let s = this.statements.get(key);
-    if (!s) {
-      s = this.journal.prepare(sql);
-      this.statements.set(key, s);
-    }
-    return s;
   }
 
   private createWriter(): StoreWriter {

@@ -130,7 +130,10 @@ export interface AsyncJobRecord {
   readonly expiresAt: number;
 }
 
-/** A JWT id accepted for `identity` (e.g. `agent:agt_…`), to be refused again until `expiresAt`. */
+/**
+ * A JWT id accepted for `identity` (e.g. `agent:agt_…`), to be refused again until `expiresAt`
+ * (replay-journal.ts keeps them across restarts).
+ */
 export interface SeenJti {
   readonly identity: string;
   readonly jti: string;
@@ -201,17 +204,5 @@ export interface Store extends StoreReader {
   deleteExpiredAsyncJobs(now: number): number;
   /** Deletes pending agents and hosts created before `before` (§10.9); returns how many. */
   deleteStalePending(before: number): { agents: number; hosts: number };
-  /**
-   * Journals an accepted jti before the request goes on. Committed to the WAL without an fsync of
-   * its own: it survives a crash or SIGKILL of the process, and an OS crash or power loss only
-   * loses what was written since the WAL was last synced (the next commit of any other change,
-   * or a checkpoint). Inside a `write` it joins that transaction. Sweeps expired rows in small
-   * batches as it goes.
-   */
-  recordSeenJti(seen: SeenJti, now: number): void;
-  /** The journalled jtis still live at `now`, oldest first (read at start-up). */
-  liveSeenJtis(now: number): SeenJti[];
-  /** Deletes up to `limit` expired journal rows from the oldest end; returns how many. */
-  deleteExpiredSeenJtis(now: number, limit?: number): number;
   close(): void;
 }
