@@ -81,7 +81,9 @@ export function createContext(options: ContextOptions): ProtocolContext {
       : {}),
   });
   if (journal) {
-    replay.restore(journal.restored.map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })));
+    replay.restore(
+      journal.takeRestored().map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })),
+    );
   }
   return {
     store: options.store,

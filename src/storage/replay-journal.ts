@@ -110,9 +110,9 @@ export class ReplayJournal {
     this.#timer.unref();
   }
 
-  /** The live jtis found at open, oldest segment order; read once by the replay cache. */
-  get restored(): readonly SeenJti[] {
-    return this.#restored;
+  /** The live jtis found at open, in file order; handed over once (then forgotten here). */
+  takeRestored(): SeenJti[] {
+    return this.#restored.splice(0);
   }
 
   /** Appends one accepted jti: one write() before it returns; throws if the disk refuses it. */

@@ -47,17 +47,19 @@ describe('ReplayJournal', () => {
     // No close(): the lines are in the file as soon as append returns (what SIGKILL leaves).
     const second = new ReplayJournal(path, NOW + 1);
     opened.push(second);
-    expect(second.restored).toEqual([
+    expect(second.takeRestored()).toEqual([
       { identity: 'agent:a', jti: 'j1', expiresAt: NOW + 1000 },
       { identity: 'host:h', jti: 'j1', expiresAt: NOW + 5000 },
     ]);
+    // Handed over once: the journal keeps no copy in memory.
+    expect(second.takeRestored()).toEqual([]);
   });
 
   it('keeps any jti and identity text intact (quotes, newlines, unicode)', () => {
     const path = dir();
     const odd = { identity: 'agent:"x"\n', jti: 'line\nbreak "quoted" \u2028 é', expiresAt: NOW + 1000 };
     open(path).append(odd);
-    expect(open(path).restored).toEqual([odd]);
+    expect(open(path).takeRestored()).toEqual([odd]);
   });
 
   it('skips a torn or corrupt line and reads the rest', () => {
@@ -68,7 +70,11 @@ describe('ReplayJournal', () => {
     appendFileSync(join(path, file as string), '[1700000001000,"agent:a","tor');
     appendFileSync(join(path, file as string), '\n{"not":"an entry"}\n[1,2,3]\n\u0000\u0000\u0000\n');
     journal.append({ identity: 'agent:a', jti: 'j2', expiresAt: NOW + 1000 });
-    expect(open(path).restored.map((s) => s.jti)).toEqual(['j1', 'j2']);
+    expect(
+      open(path)
+        .takeRestored()
+        .map((s) => s.jti),
+    ).toEqual(['j1', 'j2']);
   });
 
   it('starts a new segment past segmentBytes, and the next process reads them all', () => {
@@ -77,7 +83,7 @@ describe('ReplayJournal', () => {
     for (let i = 0; i < 30; i++)
       journal.append({ identity: 'agent:a', jti: `j${i}`, expiresAt: NOW + 1000 + i });
     expect(segments(path).length).toBeGreaterThanOrEqual(5);
-    expect(open(path).restored).toHaveLength(30);
+    expect(open(path).takeRestored()).toHaveLength(30);
   });
 
   it('sweep deletes its own closed segments once every jti in them expired, never the open one', () => {
@@ -92,7 +98,7 @@ describe('ReplayJournal', () => {
     expect(segments(path).length).toBe(before - deleted);
     // What is left still holds every jti live at that time.
     const live = Array.from({ length: 30 }, (_, i) => NOW + 1000 + i * 100).filter((t) => t > NOW + 2000);
-    expect(open(path, NOW + 2000).restored).toHaveLength(live.length);
+    expect(open(path, NOW + 2000).takeRestored()).toHaveLength(live.length);
     journal.sweep(NOW + 10_000);
     // Left: the segment each of the two journals has open.
     expect(segments(path)).toHaveLength(2);
@@ -104,7 +110,7 @@ describe('ReplayJournal', () => {
     const foreign = join(path, 'abcdefabcdef-0.jsonl');
     writeFileSync(foreign, `${JSON.stringify([NOW + 1000, 'agent:z', 'j'])}\n`);
     const journal = open(path);
-    expect(journal.restored).toEqual([{ identity: 'agent:z', jti: 'j', expiresAt: NOW + 1000 }]);
+    expect(journal.takeRestored()).toEqual([{ identity: 'agent:z', jti: 'j', expiresAt: NOW + 1000 }]);
     expect(journal.sweep(NOW + 1000)).toBe(0); // expired, but written just now: its writer may go on
     const old = new Date(Date.now() - FOREIGN_GRACE_MS - 1000);
     utimesSync(foreign, old, old);
