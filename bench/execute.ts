@@ -88,6 +88,9 @@ export async function runExecuteBench(
         // The benchmark measures the gateway, not the limiter.
         // In-flight caps stay on (their counting is on the measured path) but above c=32.
         'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null, in_flight_per_agent: 64}',
+        // One agent sends every request, far past the per-identity replay cap a rate-limited agent
+        // stays under: lift it too (every jti is still remembered and journalled).
+        'replay: {max_entries: 1000000, max_entries_per_identity: 1000000}',
         '',
       ].join('\n'),
     );

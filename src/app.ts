@@ -25,6 +25,7 @@ import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
 import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './protocol/rate-limit.js';
+import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
 import { openSqliteStore } from './storage/sqlite-store.js';
 import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
@@ -74,12 +75,32 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
 
   const policy = settings.policyFile ? loadPolicyFile(settings.policyFile, catalog) : defaultPolicy(catalog);
   const store = openSqliteStore({ file: settings.dbFile });
+  let replayJournal: ReplayJournal | undefined;
+  try {
+    replayJournal = openReplayJournal(settings.dbFile, clock.now());
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  /** The journal first: its last lines are fsynced before the database closes. */
+  const closeStorage = (): void => {
+    replayJournal?.close();
+    store.close();
+  };
   let issuer = settings.issuer ?? '';
-  const ctx = createContext({ store, catalog, policy, clock, logger, issuer: () => issuer });
+  const ctx = createContext({
+    store,
+    catalog,
+    policy,
+    clock,
+    logger,
+    issuer: () => issuer,
+    ...(replayJournal ? { replayJournal } : {}),
+  });
   try {
     await applyPolicyHosts(ctx);
   } catch (err) {
-    store.close();
+    closeStorage();
     throw err;
   }
   const maintain = (): void => {
@@ -88,6 +109,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
     const jobs = store.deleteExpiredAsyncJobs(clock.now());
     if (jobs) logger.info('expired async executions removed', { jobs });
+    replayJournal?.sweep(clock.now());
   };
 
   const executionSettings = new Map<string, ApiExecutionSettings>(
@@ -113,7 +135,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   });
   const problems = executor.problems(catalog);
   if (problems.errors.length > 0) {
-    store.close();
+    closeStorage();
     await mock?.close();
     await executor.close();
     throw new UserError(problems.errors.join('\n'));
@@ -185,7 +207,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   } catch (err) {
     await mock?.close();
     await executor.close();
-    store.close();
+    closeStorage();
     throw err;
   }
   ctx.usage.start();
@@ -248,7 +270,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         warmup.abort();
         ctx.usage.stop();
         executionLog.stop();
-        store.close();
+        closeStorage();
         await executor.close();
         await mock?.close();
       })();

@@ -18,6 +18,7 @@ import { resolveCapabilityClasses } from './capability-lists.js';
 import { parsePolicyFile, readPolicyText } from './file.js';
 import { resolveHosts } from './hosts.js';
 import { Problems } from './problems.js';
+import { resolveBounds } from './bounds.js';
 import { resolveRateLimits } from './rate-limits.js';
 import type { Policy, PolicyFile } from './types.js';
 
@@ -66,6 +67,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
   const classes = resolveCapabilityClasses(raw, catalog, problems);
   const hosts = resolveHosts(raw.hosts, classes.grantable, problems);
   const rateLimits = resolveRateLimits(raw.rate_limits, catalog, problems);
+  const bounds = resolveBounds(raw, problems);
   problems.throwIfAny();
   return Object.freeze({
     modes: Object.freeze([...raw.modes]),
@@ -79,6 +81,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
     autonomousGrants: classes.autonomousGrants,
     hosts,
     rateLimits,
+    ...bounds,
     audit: Object.freeze({ logArguments: raw.audit.log_arguments }),
   });
 }

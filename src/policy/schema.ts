@@ -354,6 +354,88 @@ export const POLICY_SCHEMA = {
         },
       },
     },
+    capability_requests: {
+      type: 'object',
+      description:
+        'What one request (registration §5.3, request-capability §5.4) may ask the proxy to store. Over a bound: 400 invalid_request naming it.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_entries: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 10000,
+          description: 'Entries in one capabilities list.',
+          default: 100,
+        },
+        max_constraint_bytes: {
+          type: 'integer',
+          minimum: 64,
+          maximum: 1048576,
+          description: 'Serialized JSON size (UTF-8 bytes) of all constraints proposed in one request.',
+          default: 8192,
+        },
+        max_constraint_depth: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 32,
+          description:
+            'Nesting depth of one proposed constraint value: an operator object is 1, a list inside it 2.',
+          default: 8,
+        },
+      },
+    },
+    pending_hosts: {
+      type: 'object',
+      description:
+        'Hosts nobody has approved yet (§2.11): what a self-signed key can make the proxy store. Their rows are deleted after lifetimes.pending_cleanup (§10.9).',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_hosts: {
+          type: 'integer',
+          minimum: 1,
+          description:
+            'Hosts awaiting approval, in total; past it a new host gets 429 rate_limited until some are approved or cleaned up.',
+          default: 1000,
+        },
+        max_agents: {
+          type: 'integer',
+          minimum: 1,
+          description: 'Agents under one pending host; past it 403 host_pending.',
+          default: 10,
+        },
+        max_open_approvals: {
+          type: 'integer',
+          minimum: 1,
+          description: "Open approval requests across one pending host's agents; past it 403 host_pending.",
+          default: 10,
+        },
+      },
+    },
+    replay: {
+      type: 'object',
+      description:
+        'The jti replay cache (§4.6, §8.4): accepted JWT ids, in memory (bounded here) and journalled to the database so a restart forgets none.',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_entries: {
+          type: 'integer',
+          minimum: 10,
+          description:
+            'Remembered JWT ids in total (about 200 bytes each, 600 at most). New identities are admitted below 90% of it; past it 503 temporarily_unavailable.',
+          default: 200000,
+        },
+        max_entries_per_identity: {
+          type: 'integer',
+          minimum: 1,
+          description:
+            'Remembered JWT ids per identity (one agent, one host key) within their validity window; past it 429 rate_limited. At most max_entries.',
+          default: 2000,
+        },
+      },
+    },
     audit: {
       type: 'object',
       description: 'Activity records.',

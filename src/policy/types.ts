@@ -77,6 +77,23 @@ export interface Policy {
     readonly perCapability: ReadonlyMap<string, CapabilityRateLimits>;
     readonly inFlight: InFlightLimits;
   };
+  /** What one capabilities list may ask the proxy to store (§5.3, §5.4). */
+  readonly capabilityRequests: {
+    readonly maxEntries: number;
+    readonly maxConstraintBytes: number;
+    readonly maxConstraintDepth: number;
+  };
+  /** Bounds on what hosts nobody approved yet can make the proxy store (§2.11). */
+  readonly pendingHosts: {
+    readonly maxHosts: number;
+    readonly maxAgents: number;
+    readonly maxOpenApprovals: number;
+  };
+  /** The jti replay cache's memory bounds (§4.6). */
+  readonly replay: {
+    readonly maxEntries: number;
+    readonly maxEntriesPerIdentity: number;
+  };
   readonly audit: { readonly logArguments: boolean };
 }
 
@@ -140,5 +157,12 @@ export interface PolicyFile {
     in_flight_per_host: number | null;
     in_flight_total: number | null;
   };
+  capability_requests: {
+    max_entries: number;
+    max_constraint_bytes: number;
+    max_constraint_depth: number;
+  };
+  pending_hosts: { max_hosts: number; max_agents: number; max_open_approvals: number };
+  replay: { max_entries: number; max_entries_per_identity: number };
   audit: { log_arguments: boolean };
 }

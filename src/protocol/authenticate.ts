@@ -12,6 +12,7 @@ import type { ProtocolContext } from './context.js';
 import { decodeJwt, JwtError, replayHorizonMs, verifyJwt, type UnverifiedJwt } from './jwt.js';
 import { parsePublicJwk, publicKeyObject, thumbprint, type Ed25519PublicJwk } from './keys.js';
 import { currentAgent } from './lifecycle.js';
+import type { RememberOutcome } from './replay-cache.js';
 
 export type Claims = Readonly<Record<string, unknown>>;
 
@@ -74,18 +75,52 @@ function verify(
   }
 }
 
-/** §4.6 / §8.4: a jti is accepted once per principal within its effective window (§8.2). */
+/**
+ * §4.6 / §8.4: a jti is accepted once per principal (`partition`, e.g. `agent:${sub}` or
+ * `host:${iss}`) within its effective window (§8.2). Called only for a token that is verified and
+ * within its principal's limits, so that nothing else is ever remembered. Throws on a replay
+ * (401), when the principal holds its cap of remembered jtis (429) and when the cache is full or
+ * the journal cannot be written (503); nothing is remembered then.
+ */
 export function rememberJti(ctx: ProtocolContext, partition: string, claims: Claims): void {
   const policy = {
     clockSkewSec: ctx.policy.lifetimes.clockSkewSec,
     maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
   };
-  const outcome = ctx.replay.remember(`${partition}:${String(claims.jti)}`, replayHorizonMs(claims, policy));
-  if (outcome === 'replay') throw invalid('This JWT (jti) was already used; sign a new one per request.');
-  if (outcome === 'full') {
-    throw new ProtocolError('temporarily_unavailable', 'Replay protection is at capacity; retry shortly.', {
-      headers: { 'retry-after': '5' },
+  let outcome: RememberOutcome;
+  try {
+    outcome = ctx.replay.remember(partition, String(claims.jti), replayHorizonMs(claims, policy));
+  } catch (err) {
+    if (err instanceof JwtError) throw invalid(err.message);
+    // The journal refused the write (disk full, I/O error): without it a restart could forget this jti.
+    ctx.logger.error('replay journal write failed', {
+      error: err instanceof Error ? err.message : String(err),
     });
+    throw new ProtocolError('temporarily_unavailable', 'Replay protection is unavailable; retry shortly.', {
+      headers: { 'retry-after': '1' },
+    });
+  }
+  switch (outcome) {
+    case 'fresh':
+      return;
+    case 'replay':
+      throw invalid('This JWT (jti) was already used; sign a new one per request.');
+    case 'identity_full': {
+      const retryAfter = ctx.replay.retryAfterSec(partition);
+      throw new ProtocolError(
+        'rate_limited',
+        `This principal already has ${ctx.replay.maxPerIdentity} JWTs within their validity window, the most one identity may have (policy replay.max_entries_per_identity); retry in ${retryAfter} s.`,
+        { headers: { 'retry-after': String(retryAfter) } },
+      );
+    }
+    case 'full': {
+      const retryAfter = ctx.replay.retryAfterSec();
+      throw new ProtocolError(
+        'temporarily_unavailable',
+        `Replay protection is at capacity (policy replay.max_entries = ${ctx.replay.maxEntries}); retry in ${retryAfter} s.`,
+        { headers: { 'retry-after': String(retryAfter) } },
+      );
+    }
   }
 }
 

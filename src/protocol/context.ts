@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Catalog } from '../openapi/catalog.js';
 import type { Policy } from '../policy/policy.js';
+import type { ReplayJournal } from '../storage/replay-journal.js';
 import type { Store, StoreWriter, AgentRecord, GrantRecord, HostRecord } from '../storage/types.js';
 import { ReplayCache } from './replay-cache.js';
 import { TtlCache } from './ttl-cache.js';
@@ -61,10 +62,29 @@ export interface ContextOptions {
   readonly issuer: () => string;
   /** Default 5 s. */
   readonly cacheTtlMs?: number;
+  /** Where accepted jtis outlive a restart; none: memory only (an in-memory database). */
+  readonly replayJournal?: ReplayJournal;
 }
 
 export function createContext(options: ContextOptions): ProtocolContext {
   const cache = new HotCache(options.clock, options.cacheTtlMs ?? 5_000);
+  const journal = options.replayJournal;
+  const replay = new ReplayCache(options.clock, {
+    maxEntries: options.policy.replay.maxEntries,
+    maxPerIdentity: options.policy.replay.maxEntriesPerIdentity,
+    // Journalled before it is kept: a token accepted before a restart is refused after it.
+    ...(journal
+      ? {
+          journal: (identity: string, jti: string, untilMs: number) =>
+            journal.append({ identity, jti, expiresAt: untilMs }),
+        }
+      : {}),
+  });
+  if (journal) {
+    replay.restore(
+      journal.takeRestored().map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })),
+    );
+  }
   return {
     store: options.store,
     catalog: options.catalog,
@@ -73,7 +93,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
     logger: options.logger,
     issuer: options.issuer,
     executeLocation: () => `${options.issuer()}/capability/execute`,
-    replay: new ReplayCache(options.clock),
+    replay,
     usage: new UsageTracker(options.store),
     cache,
     write: (fn) => {

@@ -9,6 +9,7 @@ import type { AgentMode, GrantRecord, HostRecord, RequestedCapability } from '..
 import { intersectConstraints, parseConstraints, type Constraints } from './constraints.js';
 import type { ProtocolContext } from './context.js';
 import { isGrantEffective } from './lifecycle.js';
+import { checkCapabilityList } from './request-limits.js';
 
 export function inputFields(capability: Capability): ReadonlySet<string> {
   const props = capability.input?.properties;
@@ -16,9 +17,9 @@ export function inputFields(capability: Capability): ReadonlySet<string> {
 }
 
 /**
- * Parses a `capabilities` request array: names must exist and not be blocked (one
- * `invalid_capabilities` error lists every bad name), constraints must be valid for the
- * capability's input, and the policy's constraints are folded in.
+ * Parses a `capabilities` request array: within the request bounds (policy capability_requests),
+ * names must exist and not be blocked (one `invalid_capabilities` error lists every bad name),
+ * constraints must be valid for the capability's input, and the policy's constraints are folded in.
  */
 export function parseCapabilityRequest(
   ctx: ProtocolContext,
@@ -26,7 +27,7 @@ export function parseCapabilityRequest(
   field = 'capabilities',
 ): RequestedCapability[] {
   if (!Array.isArray(raw)) throw new ProtocolError('invalid_request', `${field} must be an array.`);
-  if (raw.length > 500) throw new ProtocolError('invalid_request', `${field} may list at most 500 entries.`);
+  checkCapabilityList(raw, field, ctx.policy.capabilityRequests);
   const invalidNames: string[] = [];
   const seen = new Set<string>();
   const out: RequestedCapability[] = [];

@@ -146,16 +146,27 @@ export function verifyJwt(
   return payload;
 }
 
-/** §4.2/§4.3: aud must match the expected value exactly — no normalisation of URLs. */
+/**
+ * §4.2/§4.3: aud must be exactly the expected value, with no normalisation of URLs. RFC 7519
+ * §4.1.3 allows an array, but a token addressed to this server and to others at once could be
+ * replayed at those others (or theirs here), so an array is accepted only as the single expected
+ * value: `["<issuer>"]`, never `["<issuer>", "<anyone else>"]`.
+ */
 function checkAudience(aud: unknown, audiences: readonly string[]): void {
   if (aud === undefined) throw new JwtError('The JWT is missing "aud".');
-  const values = typeof aud === 'string' ? [aud] : aud;
-  if (!Array.isArray(values) || values.length === 0 || !values.every((v) => typeof v === 'string')) {
-    throw new JwtError('The JWT "aud" must be a string or an array of strings.');
+  let value: unknown = aud;
+  if (Array.isArray(aud)) {
+    if (aud.length !== 1) {
+      throw new JwtError(
+        'The JWT "aud" array must hold exactly one value: this server, and no other audience.',
+      );
+    }
+    value = aud[0];
   }
-  if (!values.some((v) => audiences.includes(v))) {
-    throw new JwtError('The JWT "aud" does not name this server.');
+  if (typeof value !== 'string') {
+    throw new JwtError('The JWT "aud" must be a string or an array of one string.');
   }
+  if (!audiences.includes(value)) throw new JwtError('The JWT "aud" does not name this server.');
 }
 
 /** §4.5 step 8, §4.5.1 step 5, §8.2. Compared in milliseconds so no rounding widens the window. */

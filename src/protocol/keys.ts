@@ -46,6 +46,8 @@ export function parsePublicJwk(raw: unknown): ParsePublicJwkResult {
   if (!isCanonicalBase64url(jwk.x, ED25519_PUBLIC_KEY_BYTES)) {
     return invalid('The JWK "x" must be the base64url encoding of exactly 32 bytes.');
   }
+  const weak = weakPointProblem(Buffer.from(jwk.x, 'base64url'));
+  if (weak !== undefined) return invalid(`The JWK "x" ${weak}; generate a new Ed25519 key pair.`);
   // Only the required members survive: anything else (kid, alg, extensions) is client-chosen
   // metadata that must not leak into storage or thumbprints.
   return { ok: true, jwk: { kty: 'OKP', crv: 'Ed25519', x: jwk.x } };
@@ -59,6 +61,51 @@ function isCanonicalBase64url(value: string, byteLength: number): boolean {
   if (!BASE64URL.test(value)) return false;
   const bytes = Buffer.from(value, 'base64url');
   return bytes.length === byteLength && bytes.toString('base64url') === value;
+}
+
+/** p = 2^255 - 19, little-endian, the field prime of edwards25519 (RFC 8032 §5.1). */
+const FIELD_PRIME_LE = Buffer.from('edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f', 'hex');
+
+/**
+ * The y coordinates (sign bit cleared, little-endian) of the 8 points of small order: y = 1 (the
+ * identity, order 1), y = p - 1 (order 2), y = 0 (order 4, two points) and y = ±y8 (order 8, four
+ * points). Any signature check against such a key degenerates: a signature valid for every message
+ * can be forged for it, so "who signed" no longer identifies anyone. The unit test recomputes each
+ * point's order from these values.
+ */
+const SMALL_ORDER_Y: readonly Buffer[] = [
+  '0000000000000000000000000000000000000000000000000000000000000000',
+  '0100000000000000000000000000000000000000000000000000000000000000',
+  'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+  '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05',
+  'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a',
+].map((hex) => Buffer.from(hex, 'hex'));
+
+/**
+ * Refuses encodings that are not one key, one spelling (§4.1: the thumbprint is the identity):
+ * y >= p (a second spelling of y - p, RFC 8032 §5.1.3 step 1 says decoding fails) and the
+ * small-order points in every spelling (sign bit either way, or y >= p). Byte comparisons only:
+ * this runs on every host JWT that presents its key, so no field arithmetic here.
+ */
+function weakPointProblem(encoded: Buffer): string | undefined {
+  const y = Buffer.from(encoded);
+  y[31] = (y[31] as number) & 0x7f;
+  if (compareLittleEndian(y, FIELD_PRIME_LE) >= 0) {
+    return 'is a non-canonical Ed25519 point encoding (y >= 2^255 - 19)';
+  }
+  if (SMALL_ORDER_Y.some((small) => small.equals(y))) {
+    return 'is a small-order Ed25519 point, which cannot identify a signer';
+  }
+  return undefined;
+}
+
+/** Compares two equal-length unsigned little-endian integers. */
+function compareLittleEndian(a: Buffer, b: Buffer): number {
+  for (let i = a.length - 1; i >= 0; i--) {
+    const diff = (a[i] as number) - (b[i] as number);
+    if (diff !== 0) return diff;
+  }
+  return 0;
 }
 
 function invalid(message: string): ParsePublicJwkResult {

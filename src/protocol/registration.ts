@@ -1,7 +1,8 @@
 /**
  * §5.3 agent registration: dynamic hosts (§2.8), idempotent retry of a pending registration,
  * auto-approval for linked hosts within their defaults (§2.9), approval otherwise (§7), and the
- * §8.10 rule that an unknown host gets nothing until a human approves.
+ * §8.10 rule that an unknown host gets nothing until a human approves, and may store only so much
+ * until then (pending-hosts.ts).
  */
 import { ProtocolError } from '../errors.js';
 import type {
@@ -19,6 +20,12 @@ import { autoGrantable, parseCapabilityRequest } from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { agentView } from './views.js';
 import { protocolEvent } from './activity.js';
+import {
+  admitNewPendingHost,
+  admitPendingHostAgent,
+  admitPendingHostApproval,
+  dropExpiredRegistrationApprovals,
+} from './pending-hosts.js';
 
 export async function registerAgent(
   ctx: ProtocolContext,
@@ -74,6 +81,7 @@ export async function registerAgent(
       );
     }
     if (!host) {
+      admitNewPendingHost(ctx, tx);
       host = {
         id: newId('hst'),
         thumbprint: auth.thumbprint,
@@ -106,6 +114,7 @@ export async function registerAgent(
       // §5.3: a pending registration retried with the same key is idempotent.
       let approval = openApproval(ctx, existing.id);
       if (!approval) {
+        admitPendingHostApproval(ctx, tx, host, now);
         // The earlier request expired: a fresh one (new user code) takes over its pending grants.
         const fresh = createApproval(
           ctx,
@@ -118,6 +127,7 @@ export async function registerAgent(
         for (const g of tx.grants(existing.id)) {
           if (g.status === 'pending') tx.updateGrant(g.id, { approvalId: fresh.id, updatedAt: now });
         }
+        dropExpiredRegistrationApprovals(tx, existing);
         approval = fresh;
       }
       return {
@@ -126,6 +136,7 @@ export async function registerAgent(
       };
     }
 
+    admitPendingHostAgent(ctx, tx, host, now);
     const agent: AgentRecord = {
       id: newId('agt'),
       hostId: host.id,

@@ -112,4 +112,10 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE async_jobs ADD COLUMN status_capability TEXT;
   `,
+  // 4: bounds on what hosts nobody approved can store (policy pending_hosts), counted per
+  // registration.
+  `
+  CREATE INDEX hosts_status ON hosts (status);
+  CREATE INDEX approvals_host ON approvals (host_id, status);
+  `,
 ];

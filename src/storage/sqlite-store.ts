@@ -2,6 +2,7 @@
  * The SQLite store (better-sqlite3): WAL journal, synchronous=FULL so an acknowledged commit
  * survives a crash or power loss, a busy timeout for concurrent processes, foreign keys on, and
  * migrations applied at open. Every `write` is one transaction.
+
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -281,6 +282,18 @@ class SqliteStore implements Store {
     );
   }
 
+  countHosts(status: string): number {
+    return (this.stmt('SELECT count(*) AS n FROM hosts WHERE status = ?').get(status) as { n: number }).n;
+  }
+
+  countOpenApprovals(hostId: string, now: number): number {
+    return (
+      this.stmt(
+        "SELECT count(*) AS n FROM approvals WHERE host_id = ? AND status = 'pending' AND expires_at > ?",
+      ).get(hostId, now) as { n: number }
+    ).n;
+  }
+
   activity(query: ActivityQuery): ActivityRecord[] {
     return this.many(
       ACTIVITY,
@@ -440,6 +453,8 @@ class SqliteStore implements Store {
       approval: (id) => reader.approval(id),
       approvalByUserCode: (c) => reader.approvalByUserCode(c),
       approvals: (f) => reader.approvals(f),
+      countHosts: (status) => reader.countHosts(status),
+      countOpenApprovals: (h, now) => reader.countOpenApprovals(h, now),
       activity: (q) => reader.activity(q),
       asyncJob: (id) => reader.asyncJob(id),
       insertHost: (h) => insert('hosts', HOST, h),
@@ -460,6 +475,9 @@ class SqliteStore implements Store {
       updateGrant: (id, p) => update('grants', GRANT, id, p),
       insertApproval: (a) => insert('approvals', APPROVAL, a),
       updateApproval: (id, p) => update('approvals', APPROVAL, id, p),
+      deleteApproval: (id) => {
+        this.stmt('DELETE FROM approvals WHERE id = ?').run(id);
+      },
       appendActivity: (r) => {
         insert('activity', ACTIVITY, { ...r, id: 0 });
       },

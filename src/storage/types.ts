@@ -132,6 +132,16 @@ export interface AsyncJobRecord {
   readonly expiresAt: number;
 }
 
+/**
+ * A JWT id accepted for `identity` (e.g. `agent:agt_…`), to be refused again until `expiresAt`
+ * (replay-journal.ts keeps them across restarts).
+ */
+export interface SeenJti {
+  readonly identity: string;
+  readonly jti: string;
+  readonly expiresAt: number;
+}
+
 export interface ActivityQuery {
   readonly agentId?: string;
   readonly hostId?: string;
@@ -157,6 +167,10 @@ export interface StoreReader {
   approval(id: string): ApprovalRecord | undefined;
   approvalByUserCode(userCode: string): ApprovalRecord | undefined;
   approvals(filter?: { status?: ApprovalStatus; agentId?: string }): ApprovalRecord[];
+  /** How many hosts have this status (the pending-host bound, §2.11). */
+  countHosts(status: HostStatus): number;
+  /** Pending approvals of a host's agents not yet expired at `now`. */
+  countOpenApprovals(hostId: string, now: number): number;
   activity(query: ActivityQuery): ActivityRecord[];
   asyncJob(id: string): AsyncJobRecord | undefined;
 }
@@ -175,6 +189,8 @@ export interface StoreWriter extends StoreReader {
   updateGrant(id: string, patch: Patch<GrantRecord>): void;
   insertApproval(approval: ApprovalRecord): void;
   updateApproval(id: string, patch: Patch<ApprovalRecord>): void;
+  /** Deletes an approval row (grants pointing at it keep their row, without the link). */
+  deleteApproval(id: string): void;
   appendActivity(record: ActivityRecord): void;
 }
 

@@ -291,9 +291,22 @@ describe.each(hostEndpoints)('§4.5.1 host JWT at $name', (ep) => {
       expectError(await send({ claims: { aud: value } }), 401, 'invalid_jwt', /aud/);
     });
 
-    it('an array that contains the issuer is accepted (RFC 7519 §4.1.3)', async () => {
-      expect((await send({ claims: { aud: ['https://other.example', p.issuer] } })).status).toBe(200);
+    it('an array of exactly the issuer is accepted (RFC 7519 §4.1.3)', async () => {
+      expect((await send({ claims: { aud: [p.issuer] } })).status).toBe(200);
     });
+
+    it.each([
+      ['another server first', ['https://other.example', 'ISSUER']],
+      ['another server after', ['ISSUER', 'https://other.example']],
+      ['the issuer twice', ['ISSUER', 'ISSUER']],
+      ['the execute location too', ['ISSUER', 'EXECUTE']],
+    ])(
+      'an array naming the issuer besides others (%s) → 401 invalid_jwt, not replayable elsewhere',
+      async (_name, aud) => {
+        const value = aud.map((v) => (v === 'ISSUER' ? p.issuer : v === 'EXECUTE' ? p.executeLocation : v));
+        expectError(await send({ claims: { aud: value } }), 401, 'invalid_jwt', /exactly one value/);
+      },
+    );
   });
 
   describe('iss and the signing key (§4.2)', () => {
@@ -628,8 +641,18 @@ describe.each(agentEndpoints)('§4.5 agent JWT at $name', (ep) => {
       expectError(reply, 401, 'invalid_jwt', /aud/);
     });
 
-    it('an array that contains the issuer is accepted (RFC 7519 §4.1.3)', async () => {
-      ep.expectAccepted(await send({ claims: { aud: [p.executeLocation, p.issuer] } }));
+    it('an array of exactly the issuer is accepted (RFC 7519 §4.1.3)', async () => {
+      ep.expectAccepted(await send({ claims: { aud: [p.issuer] } }));
+    });
+
+    it('an array naming the issuer and the execute location → 401 invalid_jwt', async () => {
+      const reply = await send({ claims: { aud: [p.executeLocation, p.issuer] } });
+      expectError(reply, 401, 'invalid_jwt', /exactly one value/);
+    });
+
+    it('an array naming the issuer and another server → 401 invalid_jwt', async () => {
+      const reply = await send({ claims: { aud: [p.issuer, 'https://other.example'] } });
+      expectError(reply, 401, 'invalid_jwt', /exactly one value/);
     });
   });
 

@@ -10,6 +10,7 @@ import { loadCatalog } from '../../../src/openapi/load-catalog.js';
 import { defaultPolicy, loadPolicyFile, parsePolicy, type Policy } from '../../../src/policy/policy.js';
 import { POLICY_SCHEMA } from '../../../src/policy/schema.js';
 import { PETSTORE, ROOT } from '../../helpers/proxy.js';
+import { NON_CANONICAL_KEYS, SMALL_ORDER_KEYS } from '../../helpers/weak-keys.js';
 
 const FILE = 'policy.yaml';
 const ALL = ['create_pet', 'delete_pet', 'get_inventory', 'get_pet', 'list_pets', 'place_order'];
@@ -109,6 +110,13 @@ describe('config/policy.example.yaml', () => {
       ]),
       inFlight: { perAgent: 16, perHost: 64, total: 256 },
     });
+    expect(policy.capabilityRequests).toEqual({
+      maxEntries: 100,
+      maxConstraintBytes: 8192,
+      maxConstraintDepth: 8,
+    });
+    expect(policy.pendingHosts).toEqual({ maxHosts: 1000, maxAgents: 10, maxOpenApprovals: 10 });
+    expect(policy.replay).toEqual({ maxEntries: 200_000, maxEntriesPerIdentity: 2000 });
     expect(policy.audit).toEqual({ logArguments: false });
   });
 
@@ -164,6 +172,13 @@ describe('defaults', () => {
       expect(policy.rateLimits.failedAuthPerIp).toEqual({ count: 60, windowMs: 60_000 });
       expect(policy.rateLimits.perCapability.size).toBe(0);
       expect(policy.rateLimits.inFlight).toEqual({ perAgent: 16, perHost: 64, total: 256 });
+      expect(policy.capabilityRequests).toEqual({
+        maxEntries: 100,
+        maxConstraintBytes: 8192,
+        maxConstraintDepth: 8,
+      });
+      expect(policy.pendingHosts).toEqual({ maxHosts: 1000, maxAgents: 10, maxOpenApprovals: 10 });
+      expect(policy.replay).toEqual({ maxEntries: 200_000, maxEntriesPerIdentity: 2000 });
       expect(policy.audit.logArguments).toBe(false);
     }
   });
@@ -584,6 +599,17 @@ hosts:
     expect(lines[0]).toMatch(/^policy\.yaml: hosts\[0\]\.public_key: .*exactly 32 bytes/);
   });
 
+  it.each([...SMALL_ORDER_KEYS, ...NON_CANONICAL_KEYS])(
+    'refuses a pre-registered host whose key is weak: %s',
+    (_name, x) => {
+      expect(failures(`hosts: [{public_key: {kty: OKP, crv: Ed25519, x: "${x}"}}]`)).toEqual([
+        expect.stringMatching(
+          /^policy\.yaml: hosts\[0\]\.public_key: The JWK "x" is a (small-order|non-canonical)/,
+        ),
+      ]);
+    },
+  );
+
   it('refuses a missing key and a key used twice', () => {
     expect(failures('hosts: [{name: a}]')).toEqual(['policy.yaml: hosts[0].public_key: is required']);
     const x = publicX();
@@ -594,6 +620,42 @@ hosts:
     ).toEqual([
       expect.stringMatching(/^policy\.yaml: hosts\[1\]\.public_key: is the same key as hosts\[0\]/),
     ]);
+  });
+});
+
+describe('bounds: capability_requests, pending_hosts, replay', () => {
+  it('reads every bound', () => {
+    const policy = parse(`
+capability_requests: {max_entries: 5, max_constraint_bytes: 100, max_constraint_depth: 2}
+pending_hosts: {max_hosts: 3, max_agents: 2, max_open_approvals: 1}
+replay: {max_entries: 50, max_entries_per_identity: 5}
+`);
+    expect(policy.capabilityRequests).toEqual({
+      maxEntries: 5,
+      maxConstraintBytes: 100,
+      maxConstraintDepth: 2,
+    });
+    expect(policy.pendingHosts).toEqual({ maxHosts: 3, maxAgents: 2, maxOpenApprovals: 1 });
+    expect(policy.replay).toEqual({ maxEntries: 50, maxEntriesPerIdentity: 5 });
+  });
+
+  it('refuses a per-identity replay cap above the total', () => {
+    expect(failures('replay: {max_entries: 100, max_entries_per_identity: 101}')).toEqual([
+      'policy.yaml: replay.max_entries_per_identity: must not exceed replay.max_entries (100)',
+    ]);
+  });
+
+  it('refuses bounds that would disable themselves (zero, negative, fractional, unknown keys)', () => {
+    expect(failures('pending_hosts: {max_agents: 0}')).toEqual([
+      expect.stringMatching(/^policy\.yaml: pending_hosts\.max_agents: must be >= 1/),
+    ]);
+    expect(failures('capability_requests: {max_constraint_depth: 1.5}')).toEqual([
+      expect.stringMatching(/^policy\.yaml: capability_requests\.max_constraint_depth: must be an integer/),
+    ]);
+    expect(failures('replay: {max_entries: -1}')).toEqual([
+      expect.stringMatching(/^policy\.yaml: replay\.max_entries: must be >= 10/),
+    ]);
+    expect(failures('replay: {size: 5}')).toEqual([expect.stringMatching(/replay\.size: unknown key/)]);
   });
 });
 

@@ -106,8 +106,8 @@ describe('valid tokens', () => {
     expect(payload).toMatchObject({ sub: 'agt_1', aud: EXECUTE, iss: host.thumbprint });
   });
 
-  it('accepts an aud array that contains the expected audience', async () => {
-    const token = await hostJwt(host, ISSUER, { aud: ['https://other.example', ISSUER] }, { nowMs: NOW });
+  it('accepts an aud array holding exactly the expected audience', async () => {
+    const token = await hostJwt(host, ISSUER, { aud: [ISSUER] }, { nowMs: NOW });
     await expect(check(token)).resolves.toMatchObject({ iss: host.thumbprint });
   });
 
@@ -311,6 +311,23 @@ describe('aud', () => {
   it('rejects an aud array without the issuer', async () => {
     const token = await signJwt(host, 'host+jwt', hostClaims({ aud: ['https://a.example', EXECUTE] }));
     await rejects(token, /aud/);
+  });
+
+  it.each([
+    ['the issuer and another server', [ISSUER, 'https://other.example']],
+    ['another server and the issuer', ['https://other.example', ISSUER]],
+    ['the issuer twice', [ISSUER, ISSUER]],
+    ['two accepted audiences', [ISSUER, EXECUTE]],
+  ])('rejects an aud array naming this server besides others: %s', async (_name, aud) => {
+    const token = await signJwt(host, 'host+jwt', hostClaims({ aud }));
+    await rejects(token, /exactly one value/, { audiences: [ISSUER, EXECUTE] });
+  });
+
+  it('accepts a one-element aud array equal to any accepted audience', async () => {
+    const token = await signJwt(agent, 'agent+jwt', { sub: 'agt_1', aud: [EXECUTE] }, { nowMs: NOW });
+    await expect(
+      check(token, { typ: 'agent+jwt', key: agent, audiences: [ISSUER, EXECUTE] }),
+    ).resolves.toBeDefined();
   });
 
   it.each([

@@ -9,6 +9,14 @@ import {
   type Ed25519PublicJwk,
 } from '../../../src/protocol/keys.js';
 import { generateTestKey } from '../../helpers/keys.js';
+import {
+  NON_CANONICAL_KEYS,
+  SMALL_ORDER_KEYS,
+  decodeLenient,
+  encodePoint,
+  hasSmallOrder,
+  P,
+} from '../../helpers/weak-keys.js';
 
 // RFC 8037 Appendix A.1/A.2 key pair.
 const RFC8037_X = '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo';
@@ -95,6 +103,45 @@ describe('parsePublicJwk', () => {
     ['use enc', { kty: 'OKP', crv: 'Ed25519', x: RFC8037_X, use: 'enc' }],
   ])('rejects %s as invalid_request', (_name, raw) => {
     expect(rejected(raw).code).toBe('invalid_request');
+  });
+});
+
+describe('parsePublicJwk: weak Ed25519 points (§4.1: a key must identify one signer)', () => {
+  const jwk = (x: string) => ({ kty: 'OKP', crv: 'Ed25519', x });
+
+  it('the small-order list covers exactly the 8 points of order dividing 8', () => {
+    const points = SMALL_ORDER_KEYS.map(([, x]) => decodeLenient(x));
+    for (const point of points) {
+      expect(point).toBeDefined();
+      expect(hasSmallOrder(point as NonNullable<typeof point>)).toBe(true);
+    }
+    const distinct = new Set(points.map((pt) => `${pt?.x},${pt?.y}`));
+    expect(distinct.size).toBe(8);
+  });
+
+  it.each(SMALL_ORDER_KEYS)('refuses a small-order key: %s', (_name, x) => {
+    const result = rejected(jwk(x));
+    expect(result.code).toBe('invalid_request');
+    expect(result.message).toMatch(/small-order|non-canonical/);
+  });
+
+  it.each(NON_CANONICAL_KEYS)('refuses a non-canonical encoding: %s', (_name, x) => {
+    const result = rejected(jwk(x));
+    expect(result.code).toBe('invalid_request');
+    expect(result.message).toMatch(/non-canonical Ed25519 point encoding \(y >= 2\^255 - 19\)/);
+  });
+
+  it('accepts canonical neighbours of the weak values (y = 2, y = p - 2) and keys node generates', async () => {
+    // Canonical and not small-order (possibly off the curve, which no signature can then match).
+    for (const y of [2n, P - 2n]) {
+      const point = decodeLenient(encodePoint(y, 0));
+      if (point !== undefined) expect(hasSmallOrder(point)).toBe(false);
+      expect(parsePublicJwk(jwk(encodePoint(y, 0))).ok).toBe(true);
+    }
+    for (let i = 0; i < 20; i++) {
+      const key = await generateTestKey();
+      expect(parsePublicJwk(key.publicJwk).ok).toBe(true);
+    }
   });
 });
 

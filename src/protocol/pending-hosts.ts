@@ -1,0 +1,84 @@
+/**
+ * Bounds on what a host nobody has approved can make the proxy store (§2.11, §8.10; policy
+ * `pending_hosts`). Any self-signed key can register (§5.3), so without them a stranger could
+ * fill the database with hosts, agents and approval requests. Checked inside the registration's
+ * transaction, so concurrent registrations cannot overshoot. Pending rows are deleted once older
+ * than `lifetimes.pending_cleanup` (§10.9), which frees the room again.
+ */
+import { ProtocolError } from '../errors.js';
+import type { AgentRecord, HostRecord, StoreWriter } from '../storage/types.js';
+import type { ProtocolContext } from './context.js';
+
+/** Retry-After for a full set of pending hosts: a human approving, or cleanup, frees room. */
+const PENDING_HOSTS_RETRY_AFTER_SEC = 60;
+
+/** A new, unknown host is about to be stored as pending: refused when too many are waiting. */
+export function admitNewPendingHost(ctx: ProtocolContext, tx: StoreWriter): void {
+  const max = ctx.policy.pendingHosts.maxHosts;
+  if (tx.countHosts('pending') >= max) {
+    throw new ProtocolError(
+      'rate_limited',
+      `${max} hosts are already awaiting approval, the most this server keeps (policy pending_hosts.max_hosts = ${max}); retry later.`,
+      {
+        headers: { 'retry-after': String(PENDING_HOSTS_RETRY_AFTER_SEC) },
+        fields: { limit: 'pending_hosts.max_hosts', maximum: max },
+      },
+    );
+  }
+}
+
+/** A pending host registers one more agent (with its approval request). */
+export function admitPendingHostAgent(
+  ctx: ProtocolContext,
+  tx: StoreWriter,
+  host: HostRecord,
+  now: number,
+): void {
+  if (host.status !== 'pending') return;
+  const max = ctx.policy.pendingHosts.maxAgents;
+  if (tx.agents({ hostId: host.id }).length >= max) {
+    throw pendingHostFull(
+      'pending_hosts.max_agents',
+      max,
+      `This host is not approved yet and already has ${max} agents`,
+    );
+  }
+  admitPendingHostApproval(ctx, tx, host, now);
+}
+
+/** A pending host gets one more open approval request. */
+export function admitPendingHostApproval(
+  ctx: ProtocolContext,
+  tx: StoreWriter,
+  host: HostRecord,
+  now: number,
+): void {
+  if (host.status !== 'pending') return;
+  const max = ctx.policy.pendingHosts.maxOpenApprovals;
+  if (tx.countOpenApprovals(host.id, now) >= max) {
+    throw pendingHostFull(
+      'pending_hosts.max_open_approvals',
+      max,
+      `This host is not approved yet and already has ${max} open approval requests`,
+    );
+  }
+}
+
+/**
+ * A never-activated pending agent retried its registration after its approval request expired: the
+ * expired requests can never be decided, so they go rather than pile up once per expiry (§7.1).
+ */
+export function dropExpiredRegistrationApprovals(tx: StoreWriter, agent: AgentRecord): void {
+  if (agent.status !== 'pending' || agent.activatedAt !== null) return;
+  for (const approval of tx.approvals({ agentId: agent.id, status: 'expired' })) {
+    if (approval.kind === 'registration') tx.deleteApproval(approval.id);
+  }
+}
+
+function pendingHostFull(limit: string, maximum: number, what: string): ProtocolError {
+  return new ProtocolError(
+    'host_pending',
+    `${what}, the most a host may have before a human approves it (policy ${limit} = ${maximum}).`,
+    { fields: { limit, maximum } },
+  );
+}

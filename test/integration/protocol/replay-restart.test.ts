@@ -1,0 +1,218 @@
+/**
+ * Replay across restarts (§4.6, §8.4; issue 10 class 3), with the built CLI on a SQLite file: a
+ * JWT accepted before the proxy died (SIGKILL, the moment the response arrived) or stopped
+ * (SIGTERM) is refused after it starts again on the same database. Accepted jtis are journalled
+ * before the request goes on (README "Storage and durability"), so no restart forgets one.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, ensureBuiltCli, killChildren, ROOT } from '../../helpers/cli-process.js';
+import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../../helpers/keys.js';
+
+const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
+const ADMIN_TOKEN = 'replay-restart-admin-token-0123456789';
+/** A fixed issuer: each process gets a new port, but tokens stay addressed to "this server". */
+const ISSUER = 'http://proxy.replay.test';
+const POLICY = `
+capabilities:
+  defaults: [list_pets]
+rate_limits:
+  per_ip: null
+  per_host: null
+  per_agent: null
+  per_user: null
+  unknown_host_registration: null
+`;
+
+const children = new Set<ChildProcess>();
+let tmp = '';
+let policyFile = '';
+
+beforeAll(() => {
+  expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
+  tmp = mkdtempSync(join(tmpdir(), 'aap-replay-restart-'));
+  policyFile = join(tmp, 'policy.yaml');
+  writeFileSync(policyFile, POLICY);
+});
+afterEach(() => killChildren(children));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+interface Reply {
+  status: number;
+  body: any;
+}
+
+/** One proxy process on `db` (port 0) and a small client for it. */
+class Proxy {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly url: string,
+    readonly exited: Promise<void>,
+  ) {}
+
+  static async boot(db: string): Promise<Proxy> {
+    const child = spawn(
+      process.execPath,
+      [
+        CLI,
+        'serve',
+        '--spec',
+        PETSTORE,
+        '--port',
+        '0',
+        '--issuer',
+        ISSUER,
+        '--db',
+        db,
+        '--policy',
+        policyFile,
+      ],
+      {
+        cwd: tmp,
+        env: { ...process.env, AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<void>((resolve) => {
+      child.on('close', () => {
+        children.delete(child);
+        resolve();
+      });
+    });
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+        stdout += chunk;
+        for (const line of stdout.slice(0, stdout.lastIndexOf('\n') + 1).split('\n')) {
+          try {
+            const entry = JSON.parse(line) as { msg?: string; url?: string };
+            if (entry.msg === 'listening' && entry.url) resolve(entry.url);
+          } catch {
+            // not a log line
+          }
+        }
+      });
+      void exited.then(() => reject(new Error(`the proxy exited before listening: ${stderr}`)));
+    });
+    return new Proxy(child, url, exited);
+  }
+
+  /** SIGKILL: no shutdown hook, no flush, no checkpoint. */
+  async crash(): Promise<void> {
+    this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** SIGTERM: the clean shutdown path. */
+  async stop(): Promise<void> {
+    this.child.kill('SIGTERM');
+    await this.exited;
+    expect(this.child.exitCode).toBe(0);
+  }
+
+  async request(method: string, path: string, token?: string, body?: unknown): Promise<Reply> {
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  agentToken(agent: TestKey, agentId: string): Promise<string> {
+    return agentJwt(agent, agentId, ISSUER);
+  }
+
+  hostToken(host: TestKey, extra: Record<string, unknown> = {}): Promise<string> {
+    return hostJwt(host, ISSUER, extra);
+  }
+}
+
+/** A linked host and its active agent (list_pets granted by policy), on a fresh database. */
+async function setUp(proxy: Proxy): Promise<{ host: TestKey; agent: TestKey; agentId: string }> {
+  const host = await generateTestKey();
+  const pre = await proxy.request('POST', '/admin/hosts', ADMIN_TOKEN, {
+    public_key: host.publicJwk,
+    user_id: 'alice',
+  });
+  expect(pre.status).toBe(201);
+  const agent = await generateTestKey();
+  const reg = await proxy.request(
+    'POST',
+    '/agent/register',
+    await proxy.hostToken(host, { agent_public_key: agent.publicJwk }),
+    { name: 'replay victim', capabilities: ['list_pets'] },
+  );
+  expect(reg.status).toBe(200);
+  expect(reg.body.status).toBe('active');
+  return { host, agent, agentId: reg.body.agent_id };
+}
+
+function expectReplayRefused(reply: Reply): void {
+  expect({ status: reply.status, error: reply.body?.error }).toEqual({ status: 401, error: 'invalid_jwt' });
+  expect(reply.body.message).toMatch(/already used/);
+}
+
+describe('a JWT accepted before a restart is refused after it (jti journal)', () => {
+  it.each([
+    ['SIGKILL right after the response', 'kill'],
+    ['a clean SIGTERM shutdown', 'term'],
+  ] as const)(
+    'agent and host JWTs replayed after %s → 401 invalid_jwt',
+    async (_name, how) => {
+      const db = join(mkdtempSync(join(tmp, 'db-')), 'proxy.db');
+      const first = await Proxy.boot(db);
+      const { host, agent, agentId } = await setUp(first);
+      const agentToken = await first.agentToken(agent, agentId);
+      const hostToken = await first.hostToken(host);
+      expect((await first.request('GET', '/capability/list', agentToken)).status).toBe(200);
+      expect((await first.request('GET', `/agent/status?agent_id=${agentId}`, hostToken)).status).toBe(200);
+      if (how === 'kill') await first.crash();
+      else await first.stop();
+
+      const second = await Proxy.boot(db);
+      expectReplayRefused(await second.request('GET', '/capability/list', agentToken));
+      expectReplayRefused(await second.request('GET', `/agent/status?agent_id=${agentId}`, hostToken));
+      // Fresh tokens of the same principals are served: only the used jtis are remembered.
+      expect(
+        (await second.request('GET', '/capability/list', await second.agentToken(agent, agentId))).status,
+      ).toBe(200);
+      expect(
+        (await second.request('GET', `/agent/status?agent_id=${agentId}`, await second.hostToken(host)))
+          .status,
+      ).toBe(200);
+      await second.crash();
+    },
+    60_000,
+  );
+
+  it('a burst of 40 tokens accepted concurrently, SIGKILL the moment the last answer arrives: every one is refused after restart', async () => {
+    const db = join(mkdtempSync(join(tmp, 'db-')), 'proxy.db');
+    const first = await Proxy.boot(db);
+    const { agent, agentId } = await setUp(first);
+    const tokens = await Promise.all(Array.from({ length: 40 }, () => first.agentToken(agent, agentId)));
+    let answered = 0;
+    await Promise.all(
+      tokens.map(async (token) => {
+        const reply = await first.request('GET', '/capability/list', token);
+        expect(reply.status).toBe(200);
+        if (++answered === tokens.length) first.child.kill('SIGKILL');
+      }),
+    );
+    await first.exited;
+
+    const second = await Proxy.boot(db);
+    for (const token of tokens) expectReplayRefused(await second.request('GET', '/capability/list', token));
+    await second.crash();
+  }, 60_000);
+});
