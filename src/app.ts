@@ -24,7 +24,7 @@ import { expireApprovals } from './protocol/approvals.js';
 import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
 import { InFlightSlots } from './protocol/in-flight.js';
-import { RateLimiter } from './protocol/rate-limit.js';
+import { RateLimiter } from './util/rate-limit.js';
 import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
 import { openSqliteStore } from './storage/sqlite-store.js';
 import { RateLimits } from './http/rate-limits.js';

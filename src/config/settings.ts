@@ -8,7 +8,7 @@ import { parseDocument } from 'yaml';
 import { UserError } from '../errors.js';
 import type { LogLevel } from '../log.js';
 import type { OperationSelector } from '../openapi/selectors.js';
-import { parseDuration } from '../protocol/durations.js';
+import { parseDuration } from './durations.js';
 import { parseCidr } from './cidr.js';
 import { CONFIG_SCHEMA } from './schema.js';
 import { compileConfigSchema, validateOrThrow } from './validate.js';

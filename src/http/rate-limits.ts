@@ -7,7 +7,7 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { Policy, RateLimitSpec } from '../policy/policy.js';
-import type { RateLimiter } from '../protocol/rate-limit.js';
+import type { RateLimiter } from '../util/rate-limit.js';
 
 export class RateLimits {
   constructor(

@@ -4,7 +4,7 @@
  * reading shared by the resolvers (a bad value is reported once and read as NaN).
  */
 import { UserError } from '../errors.js';
-import { parseDuration } from '../protocol/durations.js';
+import { parseDuration } from '../config/durations.js';
 import type { Duration } from './types.js';
 
 export class Problems {

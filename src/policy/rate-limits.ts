@@ -3,7 +3,7 @@
  * dimension, and the caps on upstream calls running at once (fair share between agents).
  */
 import type { Catalog } from '../openapi/catalog.js';
-import { parseDuration } from '../protocol/durations.js';
+import { parseDuration } from '../config/durations.js';
 import type { Problems } from './problems.js';
 import type {
   CapabilityRateLimits,

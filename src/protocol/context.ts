@@ -10,7 +10,7 @@ import type { Policy } from '../policy/policy.js';
 import type { ReplayJournal } from '../storage/replay-journal.js';
 import type { Store, StoreWriter, AgentRecord, GrantRecord, HostRecord } from '../storage/types.js';
 import { ReplayCache } from './replay-cache.js';
-import { TtlCache } from './ttl-cache.js';
+import { TtlCache } from '../util/ttl-cache.js';
 import { UsageTracker } from './usage.js';
 
 export interface ProtocolContext {

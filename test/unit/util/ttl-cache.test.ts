@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { TtlCache } from '../../../src/protocol/ttl-cache.js';
+import { TtlCache } from '../../../src/util/ttl-cache.js';
 
 /** A clock the test moves by hand. */
 function manualClock(start = 1_700_000_000_000) {

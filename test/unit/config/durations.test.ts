@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { UserError } from '../../../src/errors.js';
-import { formatDuration, parseDuration } from '../../../src/protocol/durations.js';
+import { formatDuration, parseDuration } from '../../../src/config/durations.js';
 
 describe('parseDuration', () => {
   it.each([

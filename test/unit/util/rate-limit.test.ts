@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { RateLimiter } from '../../../src/protocol/rate-limit.js';
-import type { RateLimit } from '../../../src/protocol/rate-limit.js';
+import { RateLimiter } from '../../../src/util/rate-limit.js';
+import type { RateLimit } from '../../../src/util/rate-limit.js';
 
 /** A clock the test moves by hand. */
 function manualClock(start = 1_700_000_000_000) {
