@@ -130,7 +130,7 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
     page,
     perIp(limits),
     session(auth),
-    step('page', (x) => {
+    step('render', (x) => {
       const code = (x.url.searchParams.get('code') ?? '').slice(0, 32);
       const s = x.session;
       if (!s) {
