@@ -17,6 +17,10 @@ import { capabilityRoutes } from './http/routes/capabilities.js';
 import { discoveryRoutes } from './http/routes/discovery.js';
 import { healthRoutes } from './http/routes/health.js';
 import { deviceRoutes } from './http/routes/device.js';
+import { signInRoutes } from './http/routes/sign-in.js';
+import { PageAuth } from './http/page-auth.js';
+import { Sessions } from './protocol/sessions.js';
+import { LocalSignIn } from './protocol/sign-in.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
@@ -107,6 +111,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     expireApprovals(ctx);
     const removed = store.deleteStalePending(clock.now() - policy.lifetimes.pendingCleanupMs);
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
+    store.deleteExpiredSessions(clock.now());
     const jobs = store.deleteExpiredAsyncJobs(clock.now());
     if (jobs) logger.info('expired async executions removed', { jobs });
     replayJournal?.sweep(clock.now());
@@ -157,7 +162,14 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits);
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
   capabilityRoutes(router, { catalog, ctx, limits, logger });
-  deviceRoutes(router, { ctx, limits, serverName: providerName });
+  const auth = new PageAuth(
+    settings.signIn,
+    new Sessions(store, clock, settings.signIn.sessionLifetimeMs),
+    new LocalSignIn(settings.signIn.localUsers, new RateLimiter(clock), clock),
+    () => issuer,
+  );
+  deviceRoutes(router, { ctx, limits, auth, serverName: providerName });
+  if (auth.enabled) signInRoutes(router, { auth, limits, serverName: providerName });
   agentRoutes(router, {
     ctx,
     limits,

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { resolveSettings, type CliOverrides } from './config/settings.js';
 import { runAdmin } from './cli/admin.js';
+import { runHashPassword } from './cli/hash-password.js';
 import { FLAGS, flagsHelp } from './cli/flags.js';
 import { UserError } from './errors.js';
 import type { LogLevel } from './log.js';
@@ -21,6 +22,8 @@ const USAGE = `Usage:
   agent-auth-proxy admin approvals|hosts|agents|activity ... [--url URL] [--json]
                                                 drive the operator API of a running proxy
                                                 (agent-auth-proxy admin --help lists the commands)
+  agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
+                                                for sign_in.local.users[].password_hash
 
 Options:
 ${flagsHelp()}`;
@@ -29,6 +32,10 @@ const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'sile
 
 export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'admin') return runAdmin(argv.slice(1));
+  if (argv[0] === 'hash-password' && argv.length === 1) {
+    process.stdout.write(`${await runHashPassword(process.stdin)}\n`);
+    return 0;
+  }
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options: FLAGS, allowPositionals: true, strict: true });

@@ -300,6 +300,62 @@ export const CONFIG_SCHEMA = {
         },
       },
     },
+    sign_in: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description:
+        'Who may approve agents on the pages at {issuer}/device (§7.1, §8.11). With neither local users nor a trusted header, the pages are read-only and only the operator decides.',
+      properties: {
+        fresh_auth: {
+          ...duration,
+          description:
+            'An approval needs a sign-in at most this old (§8.11); older sessions are asked again.',
+          default: '5m',
+        },
+        session_lifetime: {
+          ...duration,
+          description: 'A signed-in session ends this long after sign-in, used or not.',
+          default: '12h',
+        },
+        local: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            users: {
+              type: 'array',
+              maxItems: 1000,
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['user_id', 'password_hash'],
+                properties: {
+                  user_id: { type: 'string', minLength: 1, maxLength: 200 },
+                  password_hash: {
+                    type: 'string',
+                    pattern: '^scrypt\\$',
+                    description:
+                      'Printed by: agent-auth-proxy hash-password (reads the password from stdin).',
+                  },
+                  totp_secret: { ...secret, description: 'Base32 TOTP secret (RFC 6238): a second factor.' },
+                },
+              },
+            },
+          },
+        },
+        trusted_header: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name', 'from'],
+          description:
+            'An authenticating proxy in front (oauth2-proxy, Pomerium) names the user in this header; believed only from these peer addresses.',
+          properties: {
+            name: { type: 'string', pattern: headerName },
+            from: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+          },
+        },
+      },
+    },
     database: {
       type: 'string',
       minLength: 1,

@@ -11,6 +11,7 @@ import type { OperationSelector } from '../openapi/selectors.js';
 import { parseDuration } from './durations.js';
 import { parseCidr } from './cidr.js';
 import { CONFIG_SCHEMA } from './schema.js';
+import { resolveSignIn, type SignInConfig, type SignInSettings } from './sign-in.js';
 import { compileConfigSchema, validateOrThrow } from './validate.js';
 
 export interface ApiSettings {
@@ -119,6 +120,8 @@ export interface Settings {
   readonly introspectionToken?: string;
   readonly execution: ExecutionSettings;
   readonly audit: AuditSettings;
+  /** Who may approve on the pages (issue 11); see src/config/sign-in.ts. */
+  readonly signIn: SignInSettings;
 }
 
 /** What the CLI parsed; every field optional so config-file values show through. */
@@ -222,6 +225,7 @@ interface FileConfig {
     async_job_ttl: DurationConfig;
   };
   audit: { commit_window: string; commit_max_records: number };
+  sign_in: SignInConfig;
   database?: string;
   policy?: string;
   admin_token_file?: string;
@@ -426,6 +430,7 @@ export function resolveSettings(
       commitWindowMs: commitWindow(config.audit.commit_window, where),
       maxBatch: config.audit.commit_max_records,
     }),
+    signIn: resolveSignIn(config.sign_in, where, (value, at) => resolveSecret(value, at, base, env)),
   });
 }
 

@@ -83,7 +83,7 @@ function unquote(value: string): string {
 }
 
 /** A literal IP address, IPv4-mapped IPv6 shown as IPv4; undefined for anything else. */
-function normalize(address: string): string | undefined {
+export function normalize(address: string): string | undefined {
   const a = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
   return isIP(a) === 0 ? undefined : a;
 }

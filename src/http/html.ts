@@ -1,9 +1,11 @@
 /**
- * The few HTML pages the proxy serves. Every value is escaped where it is interpolated, and the
- * Content-Security-Policy allows no script at all, so text an agent chose (§8.10: names, reasons)
- * can only ever render as text.
+ * The HTML pages the proxy serves. Every value is escaped where it is interpolated, and the
+ * Content-Security-Policy allows no script at all and only this one stylesheet (by its hash), so
+ * text an agent chose (§8.10: names, reasons) can only ever render as text.
  */
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import type { ProtocolError } from '../errors.js';
 
 const ESCAPES: Readonly<Record<string, string>> = {
   '&': '&amp;',
@@ -19,15 +21,29 @@ export function escapeHtml(text: string): string {
 }
 
 const STYLE = `
-body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}
+body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b;overflow-wrap:anywhere}
 h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}
-input{font:inherit;font-family:ui-monospace,monospace;letter-spacing:.1em;text-transform:uppercase;padding:.3rem .5rem;width:10rem}
-button{font:inherit;padding:.3rem .9rem}
+label{display:block;margin-top:.8rem;font-weight:600}
+input{font:inherit;padding:.4rem .5rem;width:100%;max-width:20rem;box-sizing:border-box}
+input.code-input{font-family:ui-monospace,monospace;letter-spacing:.1em;text-transform:uppercase;width:12rem}
+button{font:inherit;padding:.45rem 1rem;margin-top:.8rem;cursor:pointer}
+button.approve{background:#0b6e2e;color:#fff;border:1px solid #0b6e2e}
+button.deny{background:#fff;color:#a40000;border:1px solid #a40000}
+:focus-visible{outline:3px solid #1d5fd1;outline-offset:2px}
 dt{font-weight:600;margin-top:.6rem}dd{margin:0}
 code,.code{font-family:ui-monospace,monospace}
 .notice{border-left:4px solid #b26b00;background:#fff8e6;padding:.5rem .8rem}
+.error{border-left:4px solid #a40000;background:#fdecec;padding:.5rem .8rem}
+.ok{border-left:4px solid #0b6e2e;background:#eaf6ee;padding:.5rem .8rem}
 .risk{color:#a40000;font-size:.9em}
+.who{font-size:.9rem;color:#444}
+.inline{display:inline}
 `;
+
+/** The CSP allows exactly this inline stylesheet: no other style, and no script at all. */
+const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`;
+
+export const PAGE_CSP = `default-src 'none'; style-src ${STYLE_HASH}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
 
 export function htmlPage(title: string, body: string): string {
   return `<!doctype html>
@@ -35,7 +51,7 @@ export function htmlPage(title: string, body: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${escapeHtml(title)}</title>
 <style>${STYLE}</style>
 </head>
@@ -46,17 +62,40 @@ ${body}
 `;
 }
 
-export function sendHtml(res: ServerResponse, status: number, html: string): void {
+export function sendHtml(
+  res: ServerResponse,
+  status: number,
+  html: string,
+  headers: Readonly<Record<string, string | string[]>> = {},
+): void {
   res.writeHead(status, {
     'content-type': 'text/html; charset=utf-8',
     'content-length': Buffer.byteLength(html),
-    // No script, no framing (clickjacking), forms only back to this page, nothing fetched elsewhere.
-    'content-security-policy':
-      "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    // No script, no framing (clickjacking), forms only back to this origin, nothing fetched elsewhere.
+    'content-security-policy': PAGE_CSP,
     'x-frame-options': 'DENY',
     'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
+    'referrer-policy': 'same-origin',
     'cache-control': 'no-store',
+    ...headers,
   });
   res.end(html);
+}
+
+/** 303 See Other: after a POST, the browser GETs `location` (no resubmission on reload). */
+export function redirect(
+  res: ServerResponse,
+  location: string,
+  headers: Readonly<Record<string, string | string[]>> = {},
+): void {
+  res.writeHead(303, { location, 'cache-control': 'no-store', 'content-length': 0, ...headers });
+  res.end();
+}
+
+/** An error on a page, as a page: the message and a way back, never a JSON body. */
+export function sendErrorPage(res: ServerResponse, e: ProtocolError): void {
+  const body = `<h1>Something went wrong</h1>
+<p id="outcome" class="error" role="alert">${escapeHtml(e.message)}</p>
+<p><a href="/device">Back to agent requests</a></p>`;
+  sendHtml(res, e.status, htmlPage('Something went wrong', body), e.headers);
 }

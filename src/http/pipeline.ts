@@ -13,6 +13,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import type { AgentAuth, HostAuth } from '../protocol/authenticate.js';
+import type { SessionRecord } from '../storage/types.js';
 
 /**
  * What each request leaves behind: which step decided, the outcome, the reason, who asked and
@@ -80,6 +81,14 @@ export interface Exchange {
   host?: HostAuth;
   /** Set by the body step: the parsed JSON object. */
   body?: Readonly<Record<string, unknown>>;
+  /** Set by the page step: errors render as an HTML page rather than §5.13 JSON. */
+  page?: boolean;
+  /** Set by the session step on pages: the signed-in approver, if any. */
+  session?: SessionRecord;
+  /** The session cookie's value as sent (to end it at sign-in / sign-out). */
+  sessionCookie?: string;
+  /** Set by the form step: the url-encoded form fields of a page POST. */
+  form?: URLSearchParams;
 }
 
 export interface Step<S> {

@@ -12,6 +12,7 @@ import type { Logger } from '../log.js';
 import type { ClientAddress } from './client-address.js';
 import { newDecision, roundMs, type DecisionRecord, type Exchange } from './pipeline.js';
 import { sendError } from './respond.js';
+import { sendErrorPage } from './html.js';
 import type { Router } from './router.js';
 
 export interface HttpServerOptions {
@@ -147,6 +148,7 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
       });
     }
     if (res.headersSent) res.destroy();
+    else if (exchange?.page) sendErrorPage(res, e);
     else sendError(res, withChallenge(e, exchange, options.issuer));
   }
 }

@@ -1,14 +1,17 @@
 /**
  * §7.1 device authorization, the user's side: what someone who opens the verification URI with a
- * code may see of the request behind it. Read-only on purpose: deciding stays with the operator
- * API (or the operator's own portal, `approval.verification_uri`), because an agent that controls
- * the user's browser could otherwise approve its own request (§8.11).
+ * code may see of the request behind it, and whether the signed-in approver may decide it here.
+ * Without sign-in configured the page is read-only and the operator decides. With it, an approval
+ * is bound to a hash of exactly what was shown, and (until passkeys exist) only read-only requests
+ * can be approved on the page: §8.11 requires proof of presence for anything that changes data.
  */
+import { createHash } from 'node:crypto';
 import type { ApprovalKind } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
 import { normalizeUserCode } from './user-code.js';
 
 export interface DeviceRequest {
+  readonly approvalId: string;
   readonly userCode: string;
   readonly kind: ApprovalKind;
   readonly agentName: string;
@@ -18,12 +21,17 @@ export interface DeviceRequest {
   readonly capabilities: readonly {
     readonly name: string;
     readonly description: string | null;
+    /** The upstream HTTP method (upper case); GET/HEAD are read-only. */
+    readonly method: string | null;
     readonly constraints: Readonly<Record<string, unknown>> | null;
     /** The policy's high_risk: it can change data or act for the user (§8.10: warn). */
     readonly highRisk: boolean;
   }[];
   readonly reason: string | null;
+  readonly bindingMessage: string | null;
   readonly expiresAt: number;
+  /** The user the agent already acts for (its own or its host's link, §2.9), if any. */
+  readonly linkedUser: string | null;
 }
 
 export type DeviceLookup =
@@ -46,6 +54,7 @@ export function lookUpDeviceRequest(ctx: ProtocolContext, input: string): Device
   return {
     kind: 'found',
     request: {
+      approvalId: approval.id,
       userCode,
       kind: approval.kind,
       agentName: agent.name,
@@ -54,11 +63,52 @@ export function lookUpDeviceRequest(ctx: ProtocolContext, input: string): Device
       capabilities: approval.capabilities.map((c) => ({
         name: c.name,
         description: ctx.catalog.get(c.name)?.description ?? null,
+        method: ctx.catalog.get(c.name)?.operation.method.toUpperCase() ?? null,
         constraints: c.constraints ?? null,
         highRisk: ctx.policy.highRisk.has(c.name),
       })),
       reason: approval.reason,
+      bindingMessage: approval.bindingMessage,
       expiresAt: approval.expiresAt,
+      linkedUser: agent.userId ?? ctx.store.host(approval.hostId)?.userId ?? null,
     },
   };
+}
+
+/**
+ * A hash of everything the page shows about the request. The decision forms carry it, and a
+ * decision whose hash no longer matches is refused and the request shown again: what is approved
+ * is exactly what was seen.
+ */
+export function contentHash(r: DeviceRequest): string {
+  return createHash('sha256').update(JSON.stringify(r)).digest('base64url');
+}
+
+/**
+ * Why `userId` may not decide this request on the page, or undefined when they may. Autonomous
+ * agents act for nobody, so only the operator admits them (§2.2.2, §8.10); a request of an agent
+ * that already acts for a user is that user's alone (§2.9). (CIBA requests are not shown on this
+ * page at all: only device-authorization ones are found by code.)
+ */
+export function decisionRefusal(r: DeviceRequest, userId: string): string | undefined {
+  if (r.mode === 'autonomous') {
+    return 'This is an autonomous agent: it would act for the service itself, not for you, so only the operator can decide it.';
+  }
+  if (r.linkedUser !== null && r.linkedUser !== userId) {
+    return 'This agent acts for another user; only they can decide its requests.';
+  }
+  return undefined;
+}
+
+/** Methods that only read (RFC 9110 §9.2.1 safe methods the proxy forwards). */
+const READ_ONLY = new Set(['GET', 'HEAD']);
+
+/**
+ * §8.11: approving anything that can change data needs proof of physical presence (a passkey),
+ * which this version does not offer yet; the capabilities that need it, empty when none does.
+ */
+export function needsPresence(r: DeviceRequest): string[] {
+  return r.capabilities
+    .filter((c) => c.highRisk || c.method === null || !READ_ONLY.has(c.method))
+    .map((c) => c.name);
 }

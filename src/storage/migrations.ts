@@ -118,4 +118,18 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX hosts_status ON hosts (status);
   CREATE INDEX approvals_host ON approvals (host_id, status);
   `,
+  // 5: approvers' sign-in sessions (issue 11). The id is stored only as its SHA-256, so a copy of
+  // the database opens no session; how and when the person authenticated is kept for §8.11.
+  `
+  CREATE TABLE sessions (
+    id_hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    auth_method TEXT NOT NULL CHECK (auth_method IN ('password', 'password+totp', 'trusted_header')),
+    authenticated_at INTEGER NOT NULL,
+    csrf_token TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX sessions_expiry ON sessions (expires_at);
+  `,
 ];

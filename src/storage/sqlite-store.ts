@@ -18,6 +18,7 @@ import type {
   GrantRecord,
   HostRecord,
   Patch,
+  SessionRecord,
   Store,
   StoreWriter,
 } from './types.js';
@@ -115,6 +116,16 @@ const ASYNC_JOB: Columns<AsyncJobRecord> = {
   capability: { column: 'capability' },
   upstreamUrl: { column: 'upstream_url' },
   statusCapability: { column: 'status_capability' },
+  createdAt: { column: 'created_at' },
+  expiresAt: { column: 'expires_at' },
+};
+
+const SESSION: Columns<SessionRecord> = {
+  idHash: { column: 'id_hash' },
+  userId: { column: 'user_id' },
+  authMethod: { column: 'auth_method' },
+  authenticatedAt: { column: 'authenticated_at' },
+  csrfToken: { column: 'csrf_token' },
   createdAt: { column: 'created_at' },
   expiresAt: { column: 'expires_at' },
 };
@@ -378,6 +389,26 @@ class SqliteStore implements Store {
 
   deleteExpiredAsyncJobs(now: number): number {
     return this.stmt('DELETE FROM async_jobs WHERE expires_at < ?').run(now).changes;
+  }
+
+  insertSession(session: SessionRecord): void {
+    const p = params(SESSION, session);
+    const names = Object.keys(p);
+    this.stmt(
+      `INSERT INTO sessions (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
+    ).run(p);
+  }
+
+  session(idHash: string): SessionRecord | undefined {
+    return this.one(SESSION, 'SELECT * FROM sessions WHERE id_hash = ?', idHash);
+  }
+
+  deleteSession(idHash: string): void {
+    this.stmt('DELETE FROM sessions WHERE id_hash = ?').run(idHash);
+  }
+
+  deleteExpiredSessions(now: number): number {
+    return this.stmt('DELETE FROM sessions WHERE expires_at <= ?').run(now).changes;
   }
 
   write<T>(fn: (tx: StoreWriter) => T): T {

@@ -142,6 +142,21 @@ export interface SeenJti {
   readonly expiresAt: number;
 }
 
+/** How an approver proved who they are (issue 11; recorded for §8.11 fresh authentication). */
+export type AuthMethod = 'password' | 'password+totp' | 'trusted_header';
+
+/** A signed-in approver's session; the cookie carries the id, the store only its hash. */
+export interface SessionRecord {
+  readonly idHash: string;
+  readonly userId: string;
+  readonly authMethod: AuthMethod;
+  readonly authenticatedAt: number;
+  /** Sent back with every form of this session (synchronizer token). */
+  readonly csrfToken: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
 export interface ActivityQuery {
   readonly agentId?: string;
   readonly hostId?: string;
@@ -204,6 +219,11 @@ export interface Store extends StoreReader {
   insertAsyncJob(job: AsyncJobRecord): void;
   /** Deletes jobs whose `expires_at` is before `now`; returns how many. */
   deleteExpiredAsyncJobs(now: number): number;
+  insertSession(session: SessionRecord): void;
+  session(idHash: string): SessionRecord | undefined;
+  deleteSession(idHash: string): void;
+  /** Deletes sessions whose `expires_at` is at or before `now`; returns how many. */
+  deleteExpiredSessions(now: number): number;
   /** Deletes pending agents and hosts created before `before` (§10.9); returns how many. */
   deleteStalePending(before: number): { agents: number; hosts: number };
   close(): void;

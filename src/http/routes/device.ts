@@ -1,92 +1,249 @@
 /**
- * `GET /device`, the §7.1 verification URI: a user enters (or follows a link with) the code an
- * agent showed them and sees what that request asks for. Deciding is not offered here (see
- * src/protocol/device.ts); the page names the code to give the operator. Per-IP rate limited,
- * since the page answers whether a code exists (RFC 8628 §5.1).
+ * `{issuer}/device`, the §7.1 verification URI. Without sign-in configured it is read-only: a user
+ * sees what a code's request asks and the operator decides. With `sign_in:` the approver signs in,
+ * enters or confirms the code (a pre-filled `?code=` is shown for confirmation, never accepted
+ * silently: only a POST with the session's CSRF token opens a request), reads it, and approves or
+ * denies with POST forms bound to a hash of what was shown. Approve needs a fresh sign-in (§8.11)
+ * and refuses, for now, anything that can change data: that needs a passkey (§8.11), not built yet.
  */
-import { iso, type ProtocolContext } from '../../protocol/context.js';
-import { lookUpDeviceRequest, type DeviceRequest } from '../../protocol/device.js';
+import type { Exchange } from '../pipeline.js';
+import { ProtocolError } from '../../errors.js';
+import { approve, deny, displayText } from '../../protocol/approvals.js';
+import type { ProtocolContext } from '../../protocol/context.js';
+import {
+  contentHash,
+  decisionRefusal,
+  lookUpDeviceRequest,
+  needsPresence,
+  type DeviceRequest,
+} from '../../protocol/device.js';
+import type { SessionRecord } from '../../storage/types.js';
 import { escapeHtml, htmlPage, sendHtml } from '../html.js';
+import type { PageAuth } from '../page-auth.js';
+import { need, step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
-import { step } from '../pipeline.js';
 import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
+import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { legacyDevicePage } from '../views/device-read-only.js';
+import { codeForm, decisionForms, message, requestDetails, whoAmI } from '../views/device.js';
 
 export interface DeviceRouteOptions {
   readonly ctx: ProtocolContext;
   readonly limits: RateLimits;
+  readonly auth: PageAuth;
   /** The name users know the service by (discovery's provider_name). */
   readonly serverName: string;
 }
 
-const WHAT: Readonly<Record<DeviceRequest['kind'], string>> = {
-  registration: 'wants to connect to',
-  capability_request: 'asks for more access to',
-  reactivation: 'asks to be reactivated at',
-};
+export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: DeviceRouteOptions): void {
+  const title = `Agent requests — ${serverName}`;
+  const send = (x: Exchange, status: number, parts: string[], headers: Record<string, string> = {}): void => {
+    sendHtml(x.res, status, htmlPage(title, [`<h1>${escapeHtml(title)}</h1>`, ...parts].join('\n')), headers);
+  };
+  if (!auth.enabled) {
+    router.add('GET', '/device', [
+      perIp(limits),
+      step('page', (x) => sendHtml(x.res, 200, legacyDevicePage(ctx, title, x.url.searchParams.get('code')))),
+    ]);
+    return;
+  }
 
-export function deviceRoutes(router: Router, { ctx, limits, serverName }: DeviceRouteOptions): void {
-  router.add('GET', '/device', [
-    perIp(limits),
-    step('page', ({ res, url }) => {
-      const code = url.searchParams.get('code');
-      const title = `Agent requests — ${serverName}`;
-      const parts = [`<h1>${escapeHtml(title)}</h1>`];
-      if (code === null || code.trim() === '') {
-        parts.push('<p>Enter the code the agent showed you to see what it asks for.</p>', form(''));
-      } else {
-        const found = lookUpDeviceRequest(ctx, code);
-        if (found.kind === 'found') {
-          parts.push(form(found.request.userCode), request(found.request));
-        } else if (found.kind === 'not_found') {
-          parts.push(
-            form(found.userCode),
-            `<p id="outcome" class="notice" role="alert">No open request has the code <span class="code">${escapeHtml(found.userCode)}</span>. It may have expired or been decided already.</p>`,
-          );
-        } else {
-          parts.push(
-            form(''),
-            '<p id="outcome" class="notice" role="alert">That is not a code of this server: codes are eight letters, like <span class="code">WDJB-MJHT</span>.</p>',
-          );
-        }
+  /** The request with its decision forms, plus a message above it. */
+  const showRequest = (
+    x: Exchange,
+    s: SessionRecord,
+    r: DeviceRequest,
+    status: number,
+    note?: string,
+  ): void => {
+    const refusal = decisionRefusal(r, s.userId);
+    const presence = needsPresence(r);
+    const parts = [whoAmI(s)];
+    if (note) parts.push(note);
+    parts.push(requestDetails(r));
+    if (refusal) {
+      parts.push(message('notice', refusal, 'cannot-decide'));
+    } else {
+      if (presence.length > 0) {
+        parts.push(
+          message(
+            'notice',
+            `A passkey is required to approve ${presence.join(', ')}: these can change data or act for you (§8.11). Passkeys are not available on this server yet, so this request cannot be approved here; ask the operator, or deny it.`,
+            'passkey-required',
+          ),
+        );
       }
-      sendHtml(res, 200, htmlPage(title, parts.join('\n')));
+      let reauth: 'password' | 'password+totp' | 'sign-in-again' | null = null;
+      if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
+        reauth =
+          s.authMethod === 'trusted_header'
+            ? 'sign-in-again'
+            : auth.local.wantsTotp(s.userId)
+              ? 'password+totp'
+              : 'password';
+      }
+      if (reauth === 'sign-in-again') {
+        const back = `/device?code=${encodeURIComponent(r.userCode)}`;
+        parts.push(
+          `<p class="notice" id="fresh-auth">Your sign-in is older than allowed for approvals. <a href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in again</a> to approve.</p>`,
+        );
+      }
+      parts.push(decisionForms(r, { session: s, hash: contentHash(r), reauth }));
+    }
+    send(x, status, parts);
+  };
+
+  /** The open request the form's code names, or the code form again with why not. */
+  const lookUp = (x: Exchange, s: SessionRecord): DeviceRequest | undefined => {
+    const code = need(x.form, 'form').get('code') ?? '';
+    const found = lookUpDeviceRequest(ctx, code);
+    if (found.kind === 'found') return found.request;
+    const why =
+      found.kind === 'not_found'
+        ? `No open request has the code ${found.userCode}. It may have expired or been decided already.`
+        : 'That is not a code of this server: codes are eight letters, like WDJB-MJHT.';
+    send(x, 404, [
+      whoAmI(s),
+      message('error', why),
+      codeForm(s, found.kind === 'not_found' ? found.userCode : ''),
+    ]);
+    return undefined;
+  };
+
+  /** The request as now stored must hash to what the form says was shown. */
+  const unchanged = (x: Exchange, s: SessionRecord, r: DeviceRequest): boolean => {
+    if (need(x.form, 'form').get('shown') === contentHash(r)) return true;
+    showRequest(
+      x,
+      s,
+      r,
+      409,
+      message('error', 'This request changed since you saw it. Nothing was decided: review it again.'),
+    );
+    return false;
+  };
+
+  const decisionSteps = [page, perIp(limits), session(auth), formBody, sameOrigin(auth, { token: true })];
+
+  router.add('GET', '/device', [
+    page,
+    perIp(limits),
+    session(auth),
+    step('render', (x) => {
+      const code = (x.url.searchParams.get('code') ?? '').slice(0, 32);
+      const s = x.session;
+      if (!s) {
+        const back = code ? `/device?code=${encodeURIComponent(code)}` : '/device';
+        send(x, 200, [
+          '<p><strong>You are authorizing an AI agent.</strong> An agent showed you a code and asked you to approve what it wants to do.</p>',
+          `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in to continue</a></p>`,
+        ]);
+        return;
+      }
+      send(x, 200, [
+        whoAmI(s),
+        code
+          ? message(
+              'notice',
+              'Check that this code is exactly the one your agent shows you before you continue.',
+              'confirm-code',
+            )
+          : '<p>Enter the code the agent showed you.</p>',
+        codeForm(s, code),
+      ]);
     }),
   ]);
-}
 
-function form(value: string): string {
-  return `<form method="get" action="/device">
-<label for="code">Code</label>
-<input id="code" name="code" value="${escapeHtml(value)}" autocomplete="off" spellcheck="false" maxlength="16" required>
-<button type="submit">Look up</button>
-</form>`;
-}
+  router.add('POST', '/device', [
+    ...decisionSteps,
+    step('show', (x) => {
+      const s = need(x.session, 'session');
+      const r = lookUp(x, s);
+      if (r) showRequest(x, s, r, 200);
+    }),
+  ]);
 
-function request(r: DeviceRequest): string {
-  const capabilities = r.capabilities
-    .map((c) => {
-      const description = c.description ? ` — ${escapeHtml(c.description.split('\n')[0] ?? '')}` : '';
-      const constraints = c.constraints
-        ? `<br><small>limited to <code>${escapeHtml(JSON.stringify(c.constraints))}</code></small>`
-        : '';
-      const risk = c.highRisk
-        ? ' <strong class="risk">high risk: it can change data or act for you</strong>'
-        : '';
-      return `<li><code>${escapeHtml(c.name)}</code>${description}${risk}${constraints}</li>`;
-    })
-    .join('\n');
-  return `<section id="outcome" aria-labelledby="request-title">
-<h2 id="request-title">Request <span class="code">${escapeHtml(r.userCode)}</span></h2>
-<p>The agent <strong id="agent-name">${escapeHtml(r.agentName)}</strong>${
-    r.hostName ? ` on <strong id="host-name">${escapeHtml(r.hostName)}</strong>` : ''
-  } ${WHAT[r.kind]} this service, as a ${r.mode} agent.</p>
-<p>Names and reasons are chosen by the agent: they are not verified by this server.</p>
-<dl>
-${r.capabilities.length > 0 ? `<dt>Capabilities</dt><dd><ul id="capabilities">${capabilities}</ul></dd>` : ''}
-${r.reason ? `<dt>Reason given</dt><dd id="reason">${escapeHtml(r.reason)}</dd>` : ''}
-<dt>Open until</dt><dd>${escapeHtml(iso(r.expiresAt) ?? '')}</dd>
-</dl>
-<p class="notice" id="next-step">This page cannot approve anything. The operator of this service decides requests: give them the code <span class="code">${escapeHtml(r.userCode)}</span> (they find it with <code>agent-auth-proxy admin approvals list --code</code>) and say whether to approve it.</p>
-</section>`;
+  router.add('POST', '/device/approve', [
+    ...decisionSteps,
+    step('approve', async (x) => {
+      let s = need(x.session, 'session');
+      const form = need(x.form, 'form');
+      const r = lookUp(x, s);
+      if (!r || !unchanged(x, s, r)) return;
+      const refusal =
+        decisionRefusal(r, s.userId) ??
+        (needsPresence(r).length > 0 ? 'A passkey is required to approve this request.' : undefined);
+      if (refusal) {
+        x.decision.outcome = 'deny';
+        x.decision.reason = refusal;
+        showRequest(x, s, r, 403, message('error', `${refusal} Nothing was granted.`));
+        return;
+      }
+      const headers: Record<string, string> = {};
+      if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
+        if (s.authMethod === 'trusted_header') {
+          showRequest(x, s, r, 403, message('error', 'Sign in again before approving. Nothing was granted.'));
+          return;
+        }
+        const result = await auth.local.attempt(
+          s.userId,
+          form.get('password') ?? '',
+          form.get('totp') ?? '',
+          x.clientIp,
+        );
+        if (result.kind !== 'ok') {
+          const text =
+            result.kind === 'throttled'
+              ? 'Too many failed sign-ins. Try again later. Nothing was granted.'
+              : 'That password or one-time code is not right. Nothing was granted.';
+          showRequest(x, s, r, result.kind === 'throttled' ? 429 : 400, message('error', text));
+          return;
+        }
+        // Re-authenticating is a sign-in: a new session, the old one ended.
+        const started = auth.sessions.start(s.userId, result.method, x.sessionCookie);
+        s = started.session;
+        headers['set-cookie'] = auth.cookie(started.cookieValue);
+      }
+      try {
+        const decided = approve(ctx, r.approvalId, { userId: s.userId, actor: s.userId });
+        const granted = decided.approved.length ? decided.approved.join(', ') : 'no capabilities';
+        send(
+          x,
+          200,
+          [
+            whoAmI(s),
+            message(
+              'ok',
+              `Approved. The agent ${r.agentName} may now use: ${granted}. You can close this page.`,
+            ),
+          ],
+          headers,
+        );
+      } catch (err) {
+        if (!(err instanceof ProtocolError)) throw err;
+        showRequest(x, s, r, err.status, message('error', `${err.message} Nothing was granted.`));
+      }
+    }),
+  ]);
+
+  router.add('POST', '/device/deny', [
+    ...decisionSteps,
+    step('deny', (x) => {
+      const s = need(x.session, 'session');
+      const r = lookUp(x, s);
+      if (!r || !unchanged(x, s, r)) return;
+      const refusal = decisionRefusal(r, s.userId);
+      if (refusal) {
+        showRequest(x, s, r, 403, message('error', refusal));
+        return;
+      }
+      const reason = displayText((need(x.form, 'form').get('reason') ?? '').slice(0, 500), 'reason');
+      deny(ctx, r.approvalId, { ...(reason ? { reason } : {}), actor: s.userId });
+      send(x, 200, [
+        whoAmI(s),
+        message('ok', `Denied. The agent ${r.agentName} was told no. You can close this page.`),
+      ]);
+    }),
+  ]);
 }

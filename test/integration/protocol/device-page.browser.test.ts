@@ -68,7 +68,7 @@ describe('the device page in Chromium', () => {
       expect(await page.textContent('#host-name')).toBe('Alice laptop');
       expect(await page.textContent('#reason')).toBe('Keep <b>the</b> shelter list current');
       const items = await page.locator('#capabilities li').allTextContents();
-      expect(items).toEqual(['list_pets — List pets', 'create_pet — Add a pet']);
+      expect(items).toEqual(['list_pets — List pets (GET)', 'create_pet — Add a pet (POST)']);
       // The markup stayed text: no image element, no handler ran, the title is untouched.
       expect(await page.locator('img').count()).toBe(0);
       expect(await page.locator('b').count()).toBe(0);

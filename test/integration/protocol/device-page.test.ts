@@ -57,7 +57,7 @@ describe('GET /device (§7.1)', () => {
     expect(headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     expect(headers.get('x-frame-options')).toBe('DENY');
     expect(headers.get('cache-control')).toBe('no-store');
-    expect(headers.get('referrer-policy')).toBe('no-referrer');
+    expect(headers.get('referrer-policy')).toBe('same-origin');
     expect(html).toContain('<form method="get" action="/device">');
     expect(html).not.toContain('<script');
     expect(html).not.toContain('id="outcome"');
@@ -73,9 +73,11 @@ describe('GET /device (§7.1)', () => {
     const { html } = await page(`?code=${approval.user_code}`);
     expect(html).toContain('<strong id="agent-name">Pet helper</strong>');
     expect(html).toContain('<strong id="host-name">Alice laptop</strong>');
-    expect(html).toContain('<code>list_pets</code> — List pets</li>');
+    expect(html).toContain('<code>list_pets</code> — List pets <small class="method">(GET)</small></li>');
     // create_pet is a POST: high_risk under this policy, and the page says so.
-    expect(html).toContain('<code>create_pet</code> — Add a pet <strong class="risk">high risk');
+    expect(html).toContain(
+      '<code>create_pet</code> — Add a pet <small class="method">(POST)</small> <strong class="risk">high risk',
+    );
     expect(html).toContain('<dd id="reason">To keep the shelter list current</dd>');
     expect(html).toContain('wants to connect to');
     // Read-only: nothing on the page can decide the request.

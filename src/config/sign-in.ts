@@ -1,0 +1,105 @@
+/**
+ * `sign_in:` of the proxy config → SignInSettings: local accounts with their scrypt hashes parsed
+ * (and bounded) and TOTP secrets decoded at start-up, so a typo stops the proxy rather than
+ * locking a user out at the first sign-in; the trusted header's peers checked as CIDRs.
+ */
+import { UserError } from '../errors.js';
+import { parseDuration } from './durations.js';
+import { parsePasswordHash, type PasswordHash } from '../protocol/password.js';
+import { decodeBase32 } from '../protocol/totp.js';
+import { parseCidr } from './cidr.js';
+
+export interface LocalUser {
+  readonly userId: string;
+  readonly passwordHash: PasswordHash;
+  /** The decoded TOTP key; absent: password only. */
+  readonly totpKey?: Buffer;
+}
+
+export interface SignInSettings {
+  /** §8.11: an approval needs a sign-in at most this old. */
+  readonly freshAuthMs: number;
+  readonly sessionLifetimeMs: number;
+  /** By user_id. Empty: no local sign-in. */
+  readonly localUsers: ReadonlyMap<string, LocalUser>;
+  /** Lower-case header name and the peer addresses/CIDRs it is believed from. */
+  readonly trustedHeader?: { readonly name: string; readonly from: readonly string[] };
+}
+
+type SecretConfig = string | { env?: string; file?: string; value?: string };
+
+export interface SignInConfig {
+  fresh_auth: string | number;
+  session_lifetime: string | number;
+  local?: { users?: { user_id: string; password_hash: string; totp_secret?: SecretConfig }[] };
+  trusted_header?: { name: string; from: string[] };
+}
+
+/** Headers the proxy or the HTTP layer own: never a source of identity. */
+const RESERVED = new Set(['host', 'cookie', 'authorization', 'origin', 'content-type', 'content-length']);
+
+export function resolveSignIn(
+  config: SignInConfig,
+  where: string,
+  readSecret: (value: SecretConfig, at: string) => string,
+): SignInSettings {
+  const freshAuthMs = parseDuration(config.fresh_auth, `${where}: sign_in.fresh_auth`);
+  const sessionLifetimeMs = parseDuration(config.session_lifetime, `${where}: sign_in.session_lifetime`);
+  if (freshAuthMs < 1000) throw new UserError(`${where}: sign_in.fresh_auth must be at least 1s`);
+  if (sessionLifetimeMs < freshAuthMs) {
+    throw new UserError(`${where}: sign_in.session_lifetime must not be shorter than sign_in.fresh_auth`);
+  }
+  const localUsers = new Map<string, LocalUser>();
+  (config.local?.users ?? []).forEach((u, i) => {
+    const at = `${where}: sign_in.local.users[${i}]`;
+    if (localUsers.has(u.user_id)) throw new UserError(`${at}: user_id ${u.user_id} is listed twice`);
+    let passwordHash: PasswordHash;
+    try {
+      passwordHash = parsePasswordHash(u.password_hash);
+    } catch (err) {
+      throw new UserError(`${at}.password_hash: ${(err as Error).message}`);
+    }
+    let totpKey: Buffer | undefined;
+    if (u.totp_secret !== undefined) {
+      try {
+        totpKey = decodeBase32(readSecret(u.totp_secret, `${at}.totp_secret`));
+      } catch (err) {
+        if (err instanceof UserError) throw err;
+        throw new UserError(`${at}.totp_secret: ${(err as Error).message}`);
+      }
+      // RFC 4226 §4: at least 128 bits of shared secret.
+      if (totpKey.length < 16)
+        throw new UserError(`${at}.totp_secret: needs at least 128 bits (26 base32 letters)`);
+    }
+    localUsers.set(u.user_id, { userId: u.user_id, passwordHash, ...(totpKey ? { totpKey } : {}) });
+  });
+  const header = config.trusted_header;
+  if (header) {
+    const name = header.name.toLowerCase();
+    if (RESERVED.has(name)) {
+      throw new UserError(
+        `${where}: sign_in.trusted_header.name: ${header.name} cannot carry a user's identity`,
+      );
+    }
+    header.from.forEach((entry, i) => {
+      try {
+        parseCidr(entry);
+      } catch (err) {
+        throw new UserError(`${where}: sign_in.trusted_header.from[${i}]: ${(err as Error).message}`);
+      }
+    });
+  }
+  return Object.freeze({
+    freshAuthMs,
+    sessionLifetimeMs,
+    localUsers,
+    ...(header
+      ? { trustedHeader: Object.freeze({ name: header.name.toLowerCase(), from: [...header.from] }) }
+      : {}),
+  });
+}
+
+/** Whether any way of signing in is configured; without one the pages only show requests. */
+export function signInEnabled(s: SignInSettings): boolean {
+  return s.localUsers.size > 0 || s.trustedHeader !== undefined;
+}

@@ -1,0 +1,92 @@
+/**
+ * Everything the pages need to know who is there (issue 11): the session cookie, local sign-in,
+ * and the trusted header. Built once at start-up from `sign_in:`.
+ *
+ * The cookie is `HttpOnly; SameSite=Lax; Path=/`, `Secure` unless the issuer is plain http
+ * (development), and then also named `__Host-` so that no sibling domain can set it.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { SignInSettings } from '../config/sign-in.js';
+import { signInEnabled } from '../config/sign-in.js';
+import type { Sessions } from '../protocol/sessions.js';
+import type { LocalSignIn } from '../protocol/sign-in.js';
+import { ClientAddress, normalize } from './client-address.js';
+
+export class PageAuth {
+  readonly #trustedPeers: ClientAddress | undefined;
+
+  constructor(
+    readonly settings: SignInSettings,
+    readonly sessions: Sessions,
+    readonly local: LocalSignIn,
+    /** The issuer, known only once the server listens when not configured. */
+    private readonly issuer: () => string,
+  ) {
+    this.#trustedPeers = settings.trustedHeader ? new ClientAddress(settings.trustedHeader.from) : undefined;
+  }
+
+  get enabled(): boolean {
+    return signInEnabled(this.settings);
+  }
+
+  get hasLocal(): boolean {
+    return this.settings.localUsers.size > 0;
+  }
+
+  get secure(): boolean {
+    return !this.issuer().startsWith('http://');
+  }
+
+  get cookieName(): string {
+    return this.secure ? '__Host-aap_session' : 'aap_session';
+  }
+
+  /** The origin every page POST must come from (checked against `Origin`). */
+  get origin(): string {
+    return new URL(this.issuer()).origin;
+  }
+
+  cookie(value: string): string {
+    const maxAge = Math.floor(this.settings.sessionLifetimeMs / 1000);
+    return `${this.cookieName}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${this.secure ? '; Secure' : ''}`;
+  }
+
+  clearCookie(): string {
+    return `${this.cookieName}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${this.secure ? '; Secure' : ''}`;
+  }
+
+  /** The session cookie's value in the request, if any. */
+  cookieValue(req: IncomingMessage): string | undefined {
+    const header = req.headers.cookie;
+    if (header === undefined) return undefined;
+    for (const part of header.split(';')) {
+      const eq = part.indexOf('=');
+      if (eq > 0 && part.slice(0, eq).trim() === this.cookieName) return part.slice(eq + 1).trim();
+    }
+    return undefined;
+  }
+
+  /**
+   * The user the trusted header names, only when the TCP peer itself (not a forwarded address)
+   * is one of `sign_in.trusted_header.from`; from any other peer the header means nothing.
+   */
+  trustedUser(req: IncomingMessage): string | undefined {
+    const header = this.settings.trustedHeader;
+    if (!header || !this.#trustedPeers) return undefined;
+    const peer = normalize(req.socket.remoteAddress ?? '');
+    if (peer === undefined || !this.#trustedPeers.isTrusted(peer)) return undefined;
+    const value = req.headers[header.name];
+    if (typeof value !== 'string') return undefined;
+    const user = value.trim();
+    // eslint-disable-next-line no-control-regex -- a user id with control characters is no user id
+    return user.length > 0 && user.length <= 200 && !/[\u0000-\u001f\u007f]/.test(user) ? user : undefined;
+  }
+}
+
+/** Only a local path may be returned to after sign-in: never another site (open redirect). */
+export function safeReturn(value: string | null | undefined): string {
+  if (!value || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) return '/device';
+  // eslint-disable-next-line no-control-regex -- control characters could split the Location header
+  if (/[\u0000-\u001f\u007f]/.test(value) || value.length > 512) return '/device';
+  return value;
+}

@@ -1,0 +1,133 @@
+/**
+ * `GET/POST /sign-in` and `POST /sign-out` (issue 11): local accounts (password, then TOTP when
+ * the account has one) and the trusted header of an authenticating proxy, which signs in without
+ * a form. Every sign-in starts a new session (the id is rotated; the old one ends).
+ */
+import type { ServerResponse } from 'node:http';
+import { escapeHtml, htmlPage, redirect, sendHtml } from '../html.js';
+import { safeReturn, type PageAuth } from '../page-auth.js';
+import { need, step } from '../pipeline.js';
+import type { RateLimits } from '../rate-limits.js';
+import type { Router } from '../router.js';
+import { perIp } from '../steps/limits.js';
+import { formBody, page, sameOrigin, session } from '../steps/page.js';
+
+export interface SignInRouteOptions {
+  readonly auth: PageAuth;
+  readonly limits: RateLimits;
+  readonly serverName: string;
+}
+
+export function signInRoutes(router: Router, { auth, limits, serverName }: SignInRouteOptions): void {
+  const title = `Sign in — ${serverName}`;
+  const show = (res: ServerResponse, status: number, back: string, message?: string, userId = ''): void => {
+    sendHtml(res, status, htmlPage(title, signInPage(auth, title, back, message, userId)));
+  };
+
+  router.add('GET', '/sign-in', [
+    page,
+    perIp(limits),
+    session(auth),
+    step('sign-in', (x) => {
+      const back = safeReturn(x.url.searchParams.get('return'));
+      const trusted = auth.trustedUser(x.req);
+      if (trusted !== undefined) {
+        const { cookieValue } = auth.sessions.start(trusted, 'trusted_header', x.sessionCookie);
+        x.decision.user_id = trusted;
+        redirect(x.res, back, { 'set-cookie': auth.cookie(cookieValue) });
+        return;
+      }
+      show(x.res, 200, back);
+    }),
+  ]);
+
+  router.add('POST', '/sign-in', [
+    page,
+    perIp(limits),
+    session(auth),
+    formBody,
+    sameOrigin(auth, { token: false }),
+    step('sign-in', async (x) => {
+      const form = need(x.form, 'form');
+      const back = safeReturn(form.get('return'));
+      const userId = (form.get('user_id') ?? '').trim().slice(0, 200);
+      if (!auth.hasLocal) {
+        show(x.res, 400, back, 'This server has no local accounts.');
+        return;
+      }
+      const result = await auth.local.attempt(
+        userId,
+        form.get('password') ?? '',
+        form.get('totp') ?? '',
+        x.clientIp,
+      );
+      if (result.kind === 'throttled') {
+        x.decision.outcome = 'deny';
+        x.decision.reason = 'sign-in throttled';
+        const minutes = Math.ceil(result.retryAfterSec / 60);
+        sendHtml(
+          x.res,
+          429,
+          htmlPage(
+            title,
+            signInPage(
+              auth,
+              title,
+              back,
+              `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+              userId,
+            ),
+          ),
+          { 'retry-after': String(result.retryAfterSec) },
+        );
+        return;
+      }
+      if (result.kind === 'wrong') {
+        x.decision.outcome = 'deny';
+        x.decision.reason = 'wrong credentials';
+        show(x.res, 400, back, 'That user name, password or one-time code is not right.', userId);
+        return;
+      }
+      const { cookieValue } = auth.sessions.start(result.userId, result.method, x.sessionCookie);
+      x.decision.user_id = result.userId;
+      redirect(x.res, back, { 'set-cookie': auth.cookie(cookieValue) });
+    }),
+  ]);
+
+  router.add('POST', '/sign-out', [
+    page,
+    perIp(limits),
+    session(auth),
+    formBody,
+    sameOrigin(auth, { token: true }),
+    step('sign-out', (x) => {
+      if (x.sessionCookie !== undefined) auth.sessions.end(x.sessionCookie);
+      redirect(x.res, '/sign-in', { 'set-cookie': auth.clearCookie() });
+    }),
+  ]);
+}
+
+function signInPage(auth: PageAuth, title: string, back: string, message?: string, userId = ''): string {
+  const parts = [`<h1>${escapeHtml(title)}</h1>`];
+  if (message) parts.push(`<p id="outcome" class="error" role="alert">${escapeHtml(message)}</p>`);
+  if (!auth.hasLocal) {
+    parts.push(
+      auth.settings.trustedHeader
+        ? "<p>This server signs you in through your organisation's sign-in. Open it through that address to continue.</p>"
+        : '<p>Signing in is not enabled on this server: the operator decides agent requests.</p>',
+    );
+    return parts.join('\n');
+  }
+  parts.push(`<p>Sign in to review and decide what AI agents ask to do for you.</p>
+<form method="post" action="/sign-in">
+<input type="hidden" name="return" value="${escapeHtml(back)}">
+<label for="user_id">User name</label>
+<input id="user_id" name="user_id" value="${escapeHtml(userId)}" autocomplete="username" required maxlength="200">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">
+<label for="totp">One-time code (only if your account uses one)</label>
+<input id="totp" name="totp" inputmode="numeric" autocomplete="one-time-code" maxlength="8">
+<button type="submit">Sign in</button>
+</form>`);
+  return parts.join('\n');
+}

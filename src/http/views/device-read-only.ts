@@ -1,0 +1,36 @@
+/**
+ * The device page of a proxy without `sign_in:` (issue 11 keeps it): anyone with a code sees what
+ * the request asks, and the operator decides it (admin API / CLI). Nothing here decides.
+ */
+import { lookUpDeviceRequest } from '../../protocol/device.js';
+import type { ProtocolContext } from '../../protocol/context.js';
+import { escapeHtml, htmlPage } from '../html.js';
+import { lookUpForm, requestDetails } from './device.js';
+
+export function legacyDevicePage(ctx: ProtocolContext, title: string, code: string | null): string {
+  const parts = [`<h1>${escapeHtml(title)}</h1>`];
+  if (code === null || code.trim() === '') {
+    parts.push('<p>Enter the code the agent showed you to see what it asks for.</p>', lookUpForm(''));
+  } else {
+    const found = lookUpDeviceRequest(ctx, code);
+    if (found.kind === 'found') {
+      const r = found.request;
+      parts.push(
+        lookUpForm(r.userCode),
+        requestDetails(r),
+        `<p class="notice" id="next-step">This page cannot approve anything. The operator of this service decides requests: give them the code <span class="code">${escapeHtml(r.userCode)}</span> (they find it with <code>agent-auth-proxy admin approvals list --code</code>) and say whether to approve it.</p>`,
+      );
+    } else if (found.kind === 'not_found') {
+      parts.push(
+        lookUpForm(found.userCode),
+        `<p id="outcome" class="notice" role="alert">No open request has the code <span class="code">${escapeHtml(found.userCode)}</span>. It may have expired or been decided already.</p>`,
+      );
+    } else {
+      parts.push(
+        lookUpForm(''),
+        '<p id="outcome" class="notice" role="alert">That is not a code of this server: codes are eight letters, like <span class="code">WDJB-MJHT</span>.</p>',
+      );
+    }
+  }
+  return htmlPage(title, parts.join('\n'));
+}

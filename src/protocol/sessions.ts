@@ -1,0 +1,72 @@
+/**
+ * Approvers' sign-in sessions (issue 11): server-side, in the store. The cookie carries a random
+ * 256-bit id; the store keeps only its SHA-256, so reading the database opens no session. Every
+ * sign-in makes a new session (the id is rotated: a session id planted before sign-in is worth
+ * nothing after it), and each session has its own CSRF token for its forms.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { AuthMethod, SessionRecord, Store } from '../storage/types.js';
+
+export class Sessions {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly lifetimeMs: number,
+  ) {}
+
+  /** A new session for `userId`; `replacing` (the cookie sent with the sign-in) is ended. */
+  start(
+    userId: string,
+    authMethod: AuthMethod,
+    replacing?: string,
+  ): { readonly cookieValue: string; readonly session: SessionRecord } {
+    if (replacing !== undefined) this.end(replacing);
+    const now = this.clock.now();
+    const cookieValue = randomBytes(32).toString('base64url');
+    const session: SessionRecord = {
+      idHash: hashId(cookieValue),
+      userId,
+      authMethod,
+      authenticatedAt: now,
+      csrfToken: randomBytes(32).toString('base64url'),
+      createdAt: now,
+      expiresAt: now + this.lifetimeMs,
+    };
+    this.store.insertSession(session);
+    return { cookieValue, session };
+  }
+
+  /** The live session the cookie names, if any. */
+  find(cookieValue: string | undefined): SessionRecord | undefined {
+    if (cookieValue === undefined || !/^[A-Za-z0-9_-]{43}$/.test(cookieValue)) return undefined;
+    const session = this.store.session(hashId(cookieValue));
+    return session && session.expiresAt > this.clock.now() ? session : undefined;
+  }
+
+  end(cookieValue: string): void {
+    this.store.deleteSession(hashId(cookieValue));
+  }
+
+  /** §8.11: whether the person authenticated within `freshAuthMs`. */
+  isFresh(session: SessionRecord, freshAuthMs: number): boolean {
+    return this.clock.now() - session.authenticatedAt <= freshAuthMs;
+  }
+
+  /** Removes expired sessions (run by the proxy's maintenance); returns how many. */
+  sweep(): number {
+    return this.store.deleteExpiredSessions(this.clock.now());
+  }
+}
+
+/** Compares a submitted CSRF token with the session's in constant time. */
+export function csrfMatches(session: SessionRecord, given: string | null | undefined): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(session.csrfToken);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function hashId(cookieValue: string): string {
+  return createHash('sha256').update(cookieValue).digest('base64url');
+}

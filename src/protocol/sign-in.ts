@@ -1,0 +1,65 @@
+/**
+ * Local-account sign-in (issue 11): password, then TOTP when the account has a secret. Failures
+ * are throttled per account and per client address; both budgets are checked before any hash is
+ * computed and charged only on failure. An unknown account costs a decoy hash and the same
+ * answer as a wrong password, so neither timing nor wording says which accounts exist.
+ */
+import type { Clock } from '../clock.js';
+import type { LocalUser } from '../config/sign-in.js';
+import type { AuthMethod } from '../storage/types.js';
+import { DECOY_HASH, verifyPassword } from './password.js';
+import type { RateLimit, RateLimiter } from '../util/rate-limit.js';
+import { matchTotp } from './totp.js';
+
+/** Failed sign-ins allowed per account, then one more per 3 minutes (a token bucket, §8.13). */
+export const SIGN_IN_FAILURES_PER_ACCOUNT: RateLimit = { count: 5, windowMs: 15 * 60_000 };
+/** Failed sign-ins allowed per client address (a password sprayed over many accounts). */
+export const SIGN_IN_FAILURES_PER_IP: RateLimit = { count: 20, windowMs: 15 * 60_000 };
+
+export type SignInResult =
+  | { readonly kind: 'ok'; readonly userId: string; readonly method: AuthMethod }
+  | { readonly kind: 'wrong' }
+  | { readonly kind: 'throttled'; readonly retryAfterSec: number };
+
+export class LocalSignIn {
+  /** The last TOTP step accepted per user: a code is good once (RFC 6238 §5.2). */
+  readonly #usedSteps = new Map<string, number>();
+
+  constructor(
+    private readonly users: ReadonlyMap<string, LocalUser>,
+    private readonly limiter: RateLimiter,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Whether `userId` must give a TOTP code (false for unknown users: that would say they exist). */
+  wantsTotp(userId: string): boolean {
+    return this.users.get(userId)?.totpKey !== undefined;
+  }
+
+  async attempt(userId: string, password: string, totp: string, ip: string): Promise<SignInResult> {
+    const accountKey = `signin:user:${userId}`;
+    const ipKey = `signin:ip:${ip}`;
+    for (const [key, limit] of [
+      [accountKey, SIGN_IN_FAILURES_PER_ACCOUNT],
+      [ipKey, SIGN_IN_FAILURES_PER_IP],
+    ] as const) {
+      const left = this.limiter.check(key, limit);
+      if (!left.ok) return { kind: 'throttled', retryAfterSec: left.retryAfterSec };
+    }
+    const user = this.users.get(userId);
+    const passwordOk = await verifyPassword(password, user?.passwordHash ?? DECOY_HASH);
+    let ok = user !== undefined && passwordOk;
+    let step: number | undefined;
+    if (ok && user?.totpKey !== undefined) {
+      step = matchTotp(user.totpKey, totp, this.clock.now());
+      ok = step !== undefined && step > (this.#usedSteps.get(userId) ?? -1);
+    }
+    if (!ok || user === undefined) {
+      this.limiter.take(accountKey, SIGN_IN_FAILURES_PER_ACCOUNT);
+      this.limiter.take(ipKey, SIGN_IN_FAILURES_PER_IP);
+      return { kind: 'wrong' };
+    }
+    if (step !== undefined) this.#usedSteps.set(userId, step);
+    return { kind: 'ok', userId, method: step !== undefined ? 'password+totp' : 'password' };
+  }
+}

@@ -1,0 +1,304 @@
+/**
+ * The approval pages (issue 11) in headless Chromium over real HTTP: local sign-in, the device
+ * code confirmed and decided, fresh authentication (§8.11) with the TestClock, the passkey rule
+ * for data-changing requests (§8.11), and the attacks: wrong passwords, CSRF, foreign origins, a
+ * forged trusted header. Screenshots of the pages go to docs/screenshots/.
+ */
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashPassword } from '../../../src/protocol/password.js';
+import { freePort, launchChromium, writeConfig } from '../../helpers/browser.js';
+import { generateTestKey, type TestKey } from '../../helpers/keys.js';
+import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
+import { PETSTORE, ROOT } from '../../helpers/proxy.js';
+
+const PASSWORD = 'correct horse battery staple';
+const POLICY = 'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n';
+
+let p: TestProtocol;
+let clock: TestClock;
+let browser: Browser;
+let origin = '';
+
+async function startWith(signIn: string, c = new TestClock()): Promise<TestProtocol> {
+  const port = await freePort();
+  const config = writeConfig(
+    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PETSTORE}\n${signIn}`,
+  );
+  return startProtocol({ policy: POLICY, clock: c, overrides: { config, port } });
+}
+
+beforeAll(async () => {
+  const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
+  clock = new TestClock();
+  p = await startWith(
+    `sign_in:\n  fresh_auth: 5m\n  local:\n    users:\n      - user_id: alice@example.com\n        password_hash: "${hash}"\n      - user_id: bob@example.com\n        password_hash: "${hash}"\n`,
+    clock,
+  );
+  origin = p.issuer;
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await p?.close();
+});
+
+async function newPage(width = 1280, height = 800): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height } });
+  return context.newPage();
+}
+
+/** Clicks and waits for the page the form leads to (every form here navigates). */
+async function submit(page: Page, selector: string): Promise<void> {
+  // Every form here is a POST answered with a page or a 303: wait for that document's response.
+  await Promise.all([
+    page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
+    page.click(selector),
+  ]);
+  await page.waitForLoadState('load');
+}
+
+async function signIn(page: Page, user = 'alice@example.com', password = PASSWORD): Promise<void> {
+  await page.fill('#user_id', user);
+  await page.fill('#password', password);
+  await submit(page, 'button[type=submit]');
+}
+
+/** A delegated agent registration waiting for approval; its user code. */
+async function pending(
+  capabilities: string[],
+  name = 'Shelter helper',
+): Promise<{ code: string; host: TestKey; agentId: string }> {
+  const host = await generateTestKey();
+  const reg = await p.register(host, {
+    name,
+    host_name: 'Alice laptop',
+    capabilities,
+    reason: 'Keep the shelter list current',
+  });
+  expect(reg.status).toBe(200);
+  return { code: reg.body.approval.user_code as string, host, agentId: reg.body.agent_id as string };
+}
+
+/** Signs in through the device page's link and opens the request for `code` (pre-filled, confirmed). */
+async function openRequest(page: Page, code: string): Promise<void> {
+  await page.goto(`${origin}/device?code=${code}`);
+  await Promise.all([page.waitForURL(/\/sign-in/), page.click('#sign-in-link')]);
+  await signIn(page);
+  await page.waitForURL(/\/device\?code=/);
+  expect(await page.textContent('#confirm-code')).toContain('Check that this code');
+  expect(await page.inputValue('#code')).toBe(code);
+  await submit(page, 'button:has-text("Continue")');
+  expect(await page.textContent('#request')).toContain('You are authorizing an AI agent.');
+}
+
+describe('sign-in', () => {
+  it('local sign-in with the right password lands on the device page, signed in (screenshots)', async () => {
+    for (const [width, height, name] of [
+      [1280, 800, 'desktop'],
+      [390, 844, 'phone'],
+    ] as const) {
+      const page = await newPage(width, height);
+      await page.goto(`${origin}/sign-in`);
+      for (const id of ['user_id', 'password', 'totp'])
+        expect(await page.locator(`label[for=${id}]`).count()).toBe(1);
+      await page.screenshot({ path: join(ROOT, `docs/screenshots/sign-in-${name}.png`), fullPage: true });
+      await signIn(page);
+      expect(page.url()).toBe(`${origin}/device`);
+      expect(await page.textContent('#signed-in-as')).toBe('alice@example.com');
+      const [cookie] = await page.context().cookies();
+      expect(cookie).toMatchObject({ name: 'aap_session', httpOnly: true, sameSite: 'Lax', path: '/' });
+      // No horizontal scrolling on a phone.
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(width);
+      await page.context().close();
+    }
+  });
+
+  it('a wrong password gets a clear message, and the account is throttled after 5 failures', async () => {
+    const page = await newPage();
+    await page.goto(`${origin}/sign-in`);
+    for (let i = 0; i < 5; i++) {
+      await signIn(page, 'bob@example.com', `wrong ${i}`);
+      expect(await page.textContent('#outcome')).toBe(
+        'That user name, password or one-time code is not right.',
+      );
+    }
+    await signIn(page, 'bob@example.com', PASSWORD);
+    expect(await page.textContent('#outcome')).toContain('Too many failed sign-ins');
+    expect(page.url()).toBe(`${origin}/sign-in`);
+    await page.context().close();
+  });
+});
+
+describe('deciding on the device page', () => {
+  it('approves a read-only request after confirming the pre-filled code: the agent becomes active', async () => {
+    const { code, host, agentId } = await pending(['list_pets']);
+    for (const [width, height, name] of [
+      [1280, 800, 'desktop'],
+      [390, 844, 'phone'],
+    ] as const) {
+      const page = await newPage(width, height);
+      await openRequest(page, code);
+      await page.screenshot({
+        path: join(ROOT, `docs/screenshots/device-request-${name}.png`),
+        fullPage: true,
+      });
+      if (name === 'phone') {
+        await submit(page, '#approve');
+        expect(await page.textContent('#outcome')).toContain(
+          'Approved. The agent Shelter helper may now use: list_pets.',
+        );
+      }
+      await page.context().close();
+    }
+    const status = await p.status(host, agentId);
+    expect(status.body.status).toBe('active');
+  });
+
+  it('denies with a reason: the agent is rejected (§7.1)', async () => {
+    const { code, host, agentId } = await pending(['list_pets']);
+    const page = await newPage();
+    await openRequest(page, code);
+    await page.fill('#deny-reason', 'Not this week');
+    await submit(page, '#deny');
+    expect(await page.textContent('#outcome')).toContain('Denied.');
+    const status = await p.status(host, agentId);
+    expect(status.body.status).toBe('rejected');
+    await page.context().close();
+  });
+
+  it('refuses to approve a data-changing request without a passkey, and grants nothing', async () => {
+    const { code, host, agentId } = await pending(['list_pets', 'create_pet']);
+    const page = await newPage();
+    await openRequest(page, code);
+    expect(await page.textContent('#passkey-required')).toContain(
+      'A passkey is required to approve create_pet',
+    );
+    await submit(page, '#approve');
+    expect(await page.textContent('#outcome')).toContain('A passkey is required');
+    expect(await page.textContent('#outcome')).toContain('Nothing was granted.');
+    expect((await p.status(host, agentId)).body.status).toBe('pending');
+    await page.context().close();
+  });
+
+  it('asks for the password again when the sign-in is older than fresh_auth, before approving', async () => {
+    const { code, host, agentId } = await pending(['list_pets']);
+    const page = await newPage();
+    await openRequest(page, code);
+    clock.advance(5 * 60_000 + 1);
+    // Reopen the request: the approve form now asks for the password.
+    await page.goto(`${origin}/device?code=${code}`);
+    await submit(page, 'button:has-text("Continue")');
+    expect(await page.textContent('#fresh-auth')).toContain('enter your password again');
+    await page.fill('#reauth-password', 'not my password');
+    await submit(page, '#approve');
+    expect(await page.textContent('#outcome')).toContain('Nothing was granted.');
+    expect((await p.status(host, agentId)).body.status).toBe('pending');
+    await page.fill('#reauth-password', PASSWORD);
+    await submit(page, '#approve');
+    expect(await page.textContent('#outcome')).toContain('Approved.');
+    expect((await p.status(host, agentId)).body.status).toBe('active');
+    await page.context().close();
+  });
+});
+
+describe('attacks on the forms', () => {
+  /** A signed-in session's cookie and the hidden fields of the approve form for `code`. */
+  async function formFields(code: string): Promise<{ cookie: string; fields: Record<string, string> }> {
+    const page = await newPage();
+    await openRequest(page, code);
+    const fields: Record<string, string> = {};
+    for (const input of await page.locator('#approve-form input[type=hidden]').all()) {
+      fields[(await input.getAttribute('name')) ?? ''] = (await input.getAttribute('value')) ?? '';
+    }
+    const [c] = await page.context().cookies();
+    await page.context().close();
+    return { cookie: `${c?.name}=${c?.value}`, fields };
+  }
+
+  async function post(
+    path: string,
+    cookie: string,
+    fields: Record<string, string>,
+    from = origin,
+  ): Promise<number> {
+    const res = await fetch(`${p.proxy.url}${path}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, origin: from, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+    await res.text();
+    return res.status;
+  }
+
+  it('an approve POST without the CSRF token, with a wrong one, or from a foreign Origin changes nothing', async () => {
+    const { code, host, agentId } = await pending(['list_pets']);
+    const { cookie, fields } = await formFields(code);
+    const { csrf: _csrf, ...noToken } = fields;
+    expect(await post('/device/approve', cookie, noToken)).toBe(403);
+    expect(await post('/device/approve', cookie, { ...fields, csrf: 'A'.repeat(43) })).toBe(403);
+    expect(await post('/device/approve', cookie, fields, 'http://evil.example')).toBe(403);
+    expect(await post('/device/deny', cookie, fields, 'null')).toBe(403);
+    expect((await p.status(host, agentId)).body.status).toBe('pending');
+    // The same form, untouched and from the right origin, does work: the refusals were the attacks'.
+    expect(await post('/device/approve', cookie, fields)).toBe(200);
+    expect((await p.status(host, agentId)).body.status).toBe('active');
+  });
+
+  it('a decision on a request that changed since it was shown is refused and the request shown again', async () => {
+    const { code, host, agentId } = await pending(['list_pets']);
+    const { cookie, fields } = await formFields(code);
+    expect(await post('/device/approve', cookie, { ...fields, shown: 'x'.repeat(43) })).toBe(409);
+    expect((await p.status(host, agentId)).body.status).toBe('pending');
+  });
+
+  it('no session: an approve POST is refused and nothing changes', async () => {
+    const { code, host, agentId } = await pending(['list_pets']);
+    const { fields } = await formFields(code);
+    expect(await post('/device/approve', 'aap_session=forged', fields)).toBe(403);
+    expect((await p.status(host, agentId)).body.status).toBe('pending');
+  });
+});
+
+describe('trusted header', () => {
+  async function signInWithHeader(t: TestProtocol): Promise<{ status: number; cookie: string | null }> {
+    const res = await fetch(`${t.proxy.url}/sign-in?return=/device`, {
+      redirect: 'manual',
+      headers: { 'x-forwarded-email': 'carol@example.com' },
+    });
+    await res.text();
+    return { status: res.status, cookie: res.headers.get('set-cookie') };
+  }
+
+  it('signs in without a form when the peer is trusted (127.0.0.1 here)', async () => {
+    const t = await startWith(
+      'sign_in:\n  trusted_header:\n    name: X-Forwarded-Email\n    from: [127.0.0.1/32]\n',
+    );
+    try {
+      const signed = await signInWithHeader(t);
+      expect(signed.status).toBe(303);
+      expect(signed.cookie).toMatch(/^aap_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax/);
+      const page = await fetch(`${t.proxy.url}/device`, {
+        headers: { cookie: (signed.cookie ?? '').split(';')[0] ?? '' },
+      });
+      expect(await page.text()).toContain('carol@example.com');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('ignores the header from any other peer: no session, no sign-in', async () => {
+    const t = await startWith(
+      'sign_in:\n  trusted_header:\n    name: X-Forwarded-Email\n    from: [10.0.0.0/8]\n',
+    );
+    try {
+      const signed = await signInWithHeader(t);
+      expect(signed.status).toBe(200);
+      expect(signed.cookie).toBeNull();
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -1,0 +1,133 @@
+/** Approver sessions in a real SQLite store (issue 11): hashed ids, rotation, expiry, CSRF tokens, throttled sign-in. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { LocalSignIn } from '../../../src/protocol/sign-in.js';
+import { csrfMatches, Sessions } from '../../../src/protocol/sessions.js';
+import { RateLimiter } from '../../../src/util/rate-limit.js';
+import { hashPassword, parsePasswordHash } from '../../../src/protocol/password.js';
+import { hotp, totpStep } from '../../../src/protocol/totp.js';
+import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import type { Store } from '../../../src/storage/types.js';
+import { TestClock } from '../../helpers/protocol.js';
+import { tempDbFile } from '../../helpers/proxy.js';
+
+const HOUR = 3_600_000;
+let store: Store | undefined;
+afterEach(() => store?.close());
+
+function setup(): { sessions: Sessions; clock: TestClock; store: Store } {
+  store = openSqliteStore({ file: tempDbFile() });
+  const clock = new TestClock();
+  return { sessions: new Sessions(store, clock, 12 * HOUR), clock, store };
+}
+
+describe('sessions', () => {
+  it('stores only a hash of the id: the cookie value itself finds nothing in the table', () => {
+    const { sessions, store } = setup();
+    const { cookieValue, session } = sessions.start('alice', 'password');
+    expect(store.session(cookieValue)).toBeUndefined();
+    expect(session.idHash).not.toBe(cookieValue);
+    expect(sessions.find(cookieValue)?.userId).toBe('alice');
+  });
+
+  it('rotates the id at sign-in: the cookie from before sign-in opens nothing afterwards (fixation)', () => {
+    const { sessions } = setup();
+    const before = sessions.start('mallory', 'password').cookieValue;
+    const after = sessions.start('alice', 'password', before).cookieValue;
+    expect(after).not.toBe(before);
+    expect(sessions.find(before)).toBeUndefined();
+    expect(sessions.find(after)?.userId).toBe('alice');
+  });
+
+  it('an expired session is not found, and the sweep deletes it', () => {
+    const { sessions, clock, store } = setup();
+    const { cookieValue, session } = sessions.start('alice', 'password');
+    clock.advance(12 * HOUR);
+    expect(sessions.find(cookieValue)).toBeUndefined();
+    expect(sessions.sweep()).toBe(1);
+    expect(store.session(session.idHash)).toBeUndefined();
+  });
+
+  it('refuses malformed and guessed cookie values without a lookup hit', () => {
+    const { sessions } = setup();
+    sessions.start('alice', 'password');
+    expect(sessions.find(undefined)).toBeUndefined();
+    expect(sessions.find("' OR 1=1 --")).toBeUndefined();
+    expect(sessions.find('A'.repeat(43))).toBeUndefined();
+  });
+
+  it('freshness follows sign-in time, not use (§8.11)', () => {
+    const { sessions, clock } = setup();
+    const { session } = sessions.start('alice', 'password');
+    clock.advance(5 * 60_000);
+    expect(sessions.isFresh(session, 5 * 60_000)).toBe(true);
+    clock.advance(1);
+    expect(sessions.isFresh(session, 5 * 60_000)).toBe(false);
+  });
+
+  it('CSRF tokens are per session and compared exactly', () => {
+    const { sessions } = setup();
+    const a = sessions.start('alice', 'password').session;
+    const b = sessions.start('bob', 'password').session;
+    expect(csrfMatches(a, a.csrfToken)).toBe(true);
+    expect(csrfMatches(a, b.csrfToken)).toBe(false);
+    expect(csrfMatches(a, '')).toBe(false);
+    expect(csrfMatches(a, null)).toBe(false);
+    expect(csrfMatches(a, `${a.csrfToken}x`)).toBe(false);
+  });
+});
+
+describe('local sign-in', () => {
+  const FAST = { N: 2 ** 14, r: 8, p: 1 };
+  const KEY = Buffer.from('12345678901234567890');
+
+  async function signIn(withTotp = false): Promise<{ local: LocalSignIn; clock: TestClock }> {
+    const clock = new TestClock(1_111_111_111_000);
+    const hash = parsePasswordHash(await hashPassword('correct horse', FAST));
+    const users = new Map([
+      ['alice', { userId: 'alice', passwordHash: hash, ...(withTotp ? { totpKey: KEY } : {}) }],
+    ]);
+    return { local: new LocalSignIn(users, new RateLimiter(clock), clock), clock };
+  }
+
+  it('a wrong password and an unknown user get the same answer', async () => {
+    const { local } = await signIn();
+    expect(await local.attempt('alice', 'wrong', '', '192.0.2.1')).toEqual({ kind: 'wrong' });
+    expect(await local.attempt('nobody', 'correct horse', '', '192.0.2.1')).toEqual({ kind: 'wrong' });
+    expect(await local.attempt('alice', 'correct horse', '', '192.0.2.1')).toEqual({
+      kind: 'ok',
+      userId: 'alice',
+      method: 'password',
+    });
+  });
+
+  it('throttles an account after 5 failures, even from fresh addresses, and even for the right password', async () => {
+    const { local } = await signIn();
+    for (let i = 0; i < 5; i++) {
+      expect((await local.attempt('alice', `guess${i}`, '', `192.0.2.${i}`)).kind).toBe('wrong');
+    }
+    const next = await local.attempt('alice', 'correct horse', '', '198.51.100.7');
+    expect(next.kind).toBe('throttled');
+  });
+
+  it('throttles one address spraying many accounts after 20 failures', async () => {
+    const { local } = await signIn();
+    for (let i = 0; i < 20; i++) await local.attempt(`user${i}`, 'password1', '', '192.0.2.9');
+    expect((await local.attempt('alice', 'correct horse', '', '192.0.2.9')).kind).toBe('throttled');
+    expect((await local.attempt('alice', 'correct horse', '', '192.0.2.10')).kind).toBe('ok');
+  });
+
+  it('with a TOTP secret: the password alone fails, a current code passes once, a replayed code fails', async () => {
+    const { local, clock } = await signIn(true);
+    expect(local.wantsTotp('alice')).toBe(true);
+    expect(local.wantsTotp('nobody')).toBe(false);
+    const code = hotp(KEY, totpStep(clock.now()));
+    expect((await local.attempt('alice', 'correct horse', '', '192.0.2.1')).kind).toBe('wrong');
+    expect((await local.attempt('alice', 'wrong', code, '192.0.2.1')).kind).toBe('wrong');
+    expect(await local.attempt('alice', 'correct horse', code, '192.0.2.1')).toEqual({
+      kind: 'ok',
+      userId: 'alice',
+      method: 'password+totp',
+    });
+    expect((await local.attempt('alice', 'correct horse', code, '192.0.2.1')).kind).toBe('wrong');
+  });
+});
