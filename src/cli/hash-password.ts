@@ -3,7 +3,7 @@
  * the machine can read) and prints the scrypt hash for `sign_in.local.users[].password_hash`.
  */
 import { UserError } from '../errors.js';
-import { hashPassword } from '../protocol/password.js';
+import { hashPassword } from '../util/password.js';
 
 /** Longer input is a mistake (a file piped in), not a password. */
 const MAX_PASSWORD_BYTES = 1024;

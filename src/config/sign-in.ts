@@ -5,8 +5,8 @@
  */
 import { UserError } from '../errors.js';
 import { parseDuration } from './durations.js';
-import { parsePasswordHash, type PasswordHash } from '../protocol/password.js';
-import { decodeBase32 } from '../protocol/totp.js';
+import { parsePasswordHash, type PasswordHash } from '../util/password.js';
+import { decodeBase32 } from '../util/totp.js';
 import { parseCidr } from './cidr.js';
 
 export interface LocalUser {

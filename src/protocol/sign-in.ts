@@ -7,9 +7,9 @@
 import type { Clock } from '../clock.js';
 import type { LocalUser } from '../config/sign-in.js';
 import type { AuthMethod } from '../storage/types.js';
-import { DECOY_HASH, verifyPassword } from './password.js';
+import { DECOY_HASH, verifyPassword } from '../util/password.js';
 import type { RateLimit, RateLimiter } from '../util/rate-limit.js';
-import { matchTotp } from './totp.js';
+import { matchTotp } from '../util/totp.js';
 
 /** Failed sign-ins allowed per account, then one more per 3 minutes (a token bucket, §8.13). */
 export const SIGN_IN_FAILURES_PER_ACCOUNT: RateLimit = { count: 5, windowMs: 15 * 60_000 };

@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CLI, ensureBuiltCli, ROOT } from '../helpers/cli-process.js';
-import { parsePasswordHash, verifyPassword } from '../../src/protocol/password.js';
+import { parsePasswordHash, verifyPassword } from '../../src/util/password.js';
 
 function run(
   stdin: string,

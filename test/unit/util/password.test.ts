@@ -5,7 +5,7 @@ import {
   hashPassword,
   parsePasswordHash,
   verifyPassword,
-} from '../../../src/protocol/password.js';
+} from '../../../src/util/password.js';
 
 // The cheapest parameters the parser accepts keep these tests fast; the format is the same.
 const FAST = { N: 2 ** 14, r: 8, p: 1 };

@@ -1,6 +1,6 @@
 /** TOTP (RFC 6238) against the RFC's own test vectors, truncated to the 6 digits the proxy uses. */
 import { describe, expect, it } from 'vitest';
-import { decodeBase32, hotp, matchTotp, totpStep } from '../../../src/protocol/totp.js';
+import { decodeBase32, hotp, matchTotp, totpStep } from '../../../src/util/totp.js';
 
 // RFC 6238 Appendix B: the SHA-1 seed is the ASCII string "12345678901234567890".
 const SEED = Buffer.from('12345678901234567890', 'ascii');
