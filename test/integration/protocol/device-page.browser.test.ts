@@ -4,12 +4,12 @@
  * do, submits the form, and reads the request; text an agent chose is shown literally and can run
  * nothing (§8.10), even when it is markup built to execute.
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../../helpers/browser.js';
 import { generateTestKey } from '../../helpers/keys.js';
 import { startProtocol, type TestProtocol } from '../../helpers/protocol.js';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HOSTILE_NAME = `<img src=x onerror="document.title='pwned'">Helper`;
 
 let p: TestProtocol;
@@ -18,19 +18,7 @@ beforeAll(async () => {
   p = await startProtocol({
     policy: 'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n',
   });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // This machine has no network beyond loopback: keep Chromium from reaching for Google's hosts.
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

@@ -4,11 +4,12 @@
  * (SIGTERM) is refused after it starts again on the same database. Accepted jtis are journalled
  * before the request goes on (README "Storage and durability"), so no restart forgets one.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { serveCli } from '../../helpers/cli-serve.js';
 import { CLI, ensureBuiltCli, killChildren, ROOT } from '../../helpers/cli-process.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../../helpers/keys.js';
 
@@ -54,53 +55,19 @@ class Proxy {
   ) {}
 
   static async boot(db: string): Promise<Proxy> {
-    const child = spawn(
-      process.execPath,
-      [
-        CLI,
-        'serve',
-        '--spec',
-        PETSTORE,
-        '--port',
-        '0',
-        '--issuer',
-        ISSUER,
-        '--db',
-        db,
-        '--policy',
-        policyFile,
-      ],
+    const served = await serveCli(
+      ['--spec', PETSTORE, '--issuer', ISSUER, '--db', db, '--policy', policyFile],
       {
         cwd: tmp,
-        env: { ...process.env, AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+        children,
       },
     );
-    children.add(child);
-    let stdout = '';
-    let stderr = '';
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const exited = new Promise<void>((resolve) => {
-      child.on('close', () => {
-        children.delete(child);
-        resolve();
-      });
-    });
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-        stdout += chunk;
-        for (const line of stdout.slice(0, stdout.lastIndexOf('\n') + 1).split('\n')) {
-          try {
-            const entry = JSON.parse(line) as { msg?: string; url?: string };
-            if (entry.msg === 'listening' && entry.url) resolve(entry.url);
-          } catch {
-            // not a log line
-          }
-        }
-      });
-      void exited.then(() => reject(new Error(`the proxy exited before listening: ${stderr}`)));
-    });
-    return new Proxy(child, url, exited);
+    return new Proxy(
+      served.child,
+      served.url,
+      served.exited.then(() => undefined),
+    );
   }
 
   /** SIGKILL: no shutdown hook, no flush, no checkpoint. */
