@@ -10,6 +10,7 @@ import { resolveSettings, type CliOverrides } from './config/settings.js';
 import { runAdmin } from './cli/admin.js';
 import { runHashPassword } from './cli/hash-password.js';
 import { FLAGS, flagsHelp } from './cli/flags.js';
+import { userErrorLine } from './cli/output.js';
 import { UserError } from './errors.js';
 import type { LogLevel } from './log.js';
 import { loadServedCatalog, startProxy } from './app.js';
@@ -189,7 +190,7 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     if (err instanceof UserError) {
-      process.stderr.write(`agent-auth-proxy: ${err.message}\n`);
+      process.stderr.write(userErrorLine(err.message));
       process.exitCode = 2;
     } else {
       process.stderr.write(

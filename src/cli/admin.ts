@@ -4,6 +4,7 @@
  * decisions stay on the server. Exit codes: 0 done, 1 the API refused or could not be reached,
  * 2 a usage mistake (thrown as UserError, printed by cli.ts).
  */
+import { processOutput, type CliOutput } from './output.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UserError } from '../errors.js';
@@ -214,6 +215,7 @@ function parse(argv: readonly string[]) {
 export async function runAdmin(
   argv: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
+  io: CliOutput = processOutput,
 ): Promise<number> {
   let parsed: ReturnType<typeof parse>;
   try {
@@ -223,7 +225,7 @@ export async function runAdmin(
   }
   const { values, positionals } = parsed;
   if (values.help) {
-    process.stdout.write(`${ADMIN_USAGE}\n`);
+    io.out(`${ADMIN_USAGE}\n`);
     return 0;
   }
   const [group, action] = positionals;
@@ -250,7 +252,7 @@ export async function runAdmin(
 
   try {
     const reply = await client.call(call.method, call.path, call.body);
-    process.stdout.write(
+    io.out(
       values.json
         ? `${JSON.stringify(reply.body, null, 2)}\n`
         : `${command.text(reply.body, reply.status)}\n`,
@@ -258,15 +260,15 @@ export async function runAdmin(
     return 0;
   } catch (err) {
     if (err instanceof AdminApiError) {
-      process.stderr.write(`error: ${err.code}: ${err.message}\n`);
+      io.err(`error: ${err.code}: ${err.message}\n`);
       if (err.code === 'not_found')
-        process.stderr.write(
+        io.err(
           `hint: ${client.baseUrl} has no operator API; the proxy serves /admin/ only when started with an admin token\n`,
         );
       return 1;
     }
     if (err instanceof ConnectionError) {
-      process.stderr.write(`error: ${err.message}\n`);
+      io.err(`error: ${err.message}\n`);
       return 1;
     }
     throw err;

@@ -1,6 +1,7 @@
 /**
- * `agent-auth-proxy admin …` as an operator runs it: the built CLI (`node dist/cli.js`) in a child
- * process against a real proxy started in-process (real HTTP, real SQLite, real signed JWTs).
+ * `agent-auth-proxy admin …` as an operator runs it, against a real proxy started in-process (real
+ * HTTP, real SQLite, real signed JWTs): the commands run in this process (the CLI's own
+ * `runAdmin`), and one runs through the built CLI (`node dist/cli.js`) as a child process.
  * Every change the CLI claims is checked through the operator or protocol API, not its output.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -14,6 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateTestKey, type TestKey } from '../helpers/keys.js';
 import { ADMIN_TOKEN, startProtocol, type TestProtocol } from '../helpers/protocol.js';
 import { startTestProxy } from '../helpers/proxy.js';
+import { runAdmin } from '../../src/cli/admin.js';
+import { userErrorLine } from '../../src/cli/output.js';
+import { UserError } from '../../src/errors.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(ROOT, 'dist/cli.js');
@@ -25,18 +29,38 @@ interface Exited {
   stderr: string;
 }
 
-/**
- * Runs `node dist/cli.js admin …` to completion. The admin token comes from the environment (as
- * in the README quick start) unless `env` says otherwise; no AGENT_AUTH_PROXY_* leaks in from
- * the test runner's own environment.
- */
-function admin(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<Exited> {
+/** The environment of a run: the admin token from the environment (as in the README quick start)
+ * unless `env` says otherwise; no AGENT_AUTH_PROXY_* leaks in from the test runner's own. */
+function runEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith('AGENT_AUTH_PROXY_')),
   );
+  return { ...base, AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN, ...env };
+}
+
+/**
+ * Runs `agent-auth-proxy admin …` in this process (the same `runAdmin` the CLI calls, with its
+ * output captured, and a usage mistake shown and counted as the CLI shows it). One test below
+ * runs the built CLI as a process, so the wiring is covered too.
+ */
+async function admin(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<Exited> {
+  let stdout = '';
+  let stderr = '';
+  const io = { out: (t: string) => void (stdout += t), err: (t: string) => void (stderr += t) };
+  try {
+    const code = await runAdmin(args, runEnv(env), io);
+    return { code, stdout, stderr };
+  } catch (err) {
+    if (!(err instanceof UserError)) throw err;
+    return { code: 2, stdout, stderr: stderr + userErrorLine(err.message) };
+  }
+}
+
+/** Runs `node dist/cli.js admin …` to completion, as an operator would. */
+function adminProcess(args: readonly string[]): Promise<Exited> {
   const child = spawn(process.execPath, [CLI, 'admin', ...args], {
     cwd: ROOT,
-    env: { ...base, AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN, ...env },
+    env: runEnv({}),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -104,6 +128,21 @@ async function pendingRegistration(
   const approval = await p.pendingApproval(reg.body.agent_id);
   return { host, agentId: reg.body.agent_id, approvalId: approval.id };
 }
+
+describe('the built CLI', () => {
+  it('runs an admin command as a process: output on stdout, exit 0', async () => {
+    const r = await adminProcess(['agents', 'list', '--url', url, '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toHaveProperty('agents');
+  });
+
+  it('shows a usage mistake as one line on stderr, exit 2', async () => {
+    const r = await adminProcess(['agents', 'frobnicate', '--url', url]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('agent-auth-proxy: admin: unknown command "agents frobnicate"');
+  });
+});
 
 describe('admin approvals (§7)', () => {
   it('list shows a pending registration; --agent-id filters; --json is the API reply', async () => {
