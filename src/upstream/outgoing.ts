@@ -93,7 +93,7 @@ export function upstreamPath(
   const q = path.indexOf('?');
   if (q === -1 && creds.query.length === 0) return path;
   const base = q === -1 ? path : path.slice(0, q);
-  // An agent can choose query names through an exploded object: any spelling of a credential
+  // An agent can choose query names through an exploded object: every spelling of a credential
   // parameter's name is dropped, so the upstream only ever reads the service's value.
   const kept =
     q === -1
