@@ -3,6 +3,8 @@
  * `config/proxy.schema.json` is generated from this object (`npm run schema`) and a test keeps
  * the two in sync, so editors can validate configs too.
  */
+import type { FromSchema } from 'json-schema-to-ts';
+
 const selector = {
   type: 'object',
   description: 'Matches operations: every key set must match (AND); any value in a list may match (OR).',
@@ -381,3 +383,11 @@ export const CONFIG_SCHEMA = {
     log_level: { type: 'string', enum: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
   },
 } as const;
+
+/**
+ * The config file as ajv hands it over (defaults filled in, so defaulted keys are present).
+ * Derived from the schema above, which is the one source of both the rules and the types.
+ */
+export type FileConfig = FromSchema<typeof CONFIG_SCHEMA>;
+/** A secret as written in the config: inline, `{env}`, `{file}` or `{value}`. */
+export type SecretConfig = NonNullable<FileConfig['apis'][number]['headers']>[string];

@@ -10,8 +10,8 @@ import type { LogLevel } from '../log.js';
 import type { OperationSelector } from '../openapi/selectors.js';
 import { parseDuration } from './durations.js';
 import { parseCidr } from './cidr.js';
-import { CONFIG_SCHEMA } from './schema.js';
-import { resolveSignIn, type SignInConfig, type SignInSettings } from './sign-in.js';
+import { CONFIG_SCHEMA, type FileConfig, type SecretConfig } from './schema.js';
+import { resolveSignIn, type SignInSettings } from './sign-in.js';
 import { compileConfigSchema, validateOrThrow } from './validate.js';
 
 export interface ApiSettings {
@@ -163,76 +163,8 @@ const MIN_SECRET_LENGTH = 16;
  */
 export const MIN_SERVICE_SECRET_LENGTH = 8;
 
-type SecretConfig = string | { env?: string; file?: string; value?: string };
-type CredentialConfig =
-  | SecretConfig
-  | { username: SecretConfig; password: SecretConfig }
-  | {
-      client_id: SecretConfig;
-      client_secret: SecretConfig;
-      token_url?: string;
-      scopes?: string[];
-      audience?: string;
-    };
-type DurationConfig = string | number;
-
-interface ApiLimitsConfig {
-  timeout?: DurationConfig;
-  retries?: number;
-  retry_backoff?: DurationConfig;
-  max_response_bytes?: number;
-}
-
-interface ApiConfig extends ApiLimitsConfig {
-  id?: string;
-  spec: string;
-  upstream?: string;
-  prefix?: string;
-  include?: OperationSelector[];
-  exclude?: OperationSelector[];
-  server_variables?: Record<string, string>;
-  credentials?: Record<string, CredentialConfig>;
-  headers?: Record<string, SecretConfig>;
-  identity_headers?: boolean | { agent?: string; host?: string; user?: string };
-  operations?: Record<string, { timeout?: DurationConfig; pin?: Record<string, PinnedValue> }>;
-}
-
-interface FileConfig {
-  server: {
-    host: string;
-    port: number;
-    issuer?: string;
-    max_body_bytes: number;
-    trusted_proxies: string[];
-    request_id_header: string;
-    max_connections: number;
-    max_connections_per_ip: number;
-    headers_timeout: DurationConfig;
-    request_timeout: DurationConfig;
-    keep_alive_timeout: DurationConfig;
-    max_header_bytes: number;
-  };
-  provider: { name?: string; description?: string };
-  specs: { allow_remote_refs: boolean; allow_http: boolean; max_bytes: number; timeout_ms: number };
-  apis: ApiConfig[];
-  execution: {
-    timeout: DurationConfig;
-    retries: number;
-    retry_backoff: DurationConfig;
-    max_response_bytes: number;
-    stream_max_duration: DurationConfig;
-    stream_revocation_check: DurationConfig;
-    async_job_ttl: DurationConfig;
-  };
-  audit: { commit_window: string; commit_max_records: number };
-  sign_in: SignInConfig;
-  database?: string;
-  policy?: string;
-  admin_token_file?: string;
-  introspection_token_file?: string;
-  mock_upstream: boolean;
-  log_level: LogLevel;
-}
+type ApiConfig = FileConfig['apis'][number];
+type DurationConfig = FileConfig['execution']['timeout'];
 
 const validateConfig = compileConfigSchema(CONFIG_SCHEMA);
 

@@ -8,6 +8,7 @@ import { parseDuration } from './durations.js';
 import { parsePasswordHash, type PasswordHash } from '../util/password.js';
 import { decodeBase32 } from '../util/totp.js';
 import { parseCidr } from './cidr.js';
+import type { FileConfig, SecretConfig } from './schema.js';
 
 export interface LocalUser {
   readonly userId: string;
@@ -26,14 +27,7 @@ export interface SignInSettings {
   readonly trustedHeader?: { readonly name: string; readonly from: readonly string[] };
 }
 
-type SecretConfig = string | { env?: string; file?: string; value?: string };
-
-export interface SignInConfig {
-  fresh_auth: string | number;
-  session_lifetime: string | number;
-  local?: { users?: { user_id: string; password_hash: string; totp_secret?: SecretConfig }[] };
-  trusted_header?: { name: string; from: string[] };
-}
+type SignInConfig = FileConfig['sign_in'];
 
 /** Headers the proxy or the HTTP layer own: never a source of identity. */
 const RESERVED = new Set(['host', 'cookie', 'authorization', 'origin', 'content-type', 'content-length']);

@@ -2,8 +2,9 @@
  * The policy as the protocol layer reads it (resolved against the catalog: sets of concrete
  * capability names, milliseconds, count + window), and the file as the schema leaves it.
  */
-import type { OperationSelector } from '../openapi/selectors.js';
+import type { FromSchema } from 'json-schema-to-ts';
 import type { Constraints } from '../protocol/constraints.js';
+import type { POLICY_SCHEMA } from './schema.js';
 
 export interface RateLimitSpec {
   readonly count: number;
@@ -98,71 +99,11 @@ export interface Policy {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The file as the schema leaves it (defaults filled in).
+// The file as ajv leaves it (defaults filled in), derived from the JSON Schema: the schema is the
+// one source of both the rules and these types.
 
-export type Duration = string | number;
-export type CapabilityListItem = string | OperationSelector;
-
+export type PolicyFile = FromSchema<typeof POLICY_SCHEMA, { parseIfThenElseKeywords: true }>;
+export type Duration = PolicyFile['approval']['expires_in'];
+export type CapabilityListItem = PolicyFile['capabilities']['defaults'][number];
 /** `per_capability` entry: a plain limit (over all agents), or limits by dimension. */
-export type CapabilityRateLimitsFile =
-  | string
-  | null
-  | {
-      global?: string | null;
-      per_agent?: string | null;
-      per_host?: string | null;
-      per_user?: string | null;
-    };
-
-export interface PolicyFile {
-  modes: AgentModeName[];
-  approval: {
-    methods: ApprovalMethodName[];
-    expires_in: Duration;
-    interval: Duration;
-    approvers: string[];
-    verification_uri: string | null;
-  };
-  lifetimes: {
-    session_ttl: Duration | null;
-    max_lifetime: Duration | null;
-    absolute_lifetime: Duration | null;
-    max_jwt_lifetime: Duration;
-    clock_skew: Duration;
-    pending_cleanup: Duration;
-  };
-  capabilities: {
-    defaults: CapabilityListItem[];
-    high_risk: CapabilityListItem[];
-    blocked: CapabilityListItem[];
-    public: CapabilityListItem[];
-    constraints: Record<string, unknown>;
-  };
-  autonomous: { grants: CapabilityListItem[] };
-  hosts: {
-    name?: string;
-    public_key: Record<string, unknown>;
-    user_id?: string;
-    default_capabilities: CapabilityListItem[];
-  }[];
-  rate_limits: {
-    per_agent: string | null;
-    per_host: string | null;
-    per_user: string | null;
-    per_ip: string | null;
-    unknown_host_registration: string | null;
-    failed_auth_per_ip: string | null;
-    per_capability: Record<string, CapabilityRateLimitsFile>;
-    in_flight_per_agent: number | null;
-    in_flight_per_host: number | null;
-    in_flight_total: number | null;
-  };
-  capability_requests: {
-    max_entries: number;
-    max_constraint_bytes: number;
-    max_constraint_depth: number;
-  };
-  pending_hosts: { max_hosts: number; max_agents: number; max_open_approvals: number };
-  replay: { max_entries: number; max_entries_per_identity: number };
-  audit: { log_arguments: boolean };
-}
+export type CapabilityRateLimitsFile = PolicyFile['rate_limits']['per_capability'][string];
