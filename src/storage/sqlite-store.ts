@@ -41,6 +41,7 @@ const HOST: Columns<HostRecord> = {
   defaultCapabilities: { column: 'default_capabilities', kind: 'json' },
   status: { column: 'status' },
   preRegistered: { column: 'pre_registered', kind: 'bool' },
+  admittedByPolicy: { column: 'admitted_by_policy', kind: 'bool' },
   activatedAt: { column: 'activated_at' },
   lastUsedAt: { column: 'last_used_at' },
   createdAt: { column: 'created_at' },
@@ -297,6 +298,14 @@ class SqliteStore implements Store {
     return (this.stmt('SELECT count(*) AS n FROM hosts WHERE status = ?').get(status) as { n: number }).n;
   }
 
+  countPolicyAdmittedHosts(): number {
+    return (
+      this.stmt(
+        "SELECT count(*) AS n FROM hosts WHERE admitted_by_policy = 1 AND status = 'active' AND user_id IS NULL",
+      ).get() as { n: number }
+    ).n;
+  }
+
   countOpenApprovals(hostId: string, now: number): number {
     return (
       this.stmt(
@@ -485,6 +494,7 @@ class SqliteStore implements Store {
       approvalByUserCode: (c) => reader.approvalByUserCode(c),
       approvals: (f) => reader.approvals(f),
       countHosts: (status) => reader.countHosts(status),
+      countPolicyAdmittedHosts: () => reader.countPolicyAdmittedHosts(),
       countOpenApprovals: (h, now) => reader.countOpenApprovals(h, now),
       activity: (q) => reader.activity(q),
       asyncJob: (id) => reader.asyncJob(id),

@@ -27,6 +27,11 @@ export interface HostRecord {
   readonly status: HostStatus;
   /** Created by the operator (policy or admin API) rather than by a registration (§2.8). */
   readonly preRegistered: boolean;
+  /**
+   * Admitted by policy rather than by a person: an autonomous agent's unknown host under
+   * `autonomous.bootstrap: policy` (§2.2.2). Until linked it stays within the pending-host bounds.
+   */
+  readonly admittedByPolicy: boolean;
   readonly activatedAt: number | null;
   readonly lastUsedAt: number | null;
   readonly createdAt: number;
@@ -184,6 +189,8 @@ export interface StoreReader {
   approvals(filter?: { status?: ApprovalStatus; agentId?: string }): ApprovalRecord[];
   /** How many hosts have this status (the pending-host bound, §2.11). */
   countHosts(status: HostStatus): number;
+  /** Active, unlinked hosts that policy admitted (nobody approved them): within the same bound. */
+  countPolicyAdmittedHosts(): number;
   /** Pending approvals of a host's agents not yet expired at `now`. */
   countOpenApprovals(hostId: string, now: number): number;
   activity(query: ActivityQuery): ActivityRecord[];
