@@ -18,6 +18,8 @@ import { discoveryRoutes } from './http/routes/discovery.js';
 import { healthRoutes } from './http/routes/health.js';
 import { deviceRoutes } from './http/routes/device.js';
 import { signInRoutes } from './http/routes/sign-in.js';
+import { accountRoutes } from './http/routes/account.js';
+import { accountAgentRoutes, agentsAccountSection } from './http/routes/account-agents.js';
 import { PageAuth } from './http/page-auth.js';
 import { Sessions } from './protocol/sessions.js';
 import { LocalSignIn } from './protocol/sign-in.js';
@@ -170,6 +172,16 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   );
   deviceRoutes(router, { ctx, limits, auth, serverName: providerName });
   if (auth.enabled) signInRoutes(router, { auth, limits, serverName: providerName });
+  if (auth.enabled) {
+    const flushActivity = (): void => executionLog.flush();
+    const account = accountRoutes(router, {
+      auth,
+      limits,
+      serverName: providerName,
+      sections: [agentsAccountSection(ctx, flushActivity)],
+    });
+    accountAgentRoutes(router, { ctx, auth, limits, page: account, flushActivity });
+  }
   agentRoutes(router, {
     ctx,
     limits,

@@ -334,6 +334,25 @@ class SqliteStore implements Store {
     );
   }
 
+  agentsOfUser(userId: string, page: { limit: number; offset: number }): AgentRecord[] {
+    return this.many(
+      AGENT,
+      `SELECT * FROM agents WHERE user_id = @userId
+        OR host_id IN (SELECT id FROM hosts WHERE user_id = @userId)
+        ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`,
+      { userId, limit: page.limit, offset: page.offset },
+    );
+  }
+
+  countAgentsOfUser(userId: string): number {
+    return (
+      this.stmt(
+        `SELECT count(*) AS n FROM agents WHERE user_id = @userId
+          OR host_id IN (SELECT id FROM hosts WHERE user_id = @userId)`,
+      ).get({ userId }) as { n: number }
+    ).n;
+  }
+
   asyncJob(id: string): AsyncJobRecord | undefined {
     return this.one(ASYNC_JOB, 'SELECT * FROM async_jobs WHERE id = ?', id);
   }
@@ -498,6 +517,8 @@ class SqliteStore implements Store {
       countOpenApprovals: (h, now) => reader.countOpenApprovals(h, now),
       activity: (q) => reader.activity(q),
       asyncJob: (id) => reader.asyncJob(id),
+      agentsOfUser: (u, page) => reader.agentsOfUser(u, page),
+      countAgentsOfUser: (u) => reader.countAgentsOfUser(u),
       insertHost: (h) => insert('hosts', HOST, h),
       updateHost: (id, p) => update('hosts', HOST, id, p),
       deleteHost: (id) => {
@@ -522,6 +543,11 @@ class SqliteStore implements Store {
       appendActivity: (r) => {
         insert('activity', ACTIVITY, { ...r, id: 0 });
       },
+      deleteAgentActivity: (agentId, limit) =>
+        this.stmt(
+          `DELETE FROM activity WHERE id IN
+            (SELECT id FROM activity WHERE agent_id = ? ORDER BY id LIMIT ?)`,
+        ).run(agentId, limit).changes,
     };
   }
 }

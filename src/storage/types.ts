@@ -195,6 +195,12 @@ export interface StoreReader {
   countOpenApprovals(hostId: string, now: number): number;
   activity(query: ActivityQuery): ActivityRecord[];
   asyncJob(id: string): AsyncJobRecord | undefined;
+  /**
+   * A user's agents: linked to the user, or under a host linked to the user; newest first, a page
+   * at a time (the account page, issue 11).
+   */
+  agentsOfUser(userId: string, page: { readonly limit: number; readonly offset: number }): AgentRecord[];
+  countAgentsOfUser(userId: string): number;
 }
 
 /** Everything a transaction may change; all calls inside one `write` commit or roll back together. */
@@ -214,6 +220,8 @@ export interface StoreWriter extends StoreReader {
   /** Deletes an approval row (grants pointing at it keep their row, without the link). */
   deleteApproval(id: string): void;
   appendActivity(record: ActivityRecord): void;
+  /** Deletes at most `limit` of an agent's activity rows, oldest first (§9.2); returns how many. */
+  deleteAgentActivity(agentId: string, limit: number): number;
 }
 
 export interface Store extends StoreReader {
