@@ -18,6 +18,8 @@ import { discoveryRoutes } from './http/routes/discovery.js';
 import { healthRoutes } from './http/routes/health.js';
 import { deviceRoutes } from './http/routes/device.js';
 import { signInRoutes } from './http/routes/sign-in.js';
+import { accountRoutes } from './http/routes/account.js';
+import { accountAgentRoutes, agentsAccountSection } from './http/routes/account-agents.js';
 import { PageAuth } from './http/page-auth.js';
 import { Sessions } from './protocol/sessions.js';
 import { LocalSignIn } from './protocol/sign-in.js';
@@ -44,6 +46,7 @@ import { resolveBaseUrl } from './upstream/base-url.js';
 import { UpstreamClient } from './upstream/client.js';
 import { Executor } from './upstream/executor.js';
 import { OAuthTokens } from './upstream/oauth.js';
+import { WebhookNotifier, type Timers } from './notify/webhook.js';
 
 export interface RunningProxy {
   /** Where the server listens, e.g. `http://127.0.0.1:8080`. */
@@ -62,6 +65,8 @@ export interface RunningProxy {
   flushActivity(): void;
   /** Upstream calls in flight (fair share); tests check that every path gives its slot back. */
   readonly inFlight: InFlightSlots;
+  /** The approval webhook (config `notifications.webhook`), when configured: its counters. */
+  readonly notifier?: Pick<WebhookNotifier, 'stats' | 'whenIdle'>;
   close(): Promise<void>;
 }
 
@@ -69,6 +74,8 @@ export interface ProxyDeps {
   readonly logger?: Logger;
   /** Tests pass a controllable clock; production uses the system clock. */
   readonly clock?: Clock;
+  /** Tests run the webhook's retries and timeouts by hand; production uses real timers. */
+  readonly timers?: Timers;
 }
 
 export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
@@ -92,6 +99,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     store.close();
   };
   let issuer = settings.issuer ?? '';
+  const webhook = settings.notifications.webhook;
+  const notifier = webhook
+    ? new WebhookNotifier(webhook, { clock, logger, ...(deps.timers ? { timers: deps.timers } : {}) })
+    : undefined;
   const ctx = createContext({
     store,
     catalog,
@@ -100,6 +111,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     logger,
     issuer: () => issuer,
     ...(replayJournal ? { replayJournal } : {}),
+    ...(notifier ? { notifier } : {}),
   });
   try {
     await applyPolicyHosts(ctx);
@@ -141,6 +153,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const problems = executor.problems(catalog);
   if (problems.errors.length > 0) {
     closeStorage();
+    await notifier?.close();
     await mock?.close();
     await executor.close();
     throw new UserError(problems.errors.join('\n'));
@@ -170,6 +183,16 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   );
   deviceRoutes(router, { ctx, limits, auth, serverName: providerName });
   if (auth.enabled) signInRoutes(router, { auth, limits, serverName: providerName });
+  if (auth.enabled) {
+    const flushActivity = (): void => executionLog.flush();
+    const account = accountRoutes(router, {
+      auth,
+      limits,
+      serverName: providerName,
+      sections: [agentsAccountSection(ctx, flushActivity)],
+    });
+    accountAgentRoutes(router, { ctx, auth, limits, page: account, flushActivity });
+  }
   agentRoutes(router, {
     ctx,
     limits,
@@ -219,6 +242,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   } catch (err) {
     await mock?.close();
     await executor.close();
+    await notifier?.close();
     closeStorage();
     throw err;
   }
@@ -270,6 +294,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     upstreamFor,
     flushActivity: () => executionLog.flush(),
     inFlight,
+    ...(notifier ? { notifier } : {}),
     close: () => {
       closing ??= (async () => {
         ready = false;
@@ -283,6 +308,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         ctx.usage.stop();
         executionLog.stop();
         closeStorage();
+        await notifier?.close();
         await executor.close();
         await mock?.close();
       })();

@@ -358,6 +358,64 @@ export const CONFIG_SCHEMA = {
         },
       },
     },
+    notifications: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description:
+        'Telling approvers that a request waits for them (§7.2): a signed JSON webhook to your chat or mail system, carrying a link to the page where they decide, never a way to decide.',
+      properties: {
+        webhook: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['url', 'secret'],
+          properties: {
+            url: {
+              ...secret,
+              description:
+                'Where each notification is POSTed: an http(s) URL. It may itself be a secret (chat webhook URLs often are): give {env} or {file}. Only its origin is ever logged.',
+            },
+            secret: {
+              ...secret,
+              description:
+                'HMAC-SHA256 key for the X-AgentAuth-Signature header (at least 16 characters; prefer {env} or {file}). Never logged or sent.',
+            },
+            events: {
+              type: 'array',
+              minItems: 1,
+              uniqueItems: true,
+              items: { type: 'string', enum: ['ciba', 'device'] },
+              description:
+                'Which new approval requests are announced: ciba (addressed to one user, §7.2), device (device authorization, §7.1).',
+              default: ['ciba'],
+            },
+            timeout: { ...duration, description: 'Each attempt, connect to response.', default: '5s' },
+            max_attempts: {
+              type: 'integer',
+              minimum: 1,
+              maximum: 20,
+              description:
+                'Attempts per notification, the first included; then it is given up (logged, counted).',
+              default: 6,
+            },
+            retry_backoff: {
+              ...duration,
+              description: 'Wait before the first retry; doubles each retry, up to max_backoff.',
+              default: '1s',
+            },
+            max_backoff: { ...duration, description: 'Longest wait between two attempts.', default: '5m' },
+            max_queue: {
+              type: 'integer',
+              minimum: 1,
+              maximum: 100000,
+              description:
+                'Notifications waiting for delivery or a retry, in memory; when full the oldest is dropped (logged, counted).',
+              default: 1000,
+            },
+          },
+        },
+      },
+    },
     database: {
       type: 'string',
       minLength: 1,

@@ -12,6 +12,7 @@ import { parseDuration } from './durations.js';
 import { parseCidr } from './cidr.js';
 import { CONFIG_SCHEMA, type FileConfig, type SecretConfig } from './schema.js';
 import { resolveSignIn, type SignInSettings } from './sign-in.js';
+import { resolveNotifications, type NotificationSettings } from './notifications.js';
 import { compileConfigSchema, validateOrThrow } from './validate.js';
 
 export interface ApiSettings {
@@ -122,6 +123,8 @@ export interface Settings {
   readonly audit: AuditSettings;
   /** Who may approve on the pages (issue 11); see src/config/sign-in.ts. */
   readonly signIn: SignInSettings;
+  /** Who hears of new approval requests (§7.2); see src/config/notifications.ts. */
+  readonly notifications: NotificationSettings;
 }
 
 /** What the CLI parsed; every field optional so config-file values show through. */
@@ -363,6 +366,9 @@ export function resolveSettings(
       maxBatch: config.audit.commit_max_records,
     }),
     signIn: resolveSignIn(config.sign_in, where, (value, at) => resolveSecret(value, at, base, env)),
+    notifications: resolveNotifications(config.notifications, where, (value, at) =>
+      resolveSecret(value, at, base, env),
+    ),
   });
 }
 

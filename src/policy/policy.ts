@@ -79,6 +79,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
     public: classes.public,
     constraints: classes.constraints,
     autonomousGrants: classes.autonomousGrants,
+    autonomousBootstrap: raw.autonomous.bootstrap,
     hosts,
     rateLimits,
     ...bounds,

@@ -65,6 +65,11 @@ export interface Policy {
   /** Server-imposed constraints (§2.13) by capability name, validated against its input fields. */
   readonly constraints: ReadonlyMap<string, Constraints>;
   readonly autonomousGrants: ReadonlySet<string>;
+  /**
+   * §2.2.2 bootstrap: who admits an autonomous agent of a host nobody approved. `operator` (the
+   * §8.10 safe default): it waits. `policy`: the host is admitted by policy, within pending_hosts.
+   */
+  readonly autonomousBootstrap: 'operator' | 'policy';
   readonly hosts: readonly PreRegisteredHost[];
   readonly rateLimits: {
     readonly perAgent: RateLimitSpec | null;

@@ -4,7 +4,7 @@
  * host's own (§5.5: the server MUST verify the agent is registered under this host).
  */
 import { ProtocolError } from '../errors.js';
-import type { AgentRecord, HostRecord } from '../storage/types.js';
+import type { AgentRecord, HostRecord, StoreReader } from '../storage/types.js';
 import { approvalObject, createApproval, openApproval, readHints, expireApprovals } from './approvals.js';
 import type { AgentAuth, HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
@@ -200,16 +200,22 @@ export function reactivate(
   });
 }
 
-/** §5.7 (host) and the operator API: permanent. */
+/**
+ * §5.7 (host), §2.6 (the owning user, on the account page) and the operator API: permanent. With
+ * `userId`, only that user's own agent (linked to them, or under a host linked to them) is
+ * revoked; any other is answered as missing, inside the same transaction, so nothing changes.
+ */
 export function revokeAgent(
   ctx: ProtocolContext,
   agentId: string,
-  actor: { hostId?: string; by: string },
+  actor: { hostId?: string; userId?: string; by: string },
 ): Record<string, unknown> {
   return ctx.write((tx) => {
     const now = ctx.clock.now();
     const agent = tx.agent(agentId);
-    if (!agent) throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
+    if (!agent || (actor.userId !== undefined && !isUsersAgent(tx, actor.userId, agent))) {
+      throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
+    }
     if (actor.hostId !== undefined && agent.hostId !== actor.hostId) {
       throw new ProtocolError('unauthorized', 'This agent is not registered under the calling host.');
     }
@@ -232,6 +238,11 @@ export function revokeAgent(
     }
     return { agent_id: agent.id, status: 'revoked' };
   });
+}
+
+/** The user's own agent: linked to them, or registered under a host linked to them (§2.9). */
+export function isUsersAgent(store: StoreReader, userId: string, agent: AgentRecord): boolean {
+  return agent.userId === userId || store.host(agent.hostId)?.userId === userId;
 }
 
 /** §5.8: the old key stops working at once (the cache is cleared by the write). */

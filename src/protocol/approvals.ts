@@ -19,6 +19,7 @@ import { inputFields } from './grants.js';
 import { generateUserCode } from './user-code.js';
 import { protocolEvent } from './activity.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
+import { approvalNotice } from './notifications.js';
 
 export interface ApprovalHints {
   readonly preferredMethod?: string;
@@ -128,6 +129,12 @@ export function createApproval(
   };
   tx.insertApproval(approval);
   for (const g of carried) tx.updateGrant(g.id, { approvalId: approval.id, updatedAt: now });
+  // §7.2: the approver hears of it once it is committed, off the request's path.
+  const notifier = ctx.notifier;
+  if (notifier) {
+    const notice = approvalNotice(ctx, tx, approval, agent);
+    ctx.afterCommit(() => notifier.approvalRequested(notice));
+  }
   return approval;
 }
 

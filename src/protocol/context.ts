@@ -12,6 +12,7 @@ import type { Store, StoreWriter, AgentRecord, GrantRecord, HostRecord } from '.
 import { ReplayCache } from './replay-cache.js';
 import { TtlCache } from '../util/ttl-cache.js';
 import { UsageTracker } from './usage.js';
+import type { ApprovalNotifier } from './notifications.js';
 
 export interface ProtocolContext {
   readonly store: Store;
@@ -28,6 +29,14 @@ export interface ProtocolContext {
   readonly cache: HotCache;
   /** Runs a transaction, then drops every cached record: a change is visible at once (§10.2). */
   write<T>(fn: (tx: StoreWriter) => T): T;
+  /**
+   * Runs `fn` once the current `write` has committed (at once outside one); never if it rolls
+   * back. For side effects outside the database, such as notifications: nothing is announced that
+   * did not happen.
+   */
+  afterCommit(fn: () => void): void;
+  /** Tells approvers of new approval requests (proxy config `notifications`); absent: nobody. */
+  readonly notifier?: ApprovalNotifier;
 }
 
 /**
@@ -64,6 +73,7 @@ export interface ContextOptions {
   readonly cacheTtlMs?: number;
   /** Where accepted jtis outlive a restart; none: memory only (an in-memory database). */
   readonly replayJournal?: ReplayJournal;
+  readonly notifier?: ApprovalNotifier;
 }
 
 export function createContext(options: ContextOptions): ProtocolContext {
@@ -85,6 +95,19 @@ export function createContext(options: ContextOptions): ProtocolContext {
       journal.takeRestored().map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })),
     );
   }
+  // Callbacks of the outermost write in progress; undefined outside a write.
+  let committed: (() => void)[] | undefined;
+  const runAll = (fns: readonly (() => void)[]): void => {
+    for (const fn of fns) {
+      try {
+        fn();
+      } catch (err) {
+        options.logger.error('after-commit action failed', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+  };
   return {
     store: options.store,
     catalog: options.catalog,
@@ -97,12 +120,29 @@ export function createContext(options: ContextOptions): ProtocolContext {
     usage: new UsageTracker(options.store),
     cache,
     write: (fn) => {
+      const outermost = committed === undefined;
+      if (outermost) committed = [];
+      let result;
       try {
-        return options.store.write(fn);
+        result = options.store.write(fn);
+      } catch (err) {
+        if (outermost) committed = undefined;
+        throw err;
       } finally {
         cache.clear();
       }
+      if (outermost) {
+        const due = committed ?? [];
+        committed = undefined;
+        runAll(due);
+      }
+      return result;
     },
+    afterCommit: (fn) => {
+      if (committed) committed.push(fn);
+      else runAll([fn]);
+    },
+    ...(options.notifier ? { notifier: options.notifier } : {}),
   };
 }
 

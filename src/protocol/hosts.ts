@@ -116,6 +116,8 @@ export async function preRegisterHost(
         status: 'active',
         activatedAt: existing.activatedAt ?? now,
         preRegistered: true,
+        // The operator vouched for it now: no longer only admitted by policy.
+        admittedByPolicy: false,
         updatedAt: now,
       });
       const updated = tx.host(existing.id) as HostRecord;
@@ -131,6 +133,7 @@ export async function preRegisterHost(
       defaultCapabilities: [...input.defaultCapabilities],
       status: 'active',
       preRegistered: true,
+      admittedByPolicy: false,
       activatedAt: now,
       lastUsedAt: null,
       createdAt: now,

@@ -12,13 +12,26 @@ import type { ProtocolContext } from './context.js';
 /** Retry-After for a full set of pending hosts: a human approving, or cleanup, frees room. */
 const PENDING_HOSTS_RETRY_AFTER_SEC = 60;
 
-/** A new, unknown host is about to be stored as pending: refused when too many are waiting. */
+/**
+ * Hosts nobody has approved: pending ones, and those admitted by policy alone
+ * (`autonomous.bootstrap: policy`, §2.2.2) while unlinked. Both are a stranger's doing.
+ */
+export function isUnapproved(host: HostRecord): boolean {
+  return (
+    host.status === 'pending' || (host.status === 'active' && host.admittedByPolicy && host.userId === null)
+  );
+}
+
+/**
+ * A new, unknown host is about to be stored, pending or admitted by policy: refused when too many
+ * hosts nobody approved are already stored.
+ */
 export function admitNewPendingHost(ctx: ProtocolContext, tx: StoreWriter): void {
   const max = ctx.policy.pendingHosts.maxHosts;
-  if (tx.countHosts('pending') >= max) {
+  if (tx.countHosts('pending') + tx.countPolicyAdmittedHosts() >= max) {
     throw new ProtocolError(
       'rate_limited',
-      `${max} hosts are already awaiting approval, the most this server keeps (policy pending_hosts.max_hosts = ${max}); retry later.`,
+      `${max} hosts nobody has approved are already stored, the most this server keeps (policy pending_hosts.max_hosts = ${max}); retry later.`,
       {
         headers: { 'retry-after': String(PENDING_HOSTS_RETRY_AFTER_SEC) },
         fields: { limit: 'pending_hosts.max_hosts', maximum: max },
@@ -34,13 +47,13 @@ export function admitPendingHostAgent(
   host: HostRecord,
   now: number,
 ): void {
-  if (host.status !== 'pending') return;
+  if (!isUnapproved(host)) return;
   const max = ctx.policy.pendingHosts.maxAgents;
   if (tx.agents({ hostId: host.id }).length >= max) {
     throw pendingHostFull(
       'pending_hosts.max_agents',
       max,
-      `This host is not approved yet and already has ${max} agents`,
+      `${notApproved(host)} and already has ${max} agents`,
     );
   }
   admitPendingHostApproval(ctx, tx, host, now);
@@ -53,15 +66,21 @@ export function admitPendingHostApproval(
   host: HostRecord,
   now: number,
 ): void {
-  if (host.status !== 'pending') return;
+  if (!isUnapproved(host)) return;
   const max = ctx.policy.pendingHosts.maxOpenApprovals;
   if (tx.countOpenApprovals(host.id, now) >= max) {
     throw pendingHostFull(
       'pending_hosts.max_open_approvals',
       max,
-      `This host is not approved yet and already has ${max} open approval requests`,
+      `${notApproved(host)} and already has ${max} open approval requests`,
     );
   }
+}
+
+function notApproved(host: HostRecord): string {
+  return host.status === 'pending'
+    ? 'This host is not approved yet'
+    : 'This host was admitted by policy, not approved by a person,';
 }
 
 /**

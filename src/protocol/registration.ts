@@ -82,6 +82,10 @@ export async function registerAgent(
     }
     if (!host) {
       admitNewPendingHost(ctx, tx);
+      // §2.2.2 bootstrap: with `autonomous.bootstrap: policy` server policy, not a person, admits
+      // an unknown host for an autonomous agent. Its agents get only what autonomousGrants allows
+      // (never high-risk or blocked), and it stays within the pending-host bounds (isUnapproved).
+      const admitted = mode === 'autonomous' && ctx.policy.autonomousBootstrap === 'policy';
       host = {
         id: newId('hst'),
         thumbprint: auth.thumbprint,
@@ -89,14 +93,30 @@ export async function registerAgent(
         name: hostName ?? null,
         userId: null,
         defaultCapabilities: [],
-        status: 'pending',
+        status: admitted ? 'active' : 'pending',
         preRegistered: false,
-        activatedAt: null,
+        admittedByPolicy: admitted,
+        activatedAt: admitted ? now : null,
         lastUsedAt: now,
         createdAt: now,
         updatedAt: now,
       };
       tx.insertHost(host);
+      if (admitted) {
+        tx.appendActivity(
+          protocolEvent({
+            at: now,
+            type: 'host.admitted_by_policy',
+            agentId: null,
+            hostId: host.id,
+            userId: null,
+            capability: null,
+            outcome: 'active',
+            detail: { policy: 'autonomous.bootstrap' },
+            jti: auth.claims.jti,
+          }),
+        );
+      }
     } else if (hostName && hostName !== host.name) {
       tx.updateHost(host.id, { name: hostName, updatedAt: now });
       host = { ...host, name: hostName };

@@ -45,6 +45,7 @@ export function hostView(host: HostRecord): Record<string, unknown> {
     public_key: host.publicJwk,
     default_capabilities: host.defaultCapabilities,
     pre_registered: host.preRegistered,
+    admitted_by_policy: host.admittedByPolicy,
     activated_at: iso(host.activatedAt) ?? null,
     last_used_at: iso(host.lastUsedAt) ?? null,
     created_at: iso(host.createdAt),

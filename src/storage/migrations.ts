@@ -132,4 +132,10 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX sessions_expiry ON sessions (expires_at);
   `,
+  // 6: hosts admitted by policy (autonomous.bootstrap: policy, §2.2.2) rather than by a person:
+  // they stay within the pending-host bounds until linked (issue 11).
+  `
+  ALTER TABLE hosts ADD COLUMN admitted_by_policy INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX hosts_admitted_by_policy ON hosts (admitted_by_policy, status);
+  `,
 ];

@@ -41,6 +41,7 @@ const HOST: Columns<HostRecord> = {
   defaultCapabilities: { column: 'default_capabilities', kind: 'json' },
   status: { column: 'status' },
   preRegistered: { column: 'pre_registered', kind: 'bool' },
+  admittedByPolicy: { column: 'admitted_by_policy', kind: 'bool' },
   activatedAt: { column: 'activated_at' },
   lastUsedAt: { column: 'last_used_at' },
   createdAt: { column: 'created_at' },
@@ -297,6 +298,14 @@ class SqliteStore implements Store {
     return (this.stmt('SELECT count(*) AS n FROM hosts WHERE status = ?').get(status) as { n: number }).n;
   }
 
+  countPolicyAdmittedHosts(): number {
+    return (
+      this.stmt(
+        "SELECT count(*) AS n FROM hosts WHERE admitted_by_policy = 1 AND status = 'active' AND user_id IS NULL",
+      ).get() as { n: number }
+    ).n;
+  }
+
   countOpenApprovals(hostId: string, now: number): number {
     return (
       this.stmt(
@@ -323,6 +332,25 @@ class SqliteStore implements Store {
         limit: query.limit,
       },
     );
+  }
+
+  agentsOfUser(userId: string, page: { limit: number; offset: number }): AgentRecord[] {
+    return this.many(
+      AGENT,
+      `SELECT * FROM agents WHERE user_id = @userId
+        OR host_id IN (SELECT id FROM hosts WHERE user_id = @userId)
+        ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`,
+      { userId, limit: page.limit, offset: page.offset },
+    );
+  }
+
+  countAgentsOfUser(userId: string): number {
+    return (
+      this.stmt(
+        `SELECT count(*) AS n FROM agents WHERE user_id = @userId
+          OR host_id IN (SELECT id FROM hosts WHERE user_id = @userId)`,
+      ).get({ userId }) as { n: number }
+    ).n;
   }
 
   asyncJob(id: string): AsyncJobRecord | undefined {
@@ -485,9 +513,12 @@ class SqliteStore implements Store {
       approvalByUserCode: (c) => reader.approvalByUserCode(c),
       approvals: (f) => reader.approvals(f),
       countHosts: (status) => reader.countHosts(status),
+      countPolicyAdmittedHosts: () => reader.countPolicyAdmittedHosts(),
       countOpenApprovals: (h, now) => reader.countOpenApprovals(h, now),
       activity: (q) => reader.activity(q),
       asyncJob: (id) => reader.asyncJob(id),
+      agentsOfUser: (u, page) => reader.agentsOfUser(u, page),
+      countAgentsOfUser: (u) => reader.countAgentsOfUser(u),
       insertHost: (h) => insert('hosts', HOST, h),
       updateHost: (id, p) => update('hosts', HOST, id, p),
       deleteHost: (id) => {
@@ -512,6 +543,11 @@ class SqliteStore implements Store {
       appendActivity: (r) => {
         insert('activity', ACTIVITY, { ...r, id: 0 });
       },
+      deleteAgentActivity: (agentId, limit) =>
+        this.stmt(
+          `DELETE FROM activity WHERE id IN
+            (SELECT id FROM activity WHERE agent_id = ? ORDER BY id LIMIT ?)`,
+        ).run(agentId, limit).changes,
     };
   }
 }

@@ -27,6 +27,11 @@ export interface HostRecord {
   readonly status: HostStatus;
   /** Created by the operator (policy or admin API) rather than by a registration (§2.8). */
   readonly preRegistered: boolean;
+  /**
+   * Admitted by policy rather than by a person: an autonomous agent's unknown host under
+   * `autonomous.bootstrap: policy` (§2.2.2). Until linked it stays within the pending-host bounds.
+   */
+  readonly admittedByPolicy: boolean;
   readonly activatedAt: number | null;
   readonly lastUsedAt: number | null;
   readonly createdAt: number;
@@ -184,10 +189,18 @@ export interface StoreReader {
   approvals(filter?: { status?: ApprovalStatus; agentId?: string }): ApprovalRecord[];
   /** How many hosts have this status (the pending-host bound, §2.11). */
   countHosts(status: HostStatus): number;
+  /** Active, unlinked hosts that policy admitted (nobody approved them): within the same bound. */
+  countPolicyAdmittedHosts(): number;
   /** Pending approvals of a host's agents not yet expired at `now`. */
   countOpenApprovals(hostId: string, now: number): number;
   activity(query: ActivityQuery): ActivityRecord[];
   asyncJob(id: string): AsyncJobRecord | undefined;
+  /**
+   * A user's agents: linked to the user, or under a host linked to the user; newest first, a page
+   * at a time (the account page, issue 11).
+   */
+  agentsOfUser(userId: string, page: { readonly limit: number; readonly offset: number }): AgentRecord[];
+  countAgentsOfUser(userId: string): number;
 }
 
 /** Everything a transaction may change; all calls inside one `write` commit or roll back together. */
@@ -207,6 +220,8 @@ export interface StoreWriter extends StoreReader {
   /** Deletes an approval row (grants pointing at it keep their row, without the link). */
   deleteApproval(id: string): void;
   appendActivity(record: ActivityRecord): void;
+  /** Deletes at most `limit` of an agent's activity rows, oldest first (§9.2); returns how many. */
+  deleteAgentActivity(agentId: string, limit: number): number;
 }
 
 export interface Store extends StoreReader {

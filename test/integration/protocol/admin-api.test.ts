@@ -372,6 +372,7 @@ describe('hosts', () => {
       public_key: key.publicJwk,
       default_capabilities: ['get_pet'],
       pre_registered: true,
+      admitted_by_policy: false,
       activated_at: expect.any(String),
       last_used_at: null,
       created_at: expect.any(String),

@@ -143,6 +143,7 @@ function setup(blocked: string[] = []): Setup {
     defaultCapabilities: [],
     status: 'active',
     preRegistered: false,
+    admittedByPolicy: false,
     activatedAt: NOW - 1000,
     lastUsedAt: null,
     createdAt: NOW - 1000,

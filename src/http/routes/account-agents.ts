@@ -1,0 +1,87 @@
+/**
+ * The "Your agents" section of `{issuer}/account` and its two POSTs (issue 11):
+ *
+ *   POST /account/agents/revoke           agent_id → revoked as §5.7 does it (§2.6: the owning user)
+ *   POST /account/agents/delete-activity  agent_id → its activity records deleted (§9.2), bounded
+ *
+ * Each: page → per-IP → session → form → same origin + CSRF → action on the user's OWN agent only
+ * (another user's agent is answered 404 and nothing changes: src/protocol/account.ts).
+ */
+import { ProtocolError } from '../../errors.js';
+import { accountAgents, deleteOwnActivity, revokeOwnAgent } from '../../protocol/account.js';
+import type { ProtocolContext } from '../../protocol/context.js';
+import type { PageAuth } from '../page-auth.js';
+import { need, step, type Exchange } from '../pipeline.js';
+import type { RateLimits } from '../rate-limits.js';
+import type { Router } from '../router.js';
+import { perIp } from '../steps/limits.js';
+import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { agentsOutcome, agentsSection } from '../views/account-agents.js';
+import type { AccountPage, AccountSection } from './account.js';
+
+/** The section: one page of the user's agents (`?page=N`, clamped) and their hosts. */
+export function agentsAccountSection(ctx: ProtocolContext, flushActivity: () => void): AccountSection {
+  return (x, s) => {
+    // Queued execution records first, so "recent activity" is never behind (audit.commit_window).
+    flushActivity();
+    const requested = Number(x.url.searchParams.get('page') ?? '1');
+    return agentsSection(accountAgents(ctx, s.userId, Number.isFinite(requested) ? requested : 1), s);
+  };
+}
+
+export interface AccountAgentRouteOptions {
+  readonly ctx: ProtocolContext;
+  readonly auth: PageAuth;
+  readonly limits: RateLimits;
+  readonly page: AccountPage;
+  readonly flushActivity: () => void;
+}
+
+const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,64}$/;
+
+export function accountAgentRoutes(router: Router, options: AccountAgentRouteOptions): void {
+  const { ctx, auth, limits } = options;
+  const steps = [page, perIp(limits), session(auth), formBody, sameOrigin(auth, { token: true })];
+  const agentId = (x: Exchange): string => {
+    const id = need(x.form, 'form').get('agent_id') ?? '';
+    if (!AGENT_ID.test(id)) throw new ProtocolError('invalid_request', 'That is not an agent id.');
+    x.decision.agent_id = id;
+    return id;
+  };
+  // Another user's agent and no agent at all read the same: nothing about others is revealed.
+  const ownAgent = <T>(action: () => T): T => {
+    try {
+      return action();
+    } catch (err) {
+      if (err instanceof ProtocolError && err.code === 'agent_not_found') {
+        throw new ProtocolError(
+          'agent_not_found',
+          'None of your agents has that id, so nothing was changed.',
+        );
+      }
+      throw err;
+    }
+  };
+
+  router.add('POST', '/account/agents/revoke', [
+    ...steps,
+    step('revoke-agent', (x) => {
+      const s = need(x.session, 'session');
+      const id = agentId(x);
+      const agent = ownAgent(() => revokeOwnAgent(ctx, s.userId, id));
+      options.page.show(x, s, 200, agentsOutcome({ kind: 'revoked', agent }));
+    }),
+  ]);
+
+  router.add('POST', '/account/agents/delete-activity', [
+    ...steps,
+    step('delete-activity', (x) => {
+      const s = need(x.session, 'session');
+      const id = agentId(x);
+      // Queued execution records of this agent are written first, so none reappears afterwards.
+      options.flushActivity();
+      const result = ownAgent(() => deleteOwnActivity(ctx, s.userId, id));
+      options.page.show(x, s, 200, agentsOutcome({ kind: 'deleted', result }));
+    }),
+  ]);
+}

@@ -1,0 +1,160 @@
+/**
+ * The "Your agents" and "Your hosts" sections of `{issuer}/account` (issue 11): each agent with its
+ * grants (constraints, expiry, who granted, why an ended one ended), its recent activity, and two
+ * POST forms — revoke it, delete its activity records (§9.2). Names are chosen by agents (§8.10):
+ * escaped, shown as text, never as a link.
+ */
+import type { AccountAgent, AccountAgents, DeletedActivity } from '../../protocol/account.js';
+import { ACCOUNT_PAGE_SIZE, ACTIVITY_DELETE_BATCH, RECENT_ACTIVITY } from '../../protocol/account.js';
+import { iso } from '../../protocol/context.js';
+import type { AgentRecord, GrantRecord, HostRecord, SessionRecord } from '../../storage/types.js';
+import { escapeHtml } from '../html.js';
+
+const TERMINAL = new Set(['revoked', 'rejected', 'claimed']);
+
+const STATUS_TEXT: Readonly<Record<AgentRecord['status'], string>> = {
+  pending: 'waiting for approval',
+  active: 'active',
+  expired: 'expired (it may ask to be reactivated)',
+  revoked: 'revoked',
+  rejected: 'rejected',
+  claimed: 'claimed',
+};
+
+/** What the last POST did, shown above the list. */
+export type AgentsOutcome =
+  | { readonly kind: 'revoked'; readonly agent: AgentRecord }
+  | { readonly kind: 'deleted'; readonly result: DeletedActivity };
+
+export function agentsSection(view: AccountAgents, session: SessionRecord): string {
+  const parts = [
+    '<section id="agents" aria-labelledby="agents-title">',
+    '<h2 id="agents-title">Your agents</h2>',
+  ];
+  if (view.total === 0) {
+    parts.push('<p id="no-agents">No agent acts for you yet.</p>');
+  } else {
+    parts.push(
+      `<p>${view.total} agent${view.total === 1 ? '' : 's'} act${view.total === 1 ? 's' : ''} for you, newest first (${ACCOUNT_PAGE_SIZE} a page; the last ${RECENT_ACTIVITY} activity records each). Names are chosen by the agents, not verified by this server.</p>`,
+    );
+    for (const a of view.agents) parts.push(agentCard(a, session));
+    if (view.pages > 1) parts.push(pager(view));
+  }
+  parts.push('</section>', hostsSection(view));
+  return parts.join('\n');
+}
+
+export function agentsOutcome(o: AgentsOutcome): string {
+  const text =
+    o.kind === 'revoked'
+      ? `The agent ${o.agent.name} is revoked: it can no longer act for you, and this cannot be undone.`
+      : o.result.deleted === 0
+        ? `The agent ${o.result.agent.name} had no activity records to delete.`
+        : `Deleted ${o.result.deleted} activity record${o.result.deleted === 1 ? '' : 's'} of the agent ${o.result.agent.name}.${
+            o.result.more
+              ? ` More remain: press "Delete activity records" again (${ACTIVITY_DELETE_BATCH} at a time).`
+              : ''
+          }`;
+  return `<p id="outcome" class="ok" role="status">${escapeHtml(text)}</p>`;
+}
+
+function agentCard(a: AccountAgent, session: SessionRecord): string {
+  const { agent, host } = a;
+  const id = escapeHtml(agent.id);
+  const hidden = `<input type="hidden" name="csrf" value="${escapeHtml(session.csrfToken)}">
+<input type="hidden" name="agent_id" value="${id}">`;
+  const forms: string[] = [];
+  if (!TERMINAL.has(agent.status)) {
+    forms.push(`<form method="post" action="/account/agents/revoke" class="inline">
+${hidden}
+<button type="submit" class="deny" id="revoke-${id}">Revoke agent ${escapeHtml(agent.name)}</button>
+</form>`);
+  }
+  if (a.recent.length > 0) {
+    forms.push(`<form method="post" action="/account/agents/delete-activity" class="inline">
+${hidden}
+<button type="submit" id="delete-activity-${id}">Delete activity records of ${escapeHtml(agent.name)}</button>
+</form>`);
+  }
+  return `<article class="agent" id="agent-${id}" aria-labelledby="agent-title-${id}">
+<h3 id="agent-title-${id}">${escapeHtml(agent.name)}</h3>
+<dl>
+<dt>Status</dt><dd class="agent-status">${escapeHtml(STATUS_TEXT[agent.status])}</dd>
+<dt>Mode</dt><dd>${agent.mode === 'delegated' ? 'acts for you (delegated)' : 'autonomous, claimed by you'}</dd>
+<dt>Host</dt><dd>${host?.name ? escapeHtml(host.name) : '<em>unnamed</em>'} <small class="code">${escapeHtml(agent.hostId)}</small></dd>
+<dt>Agent id</dt><dd class="code">${id}</dd>
+<dt>Connected</dt><dd>${escapeHtml(iso(agent.createdAt) ?? '')}</dd>
+<dt>Last used</dt><dd>${a.lastUsedAt === null ? 'never' : escapeHtml(iso(a.lastUsedAt) ?? '')}</dd>
+</dl>
+<h4>What it may do</h4>
+${grantList(a.grants, a.moreGrants)}
+<h4>Recent activity</h4>
+${activityList(a)}
+${forms.join('\n')}
+</article>`;
+}
+
+function grantList(grants: readonly GrantRecord[], more: number): string {
+  if (grants.length === 0) return '<p>Nothing granted.</p>';
+  const items = grants.map((g) => {
+    const bits = [`<code>${escapeHtml(g.capability)}</code> — ${escapeHtml(grantStatus(g))}`];
+    if (g.constraints)
+      bits.push(`<br><small>limited to <code>${escapeHtml(JSON.stringify(g.constraints))}</code></small>`);
+    if (g.expiresAt !== null) bits.push(`<br><small>until ${escapeHtml(iso(g.expiresAt) ?? '')}</small>`);
+    if (g.grantedBy && g.status === 'active')
+      bits.push(`<br><small>granted by ${escapeHtml(g.grantedBy)}</small>`);
+    if (g.reason && g.status !== 'active' && g.status !== 'pending') {
+      bits.push(`<br><small>why: ${escapeHtml(g.reason)}</small>`);
+    }
+    return `<li class="grant">${bits.join('')}</li>`;
+  });
+  if (more > 0) items.push(`<li>and ${more} more</li>`);
+  return `<ul class="grants">${items.join('\n')}</ul>`;
+}
+
+function grantStatus(g: GrantRecord): string {
+  switch (g.status) {
+    case 'active':
+      return 'allowed';
+    case 'pending':
+      return 'asked for, waiting for a decision';
+    case 'denied':
+      return 'denied';
+    case 'revoked':
+      return 'ended';
+  }
+}
+
+function activityList(a: AccountAgent): string {
+  if (a.recent.length === 0) return '<p>No activity records.</p>';
+  const items = a.recent.map((r) => {
+    const what = r.capability ? `${r.type} <code>${escapeHtml(r.capability)}</code>` : escapeHtml(r.type);
+    return `<li><small>${escapeHtml(iso(r.at) ?? '')}</small> ${what} — ${escapeHtml(r.outcome)}</li>`;
+  });
+  return `<ul class="activity">${items.join('\n')}</ul>`;
+}
+
+function pager(view: AccountAgents): string {
+  const link = (page: number, text: string, rel: string): string =>
+    `<a href="/account?page=${page}#agents" rel="${rel}">${text}</a>`;
+  const parts = [`Page ${view.page} of ${view.pages}.`];
+  if (view.page > 1) parts.push(link(view.page - 1, 'Newer agents', 'prev'));
+  if (view.page < view.pages) parts.push(link(view.page + 1, 'Older agents', 'next'));
+  return `<nav aria-label="Agent pages" id="agent-pages"><p>${parts.join(' ')}</p></nav>`;
+}
+
+function hostsSection(view: AccountAgents): string {
+  if (view.hosts.length === 0) return '';
+  const items = view.hosts.map(
+    (h: HostRecord) =>
+      `<li><strong>${h.name ? escapeHtml(h.name) : '<em>unnamed</em>'}</strong> <small class="code">${escapeHtml(h.id)}</small> — ${escapeHtml(h.status)}, linked ${escapeHtml(iso(h.activatedAt ?? h.createdAt) ?? '')}${
+        h.lastUsedAt !== null ? `, last used ${escapeHtml(iso(h.lastUsedAt) ?? '')}` : ''
+      }</li>`,
+  );
+  if (view.moreHosts > 0) items.push(`<li>and ${view.moreHosts} more</li>`);
+  return `<section id="hosts" aria-labelledby="hosts-title">
+<h2 id="hosts-title">Your hosts</h2>
+<p>The places your agents run from (a laptop, a server), linked to your account.</p>
+<ul>${items.join('\n')}</ul>
+</section>`;
+}

@@ -1,0 +1,125 @@
+/**
+ * The signed-in user's own agents and hosts (issue 11, `{issuer}/account`): what they may do, what
+ * they did lately, and the two things a user may do about them — revoke an agent (§2.6: "the
+ * owning user … through the server's management UI") and delete its activity records (§9.2).
+ * An agent is the user's when it is linked to them or registered under a host linked to them
+ * (§2.9); every other agent is answered as missing, so the page reveals nothing about others.
+ */
+import { ProtocolError } from '../errors.js';
+import type { ActivityRecord, AgentRecord, GrantRecord, HostRecord } from '../storage/types.js';
+import { protocolEvent } from './activity.js';
+import { isUsersAgent, revokeAgent } from './agents.js';
+import type { ProtocolContext } from './context.js';
+import { currentAgent } from './lifecycle.js';
+
+/** Agents per page of the account page. */
+export const ACCOUNT_PAGE_SIZE = 20;
+/** Most recent activity records shown per agent. */
+export const RECENT_ACTIVITY = 5;
+/** Grant rows shown per agent (one per capability, so only a huge catalog reaches it). */
+export const MAX_GRANTS_SHOWN = 50;
+/** Hosts linked to the user shown on the page. */
+export const MAX_HOSTS_SHOWN = 50;
+/**
+ * Activity rows one "Delete activity records" deletes, in one transaction: a short write lock
+ * even for an agent with millions of rows; the page offers the button again while rows remain.
+ */
+export const ACTIVITY_DELETE_BATCH = 10_000;
+
+export interface AccountAgent {
+  readonly agent: AgentRecord;
+  readonly host: HostRecord | undefined;
+  /** Every grant row, ended ones included (they say why they ended), at most MAX_GRANTS_SHOWN. */
+  readonly grants: readonly GrantRecord[];
+  readonly moreGrants: number;
+  /** When it last made a request, as far as this process knows (§10.2 coalesced writes). */
+  readonly lastUsedAt: number | null;
+  readonly recent: readonly ActivityRecord[];
+}
+
+export interface AccountAgents {
+  readonly hosts: readonly HostRecord[];
+  readonly moreHosts: number;
+  readonly agents: readonly AccountAgent[];
+  readonly total: number;
+  /** 1-based; clamped to the pages there are. */
+  readonly page: number;
+  readonly pages: number;
+}
+
+/** One page of the user's agents, newest first, with lifetime clocks applied (§2.4). */
+export function accountAgents(ctx: ProtocolContext, userId: string, requestedPage: number): AccountAgents {
+  const total = ctx.store.countAgentsOfUser(userId);
+  const pages = Math.max(1, Math.ceil(total / ACCOUNT_PAGE_SIZE));
+  const page = Math.min(Math.max(1, Math.trunc(requestedPage) || 1), pages);
+  const rows = ctx.store.agentsOfUser(userId, {
+    limit: ACCOUNT_PAGE_SIZE,
+    offset: (page - 1) * ACCOUNT_PAGE_SIZE,
+  });
+  const hosts = ctx.store.hosts({ userId });
+  const hostById = new Map<string, HostRecord | undefined>(hosts.map((h) => [h.id, h]));
+  const agents = rows.map((stored): AccountAgent => {
+    const agent = currentAgent(ctx, stored);
+    if (!hostById.has(agent.hostId)) hostById.set(agent.hostId, ctx.store.host(agent.hostId));
+    const grants = ctx.store.grants(agent.id);
+    return {
+      agent,
+      host: hostById.get(agent.hostId),
+      grants: grants.slice(0, MAX_GRANTS_SHOWN),
+      moreGrants: Math.max(0, grants.length - MAX_GRANTS_SHOWN),
+      lastUsedAt: ctx.usage.lastUsed(agent.id, agent.lastUsedAt),
+      recent: ctx.store.activity({ agentId: agent.id, limit: RECENT_ACTIVITY }),
+    };
+  });
+  return {
+    hosts: hosts.slice(0, MAX_HOSTS_SHOWN),
+    moreHosts: Math.max(0, hosts.length - MAX_HOSTS_SHOWN),
+    agents,
+    total,
+    page,
+    pages,
+  };
+}
+
+/** The user revokes one of their agents, exactly as a host or the operator would (§5.7). */
+export function revokeOwnAgent(ctx: ProtocolContext, userId: string, agentId: string): AgentRecord {
+  revokeAgent(ctx, agentId, { userId, by: userId });
+  return ctx.store.agent(agentId) as AgentRecord;
+}
+
+export interface DeletedActivity {
+  readonly agent: AgentRecord;
+  readonly deleted: number;
+  /** Rows were left for another press (more than ACTIVITY_DELETE_BATCH). */
+  readonly more: boolean;
+}
+
+/**
+ * §9.2: the user deletes an agent's activity records, at most ACTIVITY_DELETE_BATCH per call.
+ * One record says that it happened (who, how many; nothing of what was deleted), so the operator
+ * can tell a deletion from records that never were.
+ */
+export function deleteOwnActivity(ctx: ProtocolContext, userId: string, agentId: string): DeletedActivity {
+  return ctx.write((tx) => {
+    const agent = tx.agent(agentId);
+    if (!agent || !isUsersAgent(tx, userId, agent)) {
+      throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
+    }
+    const deleted = tx.deleteAgentActivity(agent.id, ACTIVITY_DELETE_BATCH);
+    const more = tx.activity({ agentId: agent.id, limit: 1 }).length > 0;
+    tx.appendActivity(
+      protocolEvent({
+        at: ctx.clock.now(),
+        type: 'user.activity_deleted',
+        // Not tied to the agent: its own records are what the user asked to be rid of.
+        agentId: null,
+        hostId: agent.hostId,
+        userId,
+        capability: null,
+        outcome: 'deleted',
+        detail: { agent_id: agent.id, records: deleted },
+      }),
+    );
+    return { agent, deleted, more };
+  });
+}

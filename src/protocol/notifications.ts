@@ -1,0 +1,95 @@
+/**
+ * §7.2: with CIBA "the server notifies the user through its notification channel"; device requests
+ * may be announced the same way. This module decides WHAT an approver is told about a new approval
+ * request; delivering it (a signed webhook, retries) is src/notify/webhook.ts, wired in app.ts.
+ *
+ * A notice carries a link to the page where the person decides, never a way to decide: clicking a
+ * link in a chat or mail is not the person (§8.11 — agents may read those channels), so the
+ * decision still needs a sign-in, fresh authentication and, for data-changing grants, a passkey.
+ * The agent's `reason` is left out (§9.5: it may hold personal data); the page shows it.
+ */
+import type { AgentRecord, ApprovalRecord, StoreReader } from '../storage/types.js';
+import { approvalObject } from './approvals.js';
+import { iso, type ProtocolContext } from './context.js';
+
+/** Which approval requests are announced (proxy config `notifications.webhook.events`). */
+export type NoticeEvent = 'ciba' | 'device';
+
+export interface ApprovalNotice {
+  readonly type: 'approval.requested';
+  readonly event: NoticeEvent;
+  readonly approval: {
+    readonly id: string;
+    readonly kind: ApprovalRecord['kind'];
+    readonly method: ApprovalRecord['method'];
+    /** Where the approver decides: the inbox for CIBA, the device page (code filled in) otherwise. */
+    readonly url: string;
+    /** Device requests: the code the approver confirms on the page (it is in `url` too). */
+    readonly user_code?: string;
+    /** Agent-chosen (§8.10): show as plain text only. */
+    readonly binding_message?: string;
+    readonly created_at: string;
+    readonly expires_at: string;
+  };
+  /** Who should decide: the CIBA login hint, or the user the agent already acts for; else null. */
+  readonly user_id: string | null;
+  /** `name` is agent-chosen (§8.10): show as plain text only, never as a link or markup. */
+  readonly agent: { readonly id: string; readonly name: string; readonly mode: AgentRecord['mode'] };
+  /** `name` is agent-chosen, like the agent's. */
+  readonly host: { readonly id: string; readonly name: string | null };
+  readonly capabilities: readonly {
+    readonly name: string;
+    readonly description?: string;
+    /** The upstream HTTP method; anything but GET/HEAD can change data. */
+    readonly method?: string;
+    readonly high_risk: boolean;
+    readonly constraints?: Readonly<Record<string, unknown>>;
+  }[];
+}
+
+/** Where notices go; it must return at once (delivery happens in the background). */
+export interface ApprovalNotifier {
+  approvalRequested(notice: ApprovalNotice): void;
+}
+
+/** What the approver is told about a new approval request (read inside its transaction). */
+export function approvalNotice(
+  ctx: ProtocolContext,
+  tx: StoreReader,
+  approval: ApprovalRecord,
+  agent: AgentRecord,
+): ApprovalNotice {
+  const host = tx.host(approval.hostId);
+  const ciba = approval.method === 'ciba';
+  const url = ciba
+    ? `${ctx.issuer()}/approvals`
+    : String(approvalObject(ctx, approval).verification_uri_complete);
+  return {
+    type: 'approval.requested',
+    event: ciba ? 'ciba' : 'device',
+    approval: {
+      id: approval.id,
+      kind: approval.kind,
+      method: approval.method,
+      url,
+      ...(ciba ? {} : { user_code: approval.userCode }),
+      ...(approval.bindingMessage ? { binding_message: approval.bindingMessage } : {}),
+      created_at: iso(approval.createdAt) ?? '',
+      expires_at: iso(approval.expiresAt) ?? '',
+    },
+    user_id: (ciba ? approval.loginHint : null) ?? agent.userId ?? host?.userId ?? null,
+    agent: { id: agent.id, name: agent.name, mode: agent.mode },
+    host: { id: approval.hostId, name: host?.name ?? null },
+    capabilities: approval.capabilities.map((c) => {
+      const capability = ctx.catalog.get(c.name);
+      const description = capability?.description.split('\n')[0]?.trim();
+      return {
+        name: c.name,
+        ...(description ? { description } : {}),
+        ...(capability ? { method: capability.operation.method.toUpperCase() } : {}),
+        high_risk: ctx.policy.highRisk.has(c.name),
+        ...(c.constraints ? { constraints: c.constraints } : {}),
+      };
+    }),
+  };
+}

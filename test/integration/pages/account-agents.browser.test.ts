@@ -1,0 +1,280 @@
+/**
+ * `{issuer}/account`, "Your agents" (issue 11) in headless Chromium over real HTTP: the signed-in
+ * user sees only their own agents and hosts, with grants and recent activity; revokes one (§2.6,
+ * as §5.7 does it: the next execution is refused and never reaches the upstream); deletes its
+ * activity records (§9.2). The attacks: another user's agent named in the POST, no CSRF token, a
+ * foreign Origin, no session, markup in an agent's name. Screenshot: docs/screenshots/account-agents.png.
+ */
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACCOUNT_PAGE_SIZE, RECENT_ACTIVITY } from '../../../src/protocol/account.js';
+import { hashPassword } from '../../../src/util/password.js';
+import { freePort, launchChromium, writeConfig } from '../../helpers/browser.js';
+import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
+import { PETSTORE, ROOT } from '../../helpers/proxy.js';
+import { TestUpstream } from '../../helpers/upstream.js';
+
+const PASSWORD = 'correct horse battery staple';
+const ALICE = 'alice@example.com';
+const BOB = 'bob@example.com';
+
+let p: TestProtocol;
+let upstream: TestUpstream;
+let browser: Browser;
+let origin = '';
+
+beforeAll(async () => {
+  upstream = await TestUpstream.start();
+  const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
+  const port = await freePort();
+  const users = [ALICE, BOB, 'carol@example.com']
+    .map((u) => `      - user_id: ${u}\n        password_hash: "${hash}"\n`)
+    .join('');
+  const config = writeConfig(
+    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PETSTORE}\n    upstream: ${upstream.url}\nsign_in:\n  local:\n    users:\n${users}`,
+  );
+  p = await startProtocol({
+    policy: 'rate_limits:\n  unknown_host_registration: null\n  per_ip: null\n',
+    clock: new TestClock(),
+    overrides: { config, port },
+  });
+  origin = p.issuer;
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await p?.close();
+  await upstream?.close();
+});
+
+async function newPage(width = 1280, height = 900): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height } });
+  return context.newPage();
+}
+
+async function submit(page: Page, selector: string): Promise<number> {
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
+    page.click(selector),
+  ]);
+  await page.waitForLoadState('load');
+  return response.status();
+}
+
+/** Opens /account, follows its sign-in link and signs in; back on /account. */
+async function openAccount(page: Page, user = ALICE): Promise<void> {
+  await page.goto(`${origin}/account`);
+  await Promise.all([page.waitForURL(/\/sign-in/), page.click('#sign-in-link')]);
+  await page.fill('#user_id', user);
+  await page.fill('#password', PASSWORD);
+  await submit(page, 'button[type=submit]');
+  await page.waitForURL(`${origin}/account`);
+  expect(await page.textContent('#signed-in-as')).toBe(user);
+}
+
+/** An active agent of `user` (under a host linked to them) that ran list_pets `runs` times. */
+async function agentOf(user: string, name: string, runs = 2) {
+  const { key: host } = await p.linkedHost(user);
+  const reg = await p.register(host, {
+    name,
+    capabilities: [{ name: 'list_pets', constraints: { limit: { max: 20 } } }],
+  });
+  const agentId: string = reg.body.agent_id;
+  const approval = await p.pendingApproval(agentId);
+  expect((await p.admin('POST', `/admin/approvals/${approval.id}/approve`, {})).status).toBe(200);
+  const asked = await p.request('POST', '/agent/request-capability', {
+    token: await p.agentToken(reg.agent, agentId),
+    body: { capabilities: ['create_pet'], reason: 'add the new arrivals' },
+  });
+  expect(asked.status).toBe(200);
+  for (let i = 0; i < runs; i++) {
+    expect((await p.execute(reg.agent, agentId, 'list_pets', { limit: 5 })).status).toBe(200);
+  }
+  return { host, agent: reg.agent, agentId };
+}
+
+async function activityCount(agentId: string): Promise<number> {
+  const reply = await p.admin('GET', `/admin/activity?agent_id=${agentId}&limit=1000`);
+  return reply.body.activity.length as number;
+}
+
+describe('the account page lists only the signed-in user’s agents', () => {
+  it('shows each own agent with grants, constraints and recent activity, and nothing of another user (screenshot)', async () => {
+    const mine = await agentOf(ALICE, 'Shelter helper', 7);
+    const theirs = await agentOf(BOB, 'Bob private agent');
+    const page = await newPage();
+    await openAccount(page);
+    const card = page.locator(`#agent-${mine.agentId}`);
+    expect(await card.locator('h3').textContent()).toBe('Shelter helper');
+    expect(await card.locator('.agent-status').textContent()).toBe('active');
+    const grants = await card.locator('.grants').textContent();
+    expect(grants).toContain('list_pets — allowed');
+    expect(grants).toContain('limited to {"limit":{"max":20}}');
+    expect(grants).toContain('create_pet — asked for, waiting for a decision');
+    // Bounded: the last RECENT_ACTIVITY records, newest first.
+    const activity = card.locator('.activity li');
+    expect(await activity.count()).toBe(RECENT_ACTIVITY);
+    expect(await activity.first().textContent()).toContain('list_pets');
+    expect(await page.textContent('#hosts')).toContain('linked host');
+    const html = await page.content();
+    expect(html).not.toContain(theirs.agentId);
+    expect(html).not.toContain('Bob private agent');
+    for (const input of await page.locator('form input:not([type=hidden])').all()) {
+      const id = await input.getAttribute('id');
+      expect(await page.locator(`label[for="${id}"]`).count()).toBe(1);
+    }
+    await page.screenshot({ path: join(ROOT, 'docs/screenshots/account-agents.png'), fullPage: true });
+    await page.context().close();
+
+    const phone = await newPage(390, 844);
+    await openAccount(phone);
+    expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await phone.context().close();
+  });
+
+  it('an agent name with markup is shown as text, never as HTML (§8.10)', async () => {
+    const a = await agentOf(ALICE, '<img src=x id=injected> Update', 1);
+    const page = await newPage();
+    await openAccount(page);
+    expect(await page.locator('#injected').count()).toBe(0);
+    expect(await page.locator(`#agent-${a.agentId} h3`).textContent()).toBe('<img src=x id=injected> Update');
+    await page.context().close();
+  });
+
+  it(`pages the list: ${ACCOUNT_PAGE_SIZE} agents a page, the rest on the next`, async () => {
+    const user = 'carol@example.com';
+    const { key } = await p.linkedHost(user, ['list_pets']);
+    for (let i = 0; i < ACCOUNT_PAGE_SIZE + 2; i++) {
+      const reg = await p.register(key, { name: `worker ${i}`, capabilities: ['list_pets'] });
+      expect(reg.body.status).toBe('active');
+    }
+    const page = await newPage();
+    await openAccount(page, user);
+    expect(await page.locator('article.agent').count()).toBe(ACCOUNT_PAGE_SIZE);
+    expect(await page.textContent('#agent-pages')).toContain('Page 1 of 2.');
+    await page.click('a[rel=next]');
+    await page.waitForURL(/page=2/);
+    expect(await page.locator('article.agent').count()).toBe(2);
+    // The oldest are on the last page.
+    expect(await page.locator('article.agent h3').allTextContents()).toEqual(['worker 1', 'worker 0']);
+    await page.context().close();
+  });
+});
+
+describe('revoking from the account page', () => {
+  it('Revoke agent revokes it as §5.7 does: status revoked, grants gone, the next call never reaches the upstream', async () => {
+    const a = await agentOf(ALICE, 'Revoke me');
+    const page = await newPage();
+    await openAccount(page);
+    expect(await submit(page, `#revoke-${a.agentId}`)).toBe(200);
+    expect(await page.textContent('#outcome')).toContain('The agent Revoke me is revoked');
+    expect(await page.locator(`#agent-${a.agentId} .agent-status`).textContent()).toBe('revoked');
+    expect(await page.locator(`#revoke-${a.agentId}`).count()).toBe(0);
+    await page.context().close();
+
+    const status = await p.status(a.host, a.agentId);
+    expect(status.body.status).toBe('revoked');
+    expect(status.body.agent_capability_grants).toEqual([]);
+    const before = upstream.requests.length;
+    const run = await p.execute(a.agent, a.agentId, 'list_pets', { limit: 5 });
+    expect(run.status).toBe(403);
+    expect(run.body.error).toBe('agent_revoked');
+    expect(upstream.requests.length).toBe(before);
+    const log = await p.admin('GET', `/admin/activity?agent_id=${a.agentId}&limit=20`);
+    expect(log.body.activity).toContainEqual(
+      expect.objectContaining({ type: 'agent.revoked', detail: { by: ALICE } }),
+    );
+  });
+});
+
+describe('deleting activity records (§9.2)', () => {
+  it('Delete activity records removes every record of that agent, and only that agent', async () => {
+    const a = await agentOf(ALICE, 'Forget me', 3);
+    const other = await agentOf(ALICE, 'Keep my history', 2);
+    const keptBefore = await activityCount(other.agentId);
+    expect(await activityCount(a.agentId)).toBeGreaterThan(3);
+    const page = await newPage();
+    await openAccount(page);
+    expect(await submit(page, `#delete-activity-${a.agentId}`)).toBe(200);
+    expect(await page.textContent('#outcome')).toMatch(
+      /^Deleted \d+ activity records of the agent Forget me\.$/,
+    );
+    expect(await page.locator(`#agent-${a.agentId} .activity`).count()).toBe(0);
+    await page.context().close();
+    expect(await activityCount(a.agentId)).toBe(0);
+    expect(await activityCount(other.agentId)).toBe(keptBefore);
+    // The agent itself is untouched: still active, still allowed.
+    expect((await p.status(a.host, a.agentId)).body.status).toBe('active');
+  });
+});
+
+describe('attacks on the account forms (real HTTP)', () => {
+  /** Alice's session cookie and CSRF token, as her browser holds them. */
+  async function aliceSession(): Promise<{ cookie: string; csrf: string }> {
+    const page = await newPage();
+    await openAccount(page);
+    const csrf = (await page.locator('form input[name=csrf]').first().getAttribute('value')) ?? '';
+    const [c] = await page.context().cookies();
+    await page.context().close();
+    return { cookie: `${c?.name}=${c?.value}`, csrf };
+  }
+
+  async function post(
+    path: string,
+    cookie: string,
+    fields: Record<string, string>,
+    from = origin,
+  ): Promise<{ status: number; text: string }> {
+    const res = await fetch(`${p.proxy.url}${path}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, origin: from, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+    return { status: res.status, text: await res.text() };
+  }
+
+  it('a POST naming another user’s agent is refused (404, as if it did not exist) and changes nothing', async () => {
+    const bobs = await agentOf(BOB, 'Bob agent', 2);
+    const bobActivity = await activityCount(bobs.agentId);
+    const { cookie, csrf } = await aliceSession();
+    for (const path of ['/account/agents/revoke', '/account/agents/delete-activity']) {
+      const reply = await post(path, cookie, { csrf, agent_id: bobs.agentId });
+      expect(reply.status).toBe(404);
+      expect(reply.text).toContain('None of your agents has that id, so nothing was changed.');
+    }
+    // An id that exists nowhere reads exactly the same.
+    const missing = await post('/account/agents/revoke', cookie, { csrf, agent_id: 'agt_doesnotexist' });
+    expect(missing.status).toBe(404);
+    expect((await p.status(bobs.host, bobs.agentId)).body.status).toBe('active');
+    expect(await activityCount(bobs.agentId)).toBe(bobActivity);
+    expect((await p.execute(bobs.agent, bobs.agentId, 'list_pets', { limit: 1 })).status).toBe(200);
+  });
+
+  it('without the CSRF token, with a wrong one, from a foreign Origin, or without a session: 403 and nothing changes', async () => {
+    const mine = await agentOf(ALICE, 'Guarded agent', 1);
+    const activity = await activityCount(mine.agentId);
+    const { cookie, csrf } = await aliceSession();
+    const fields = { csrf, agent_id: mine.agentId };
+    for (const path of ['/account/agents/revoke', '/account/agents/delete-activity']) {
+      expect((await post(path, cookie, { agent_id: mine.agentId })).status).toBe(403);
+      expect((await post(path, cookie, { ...fields, csrf: 'A'.repeat(43) })).status).toBe(403);
+      expect((await post(path, cookie, fields, 'http://evil.example')).status).toBe(403);
+      expect((await post(path, 'aap_session=forged', fields)).status).toBe(403);
+    }
+    expect((await p.status(mine.host, mine.agentId)).body.status).toBe('active');
+    expect(await activityCount(mine.agentId)).toBe(activity);
+    // The untouched form from the right origin works: the refusals were the attacks'.
+    expect((await post('/account/agents/revoke', cookie, fields)).status).toBe(200);
+    expect((await p.status(mine.host, mine.agentId)).body.status).toBe('revoked');
+  });
+
+  it('the account page without a session shows only a sign-in link', async () => {
+    const res = await fetch(`${p.proxy.url}/account`);
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(text).toContain('id="sign-in-link"');
+    expect(text).not.toContain('id="agents"');
+  });
+});

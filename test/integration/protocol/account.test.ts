@@ -1,0 +1,77 @@
+/**
+ * The account page's protocol side (issue 11, src/protocol/account.ts) on a real proxy and SQLite
+ * file: "Delete activity records" (§9.2) is bounded per press, deletes oldest first and only the
+ * named agent's rows, leaves a record that it happened, and refuses another user's agent inside
+ * its transaction.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ACTIVITY_DELETE_BATCH,
+  accountAgents,
+  deleteOwnActivity,
+  revokeOwnAgent,
+} from '../../../src/protocol/account.js';
+import { protocolEvent } from '../../../src/protocol/activity.js';
+import type { ActivityRecord } from '../../../src/storage/types.js';
+import { startProtocol, type TestProtocol } from '../../helpers/protocol.js';
+
+let p: TestProtocol | undefined;
+afterEach(async () => {
+  await p?.close();
+  p = undefined;
+});
+
+function rows(agentId: string, hostId: string, count: number, at: number): ActivityRecord[] {
+  return Array.from({ length: count }, (_, i) =>
+    protocolEvent({
+      at: at + i,
+      type: 'execute',
+      agentId,
+      hostId,
+      userId: 'alice',
+      capability: 'list_pets',
+      outcome: 'success',
+      detail: null,
+    }),
+  );
+}
+
+describe('deleting activity records (§9.2)', () => {
+  it(`deletes at most ${ACTIVITY_DELETE_BATCH} rows a press, oldest first, says more remain, then finishes`, async () => {
+    p = await startProtocol();
+    const { agentId, hostId } = await p.activeAgent(['list_pets'], { userId: 'alice' });
+    const other = await p.activeAgent(['list_pets'], { userId: 'alice' });
+    const ctx = p.proxy.protocol;
+    const t = p.clock.now();
+    ctx.store.appendActivities(rows(agentId, hostId, ACTIVITY_DELETE_BATCH + 5, t));
+    ctx.store.appendActivities(rows(other.agentId, other.hostId, 3, t));
+    const newest = ctx.store.activity({ agentId, limit: 1 })[0];
+
+    const first = deleteOwnActivity(ctx, 'alice', agentId);
+    expect(first).toMatchObject({ deleted: ACTIVITY_DELETE_BATCH, more: true });
+    // Oldest first: what is left are the newest rows.
+    expect(ctx.store.activity({ agentId, limit: 100 }).map((r) => r.id)).toContain(newest?.id);
+    const second = deleteOwnActivity(ctx, 'alice', agentId);
+    expect(second.more).toBe(false);
+    expect(ctx.store.activity({ agentId, limit: 10 })).toEqual([]);
+    expect(ctx.store.activity({ agentId: other.agentId, limit: 100 }).length).toBeGreaterThanOrEqual(3);
+    const marks = ctx.store.activity({ hostId, limit: 10 }).filter((r) => r.type === 'user.activity_deleted');
+    expect(marks.map((r) => r.detail)).toEqual([
+      { agent_id: agentId, records: second.deleted },
+      { agent_id: agentId, records: ACTIVITY_DELETE_BATCH },
+    ]);
+  });
+
+  it('another user cannot delete or revoke: agent_not_found, and nothing changes', async () => {
+    p = await startProtocol();
+    const { agentId, host } = await p.activeAgent(['list_pets'], { userId: 'alice' });
+    const ctx = p.proxy.protocol;
+    const before = ctx.store.activity({ agentId, limit: 100 }).length;
+    expect(() => deleteOwnActivity(ctx, 'mallory', agentId)).toThrow(/No agent/);
+    expect(() => revokeOwnAgent(ctx, 'mallory', agentId)).toThrow(/No agent/);
+    expect(ctx.store.activity({ agentId, limit: 100 }).length).toBe(before);
+    expect((await p.status(host, agentId)).body.status).toBe('active');
+    expect(accountAgents(ctx, 'mallory', 1)).toMatchObject({ total: 0, agents: [], hosts: [] });
+    expect(accountAgents(ctx, 'alice', 1).agents.map((a) => a.agent.id)).toEqual([agentId]);
+  });
+});
