@@ -20,6 +20,7 @@ describe('config/proxy.example.yaml', () => {
   it('documents every key of the schema and loads as a valid config', async () => {
     const settings = resolveSettings({ config: 'config/proxy.example.yaml' }, ROOT, {
       PETS_API_KEY: 'example-service-key',
+      OIDC_CLIENT_SECRET: 'example-oidc-client-secret',
     });
     expect(settings.issuer).toBe('https://agents.example.com');
     expect(settings.apis[0]?.execution.credentials).toEqual({
