@@ -132,4 +132,24 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX sessions_expiry ON sessions (expires_at);
   `,
+  // 6: approvers signed in through the organisation's OpenID Connect provider (issue 11): 'oidc'
+  // joins the auth methods a session records. SQLite cannot change a CHECK constraint, so the
+  // table is rebuilt with its rows.
+  `
+  CREATE TABLE sessions_next (
+    id_hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    auth_method TEXT NOT NULL
+      CHECK (auth_method IN ('password', 'password+totp', 'trusted_header', 'oidc')),
+    authenticated_at INTEGER NOT NULL,
+    csrf_token TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  INSERT INTO sessions_next (id_hash, user_id, auth_method, authenticated_at, csrf_token, created_at, expires_at)
+    SELECT id_hash, user_id, auth_method, authenticated_at, csrf_token, created_at, expires_at FROM sessions;
+  DROP TABLE sessions;
+  ALTER TABLE sessions_next RENAME TO sessions;
+  CREATE INDEX sessions_expiry ON sessions (expires_at);
+  `,
 ];
