@@ -18,9 +18,11 @@ import { discoveryRoutes } from './http/routes/discovery.js';
 import { healthRoutes } from './http/routes/health.js';
 import { deviceRoutes } from './http/routes/device.js';
 import { signInRoutes } from './http/routes/sign-in.js';
+import { oidcRoutes } from './http/routes/oidc.js';
 import { PageAuth } from './http/page-auth.js';
 import { Sessions } from './protocol/sessions.js';
 import { LocalSignIn } from './protocol/sign-in.js';
+import { OidcSignIn } from './protocol/oidc.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
@@ -170,6 +172,16 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   );
   deviceRoutes(router, { ctx, limits, auth, serverName: providerName });
   if (auth.enabled) signInRoutes(router, { auth, limits, serverName: providerName });
+  const oidc = settings.signIn.oidc
+    ? new OidcSignIn(
+        settings.signIn.oidc,
+        clock,
+        settings.signIn.freshAuthMs,
+        logger,
+        () => `${issuer.replace(/\/+$/, '')}/sign-in/oidc/callback`,
+      )
+    : undefined;
+  if (oidc) oidcRoutes(router, { auth, oidc, limits, serverName: providerName });
   agentRoutes(router, {
     ctx,
     limits,
@@ -224,6 +236,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   ctx.usage.start();
   executionLog.start();
+  // The provider's metadata, fetched in the background: a provider that is down delays nothing.
+  oidc?.warm();
   void validators.warm(catalog, warmup.signal);
   const maintenance = setInterval(() => {
     try {
