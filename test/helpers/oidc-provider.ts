@@ -124,7 +124,8 @@ export async function startTestIdp(options: {
         details.prompt.name === 'login'
           ? loginForm(uid)
           : `<h1>Test IdP: allow access</h1><p>The agent-auth-proxy wants to know who you are.</p>
-<form method="post" action="/interaction/${uid}/confirm"><button type="submit" id="idp-allow">Allow</button></form>`,
+<form method="post" action="/interaction/${uid}/confirm"><button type="submit" id="idp-allow">Allow</button></form>
+<form method="post" action="/interaction/${uid}/abort"><button type="submit" id="idp-deny">Deny</button></form>`,
       );
       return;
     }
@@ -141,6 +142,15 @@ export async function startTestIdp(options: {
         req,
         res,
         { login: { accountId: login, acr: state.acr, ts } },
+        { mergeWithLastSubmission: false },
+      );
+      return;
+    }
+    if (action === 'abort') {
+      await provider.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: 'The person said no.' },
         { mergeWithLastSubmission: false },
       );
       return;

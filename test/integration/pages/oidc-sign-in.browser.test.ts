@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/log.js';
+import { PENDING_TTL_MS } from '../../../src/protocol/oidc.js';
 import { hashPassword } from '../../../src/util/password.js';
 import { freePort, launchChromium, writeConfig } from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
@@ -237,6 +238,17 @@ describe('attacks on the callback', () => {
     await page.context().close();
   });
 
+  it('refuses a callback that comes back after the pending sign-in expired (10 minutes)', async () => {
+    const page = await newPage();
+    const callback = await heldCallback(page);
+    clock.advance(PENDING_TTL_MS + 1);
+    const res = await page.goto(callback);
+    expect(res?.status()).toBe(400);
+    expect(await page.textContent('#outcome')).toContain('This sign-in has expired');
+    expect(await sessionCookie(page.context())).toBeUndefined();
+    await page.context().close();
+  });
+
   it('refuses a callback opened in another browser (login CSRF): only the starting browser can finish it', async () => {
     const victim = await newPage();
     const attacker = await newPage();
@@ -272,6 +284,19 @@ describe('attacks on the callback', () => {
     await page.goto(`${origin}/sign-in/oidc?return=/device`);
     await atProvider(page, atProxy(), 'mallory');
     expect(await page.textContent('#outcome')).toContain('has not verified your e-mail address');
+    expect(await sessionCookie(page.context())).toBeUndefined();
+    await page.context().close();
+  });
+
+  it("shows the provider's refusal (access_denied) and signs nobody in", async () => {
+    const page = await newPage();
+    await page.goto(`${origin}/sign-in/oidc?return=/device`);
+    await page.waitForURL((u) => u.href.startsWith(`${idp.issuer}/interaction/`));
+    await page.fill('#idp-login', 'alice');
+    await page.fill('#idp-password', IDP_PASSWORD);
+    await Promise.all([page.waitForSelector('#idp-deny'), page.click('#idp-submit')]);
+    await Promise.all([page.waitForURL(atProxy()), page.click('#idp-deny')]);
+    expect(await page.textContent('#outcome')).toContain('Example SSO did not sign you in (access_denied)');
     expect(await sessionCookie(page.context())).toBeUndefined();
     await page.context().close();
   });
