@@ -20,9 +20,11 @@ import { deviceRoutes } from './http/routes/device.js';
 import { signInRoutes } from './http/routes/sign-in.js';
 import { accountRoutes } from './http/routes/account.js';
 import { accountAgentRoutes, agentsAccountSection } from './http/routes/account-agents.js';
+import { oidcRoutes } from './http/routes/oidc.js';
 import { PageAuth } from './http/page-auth.js';
 import { Sessions } from './protocol/sessions.js';
 import { LocalSignIn } from './protocol/sign-in.js';
+import { OidcSignIn } from './protocol/oidc.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
@@ -193,6 +195,16 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     });
     accountAgentRoutes(router, { ctx, auth, limits, page: account, flushActivity });
   }
+  const oidc = settings.signIn.oidc
+    ? new OidcSignIn(
+        settings.signIn.oidc,
+        clock,
+        settings.signIn.freshAuthMs,
+        logger,
+        () => `${issuer.replace(/\/+$/, '')}/sign-in/oidc/callback`,
+      )
+    : undefined;
+  if (oidc) oidcRoutes(router, { auth, oidc, limits, serverName: providerName });
   agentRoutes(router, {
     ctx,
     limits,
@@ -248,6 +260,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   ctx.usage.start();
   executionLog.start();
+  // The provider's metadata, fetched in the background: a provider that is down delays nothing.
+  oidc?.warm();
   void validators.warm(catalog, warmup.signal);
   const maintenance = setInterval(() => {
     try {

@@ -307,7 +307,7 @@ export const CONFIG_SCHEMA = {
       additionalProperties: false,
       default: {},
       description:
-        'Who may approve agents on the pages at {issuer}/device (§7.1, §8.11). With neither local users nor a trusted header, the pages are read-only and only the operator decides.',
+        'Who may approve agents on the pages at {issuer}/device (§7.1, §8.11). With no local users, OIDC provider or trusted header, the pages are read-only and only the operator decides.',
       properties: {
         fresh_auth: {
           ...duration,
@@ -342,6 +342,54 @@ export const CONFIG_SCHEMA = {
                   totp_secret: { ...secret, description: 'Base32 TOTP secret (RFC 6238): a second factor.' },
                 },
               },
+            },
+          },
+        },
+        oidc: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['issuer', 'client_id', 'client_secret'],
+          description:
+            "The organisation's OpenID Connect provider: approvers sign in there (authorization code + PKCE, state, nonce). The provider must allow the redirect URI {issuer}/sign-in/oidc/callback (the proxy's issuer).",
+          properties: {
+            issuer: {
+              ...httpUrl,
+              description:
+                "The provider's issuer identifier; its metadata is read from {issuer}/.well-known/openid-configuration. https, except on a loopback address (development).",
+            },
+            client_id: { type: 'string', minLength: 1, maxLength: 255 },
+            client_secret: {
+              ...secret,
+              description: 'The client secret (sent with HTTP Basic to the token endpoint).',
+            },
+            name: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 60,
+              description: 'Shown on the button "Sign in with {name}"; default: the issuer\'s host name.',
+            },
+            user_id_claim: {
+              type: 'string',
+              pattern: '^[A-Za-z0-9_.:-]{1,64}$',
+              default: 'email',
+              description:
+                "The claim (ID token, else the userinfo endpoint) that becomes the approver's user_id.",
+            },
+            acr_values: {
+              type: 'array',
+              minItems: 1,
+              maxItems: 20,
+              items: { type: 'string', pattern: '^[\\x21-\\x7e]{1,200}$' },
+              description:
+                'Requested as acr_values; an ID token whose acr is not one of these is refused. Absent: any acr.',
+            },
+            scopes: {
+              type: 'array',
+              minItems: 1,
+              maxItems: 20,
+              items: { type: 'string', pattern: '^[\\x21\\x23-\\x5b\\x5d-\\x7e]{1,200}$' },
+              default: ['openid', 'email', 'profile'],
+              description: 'Scopes requested; must include openid.',
             },
           },
         },

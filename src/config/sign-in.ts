@@ -1,13 +1,15 @@
 /**
  * `sign_in:` of the proxy config → SignInSettings: local accounts with their scrypt hashes parsed
  * (and bounded) and TOTP secrets decoded at start-up, so a typo stops the proxy rather than
- * locking a user out at the first sign-in; the trusted header's peers checked as CIDRs.
+ * locking a user out at the first sign-in; the trusted header's peers checked as CIDRs; the OIDC
+ * provider's settings checked (src/config/oidc.ts).
  */
 import { UserError } from '../errors.js';
 import { parseDuration } from './durations.js';
 import { parsePasswordHash, type PasswordHash } from '../util/password.js';
 import { decodeBase32 } from '../util/totp.js';
 import { parseCidr } from './cidr.js';
+import { resolveOidc, type OidcSettings } from './oidc.js';
 import type { FileConfig, SecretConfig } from './schema.js';
 
 export interface LocalUser {
@@ -23,6 +25,8 @@ export interface SignInSettings {
   readonly sessionLifetimeMs: number;
   /** By user_id. Empty: no local sign-in. */
   readonly localUsers: ReadonlyMap<string, LocalUser>;
+  /** The organisation's OpenID Connect provider (src/config/oidc.ts). */
+  readonly oidc?: OidcSettings;
   /** Lower-case header name and the peer addresses/CIDRs it is believed from. */
   readonly trustedHeader?: { readonly name: string; readonly from: readonly string[] };
 }
@@ -83,10 +87,12 @@ export function resolveSignIn(
       }
     });
   }
+  const oidc = config.oidc ? resolveOidc(config.oidc, where, readSecret) : undefined;
   return Object.freeze({
     freshAuthMs,
     sessionLifetimeMs,
     localUsers,
+    ...(oidc ? { oidc } : {}),
     ...(header
       ? { trustedHeader: Object.freeze({ name: header.name.toLowerCase(), from: [...header.from] }) }
       : {}),
@@ -95,5 +101,5 @@ export function resolveSignIn(
 
 /** Whether any way of signing in is configured; without one the pages only show requests. */
 export function signInEnabled(s: SignInSettings): boolean {
-  return s.localUsers.size > 0 || s.trustedHeader !== undefined;
+  return s.localUsers.size > 0 || s.oidc !== undefined || s.trustedHeader !== undefined;
 }

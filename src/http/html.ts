@@ -27,6 +27,7 @@ label{display:block;margin-top:.8rem;font-weight:600}
 input{font:inherit;padding:.4rem .5rem;width:100%;max-width:20rem;box-sizing:border-box}
 input.code-input{font-family:ui-monospace,monospace;letter-spacing:.1em;text-transform:uppercase;width:12rem}
 button{font:inherit;padding:.45rem 1rem;margin-top:.8rem;cursor:pointer}
+a.button{display:inline-block;font:inherit;padding:.45rem 1rem;margin-top:.8rem;border:1px solid #1d5fd1;background:#1d5fd1;color:#fff;text-decoration:none}
 button.approve{background:#0b6e2e;color:#fff;border:1px solid #0b6e2e}
 button.deny{background:#fff;color:#a40000;border:1px solid #a40000}
 :focus-visible{outline:3px solid #1d5fd1;outline-offset:2px}

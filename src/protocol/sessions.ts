@@ -15,11 +15,16 @@ export class Sessions {
     private readonly lifetimeMs: number,
   ) {}
 
-  /** A new session for `userId`; `replacing` (the cookie sent with the sign-in) is ended. */
+  /**
+   * A new session for `userId`; `replacing` (the cookie sent with the sign-in) is ended.
+   * `authenticatedAt` is when the person proved who they are, if earlier than now (an OIDC
+   * provider's `auth_time`: its own session may be older than this sign-in); never later than now.
+   */
   start(
     userId: string,
     authMethod: AuthMethod,
     replacing?: string,
+    authenticatedAt?: number,
   ): { readonly cookieValue: string; readonly session: SessionRecord } {
     if (replacing !== undefined) this.end(replacing);
     const now = this.clock.now();
@@ -28,7 +33,7 @@ export class Sessions {
       idHash: hashId(cookieValue),
       userId,
       authMethod,
-      authenticatedAt: now,
+      authenticatedAt: Math.min(now, authenticatedAt ?? now),
       csrfToken: randomBytes(32).toString('base64url'),
       createdAt: now,
       expiresAt: now + this.lifetimeMs,

@@ -138,4 +138,24 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE hosts ADD COLUMN admitted_by_policy INTEGER NOT NULL DEFAULT 0;
   CREATE INDEX hosts_admitted_by_policy ON hosts (admitted_by_policy, status);
   `,
+  // 7: the ways a session can be authenticated grow with issue 11: 'oidc' (the organisation's
+  // OpenID Connect provider) and 'passkey' (WebAuthn) join them. SQLite cannot change a CHECK
+  // constraint, so the table is rebuilt with its rows.
+  `
+  CREATE TABLE sessions_next (
+    id_hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    auth_method TEXT NOT NULL
+      CHECK (auth_method IN ('password', 'password+totp', 'trusted_header', 'oidc', 'passkey')),
+    authenticated_at INTEGER NOT NULL,
+    csrf_token TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  INSERT INTO sessions_next (id_hash, user_id, auth_method, authenticated_at, csrf_token, created_at, expires_at)
+    SELECT id_hash, user_id, auth_method, authenticated_at, csrf_token, created_at, expires_at FROM sessions;
+  DROP TABLE sessions;
+  ALTER TABLE sessions_next RENAME TO sessions;
+  CREATE INDEX sessions_expiry ON sessions (expires_at);
+  `,
 ];

@@ -148,7 +148,7 @@ export interface SeenJti {
 }
 
 /** How an approver proved who they are (issue 11; recorded for §8.11 fresh authentication). */
-export type AuthMethod = 'password' | 'password+totp' | 'trusted_header';
+export type AuthMethod = 'password' | 'password+totp' | 'trusted_header' | 'oidc';
 
 /** A signed-in approver's session; the cookie carries the id, the store only its hash. */
 export interface SessionRecord {

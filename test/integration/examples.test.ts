@@ -21,6 +21,7 @@ describe('config/proxy.example.yaml', () => {
     const settings = resolveSettings({ config: 'config/proxy.example.yaml' }, ROOT, {
       PETS_API_KEY: 'example-service-key',
       AGENT_AUTH_PROXY_WEBHOOK_SECRET: 'example-webhook-secret-0123456789',
+      OIDC_CLIENT_SECRET: 'example-oidc-client-secret',
     });
     expect(settings.issuer).toBe('https://agents.example.com');
     expect(settings.apis[0]?.execution.credentials).toEqual({

@@ -27,6 +27,7 @@ import { perIp } from '../steps/limits.js';
 import { formBody, page, sameOrigin, session } from '../steps/page.js';
 import { legacyDevicePage } from '../views/device-read-only.js';
 import { codeForm, decisionForms, message, requestDetails, whoAmI } from '../views/device.js';
+import { oidcFreshNotice, oidcReauthNow, oidcStartPath } from '../views/oidc.js';
 
 export interface DeviceRouteOptions {
   readonly ctx: ProtocolContext;
@@ -77,13 +78,16 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       let reauth: 'password' | 'password+totp' | 'sign-in-again' | null = null;
       if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
         reauth =
-          s.authMethod === 'trusted_header'
+          s.authMethod === 'trusted_header' || s.authMethod === 'oidc'
             ? 'sign-in-again'
             : auth.local.wantsTotp(s.userId)
               ? 'password+totp'
               : 'password';
       }
-      if (reauth === 'sign-in-again') {
+      const oidc = auth.settings.oidc;
+      if (reauth === 'sign-in-again' && s.authMethod === 'oidc' && oidc) {
+        parts.push(oidcFreshNotice(oidc.name, `/device?code=${encodeURIComponent(r.userCode)}`));
+      } else if (reauth === 'sign-in-again') {
         const back = `/device?code=${encodeURIComponent(r.userCode)}`;
         parts.push(
           `<p class="notice" id="fresh-auth">Your sign-in is older than allowed for approvals. <a href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in again</a> to approve.</p>`,
@@ -182,7 +186,23 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       }
       const headers: Record<string, string> = {};
       if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
-        if (s.authMethod === 'trusted_header') {
+        const oidc = auth.settings.oidc;
+        if (s.authMethod === 'oidc' && oidc) {
+          // §8.11: back to the provider with max_age=0, then to this request. A page that moves on
+          // by itself (Refresh), because the CSP's form-action stops a redirect out of this POST.
+          const start = oidcStartPath(`/device?code=${encodeURIComponent(r.userCode)}`, true);
+          x.decision.reason = 'fresh sign-in needed';
+          send(
+            x,
+            200,
+            [whoAmI(s), oidcReauthNow(oidc.name, `/device?code=${encodeURIComponent(r.userCode)}`)],
+            {
+              refresh: `0; url=${start}`,
+            },
+          );
+          return;
+        }
+        if (s.authMethod === 'trusted_header' || s.authMethod === 'oidc') {
           showRequest(x, s, r, 403, message('error', 'Sign in again before approving. Nothing was granted.'));
           return;
         }

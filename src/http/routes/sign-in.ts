@@ -1,7 +1,7 @@
 /**
  * `GET/POST /sign-in` and `POST /sign-out` (issue 11): local accounts (password, then TOTP when
- * the account has one) and the trusted header of an authenticating proxy, which signs in without
- * a form. Every sign-in starts a new session (the id is rotated; the old one ends).
+ * the account has one), a "Sign in with …" button for the OIDC provider (routes/oidc.ts), and the
+ * trusted header of an authenticating proxy, which signs in without a form. Every sign-in starts a new session (the id is rotated; the old one ends).
  */
 import type { ServerResponse } from 'node:http';
 import { escapeHtml, htmlPage, redirect, sendHtml } from '../html.js';
@@ -11,6 +11,7 @@ import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
 import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { oidcButton } from '../views/oidc.js';
 
 export interface SignInRouteOptions {
   readonly auth: PageAuth;
@@ -18,10 +19,23 @@ export interface SignInRouteOptions {
   readonly serverName: string;
 }
 
+/** The sign-in page, with a message above the ways to sign in (other sign-in routes use it too). */
+export function showSignIn(
+  res: ServerResponse,
+  status: number,
+  auth: PageAuth,
+  serverName: string,
+  back: string,
+  { message, userId = '' }: { message?: string; userId?: string } = {},
+): void {
+  const title = `Sign in — ${serverName}`;
+  sendHtml(res, status, htmlPage(title, signInPage(auth, title, back, message, userId)));
+}
+
 export function signInRoutes(router: Router, { auth, limits, serverName }: SignInRouteOptions): void {
   const title = `Sign in — ${serverName}`;
   const show = (res: ServerResponse, status: number, back: string, message?: string, userId = ''): void => {
-    sendHtml(res, status, htmlPage(title, signInPage(auth, title, back, message, userId)));
+    showSignIn(res, status, auth, serverName, back, { ...(message ? { message } : {}), userId });
   };
 
   router.add('GET', '/sign-in', [
@@ -110,6 +124,13 @@ export function signInRoutes(router: Router, { auth, limits, serverName }: SignI
 function signInPage(auth: PageAuth, title: string, back: string, message?: string, userId = ''): string {
   const parts = [`<h1>${escapeHtml(title)}</h1>`];
   if (message) parts.push(`<p id="outcome" class="error" role="alert">${escapeHtml(message)}</p>`);
+  const oidc = auth.settings.oidc;
+  if (oidc) {
+    parts.push('<p>Sign in to review and decide what AI agents ask to do for you.</p>');
+    parts.push(oidcButton(oidc.name, back));
+    if (!auth.hasLocal) return parts.join('\n');
+    parts.push('<h2>Or with an account of this server</h2>');
+  }
   if (!auth.hasLocal) {
     parts.push(
       auth.settings.trustedHeader
@@ -118,8 +139,8 @@ function signInPage(auth: PageAuth, title: string, back: string, message?: strin
     );
     return parts.join('\n');
   }
-  parts.push(`<p>Sign in to review and decide what AI agents ask to do for you.</p>
-<form method="post" action="/sign-in">
+  if (!oidc) parts.push('<p>Sign in to review and decide what AI agents ask to do for you.</p>');
+  parts.push(`<form method="post" action="/sign-in">
 <input type="hidden" name="return" value="${escapeHtml(back)}">
 <label for="user_id">User name</label>
 <input id="user_id" name="user_id" value="${escapeHtml(userId)}" autocomplete="username" required maxlength="200">
