@@ -9,6 +9,7 @@ import { CONFIG_SCHEMA } from '../../src/config/schema.js';
 import { parseConfig, resolveSettings } from '../../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
 import { parsePolicy } from '../../src/policy/policy.js';
+import { POLICY_SCHEMA } from '../../src/policy/schema.js';
 import { silentLogger } from '../../src/log.js';
 import { loadCatalog } from '../../src/openapi/load-catalog.js';
 import { getJson, ROOT } from '../helpers/proxy.js';
@@ -151,6 +152,29 @@ describe('README', () => {
       expect(ci).toMatch(new RegExp(`^${command}$`, 'm'));
   });
 
+  it.each([
+    ['config', CONFIG_SCHEMA, '## Configuration reference', '## Policy reference'],
+    ['policy', POLICY_SCHEMA, '## Policy reference', '### How grants are decided'],
+  ] as const)('the %s reference table has a row for every key of its schema', (_, schema, from, to) => {
+    const section = readme.slice(readme.indexOf(from), readme.indexOf(to));
+    const documented = section
+      .split('\n')
+      .filter((line) => line.startsWith('| `'))
+      .flatMap((line) => rowKeys(line.split('|')[1] ?? ''));
+    expect(documented.length).toBeGreaterThan(20);
+    const missing = schemaKeys(schema as SchemaNode, schema as SchemaNode, '').filter(
+      (key) =>
+        !documented.some(
+          (row) =>
+            row === key ||
+            row.startsWith(`${key}.`) ||
+            key.startsWith(`${row}.`) ||
+            key.startsWith(`${row}[`),
+        ),
+    );
+    expect(missing).toEqual([]);
+  });
+
   it('documents every CLI option the usage text lists', () => {
     const cli = read('src/cli.ts');
     const usage = cli.slice(cli.indexOf('const USAGE'), cli.indexOf('const OPTIONS'));
@@ -158,3 +182,34 @@ describe('README', () => {
       expect(readme, String(flag)).toContain(`\`${String(flag)}`);
   });
 });
+
+interface SchemaNode {
+  readonly properties?: Readonly<Record<string, SchemaNode>>;
+  readonly items?: SchemaNode;
+  readonly $ref?: string;
+  readonly $defs?: Readonly<Record<string, SchemaNode>>;
+}
+
+/** Every key path a config can set: `server.port`, `apis[].spec`, `sign_in.local.users[]`. */
+function schemaKeys(node: SchemaNode, root: SchemaNode, path: string): string[] {
+  const resolved = (n: SchemaNode): SchemaNode =>
+    n.$ref ? (root.$defs?.[n.$ref.split('/').pop() ?? ''] ?? n) : n;
+  const here = resolved(node);
+  if (here.properties) {
+    return Object.entries(here.properties).flatMap(([key, child]) =>
+      schemaKeys(child, root, path ? `${path}.${key}` : key),
+    );
+  }
+  const items = here.items ? resolved(here.items) : undefined;
+  if (items?.properties) return schemaKeys(items, root, `${path}[]`);
+  return [path];
+}
+
+/** A row's first cell: `` `a.b.c` `` or `` `a.b`, `c`, `d` `` / `` `a.b` / `c` `` (siblings of the first). */
+function rowKeys(cell: string): string[] {
+  const names = [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1] ?? '');
+  const [first, ...siblings] = names;
+  if (first === undefined) return [];
+  const parent = first.includes('.') ? first.slice(0, first.lastIndexOf('.') + 1) : '';
+  return [first, ...siblings.map((name) => parent + name)];
+}
