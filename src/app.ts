@@ -16,6 +16,7 @@ import { createHttpServer } from './http/server.js';
 import { capabilityRoutes } from './http/routes/capabilities.js';
 import { discoveryRoutes } from './http/routes/discovery.js';
 import { healthRoutes } from './http/routes/health.js';
+import { approvalsRoutes } from './http/routes/approvals.js';
 import { deviceRoutes } from './http/routes/device.js';
 import { signInRoutes } from './http/routes/sign-in.js';
 import { accountRoutes } from './http/routes/account.js';
@@ -205,6 +206,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       )
     : undefined;
   if (oidc) oidcRoutes(router, { auth, oidc, limits, serverName: providerName });
+  if (auth.enabled) approvalsRoutes(router, { ctx, limits, auth, serverName: providerName });
   agentRoutes(router, {
     ctx,
     limits,

@@ -39,6 +39,19 @@ code,.code{font-family:ui-monospace,monospace}
 .risk{color:#a40000;font-size:.9em}
 .who{font-size:.9rem;color:#444}
 .inline{display:inline}
+fieldset{border:1px solid #c8c8c8;border-radius:4px;margin:.8rem 0;padding:.4rem .8rem .7rem;min-width:0}
+legend{font-weight:600;padding:0 .3rem}
+input[type=checkbox]{width:1.15rem;height:1.15rem;margin:0 .35rem 0 0;vertical-align:-.15rem}
+select{font:inherit;padding:.4rem .5rem;max-width:100%}
+.choice{border-top:1px solid #e4e4e4;padding:.5rem 0}
+.choice>label,.value label,.bound label{display:inline;font-weight:400}
+.bound{display:inline-block;margin:.3rem 1rem .3rem 0}
+.bound input{width:7rem;margin-left:.3rem}
+.value{display:inline-block;margin:.3rem 1rem .3rem 0}
+.kept,.hint,.limits{color:#444;font-size:.9rem}
+.warn{border-left:4px solid #a40000;background:#fff3f0;padding:.2rem .8rem;margin:.8rem 0}
+.cards{list-style:none;padding:0}
+.card{border:1px solid #c8c8c8;border-radius:6px;padding:.2rem .9rem .8rem;margin:.8rem 0}
 `;
 
 /** The CSP allows exactly this inline stylesheet: no other style, and no script at all. */

@@ -179,6 +179,12 @@ export interface ApproveInput {
   /** Narrowing by the approver, per capability (§2.13: MAY narrow, never widen). */
   readonly constraints?: Readonly<Record<string, unknown>>;
   readonly reason?: string;
+  /**
+   * The approved grants end this long after the approval (§3.3 grant `expires_at`), never later
+   * than the agent's absolute lifetime (§2.4): a grant cannot outlive its agent. Absent: the
+   * grants have no expiry of their own.
+   */
+  readonly grantLifetimeMs?: number;
   /** Who decided, for granted_by / denied_by. */
   readonly actor: string;
 }
@@ -188,6 +194,23 @@ export interface Decision {
   readonly agent: AgentRecord;
   readonly approved: readonly string[];
   readonly denied: readonly string[];
+  /** When the approved grants end (ms), null when they have no expiry of their own. */
+  readonly grantsExpireAt: number | null;
+}
+
+/** The `expires_at` of grants approved now with `lifetimeMs` (see ApproveInput). */
+function grantExpiry(
+  ctx: ProtocolContext,
+  agent: AgentRecord,
+  lifetimeMs: number | undefined,
+  now: number,
+): number | null {
+  if (lifetimeMs === undefined) return null;
+  if (!Number.isSafeInteger(lifetimeMs) || lifetimeMs <= 0) {
+    throw new ProtocolError('invalid_request', 'A grant lifetime must be a positive number of milliseconds.');
+  }
+  const absolute = ctx.policy.lifetimes.absoluteLifetimeMs;
+  return absolute === null ? now + lifetimeMs : Math.min(now + lifetimeMs, agent.createdAt + absolute);
 }
 
 /**
@@ -260,6 +283,7 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
       );
     }
     const narrowed = narrowing(ctx, input.constraints, requested);
+    const expiresAt = grantExpiry(ctx, agent, input.grantLifetimeMs, now);
 
     // Whose authority the agent acts with: a delegated registration links the host (§2.9).
     let userId = agent.userId ?? host.userId;
@@ -294,6 +318,7 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
         tx.updateGrant(grant.id, {
           status: 'active',
           constraints: constraints ?? null,
+          expiresAt,
           grantedBy: actor,
           updatedAt: now,
         });
@@ -333,9 +358,11 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
       kind: approval.kind,
       approved,
       denied,
+      ...(narrowed.size > 0 ? { narrowed: [...narrowed.keys()] } : {}),
+      ...(expiresAt !== null ? { grants_expire_at: new Date(expiresAt).toISOString() } : {}),
       by: actor,
     });
-    return { approval: decided, agent: updated, approved, denied };
+    return { approval: decided, agent: updated, approved, denied, grantsExpireAt: expiresAt };
   });
 }
 
@@ -407,7 +434,7 @@ export function deny(
       reason,
       by: input.actor,
     });
-    return { approval: decided, agent: updated, approved: [], denied };
+    return { approval: decided, agent: updated, approved: [], denied, grantsExpireAt: null };
   });
 }
 

@@ -536,7 +536,7 @@ function jsonEqual(a: unknown, b: unknown): boolean {
 }
 
 /** A string equal for exactly the JSON values `jsonEqual` deems equal; only for validated values. */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (isPlainObject(value)) {
     const keys = Object.keys(value).sort();

@@ -6,13 +6,15 @@
  * can be approved on the page: §8.11 requires proof of presence for anything that changes data.
  */
 import { createHash } from 'node:crypto';
-import type { ApprovalKind } from '../storage/types.js';
+import type { ApprovalKind, ApprovalRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
 import { normalizeUserCode } from './user-code.js';
 
 export interface DeviceRequest {
   readonly approvalId: string;
   readonly userCode: string;
+  /** How the approver was reached (§7.5): by a code they entered, or a CIBA request to them. */
+  readonly method: ApprovalRecord['method'];
   readonly kind: ApprovalKind;
   readonly agentName: string;
   readonly hostName: string | null;
@@ -49,29 +51,34 @@ export function lookUpDeviceRequest(ctx: ProtocolContext, input: string): Device
     approval.status === 'pending' &&
     approval.method === 'device_authorization' &&
     approval.expiresAt > ctx.clock.now();
-  const agent = open ? ctx.store.agent(approval.agentId) : undefined;
-  if (!open || !agent) return { kind: 'not_found', userCode };
+  const request = open ? describeApproval(ctx, approval) : undefined;
+  return request ? { kind: 'found', request } : { kind: 'not_found', userCode };
+}
+
+/** The request an approval asks, as the pages show it; undefined when its agent is gone. */
+export function describeApproval(ctx: ProtocolContext, approval: ApprovalRecord): DeviceRequest | undefined {
+  const agent = ctx.store.agent(approval.agentId);
+  if (!agent) return undefined;
+  const host = ctx.store.host(approval.hostId);
   return {
-    kind: 'found',
-    request: {
-      approvalId: approval.id,
-      userCode,
-      kind: approval.kind,
-      agentName: agent.name,
-      hostName: ctx.store.host(approval.hostId)?.name ?? null,
-      mode: agent.mode,
-      capabilities: approval.capabilities.map((c) => ({
-        name: c.name,
-        description: ctx.catalog.get(c.name)?.description ?? null,
-        method: ctx.catalog.get(c.name)?.operation.method.toUpperCase() ?? null,
-        constraints: c.constraints ?? null,
-        highRisk: ctx.policy.highRisk.has(c.name),
-      })),
-      reason: approval.reason,
-      bindingMessage: approval.bindingMessage,
-      expiresAt: approval.expiresAt,
-      linkedUser: agent.userId ?? ctx.store.host(approval.hostId)?.userId ?? null,
-    },
+    approvalId: approval.id,
+    userCode: approval.userCode,
+    method: approval.method,
+    kind: approval.kind,
+    agentName: agent.name,
+    hostName: host?.name ?? null,
+    mode: agent.mode,
+    capabilities: approval.capabilities.map((c) => ({
+      name: c.name,
+      description: ctx.catalog.get(c.name)?.description ?? null,
+      method: ctx.catalog.get(c.name)?.operation.method.toUpperCase() ?? null,
+      constraints: c.constraints ?? null,
+      highRisk: ctx.policy.highRisk.has(c.name),
+    })),
+    reason: approval.reason,
+    bindingMessage: approval.bindingMessage,
+    expiresAt: approval.expiresAt,
+    linkedUser: agent.userId ?? host?.userId ?? null,
   };
 }
 
@@ -87,8 +94,8 @@ export function contentHash(r: DeviceRequest): string {
 /**
  * Why `userId` may not decide this request on the page, or undefined when they may. Autonomous
  * agents act for nobody, so only the operator admits them (§2.2.2, §8.10); a request of an agent
- * that already acts for a user is that user's alone (§2.9). (CIBA requests are not shown on this
- * page at all: only device-authorization ones are found by code.)
+ * that already acts for a user is that user's alone (§2.9). A CIBA request reaches the page only
+ * through its addressee's inbox (src/protocol/inbox.ts); it is never found by code.
  */
 export function decisionRefusal(r: DeviceRequest, userId: string): string | undefined {
   if (r.mode === 'autonomous') {
@@ -103,12 +110,19 @@ export function decisionRefusal(r: DeviceRequest, userId: string): string | unde
 /** Methods that only read (RFC 9110 §9.2.1 safe methods the proxy forwards). */
 const READ_ONLY = new Set(['GET', 'HEAD']);
 
+/** Whether a capability of this upper-case method only reads; an unknown method does not. */
+export function isReadOnlyMethod(method: string | null): boolean {
+  return method !== null && READ_ONLY.has(method);
+}
+
 /**
  * §8.11: approving anything that can change data needs proof of physical presence (a passkey),
  * which this version does not offer yet; the capabilities that need it, empty when none does.
+ * `chosen`: only those the approver chose to approve (partial approval); default all requested.
  */
-export function needsPresence(r: DeviceRequest): string[] {
+export function needsPresence(r: DeviceRequest, chosen?: readonly string[]): string[] {
   return r.capabilities
-    .filter((c) => c.highRisk || c.method === null || !READ_ONLY.has(c.method))
+    .filter((c) => chosen === undefined || chosen.includes(c.name))
+    .filter((c) => c.highRisk || !isReadOnlyMethod(c.method))
     .map((c) => c.name);
 }

@@ -158,4 +158,16 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sessions_next RENAME TO sessions;
   CREATE INDEX sessions_expiry ON sessions (expires_at);
   `,
+  // 8: the approver's inbox (issue 11): who opened which device-authorization request, so a
+  // signed-in user finds it again at /approvals; CIBA requests are found by their login_hint.
+  `
+  CREATE TABLE approval_openers (
+    approval_id TEXT NOT NULL REFERENCES approvals (id) ON DELETE CASCADE,
+    user_id TEXT NOT NULL,
+    opened_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, approval_id)
+  ) STRICT, WITHOUT ROWID;
+  CREATE INDEX approval_openers_approval ON approval_openers (approval_id);
+  CREATE INDEX approvals_login_hint ON approvals (login_hint, status, created_at);
+  `,
 ];

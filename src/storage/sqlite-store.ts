@@ -17,6 +17,7 @@ import type {
   ApprovalRecord,
   GrantRecord,
   HostRecord,
+  InboxQuery,
   Patch,
   SessionRecord,
   Store,
@@ -437,6 +438,32 @@ class SqliteStore implements Store {
 
   deleteExpiredSessions(now: number): number {
     return this.stmt('DELETE FROM sessions WHERE expires_at <= ?').run(now).changes;
+  }
+
+  markOpened(approvalId: string, userId: string, at: number): void {
+    this.stmt(
+      'INSERT OR IGNORE INTO approval_openers (approval_id, user_id, opened_at) VALUES (?, ?, ?)',
+    ).run(approvalId, userId, at);
+  }
+
+  inbox(query: InboxQuery): ApprovalRecord[] {
+    return this.many(
+      APPROVAL,
+      `SELECT * FROM approvals
+        WHERE status = 'pending' AND expires_at > @now
+          AND ((method = 'ciba' AND login_hint = @userId)
+            OR (method = 'device_authorization' AND id IN
+              (SELECT approval_id FROM approval_openers WHERE user_id = @userId)))
+          AND (@beforeAt IS NULL OR created_at < @beforeAt OR (created_at = @beforeAt AND id < @beforeId))
+        ORDER BY created_at DESC, id DESC LIMIT @limit`,
+      {
+        userId: query.userId,
+        now: query.now,
+        beforeAt: query.before?.createdAt ?? null,
+        beforeId: query.before?.id ?? null,
+        limit: query.limit,
+      },
+    );
   }
 
   write<T>(fn: (tx: StoreWriter) => T): T {

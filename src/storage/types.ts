@@ -173,6 +173,18 @@ export interface ActivityQuery {
   readonly limit: number;
 }
 
+/**
+ * Pending approvals open at `now` addressed to `userId`: CIBA requests whose login_hint is the
+ * user, and device-authorization requests the user opened. Newest first (created_at, then id,
+ * descending), at most `limit`, starting below the `before` position (keyset pagination).
+ */
+export interface InboxQuery {
+  readonly userId: string;
+  readonly now: number;
+  readonly before?: { readonly createdAt: number; readonly id: string };
+  readonly limit: number;
+}
+
 export type Patch<T> = Partial<Omit<T, 'id' | 'createdAt'>>;
 
 export interface StoreReader {
@@ -239,6 +251,10 @@ export interface Store extends StoreReader {
   deleteSession(idHash: string): void;
   /** Deletes sessions whose `expires_at` is at or before `now`; returns how many. */
   deleteExpiredSessions(now: number): number;
+  /** Records that `userId` opened an approval request (once per user; the first time is kept). */
+  markOpened(approvalId: string, userId: string, at: number): void;
+  /** The approver's inbox, newest first: see InboxQuery. */
+  inbox(query: InboxQuery): ApprovalRecord[];
   /** Deletes pending agents and hosts created before `before` (§10.9); returns how many. */
   deleteStalePending(before: number): { agents: number; hosts: number };
   close(): void;

@@ -2,13 +2,20 @@
  * `{issuer}/device`, the §7.1 verification URI. Without sign-in configured it is read-only: a user
  * sees what a code's request asks and the operator decides. With `sign_in:` the approver signs in,
  * enters or confirms the code (a pre-filled `?code=` is shown for confirmation, never accepted
- * silently: only a POST with the session's CSRF token opens a request), reads it, and approves or
- * denies with POST forms bound to a hash of what was shown. Approve needs a fresh sign-in (§8.11)
- * and refuses, for now, anything that can change data: that needs a passkey (§8.11), not built yet.
+ * silently: only a POST with the session's CSRF token opens a request), reads it with its
+ * warnings (§8.10), and approves or denies with POST forms bound to a hash of what was shown.
+ * Approve carries the approver's choices (which capabilities, narrower limits, an expiry:
+ * views/decision-form.ts, checked by protocol/decision.ts), needs a fresh sign-in (§8.11), and
+ * refuses, for now, to approve anything that can change data: that needs a passkey (§8.11), not
+ * built yet. The inbox (routes/approvals.ts) opens its requests here too: CIBA ones by id, only
+ * for their addressee.
  */
 import type { Exchange } from '../pipeline.js';
 import { ProtocolError } from '../../errors.js';
 import { approve, deny, displayText } from '../../protocol/approvals.js';
+import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
+import { lookUpCibaRequest, recordOpened } from '../../protocol/inbox.js';
+import { requestWarnings } from '../../protocol/request-warnings.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import {
   contentHash,
@@ -26,8 +33,16 @@ import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
 import { formBody, page, sameOrigin, session } from '../steps/page.js';
 import { legacyDevicePage } from '../views/device-read-only.js';
+import { approverChoice } from '../decision-choices.js';
+import { approvedText } from '../views/decision-form.js';
 import { codeForm, decisionForms, message, requestDetails, whoAmI } from '../views/device.js';
 import { oidcFreshNotice, oidcReauthNow, oidcStartPath } from '../views/oidc.js';
+import { inboxLink } from '../views/inbox.js';
+
+/** Where the approver finds this request again: its code's page, or the inbox for CIBA (§7.2). */
+function pageOf(r: DeviceRequest): string {
+  return r.method === 'ciba' ? '/approvals' : `/device?code=${encodeURIComponent(r.userCode)}`;
+}
 
 export interface DeviceRouteOptions {
   readonly ctx: ProtocolContext;
@@ -45,7 +60,9 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
   if (!auth.enabled) {
     router.add('GET', '/device', [
       perIp(limits),
-      step('page', (x) => sendHtml(x.res, 200, legacyDevicePage(ctx, title, x.url.searchParams.get('code')))),
+      step('page', (x) =>
+        sendHtml(x.res, 200, legacyDevicePage(ctx, title, serverName, x.url.searchParams.get('code'))),
+      ),
     ]);
     return;
   }
@@ -62,7 +79,7 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
     const presence = needsPresence(r);
     const parts = [whoAmI(s)];
     if (note) parts.push(note);
-    parts.push(requestDetails(r));
+    parts.push(requestDetails(r, requestWarnings(ctx, r, serverName)));
     if (refusal) {
       parts.push(message('notice', refusal, 'cannot-decide'));
     } else {
@@ -70,7 +87,7 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
         parts.push(
           message(
             'notice',
-            `A passkey is required to approve ${presence.join(', ')}: these can change data or act for you (§8.11). Passkeys are not available on this server yet, so this request cannot be approved here; ask the operator, or deny it.`,
+            `A passkey is required to approve ${presence.join(', ')}: these can change data or act for you (§8.11). Passkeys are not available on this server yet: uncheck these to approve the rest, ask the operator, or deny the request.`,
             'passkey-required',
           ),
         );
@@ -86,9 +103,9 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       }
       const oidc = auth.settings.oidc;
       if (reauth === 'sign-in-again' && s.authMethod === 'oidc' && oidc) {
-        parts.push(oidcFreshNotice(oidc.name, `/device?code=${encodeURIComponent(r.userCode)}`));
+        parts.push(oidcFreshNotice(oidc.name, pageOf(r)));
       } else if (reauth === 'sign-in-again') {
-        const back = `/device?code=${encodeURIComponent(r.userCode)}`;
+        const back = pageOf(r);
         parts.push(
           `<p class="notice" id="fresh-auth">Your sign-in is older than allowed for approvals. <a href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in again</a> to approve.</p>`,
         );
@@ -98,8 +115,26 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
     send(x, status, parts);
   };
 
-  /** The open request the form's code names, or the code form again with why not. */
+  /**
+   * The open request the form names, or the code form again with why not: by its code, or (from
+   * the inbox) a CIBA request by its id, found only when it is addressed to this user.
+   */
   const lookUp = (x: Exchange, s: SessionRecord): DeviceRequest | undefined => {
+    const approvalId = need(x.form, 'form').get('approval');
+    if (approvalId !== null) {
+      const ciba = lookUpCibaRequest(ctx, approvalId.slice(0, 100), s.userId);
+      if (!ciba) {
+        send(x, 404, [
+          whoAmI(s),
+          message(
+            'error',
+            'No open request of yours has that id. It may have expired or been decided already.',
+          ),
+          inboxLink(),
+        ]);
+      }
+      return ciba;
+    }
     const code = need(x.form, 'form').get('code') ?? '';
     const found = lookUpDeviceRequest(ctx, code);
     if (found.kind === 'found') return found.request;
@@ -147,6 +182,7 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       }
       send(x, 200, [
         whoAmI(s),
+        inboxLink(),
         code
           ? message(
               'notice',
@@ -164,7 +200,9 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
     step('show', (x) => {
       const s = need(x.session, 'session');
       const r = lookUp(x, s);
-      if (r) showRequest(x, s, r, 200);
+      if (!r) return;
+      recordOpened(ctx, r, s.userId);
+      showRequest(x, s, r, 200);
     }),
   ]);
 
@@ -175,9 +213,18 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       const form = need(x.form, 'form');
       const r = lookUp(x, s);
       if (!r || !unchanged(x, s, r)) return;
+      const choice = approverChoice(form, r);
+      if (!choice.ok) {
+        x.decision.outcome = 'deny';
+        x.decision.reason = 'decision form refused';
+        showRequest(x, s, r, 400, message('error', `${choice.problem} Nothing was granted.`));
+        return;
+      }
       const refusal =
         decisionRefusal(r, s.userId) ??
-        (needsPresence(r).length > 0 ? 'A passkey is required to approve this request.' : undefined);
+        (needsPresence(r, choice.decision.capabilities).length > 0
+          ? 'A passkey is required to approve this request.'
+          : undefined);
       if (refusal) {
         x.decision.outcome = 'deny';
         x.decision.reason = refusal;
@@ -190,16 +237,11 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
         if (s.authMethod === 'oidc' && oidc) {
           // §8.11: back to the provider with max_age=0, then to this request. A page that moves on
           // by itself (Refresh), because the CSP's form-action stops a redirect out of this POST.
-          const start = oidcStartPath(`/device?code=${encodeURIComponent(r.userCode)}`, true);
+          const start = oidcStartPath(pageOf(r), true);
           x.decision.reason = 'fresh sign-in needed';
-          send(
-            x,
-            200,
-            [whoAmI(s), oidcReauthNow(oidc.name, `/device?code=${encodeURIComponent(r.userCode)}`)],
-            {
-              refresh: `0; url=${start}`,
-            },
-          );
+          send(x, 200, [whoAmI(s), oidcReauthNow(oidc.name, pageOf(r))], {
+            refresh: `0; url=${start}`,
+          });
           return;
         }
         if (s.authMethod === 'trusted_header' || s.authMethod === 'oidc') {
@@ -226,20 +268,12 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
         headers['set-cookie'] = auth.cookie(started.cookieValue);
       }
       try {
-        const decided = approve(ctx, r.approvalId, { userId: s.userId, actor: s.userId });
-        const granted = decided.approved.length ? decided.approved.join(', ') : 'no capabilities';
-        send(
-          x,
-          200,
-          [
-            whoAmI(s),
-            message(
-              'ok',
-              `Approved. The agent ${r.agentName} may now use: ${granted}. You can close this page.`,
-            ),
-          ],
-          headers,
-        );
+        const decided = approve(ctx, r.approvalId, {
+          userId: s.userId,
+          actor: s.userId,
+          ...choice.decision,
+        });
+        send(x, 200, [whoAmI(s), message('ok', approvedText(r, decided)), inboxLink()], headers);
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
         showRequest(x, s, r, err.status, message('error', `${err.message} Nothing was granted.`));
@@ -262,7 +296,11 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       deny(ctx, r.approvalId, { ...(reason ? { reason } : {}), actor: s.userId });
       send(x, 200, [
         whoAmI(s),
-        message('ok', `Denied. The agent ${r.agentName} was told no. You can close this page.`),
+        message(
+          'ok',
+          `Denied. The agent ${plainText(r.agentName, DISPLAY_LIMITS.name).text} was told no. You can close this page.`,
+        ),
+        inboxLink(),
       ]);
     }),
   ]);

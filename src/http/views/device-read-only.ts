@@ -4,10 +4,16 @@
  */
 import { lookUpDeviceRequest } from '../../protocol/device.js';
 import type { ProtocolContext } from '../../protocol/context.js';
+import { requestWarnings } from '../../protocol/request-warnings.js';
 import { escapeHtml, htmlPage } from '../html.js';
 import { lookUpForm, requestDetails } from './device.js';
 
-export function legacyDevicePage(ctx: ProtocolContext, title: string, code: string | null): string {
+export function legacyDevicePage(
+  ctx: ProtocolContext,
+  title: string,
+  serverName: string,
+  code: string | null,
+): string {
   const parts = [`<h1>${escapeHtml(title)}</h1>`];
   if (code === null || code.trim() === '') {
     parts.push('<p>Enter the code the agent showed you to see what it asks for.</p>', lookUpForm(''));
@@ -17,7 +23,7 @@ export function legacyDevicePage(ctx: ProtocolContext, title: string, code: stri
       const r = found.request;
       parts.push(
         lookUpForm(r.userCode),
-        requestDetails(r),
+        requestDetails(r, requestWarnings(ctx, r, serverName)),
         `<p class="notice" id="next-step">This page cannot approve anything. The operator of this service decides requests: give them the code <span class="code">${escapeHtml(r.userCode)}</span> (they find it with <code>agent-auth-proxy admin approvals list --code</code>) and say whether to approve it.</p>`,
       );
     } else if (found.kind === 'not_found') {

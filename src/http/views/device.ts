@@ -1,12 +1,17 @@
 /**
  * The HTML of the device page (§7.1): the code form and the request as the approver sees it.
- * Everything an agent chose (name, host name, reason, binding message) is escaped, shown as
- * plain text and never as a link (§8.10); the page says first that an AI agent is asking.
+ * Everything an agent chose (name, host name, reason, binding message, constraint values) is made
+ * plain (markup and invisible characters removed), capped (src/protocol/display-text.ts),
+ * escaped, and never a link (§8.10); the page says first that an AI agent is asking, then warns
+ * (src/protocol/request-warnings.ts).
  */
 import type { SessionRecord } from '../../storage/types.js';
 import { iso } from '../../protocol/context.js';
 import type { DeviceRequest } from '../../protocol/device.js';
+import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
+import type { RequestWarning } from '../../protocol/request-warnings.js';
 import { escapeHtml } from '../html.js';
+import { constraintText, decisionControls } from './decision-form.js';
 
 const WHAT: Readonly<Record<DeviceRequest['kind'], string>> = {
   registration: 'wants to connect to',
@@ -41,31 +46,57 @@ export function whoAmI(session: SessionRecord): string {
 </form>`;
 }
 
+/** Agent-chosen text for the page: plain (no markup, nothing invisible), capped, escaped (§8.10). */
+function shown(text: string, max: number): string {
+  return escapeHtml(plainText(text, max).text);
+}
+
+/** The warnings above a request (§8.10), or nothing. */
+function warningList(warnings: readonly RequestWarning[]): string {
+  if (warnings.length === 0) return '';
+  const items = warnings.map((w) => `<li class="warning-${w.kind}">${escapeHtml(w.text)}</li>`).join('\n');
+  return `<div id="warnings" class="warn" role="alert">
+<p><strong>Be careful with this request.</strong></p>
+<ul>
+${items}
+</ul>
+</div>`;
+}
+
 /** What the request asks, in the order a careful person reads it. */
-export function requestDetails(r: DeviceRequest): string {
+export function requestDetails(r: DeviceRequest, warnings: readonly RequestWarning[] = []): string {
   const capabilities = r.capabilities
     .map((c) => {
-      const description = c.description ? ` — ${escapeHtml(c.description.split('\n')[0] ?? '')}` : '';
+      const description = c.description
+        ? ` — ${escapeHtml(plainText(c.description.split('\n')[0] ?? '', DISPLAY_LIMITS.description).text)}`
+        : '';
       const method = c.method ? ` <small class="method">(${escapeHtml(c.method)})</small>` : '';
       const constraints = c.constraints
-        ? `<br><small>limited to <code>${escapeHtml(JSON.stringify(c.constraints))}</code></small>`
+        ? `<br><small class="limits">limited to: ${Object.entries(c.constraints)
+            .map(([field, value]) => escapeHtml(constraintText(field, value)))
+            .join('; ')}</small>`
         : '';
       const risk = c.highRisk
         ? ' <strong class="risk">high risk: it can change data or act for you</strong>'
         : '';
-      return `<li><code>${escapeHtml(c.name)}</code>${description}${method}${risk}${constraints}</li>`;
+      return `<li><code>${shown(c.name, DISPLAY_LIMITS.name)}</code>${description}${method}${risk}${constraints}</li>`;
     })
     .join('\n');
+  const heading =
+    r.method === 'ciba'
+      ? 'Request sent to you'
+      : `Request <span class="code">${escapeHtml(r.userCode)}</span>`;
   return `<section id="request" aria-labelledby="request-title">
-<h2 id="request-title">Request <span class="code">${escapeHtml(r.userCode)}</span></h2>
-<p><strong>You are authorizing an AI agent.</strong> The agent <strong id="agent-name">${escapeHtml(r.agentName)}</strong>${
-    r.hostName ? ` on <strong id="host-name">${escapeHtml(r.hostName)}</strong>` : ''
+<h2 id="request-title">${heading}</h2>
+<p><strong>You are authorizing an AI agent.</strong> The agent <strong id="agent-name">${shown(r.agentName, DISPLAY_LIMITS.name)}</strong>${
+    r.hostName ? ` on <strong id="host-name">${shown(r.hostName, DISPLAY_LIMITS.name)}</strong>` : ''
   } ${WHAT[r.kind]} this service, as a ${r.mode} agent.</p>
 <p>Names, reasons and messages are chosen by the agent: they are not verified by this server.</p>
+${warningList(warnings)}
 <dl>
 ${r.capabilities.length > 0 ? `<dt>Capabilities</dt><dd><ul id="capabilities">${capabilities}</ul></dd>` : ''}
-${r.reason ? `<dt>Reason given</dt><dd id="reason">${escapeHtml(r.reason)}</dd>` : ''}
-${r.bindingMessage ? `<dt>Message from the agent</dt><dd id="binding-message">${escapeHtml(r.bindingMessage)}</dd>` : ''}
+${r.reason ? `<dt>Reason given</dt><dd id="reason">${shown(r.reason, DISPLAY_LIMITS.reason)}</dd>` : ''}
+${r.bindingMessage ? `<dt>Message from the agent</dt><dd id="binding-message">${shown(r.bindingMessage, DISPLAY_LIMITS.bindingMessage)}</dd>` : ''}
 <dt>Open until</dt><dd>${escapeHtml(iso(r.expiresAt) ?? '')}</dd>
 </dl>
 </section>`;
@@ -80,7 +111,7 @@ export interface DecisionForms {
 
 export function decisionForms(r: DeviceRequest, f: DecisionForms): string {
   const hidden = `<input type="hidden" name="csrf" value="${escapeHtml(f.session.csrfToken)}">
-<input type="hidden" name="code" value="${escapeHtml(r.userCode)}">
+${requestField(r)}
 <input type="hidden" name="shown" value="${escapeHtml(f.hash)}">`;
   let reauth = '';
   if (f.reauth === 'password' || f.reauth === 'password+totp') {
@@ -91,6 +122,7 @@ ${f.reauth === 'password+totp' ? '<label for="reauth-totp">One-time code</label>
   }
   return `<form method="post" action="/device/approve" id="approve-form">
 ${hidden}
+${decisionControls(r)}
 ${reauth}
 <button type="submit" class="approve" id="approve">Approve</button>
 </form>
@@ -100,6 +132,16 @@ ${hidden}
 <input id="deny-reason" name="reason" maxlength="500">
 <button type="submit" class="deny" id="deny">Deny</button>
 </form>`;
+}
+
+/**
+ * The hidden field that names the request in a form: its code for a device request; its id for
+ * a CIBA request, which is found only in its addressee's inbox (src/protocol/inbox.ts).
+ */
+export function requestField(r: DeviceRequest): string {
+  return r.method === 'ciba'
+    ? `<input type="hidden" name="approval" value="${escapeHtml(r.approvalId)}">`
+    : `<input type="hidden" name="code" value="${escapeHtml(r.userCode)}">`;
 }
 
 export function message(kind: 'error' | 'notice' | 'ok', text: string, id = 'outcome'): string {

@@ -1,8 +1,8 @@
 /**
  * The §7.1 verification page in a real browser: headless Debian Chromium driven by playwright-core
  * (scripts/ensure-chromium.sh installs it before `npm test`). A user types the code the way people
- * do, submits the form, and reads the request; text an agent chose is shown literally and can run
- * nothing (§8.10), even when it is markup built to execute.
+ * do, submits the form, and reads the request; markup in text an agent chose is stripped and can
+ * run nothing (§8.10), even when it is built to execute.
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,12 +52,13 @@ describe('the device page in Chromium', () => {
       await page.fill('#code', code.replace('-', ' ').toLowerCase());
       await Promise.all([page.waitForURL(/\/device\?code=/), page.click('button[type=submit]')]);
 
-      expect(await page.textContent('#agent-name')).toBe(HOSTILE_NAME);
+      // §8.10 "strip HTML": the markup is gone, only its text is left, and nothing of it ran.
+      expect(await page.textContent('#agent-name')).toBe('Helper');
       expect(await page.textContent('#host-name')).toBe('Alice laptop');
-      expect(await page.textContent('#reason')).toBe('Keep <b>the</b> shelter list current');
+      expect(await page.textContent('#reason')).toBe('Keep the shelter list current');
       const items = await page.locator('#capabilities li').allTextContents();
       expect(items).toEqual(['list_pets — List pets (GET)', 'create_pet — Add a pet (POST)']);
-      // The markup stayed text: no image element, no handler ran, the title is untouched.
+      // No image element, no handler ran, the title is untouched.
       expect(await page.locator('img').count()).toBe(0);
       expect(await page.locator('b').count()).toBe(0);
       expect(await page.title()).toBe('Agent requests — petstore');

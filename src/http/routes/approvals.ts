@@ -1,0 +1,57 @@
+/**
+ * `GET {issuer}/approvals` (issue 11): the signed-in approver's inbox of open requests addressed
+ * to them (src/protocol/inbox.ts). It only lists: each card opens the request in the device
+ * page's request view (POST /device), and the decision goes through the same Approve and Deny
+ * steps, with the same Origin, CSRF, fresh-authentication and content-hash checks.
+ */
+import { inboxPage } from '../../protocol/inbox.js';
+import type { ProtocolContext } from '../../protocol/context.js';
+import { requestWarnings } from '../../protocol/request-warnings.js';
+import { escapeHtml, htmlPage, sendHtml } from '../html.js';
+import type { PageAuth } from '../page-auth.js';
+import { step } from '../pipeline.js';
+import type { RateLimits } from '../rate-limits.js';
+import type { Router } from '../router.js';
+import { perIp } from '../steps/limits.js';
+import { page, session } from '../steps/page.js';
+import { whoAmI } from '../views/device.js';
+import { inboxView } from '../views/inbox.js';
+
+export interface ApprovalsRouteOptions {
+  readonly ctx: ProtocolContext;
+  readonly limits: RateLimits;
+  readonly auth: PageAuth;
+  /** The name users know the service by (discovery's provider_name). */
+  readonly serverName: string;
+}
+
+export function approvalsRoutes(
+  router: Router,
+  { ctx, limits, auth, serverName }: ApprovalsRouteOptions,
+): void {
+  const title = `Your approvals — ${serverName}`;
+  router.add('GET', '/approvals', [
+    page,
+    perIp(limits),
+    session(auth),
+    step('inbox', (x) => {
+      const s = x.session;
+      const body = [`<h1>${escapeHtml(title)}</h1>`];
+      if (!s) {
+        body.push(
+          '<p>Requests from AI agents that wait for your decision are listed here once you sign in.</p>',
+          `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent('/approvals'))}">Sign in to continue</a></p>`,
+        );
+      } else {
+        const cursor = (x.url.searchParams.get('before') ?? '').slice(0, 100) || null;
+        const listed = inboxPage(ctx, s.userId, cursor);
+        body.push(
+          whoAmI(s),
+          inboxView(s, listed, (r) => requestWarnings(ctx, r, serverName).length, ctx.clock.now()),
+          '<p><a href="/device">Enter a code from an agent</a></p>',
+        );
+      }
+      sendHtml(x.res, 200, htmlPage(title, body.join('\n')));
+    }),
+  ]);
+}
