@@ -18,6 +18,10 @@ import { discoveryRoutes } from './http/routes/discovery.js';
 import { healthRoutes } from './http/routes/health.js';
 import { deviceRoutes } from './http/routes/device.js';
 import { signInRoutes } from './http/routes/sign-in.js';
+import { accountRoutes } from './http/routes/account.js';
+import { passkeyRoutes } from './http/routes/passkeys.js';
+import { PresenceGate } from './http/steps/presence.js';
+import { Passkeys, relyingParty } from './protocol/passkeys.js';
 import { PageAuth } from './http/page-auth.js';
 import { Sessions } from './protocol/sessions.js';
 import { LocalSignIn } from './protocol/sign-in.js';
@@ -112,6 +116,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     const removed = store.deleteStalePending(clock.now() - policy.lifetimes.pendingCleanupMs);
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
     store.deleteExpiredSessions(clock.now());
+    passkeys.sweep();
     const jobs = store.deleteExpiredAsyncJobs(clock.now());
     if (jobs) logger.info('expired async executions removed', { jobs });
     replayJournal?.sweep(clock.now());
@@ -168,8 +173,15 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     new LocalSignIn(settings.signIn.localUsers, new RateLimiter(clock), clock),
     () => issuer,
   );
-  deviceRoutes(router, { ctx, limits, auth, serverName: providerName });
-  if (auth.enabled) signInRoutes(router, { auth, limits, serverName: providerName });
+  // §8.11 passkeys: the relying party is the issuer's host (known once the server listens).
+  const passkeys = new Passkeys(store, clock, () => relyingParty(issuer, providerName));
+  const presence = new PresenceGate(passkeys, policy.approval.requirePresence);
+  deviceRoutes(router, { ctx, limits, auth, serverName: providerName, presence });
+  if (auth.enabled) {
+    signInRoutes(router, { auth, limits, serverName: providerName, passkeys });
+    accountRoutes(router, { auth, limits, passkeys, serverName: providerName });
+    passkeyRoutes(router, { ctx, auth, limits, passkeys, presence });
+  }
   agentRoutes(router, {
     ctx,
     limits,

@@ -2,8 +2,8 @@
  * §7.1 device authorization, the user's side: what someone who opens the verification URI with a
  * code may see of the request behind it, and whether the signed-in approver may decide it here.
  * Without sign-in configured the page is read-only and the operator decides. With it, an approval
- * is bound to a hash of exactly what was shown, and (until passkeys exist) only read-only requests
- * can be approved on the page: §8.11 requires proof of presence for anything that changes data.
+ * is bound to a hash of exactly what was shown; approving anything that changes data also needs
+ * proof of presence (§8.11, presence.ts).
  */
 import { createHash } from 'node:crypto';
 import type { ApprovalKind } from '../storage/types.js';
@@ -98,17 +98,4 @@ export function decisionRefusal(r: DeviceRequest, userId: string): string | unde
     return 'This agent acts for another user; only they can decide its requests.';
   }
   return undefined;
-}
-
-/** Methods that only read (RFC 9110 §9.2.1 safe methods the proxy forwards). */
-const READ_ONLY = new Set(['GET', 'HEAD']);
-
-/**
- * §8.11: approving anything that can change data needs proof of physical presence (a passkey),
- * which this version does not offer yet; the capabilities that need it, empty when none does.
- */
-export function needsPresence(r: DeviceRequest): string[] {
-  return r.capabilities
-    .filter((c) => c.highRisk || c.method === null || !READ_ONLY.has(c.method))
-    .map((c) => c.name);
 }

@@ -132,4 +132,37 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX sessions_expiry ON sessions (expires_at);
   `,
+  // 6: approvers' passkeys (issue 11, WebAuthn): the credential id, its COSE public key and
+  // signature counter, per user; and 'passkey' as a way a session was authenticated (SQLite cannot
+  // change a CHECK in place, so the sessions table is rebuilt with its rows).
+  `
+  CREATE TABLE passkeys (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    user_handle TEXT NOT NULL,
+    public_key BLOB NOT NULL,
+    counter INTEGER NOT NULL CHECK (counter >= 0),
+    transports TEXT NOT NULL DEFAULT '[]',
+    name TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER
+  ) STRICT;
+  CREATE INDEX passkeys_user ON passkeys (user_id, created_at);
+
+  CREATE TABLE sessions_with_passkey (
+    id_hash TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    auth_method TEXT NOT NULL
+      CHECK (auth_method IN ('password', 'password+totp', 'trusted_header', 'passkey')),
+    authenticated_at INTEGER NOT NULL,
+    csrf_token TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  INSERT INTO sessions_with_passkey
+    SELECT id_hash, user_id, auth_method, authenticated_at, csrf_token, created_at, expires_at FROM sessions;
+  DROP TABLE sessions;
+  ALTER TABLE sessions_with_passkey RENAME TO sessions;
+  CREATE INDEX sessions_expiry ON sessions (expires_at);
+  `,
 ];

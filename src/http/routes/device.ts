@@ -4,7 +4,8 @@
  * enters or confirms the code (a pre-filled `?code=` is shown for confirmation, never accepted
  * silently: only a POST with the session's CSRF token opens a request), reads it, and approves or
  * denies with POST forms bound to a hash of what was shown. Approve needs a fresh sign-in (§8.11)
- * and refuses, for now, anything that can change data: that needs a passkey (§8.11), not built yet.
+ * and, for anything that can change data, proof of presence: a passkey assertion bound to this
+ * approval (§8.11; steps/presence.ts), which also counts as the fresh authentication.
  */
 import type { Exchange } from '../pipeline.js';
 import { ProtocolError } from '../../errors.js';
@@ -14,7 +15,6 @@ import {
   contentHash,
   decisionRefusal,
   lookUpDeviceRequest,
-  needsPresence,
   type DeviceRequest,
 } from '../../protocol/device.js';
 import type { SessionRecord } from '../../storage/types.js';
@@ -25,6 +25,7 @@ import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
 import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import type { PresenceGate } from '../steps/presence.js';
 import { legacyDevicePage } from '../views/device-read-only.js';
 import { codeForm, decisionForms, message, requestDetails, whoAmI } from '../views/device.js';
 
@@ -34,11 +35,21 @@ export interface DeviceRouteOptions {
   readonly auth: PageAuth;
   /** The name users know the service by (discovery's provider_name). */
   readonly serverName: string;
+  /** §8.11 proof of presence at Approve. */
+  readonly presence: PresenceGate;
 }
 
-export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: DeviceRouteOptions): void {
+export function deviceRoutes(
+  router: Router,
+  { ctx, limits, auth, serverName, presence }: DeviceRouteOptions,
+): void {
   const title = `Agent requests — ${serverName}`;
-  const send = (x: Exchange, status: number, parts: string[], headers: Record<string, string> = {}): void => {
+  const send = (
+    x: Exchange,
+    status: number,
+    parts: string[],
+    headers: Readonly<Record<string, string>> = {},
+  ): void => {
     sendHtml(x.res, status, htmlPage(title, [`<h1>${escapeHtml(title)}</h1>`, ...parts].join('\n')), headers);
   };
   if (!auth.enabled) {
@@ -58,24 +69,19 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
     note?: string,
   ): void => {
     const refusal = decisionRefusal(r, s.userId);
-    const presence = needsPresence(r);
     const parts = [whoAmI(s)];
+    let headers: Readonly<Record<string, string>> = {};
     if (note) parts.push(note);
     parts.push(requestDetails(r));
     if (refusal) {
       parts.push(message('notice', refusal, 'cannot-decide'));
     } else {
-      if (presence.length > 0) {
-        parts.push(
-          message(
-            'notice',
-            `A passkey is required to approve ${presence.join(', ')}: these can change data or act for you (§8.11). Passkeys are not available on this server yet, so this request cannot be approved here; ask the operator, or deny it.`,
-            'passkey-required',
-          ),
-        );
-      }
+      const proof = presence.view(s, r);
+      if (proof.html) parts.push(proof.html);
+      headers = proof.headers;
       let reauth: 'password' | 'password+totp' | 'sign-in-again' | null = null;
-      if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
+      // The passkey Approve asks for is the fresh authentication too (§8.11): no password then.
+      if (!proof.passkeyIsFreshAuth && !auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
         reauth =
           s.authMethod === 'trusted_header'
             ? 'sign-in-again'
@@ -91,7 +97,7 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       }
       parts.push(decisionForms(r, { session: s, hash: contentHash(r), reauth }));
     }
-    send(x, status, parts);
+    send(x, status, parts, headers);
   };
 
   /** The open request the form's code names, or the code form again with why not. */
@@ -171,17 +177,27 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       const form = need(x.form, 'form');
       const r = lookUp(x, s);
       if (!r || !unchanged(x, s, r)) return;
-      const refusal =
-        decisionRefusal(r, s.userId) ??
-        (needsPresence(r).length > 0 ? 'A passkey is required to approve this request.' : undefined);
+      const refusal = decisionRefusal(r, s.userId);
       if (refusal) {
         x.decision.outcome = 'deny';
         x.decision.reason = refusal;
         showRequest(x, s, r, 403, message('error', `${refusal} Nothing was granted.`));
         return;
       }
+      const proof = await presence.check(x, s, r);
+      if (proof.kind === 'refused') {
+        x.decision.outcome = 'deny';
+        x.decision.reason = proof.text;
+        showRequest(x, s, r, proof.status, message('error', `${proof.text} Nothing was granted.`));
+        return;
+      }
       const headers: Record<string, string> = {};
-      if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
+      if (proof.kind === 'verified') {
+        // §8.11: a verified passkey is a fresh authentication: a new session says so.
+        const started = auth.sessions.start(s.userId, 'passkey', x.sessionCookie);
+        s = started.session;
+        headers['set-cookie'] = auth.cookie(started.cookieValue);
+      } else if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
         if (s.authMethod === 'trusted_header') {
           showRequest(x, s, r, 403, message('error', 'Sign in again before approving. Nothing was granted.'));
           return;

@@ -4,6 +4,7 @@
  * a form. Every sign-in starts a new session (the id is rotated; the old one ends).
  */
 import type { ServerResponse } from 'node:http';
+import type { Passkeys } from '../../protocol/passkeys.js';
 import { escapeHtml, htmlPage, redirect, sendHtml } from '../html.js';
 import { safeReturn, type PageAuth } from '../page-auth.js';
 import { need, step } from '../pipeline.js';
@@ -11,18 +12,33 @@ import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
 import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { passkeySignInForm } from '../views/account-passkeys.js';
+import { PASSKEY_PAGE_HEADERS, PASSKEY_SCRIPT_TAG } from '../views/passkey-script.js';
+import { passkeySignInRoutes } from './passkeys.js';
 
 export interface SignInRouteOptions {
   readonly auth: PageAuth;
   readonly limits: RateLimits;
   readonly serverName: string;
+  /** Passkey sign-in (local accounts), when passkeys work at the issuer. */
+  readonly passkeys?: Passkeys;
 }
 
-export function signInRoutes(router: Router, { auth, limits, serverName }: SignInRouteOptions): void {
+export function signInRoutes(
+  router: Router,
+  { auth, limits, serverName, passkeys }: SignInRouteOptions,
+): void {
   const title = `Sign in — ${serverName}`;
+  // Read per page: whether passkeys work depends on the issuer, known once the server listens.
+  const withPasskey = (): boolean => passkeys !== undefined && passkeys.available && auth.hasLocal;
+  const headers = (): Readonly<Record<string, string>> => (withPasskey() ? PASSKEY_PAGE_HEADERS : {});
+  const body = (back: string, message?: string, userId = ''): string =>
+    signInPage(auth, title, back, message, userId) +
+    (withPasskey() ? `\n${passkeySignInForm(back)}\n${PASSKEY_SCRIPT_TAG}` : '');
   const show = (res: ServerResponse, status: number, back: string, message?: string, userId = ''): void => {
-    sendHtml(res, status, htmlPage(title, signInPage(auth, title, back, message, userId)));
+    sendHtml(res, status, htmlPage(title, body(back, message, userId)), headers());
   };
+  if (passkeys !== undefined && auth.hasLocal) passkeySignInRoutes(router, { auth, limits, passkeys, show });
 
   router.add('GET', '/sign-in', [
     page,
@@ -70,15 +86,13 @@ export function signInRoutes(router: Router, { auth, limits, serverName }: SignI
           429,
           htmlPage(
             title,
-            signInPage(
-              auth,
-              title,
+            body(
               back,
               `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
               userId,
             ),
           ),
-          { 'retry-after': String(result.retryAfterSec) },
+          { ...headers(), 'retry-after': String(result.retryAfterSec) },
         );
         return;
       }
