@@ -269,11 +269,12 @@ describe('enrolment and sign-in', () => {
     const { page } = await pageWithPasskey('carol@example.com');
     await page.goto(`${origin}/account`);
     await submit(page, 'button:has-text("Sign out")');
-    expect(page.url()).toBe(`${origin}/sign-in`);
+    await page.waitForURL(`${origin}/sign-in`);
     await page.goto(`${origin}/sign-in?return=%2Faccount`);
     await page.waitForSelector('#sign-in-passkey', { state: 'visible' });
     await submit(page, '#sign-in-passkey');
-    expect(page.url()).toBe(`${origin}/account`);
+    // A 303 to the return address: wait for that page, not just the POST's answer.
+    await page.waitForURL(`${origin}/account`);
     expect(await page.textContent('#signed-in-as')).toBe('carol@example.com');
     expect(await sessionOf(page)).toMatchObject({ userId: 'carol@example.com', authMethod: 'passkey' });
     await page.context().close();

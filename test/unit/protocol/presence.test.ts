@@ -1,5 +1,10 @@
 /** §8.11 proof of presence: which approvals need a passkey, and what an assertion is bound to. */
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { UserError } from '../../../src/errors.js';
+import type { Catalog } from '../../../src/openapi/catalog.js';
+import { loadCatalog } from '../../../src/openapi/load-catalog.js';
+import { parsePolicy } from '../../../src/policy/policy.js';
+import { PETSTORE } from '../../helpers/proxy.js';
 import {
   approvalBinding,
   capabilitiesNeedingPresence,
@@ -99,5 +104,29 @@ describe('what an approval assertion is bound to', () => {
         ['c', ''],
       ]),
     );
+  });
+});
+
+describe('policy approval.require_presence', () => {
+  let catalog: Catalog;
+  beforeAll(async () => {
+    catalog = await loadCatalog([{ spec: PETSTORE }], { allowRemoteRefs: false, allowHttp: false });
+  });
+
+  it('defaults to data_changing and accepts always', () => {
+    expect(parsePolicy('{}', 'p.yaml', catalog).approval.requirePresence).toBe('data_changing');
+    const always = parsePolicy('approval: {require_presence: always}', 'p.yaml', catalog);
+    expect(always.approval.requirePresence).toBe('always');
+  });
+
+  it('refuses a value that would weaken it (never, read_only) with the key path named', () => {
+    for (const value of ['never', 'read_only', 'false']) {
+      expect(() => parsePolicy(`approval: {require_presence: ${value}}`, 'p.yaml', catalog)).toThrow(
+        UserError,
+      );
+      expect(() => parsePolicy(`approval: {require_presence: ${value}}`, 'p.yaml', catalog)).toThrow(
+        /require_presence/,
+      );
+    }
   });
 });
