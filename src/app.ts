@@ -22,6 +22,11 @@ import { signInRoutes } from './http/routes/sign-in.js';
 import { accountRoutes } from './http/routes/account.js';
 import { accountAgentRoutes, agentsAccountSection } from './http/routes/account-agents.js';
 import { oidcRoutes } from './http/routes/oidc.js';
+import { accountPasskeyRoutes, passkeysAccountSection } from './http/routes/account-passkeys.js';
+import { passkeyRoutes } from './http/routes/passkeys.js';
+import { PASSKEY_PAGE_HEADERS } from './http/views/passkey-script.js';
+import { PresenceGate } from './http/steps/presence.js';
+import { Passkeys, relyingParty } from './protocol/passkeys.js';
 import { PageAuth } from './http/page-auth.js';
 import { Sessions } from './protocol/sessions.js';
 import { LocalSignIn } from './protocol/sign-in.js';
@@ -127,6 +132,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     const removed = store.deleteStalePending(clock.now() - policy.lifetimes.pendingCleanupMs);
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
     store.deleteExpiredSessions(clock.now());
+    passkeys.sweep();
     const jobs = store.deleteExpiredAsyncJobs(clock.now());
     if (jobs) logger.info('expired async executions removed', { jobs });
     replayJournal?.sweep(clock.now());
@@ -184,17 +190,24 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     new LocalSignIn(settings.signIn.localUsers, new RateLimiter(clock), clock),
     () => issuer,
   );
-  deviceRoutes(router, { ctx, limits, auth, serverName: providerName });
-  if (auth.enabled) signInRoutes(router, { auth, limits, serverName: providerName });
+  // §8.11 passkeys: the relying party is the issuer's host (known once the server listens).
+  const passkeys = new Passkeys(store, clock, () => relyingParty(issuer, providerName));
+  const presence = new PresenceGate(passkeys, policy.approval.requirePresence);
+  deviceRoutes(router, { ctx, limits, auth, serverName: providerName, presence });
   if (auth.enabled) {
+    signInRoutes(router, { auth, limits, serverName: providerName, passkeys });
     const flushActivity = (): void => executionLog.flush();
     const account = accountRoutes(router, {
       auth,
       limits,
       serverName: providerName,
-      sections: [agentsAccountSection(ctx, flushActivity)],
+      sections: [passkeysAccountSection(auth, passkeys), agentsAccountSection(ctx, flushActivity)],
+      headers: PASSKEY_PAGE_HEADERS,
     });
+    accountPasskeyRoutes(router, { auth, limits, passkeys, page: account });
     accountAgentRoutes(router, { ctx, auth, limits, page: account, flushActivity });
+    passkeyRoutes(router, { ctx, auth, limits, passkeys, presence });
+    approvalsRoutes(router, { ctx, limits, auth, serverName: providerName });
   }
   const oidc = settings.signIn.oidc
     ? new OidcSignIn(
@@ -206,7 +219,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       )
     : undefined;
   if (oidc) oidcRoutes(router, { auth, oidc, limits, serverName: providerName });
-  if (auth.enabled) approvalsRoutes(router, { ctx, limits, auth, serverName: providerName });
   agentRoutes(router, {
     ctx,
     limits,

@@ -32,6 +32,7 @@ export function resolveApproval(approval: PolicyFile['approval'], problems: Prob
     intervalMs,
     approvers: Object.freeze([...approval.approvers]),
     verificationUri: approval.verification_uri,
+    requirePresence: approval.require_presence,
   });
 }
 

@@ -176,6 +176,13 @@ export const POLICY_SCHEMA = {
           maxLength: 2048,
           default: null,
         },
+        require_presence: {
+          type: 'string',
+          enum: ['data_changing', 'always'],
+          description:
+            "When approving on the proxy's pages needs proof of presence: a passkey assertion with user verification (§8.11). data_changing: capabilities whose method is not GET/HEAD or that capabilities.high_risk lists. always: every approval.",
+          default: 'data_changing',
+        },
       },
     },
     lifetimes: {

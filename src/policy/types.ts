@@ -45,6 +45,8 @@ export interface Policy {
     readonly approvers: readonly string[];
     /** §7.1 verification URI; null: the proxy's own `/device` page. */
     readonly verificationUri: string | null;
+    /** §8.11: which approvals on the pages need a passkey assertion (src/protocol/presence.ts). */
+    readonly requirePresence: 'data_changing' | 'always';
   };
   readonly lifetimes: {
     /** Sliding, from the last request (§2.4); null: disabled. */

@@ -2,8 +2,8 @@
  * §7.1 device authorization, the user's side: what someone who opens the verification URI with a
  * code may see of the request behind it, and whether the signed-in approver may decide it here.
  * Without sign-in configured the page is read-only and the operator decides. With it, an approval
- * is bound to a hash of exactly what was shown, and (until passkeys exist) only read-only requests
- * can be approved on the page: §8.11 requires proof of presence for anything that changes data.
+ * is bound to a hash of exactly what was shown; approving anything that changes data also needs
+ * proof of presence (§8.11, presence.ts).
  */
 import { createHash } from 'node:crypto';
 import type { ApprovalKind, ApprovalRecord } from '../storage/types.js';
@@ -113,16 +113,4 @@ const READ_ONLY = new Set(['GET', 'HEAD']);
 /** Whether a capability of this upper-case method only reads; an unknown method does not. */
 export function isReadOnlyMethod(method: string | null): boolean {
   return method !== null && READ_ONLY.has(method);
-}
-
-/**
- * §8.11: approving anything that can change data needs proof of physical presence (a passkey),
- * which this version does not offer yet; the capabilities that need it, empty when none does.
- * `chosen`: only those the approver chose to approve (partial approval); default all requested.
- */
-export function needsPresence(r: DeviceRequest, chosen?: readonly string[]): string[] {
-  return r.capabilities
-    .filter((c) => chosen === undefined || chosen.includes(c.name))
-    .filter((c) => c.highRisk || !isReadOnlyMethod(c.method))
-    .map((c) => c.name);
 }

@@ -170,4 +170,20 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX approval_openers_approval ON approval_openers (approval_id);
   CREATE INDEX approvals_login_hint ON approvals (login_hint, status, created_at);
   `,
+  // 9: approvers' passkeys (issue 11, WebAuthn): the credential id, its COSE public key and
+  // signature counter, per user ('passkey' as a session's auth method came with migration 7).
+  `
+  CREATE TABLE passkeys (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    user_handle TEXT NOT NULL,
+    public_key BLOB NOT NULL,
+    counter INTEGER NOT NULL CHECK (counter >= 0),
+    transports TEXT NOT NULL DEFAULT '[]',
+    name TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER
+  ) STRICT;
+  CREATE INDEX passkeys_user ON passkeys (user_id, created_at);
+  `,
 ];

@@ -18,6 +18,7 @@ import type {
   GrantRecord,
   HostRecord,
   InboxQuery,
+  PasskeyRecord,
   Patch,
   SessionRecord,
   Store,
@@ -131,6 +132,23 @@ const SESSION: Columns<SessionRecord> = {
   createdAt: { column: 'created_at' },
   expiresAt: { column: 'expires_at' },
 };
+
+const PASSKEY: Columns<PasskeyRecord> = {
+  id: { column: 'id' },
+  userId: { column: 'user_id' },
+  userHandle: { column: 'user_handle' },
+  publicKey: { column: 'public_key' },
+  counter: { column: 'counter' },
+  transports: { column: 'transports', kind: 'json' },
+  name: { column: 'name' },
+  createdAt: { column: 'created_at' },
+  lastUsedAt: { column: 'last_used_at' },
+};
+
+/** better-sqlite3 returns BLOBs as Buffers; WebAuthn verification wants a plain Uint8Array. */
+function passkeyFromRow(p: PasskeyRecord | undefined): PasskeyRecord | undefined {
+  return p && { ...p, publicKey: new Uint8Array(p.publicKey) };
+}
 
 function toColumnValue(value: unknown, kind: Column['kind']): unknown {
   if (value === undefined || value === null) return null;
@@ -464,6 +482,33 @@ class SqliteStore implements Store {
         limit: query.limit,
       },
     );
+  }
+
+  insertPasskey(passkey: PasskeyRecord): void {
+    const p = params(PASSKEY, passkey);
+    p.public_key = Buffer.from(passkey.publicKey);
+    const names = Object.keys(p);
+    this.stmt(
+      `INSERT INTO passkeys (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
+    ).run(p);
+  }
+
+  passkey(id: string): PasskeyRecord | undefined {
+    return passkeyFromRow(this.one(PASSKEY, 'SELECT * FROM passkeys WHERE id = ?', id));
+  }
+
+  passkeys(userId: string): PasskeyRecord[] {
+    return this.many(PASSKEY, 'SELECT * FROM passkeys WHERE user_id = ? ORDER BY created_at, id', userId).map(
+      (p) => passkeyFromRow(p) as PasskeyRecord,
+    );
+  }
+
+  recordPasskeyUse(id: string, counter: number, at: number): void {
+    this.stmt('UPDATE passkeys SET counter = ?, last_used_at = ? WHERE id = ?').run(counter, at, id);
+  }
+
+  deletePasskey(id: string, userId: string): boolean {
+    return this.stmt('DELETE FROM passkeys WHERE id = ? AND user_id = ?').run(id, userId).changes > 0;
   }
 
   write<T>(fn: (tx: StoreWriter) => T): T {

@@ -148,7 +148,7 @@ export interface SeenJti {
 }
 
 /** How an approver proved who they are (issue 11; recorded for §8.11 fresh authentication). */
-export type AuthMethod = 'password' | 'password+totp' | 'trusted_header' | 'oidc';
+export type AuthMethod = 'password' | 'password+totp' | 'trusted_header' | 'oidc' | 'passkey';
 
 /** A signed-in approver's session; the cookie carries the id, the store only its hash. */
 export interface SessionRecord {
@@ -160,6 +160,28 @@ export interface SessionRecord {
   readonly csrfToken: string;
   readonly createdAt: number;
   readonly expiresAt: number;
+}
+
+/**
+ * A passkey (WebAuthn credential, issue 11) an approver enrolled at `{issuer}/account`: what the
+ * server needs to verify its assertions (§8.11 proof of presence) and to show it to its owner.
+ */
+export interface PasskeyRecord {
+  /** The credential id, base64url (WebAuthn `rawId`). */
+  readonly id: string;
+  readonly userId: string;
+  /** The WebAuthn user handle: random per user, never the user id itself (base64url). */
+  readonly userHandle: string;
+  /** The COSE-encoded public key. */
+  readonly publicKey: Uint8Array;
+  /** The authenticator's signature counter at the last accepted use (0: it keeps none). */
+  readonly counter: number;
+  /** Transport hints the browser reported at enrolment (`internal`, `usb`, `hybrid`…). */
+  readonly transports: readonly string[];
+  /** The name its owner gave it (shown on the account page). */
+  readonly name: string;
+  readonly createdAt: number;
+  readonly lastUsedAt: number | null;
 }
 
 export interface ActivityQuery {
@@ -255,6 +277,14 @@ export interface Store extends StoreReader {
   markOpened(approvalId: string, userId: string, at: number): void;
   /** The approver's inbox, newest first: see InboxQuery. */
   inbox(query: InboxQuery): ApprovalRecord[];
+  insertPasskey(passkey: PasskeyRecord): void;
+  passkey(id: string): PasskeyRecord | undefined;
+  /** A user's passkeys, oldest first. */
+  passkeys(userId: string): PasskeyRecord[];
+  /** Records an accepted assertion: the new signature counter and when. */
+  recordPasskeyUse(id: string, counter: number, at: number): void;
+  /** Deletes the passkey only if it is `userId`'s; returns whether one was deleted. */
+  deletePasskey(id: string, userId: string): boolean;
   /** Deletes pending agents and hosts created before `before` (§10.9); returns how many. */
   deleteStalePending(before: number): { agents: number; hosts: number };
   close(): void;

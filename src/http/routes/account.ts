@@ -1,6 +1,7 @@
 /**
  * `GET {issuer}/account` (issue 11): the signed-in user's page, made of sections that other route
- * modules contribute (their agents and hosts: routes/account-agents.ts; passkeys). This module only
+ * modules contribute (their agents and hosts: routes/account-agents.ts; their passkeys:
+ * routes/account-passkeys.ts). This module only
  * signs the visitor in and lays the sections out; each section's POST routes live with it and show
  * their outcome through the `AccountPage` returned here.
  */
@@ -27,6 +28,8 @@ export interface AccountRouteOptions {
   readonly limits: RateLimits;
   readonly serverName: string;
   readonly sections: readonly AccountSection[];
+  /** Headers of the signed-in page (the passkey section's script needs its own CSP). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export function accountRoutes(router: Router, options: AccountRouteOptions): AccountPage {
@@ -36,7 +39,7 @@ export function accountRoutes(router: Router, options: AccountRouteOptions): Acc
       const parts = [`<h1>${escapeHtml(title)}</h1>`, whoAmI(s)];
       if (note) parts.push(note);
       for (const section of options.sections) parts.push(section(x, s));
-      sendHtml(x.res, status, htmlPage(title, parts.join('\n')));
+      sendHtml(x.res, status, htmlPage(title, parts.join('\n')), options.headers ?? {});
     },
   };
   router.add('GET', '/account', [

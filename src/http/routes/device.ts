@@ -5,10 +5,11 @@
  * silently: only a POST with the session's CSRF token opens a request), reads it with its
  * warnings (§8.10), and approves or denies with POST forms bound to a hash of what was shown.
  * Approve carries the approver's choices (which capabilities, narrower limits, an expiry:
- * views/decision-form.ts, checked by protocol/decision.ts), needs a fresh sign-in (§8.11), and
- * refuses, for now, to approve anything that can change data: that needs a passkey (§8.11), not
- * built yet. The inbox (routes/approvals.ts) opens its requests here too: CIBA ones by id, only
- * for their addressee.
+ * views/decision-form.ts, checked by protocol/decision.ts), needs a fresh sign-in (§8.11) and,
+ * for anything that can change data, proof of presence: a passkey assertion bound to this
+ * approval and these choices (§8.11; steps/presence.ts), which also counts as the fresh
+ * authentication. The inbox (routes/approvals.ts) opens its requests here too: CIBA ones by id,
+ * only for their addressee.
  */
 import type { Exchange } from '../pipeline.js';
 import { ProtocolError } from '../../errors.js';
@@ -21,7 +22,6 @@ import {
   contentHash,
   decisionRefusal,
   lookUpDeviceRequest,
-  needsPresence,
   type DeviceRequest,
 } from '../../protocol/device.js';
 import type { SessionRecord } from '../../storage/types.js';
@@ -32,6 +32,7 @@ import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
 import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import type { PresenceGate } from '../steps/presence.js';
 import { legacyDevicePage } from '../views/device-read-only.js';
 import { approverChoice } from '../decision-choices.js';
 import { approvedText } from '../views/decision-form.js';
@@ -50,11 +51,21 @@ export interface DeviceRouteOptions {
   readonly auth: PageAuth;
   /** The name users know the service by (discovery's provider_name). */
   readonly serverName: string;
+  /** §8.11 proof of presence at Approve. */
+  readonly presence: PresenceGate;
 }
 
-export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: DeviceRouteOptions): void {
+export function deviceRoutes(
+  router: Router,
+  { ctx, limits, auth, serverName, presence }: DeviceRouteOptions,
+): void {
   const title = `Agent requests — ${serverName}`;
-  const send = (x: Exchange, status: number, parts: string[], headers: Record<string, string> = {}): void => {
+  const send = (
+    x: Exchange,
+    status: number,
+    parts: string[],
+    headers: Readonly<Record<string, string>> = {},
+  ): void => {
     sendHtml(x.res, status, htmlPage(title, [`<h1>${escapeHtml(title)}</h1>`, ...parts].join('\n')), headers);
   };
   if (!auth.enabled) {
@@ -76,24 +87,19 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
     note?: string,
   ): void => {
     const refusal = decisionRefusal(r, s.userId);
-    const presence = needsPresence(r);
     const parts = [whoAmI(s)];
+    let headers: Readonly<Record<string, string>> = {};
     if (note) parts.push(note);
     parts.push(requestDetails(r, requestWarnings(ctx, r, serverName)));
     if (refusal) {
       parts.push(message('notice', refusal, 'cannot-decide'));
     } else {
-      if (presence.length > 0) {
-        parts.push(
-          message(
-            'notice',
-            `A passkey is required to approve ${presence.join(', ')}: these can change data or act for you (§8.11). Passkeys are not available on this server yet: uncheck these to approve the rest, ask the operator, or deny the request.`,
-            'passkey-required',
-          ),
-        );
-      }
+      const proof = presence.view(s, r);
+      if (proof.html) parts.push(proof.html);
+      headers = proof.headers;
       let reauth: 'password' | 'password+totp' | 'sign-in-again' | null = null;
-      if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
+      // The passkey Approve asks for is the fresh authentication too (§8.11): no password then.
+      if (!proof.passkeyIsFreshAuth && !auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
         reauth =
           s.authMethod === 'trusted_header' || s.authMethod === 'oidc'
             ? 'sign-in-again'
@@ -112,7 +118,7 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
       }
       parts.push(decisionForms(r, { session: s, hash: contentHash(r), reauth }));
     }
-    send(x, status, parts);
+    send(x, status, parts, headers);
   };
 
   /**
@@ -220,19 +226,29 @@ export function deviceRoutes(router: Router, { ctx, limits, auth, serverName }: 
         showRequest(x, s, r, 400, message('error', `${choice.problem} Nothing was granted.`));
         return;
       }
-      const refusal =
-        decisionRefusal(r, s.userId) ??
-        (needsPresence(r, choice.decision.capabilities).length > 0
-          ? 'A passkey is required to approve this request.'
-          : undefined);
+      const refusal = decisionRefusal(r, s.userId);
       if (refusal) {
         x.decision.outcome = 'deny';
         x.decision.reason = refusal;
         showRequest(x, s, r, 403, message('error', `${refusal} Nothing was granted.`));
         return;
       }
+      // Partial approval: only what is approved needs presence (§8.11).
+      const approving = r.capabilities.filter((c) => choice.decision.capabilities.includes(c.name));
+      const proof = await presence.check(x, s, r, approving);
+      if (proof.kind === 'refused') {
+        x.decision.outcome = 'deny';
+        x.decision.reason = proof.text;
+        showRequest(x, s, r, proof.status, message('error', `${proof.text} Nothing was granted.`));
+        return;
+      }
       const headers: Record<string, string> = {};
-      if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
+      if (proof.kind === 'verified') {
+        // §8.11: a verified passkey is a fresh authentication: a new session says so.
+        const started = auth.sessions.start(s.userId, 'passkey', x.sessionCookie);
+        s = started.session;
+        headers['set-cookie'] = auth.cookie(started.cookieValue);
+      } else if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
         const oidc = auth.settings.oidc;
         if (s.authMethod === 'oidc' && oidc) {
           // §8.11: back to the provider with max_age=0, then to this request. A page that moves on

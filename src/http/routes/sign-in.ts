@@ -1,9 +1,12 @@
 /**
  * `GET/POST /sign-in` and `POST /sign-out` (issue 11): local accounts (password, then TOTP when
  * the account has one), a "Sign in with …" button for the OIDC provider (routes/oidc.ts), and the
- * trusted header of an authenticating proxy, which signs in without a form. Every sign-in starts a new session (the id is rotated; the old one ends).
+ * trusted header of an authenticating proxy, which signs in without a form; and, for local
+ * accounts, a passkey (routes/passkeys.ts). Every sign-in starts a new session (the id is rotated;
+ * the old one ends).
  */
 import type { ServerResponse } from 'node:http';
+import type { Passkeys } from '../../protocol/passkeys.js';
 import { escapeHtml, htmlPage, redirect, sendHtml } from '../html.js';
 import { safeReturn, type PageAuth } from '../page-auth.js';
 import { need, step } from '../pipeline.js';
@@ -12,31 +15,62 @@ import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
 import { formBody, page, sameOrigin, session } from '../steps/page.js';
 import { oidcButton } from '../views/oidc.js';
+import { passkeySignInForm } from '../views/account-passkeys.js';
+import { PASSKEY_PAGE_HEADERS, PASSKEY_SCRIPT_TAG } from '../views/passkey-script.js';
+import { passkeySignInRoutes } from './passkeys.js';
 
 export interface SignInRouteOptions {
   readonly auth: PageAuth;
   readonly limits: RateLimits;
   readonly serverName: string;
+  /** Passkey sign-in (local accounts), when passkeys work at the issuer. */
+  readonly passkeys?: Passkeys;
 }
 
-/** The sign-in page, with a message above the ways to sign in (other sign-in routes use it too). */
+/**
+ * The sign-in page, with a message above the ways to sign in (other sign-in routes use it too);
+ * with `passkeys` (local accounts, at an issuer where WebAuthn works) also the passkey form and
+ * the one script that runs its ceremony.
+ */
 export function showSignIn(
   res: ServerResponse,
   status: number,
   auth: PageAuth,
   serverName: string,
   back: string,
-  { message, userId = '' }: { message?: string; userId?: string } = {},
+  {
+    message,
+    userId = '',
+    passkeys,
+    headers = {},
+  }: {
+    message?: string;
+    userId?: string;
+    passkeys?: Passkeys;
+    headers?: Readonly<Record<string, string>>;
+  } = {},
 ): void {
   const title = `Sign in — ${serverName}`;
-  sendHtml(res, status, htmlPage(title, signInPage(auth, title, back, message, userId)));
+  // Read per page: whether passkeys work depends on the issuer, known once the server listens.
+  const withPasskey = passkeys !== undefined && passkeys.available && auth.hasLocal;
+  const body =
+    signInPage(auth, title, back, message, userId) +
+    (withPasskey ? `\n${passkeySignInForm(back)}\n${PASSKEY_SCRIPT_TAG}` : '');
+  sendHtml(res, status, htmlPage(title, body), { ...(withPasskey ? PASSKEY_PAGE_HEADERS : {}), ...headers });
 }
 
-export function signInRoutes(router: Router, { auth, limits, serverName }: SignInRouteOptions): void {
-  const title = `Sign in — ${serverName}`;
+export function signInRoutes(
+  router: Router,
+  { auth, limits, serverName, passkeys }: SignInRouteOptions,
+): void {
   const show = (res: ServerResponse, status: number, back: string, message?: string, userId = ''): void => {
-    showSignIn(res, status, auth, serverName, back, { ...(message ? { message } : {}), userId });
+    showSignIn(res, status, auth, serverName, back, {
+      ...(message ? { message } : {}),
+      userId,
+      ...(passkeys ? { passkeys } : {}),
+    });
   };
+  if (passkeys !== undefined && auth.hasLocal) passkeySignInRoutes(router, { auth, limits, passkeys, show });
 
   router.add('GET', '/sign-in', [
     page,
@@ -79,21 +113,12 @@ export function signInRoutes(router: Router, { auth, limits, serverName }: SignI
         x.decision.outcome = 'deny';
         x.decision.reason = 'sign-in throttled';
         const minutes = Math.ceil(result.retryAfterSec / 60);
-        sendHtml(
-          x.res,
-          429,
-          htmlPage(
-            title,
-            signInPage(
-              auth,
-              title,
-              back,
-              `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-              userId,
-            ),
-          ),
-          { 'retry-after': String(result.retryAfterSec) },
-        );
+        showSignIn(x.res, 429, auth, serverName, back, {
+          message: `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+          userId,
+          ...(passkeys ? { passkeys } : {}),
+          headers: { 'retry-after': String(result.retryAfterSec) },
+        });
         return;
       }
       if (result.kind === 'wrong') {

@@ -59,6 +59,7 @@ describe('config/policy.example.yaml', () => {
       intervalMs: 5_000,
       approvers: ['alice@example.com'],
       verificationUri: null,
+      requirePresence: 'data_changing',
     });
     expect(policy.lifetimes).toEqual({
       sessionTtlMs: 30 * 60_000,
@@ -148,6 +149,7 @@ describe('defaults', () => {
         intervalMs: 5_000,
         approvers: [],
         verificationUri: null,
+        requirePresence: 'data_changing',
       });
       expect(policy.lifetimes).toEqual({
         sessionTtlMs: 1_800_000,

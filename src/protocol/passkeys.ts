@@ -1,0 +1,404 @@
+/**
+ * Passkeys (WebAuthn, issue 11): enrolment, and assertions for signing in and for proof of
+ * presence at approval (§8.11). Every ceremony asks for user verification ("required", §8.11:
+ * "preferred" would let a device skip the biometric or PIN check an agent cannot pass) and is
+ * verified here, server-side, with @simplewebauthn/server.
+ *
+ * Each challenge is issued for one purpose and one binding (what the person is confirming: an
+ * approval and the hash of what the page showed, the passkey to remove…) and is derived from
+ * them, so the authenticator's signature covers the binding too. It is kept server-side, good
+ * once and for CHALLENGE_TTL_MS (webauthn-challenges.ts). The relying-party id and origin come
+ * from the issuer: browsers refuse WebAuthn on an IP address or on plain http other than
+ * localhost, so there passkeys are unavailable.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import {
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+  type AuthenticationResponseJSON,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
+  type RegistrationResponseJSON,
+} from '@simplewebauthn/server';
+import type { Clock } from '../clock.js';
+import type { SignInSettings } from '../config/sign-in.js';
+import { ProtocolError } from '../errors.js';
+import type { PasskeyRecord, Store } from '../storage/types.js';
+import { protocolEvent } from './activity.js';
+import { ChallengeStore, type ChallengeBounds } from './webauthn-challenges.js';
+
+/** How long the browser may take for one ceremony (WebAuthn `timeout`). */
+export const CEREMONY_TIMEOUT_MS = 60_000;
+
+/** Open challenges: two minutes each, 5 per session or client address, 10,000 in all. */
+export const CHALLENGE_BOUNDS: ChallengeBounds = { ttlMs: 2 * 60_000, perOwner: 5, total: 10_000 };
+
+/** Passkeys one user may enrol. */
+export const MAX_PASSKEYS_PER_USER = 10;
+
+/** A passkey's name as shown on the account page. */
+export const MAX_PASSKEY_NAME = 64;
+
+/** The JSON a browser sends back for one ceremony: an assertion is ~1 KB, an enrolment ~2 KB. */
+const MAX_RESPONSE_CHARS = 16 * 1024;
+
+export interface RelyingParty {
+  /** The WebAuthn RP id: the issuer's host name. */
+  readonly id: string;
+  /** The only origin ceremonies are accepted from: the issuer's. */
+  readonly origin: string;
+  /** Shown by the browser's passkey prompt. */
+  readonly name: string;
+}
+
+/** The relying party an issuer gives, or undefined when browsers would refuse WebAuthn there. */
+export function relyingParty(issuer: string, name: string): RelyingParty | undefined {
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    return undefined;
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) !== 0) return undefined;
+  const local = host === 'localhost' || host.endsWith('.localhost');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local)) return undefined;
+  return { id: host, origin: url.origin, name };
+}
+
+/** What a ceremony is for; a challenge of one purpose is never accepted for another. */
+export type CeremonyPurpose = 'sign-in' | 'approve' | 'enrol' | 'confirm';
+
+interface Pending {
+  readonly purpose: CeremonyPurpose;
+  readonly kind: 'assertion' | 'registration';
+  /** The user who must answer; null for usernameless sign-in. */
+  readonly userId: string | null;
+  readonly binding: string;
+  /** Registration only: the user handle given to the authenticator. */
+  readonly userHandle?: string;
+}
+
+export interface CeremonyScope {
+  readonly purpose: CeremonyPurpose;
+  /** Whose open challenges this counts against (a session's id hash, or `ip:` + address). */
+  readonly owner: string;
+  readonly userId: string | null;
+  /** What is being confirmed; the answer must come back for the very same binding. */
+  readonly binding: string;
+}
+
+export type AssertionResult =
+  { readonly ok: true; readonly passkey: PasskeyRecord } | { readonly ok: false; readonly reason: string };
+
+export type RegistrationResult =
+  { readonly ok: true; readonly passkey: PasskeyRecord } | { readonly ok: false; readonly reason: string };
+
+const UNKNOWN_CHALLENGE = 'This passkey confirmation is unknown, was already used, or has expired.';
+
+export class Passkeys {
+  readonly #challenges: ChallengeStore<Pending>;
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    /** Read per call: the issuer is known only once the server listens. */
+    private readonly rp: () => RelyingParty | undefined,
+    bounds: ChallengeBounds = CHALLENGE_BOUNDS,
+  ) {
+    this.#challenges = new ChallengeStore(clock, bounds);
+  }
+
+  get available(): boolean {
+    return this.rp() !== undefined;
+  }
+
+  /** Open challenges (for tests and the bound). */
+  get openChallenges(): number {
+    return this.#challenges.size;
+  }
+
+  list(userId: string): PasskeyRecord[] {
+    return this.store.passkeys(userId);
+  }
+
+  /** Options for `navigator.credentials.create()`: a new passkey for `scope.userId`. */
+  async registrationOptions(scope: CeremonyScope): Promise<PublicKeyCredentialCreationOptionsJSON> {
+    const rp = this.#need();
+    const userId = scope.userId as string;
+    const existing = this.store.passkeys(userId);
+    if (existing.length >= MAX_PASSKEYS_PER_USER) {
+      throw new ProtocolError(
+        'invalid_request',
+        `You already have ${MAX_PASSKEYS_PER_USER} passkeys, the most allowed: remove one first.`,
+      );
+    }
+    // The same handle for all of a user's passkeys; random, so it says nothing about who they are.
+    const userHandle = existing[0]?.userHandle ?? randomBytes(32).toString('base64url');
+    const challenge = this.#issue(scope, 'registration', userHandle);
+    return generateRegistrationOptions({
+      rpName: rp.name,
+      rpID: rp.id,
+      userName: userId,
+      userDisplayName: userId,
+      userID: Buffer.from(userHandle, 'base64url'),
+      challenge: Buffer.from(challenge, 'base64url'),
+      timeout: CEREMONY_TIMEOUT_MS,
+      attestationType: 'none',
+      excludeCredentials: existing.map((p) => ({ id: p.id, transports: [...p.transports] })),
+      authenticatorSelection: { residentKey: 'preferred', userVerification: 'required' },
+    });
+  }
+
+  /** Verifies an enrolment answer and stores the new passkey. */
+  async register(scope: CeremonyScope, responseText: string, name: string): Promise<RegistrationResult> {
+    const rp = this.#need();
+    const parsed = parseResponse(responseText);
+    if (!parsed) return { ok: false, reason: 'The browser sent no usable passkey.' };
+    const pending = this.#take(scope, 'registration', parsed.challenge);
+    if (!pending) return { ok: false, reason: UNKNOWN_CHALLENGE };
+    const userId = scope.userId as string;
+    if (this.store.passkeys(userId).length >= MAX_PASSKEYS_PER_USER) {
+      return { ok: false, reason: `You already have ${MAX_PASSKEYS_PER_USER} passkeys, the most allowed.` };
+    }
+    let info;
+    try {
+      const verified = await verifyRegistrationResponse({
+        response: parsed.json as unknown as RegistrationResponseJSON,
+        expectedChallenge: parsed.challenge,
+        expectedOrigin: rp.origin,
+        expectedRPID: rp.id,
+        requireUserPresence: true,
+        requireUserVerification: true,
+      });
+      if (!verified.verified) return { ok: false, reason: 'The passkey could not be verified.' };
+      info = verified.registrationInfo;
+    } catch (err) {
+      return { ok: false, reason: `The passkey could not be verified: ${(err as Error).message}` };
+    }
+    if (this.store.passkey(info.credential.id)) {
+      return { ok: false, reason: 'This passkey is already enrolled.' };
+    }
+    const now = this.clock.now();
+    const passkey: PasskeyRecord = {
+      id: info.credential.id,
+      userId,
+      userHandle: pending.userHandle as string,
+      publicKey: info.credential.publicKey,
+      counter: info.credential.counter,
+      transports: (info.credential.transports ?? []).slice(0, 8),
+      name: cleanName(name) || `Passkey added ${new Date(now).toISOString().slice(0, 10)}`,
+      createdAt: now,
+      lastUsedAt: null,
+    };
+    this.store.write((tx) => {
+      tx.appendActivity(
+        protocolEvent({
+          at: now,
+          type: 'user.passkey_added',
+          agentId: null,
+          hostId: null,
+          userId,
+          capability: null,
+          outcome: 'ok',
+          detail: { passkey: passkey.name },
+        }),
+      );
+      this.store.insertPasskey(passkey);
+    });
+    return { ok: true, passkey };
+  }
+
+  /**
+   * Options for `navigator.credentials.get()`. With a user, only their passkeys are allowed; with
+   * none (sign-in), any discoverable passkey of this site.
+   */
+  async assertionOptions(scope: CeremonyScope): Promise<PublicKeyCredentialRequestOptionsJSON> {
+    const rp = this.#need();
+    const allowed = scope.userId === null ? [] : this.store.passkeys(scope.userId);
+    if (scope.userId !== null && allowed.length === 0) {
+      throw new ProtocolError('invalid_request', 'You have no passkey yet: add one on your account page.');
+    }
+    const challenge = this.#issue(scope, 'assertion');
+    return generateAuthenticationOptions({
+      rpID: rp.id,
+      challenge: Buffer.from(challenge, 'base64url'),
+      timeout: CEREMONY_TIMEOUT_MS,
+      userVerification: 'required',
+      ...(allowed.length > 0
+        ? { allowCredentials: allowed.map((p) => ({ id: p.id, transports: [...p.transports] })) }
+        : {}),
+    });
+  }
+
+  /** Verifies an assertion for exactly `scope`; on success the passkey's counter moves on. */
+  async verifyAssertion(scope: CeremonyScope, responseText: string): Promise<AssertionResult> {
+    const rp = this.rp();
+    if (!rp) return { ok: false, reason: 'Passkeys are not available at this address.' };
+    const parsed = parseResponse(responseText);
+    if (!parsed) return { ok: false, reason: 'The browser sent no usable passkey confirmation.' };
+    if (!this.#take(scope, 'assertion', parsed.challenge)) return { ok: false, reason: UNKNOWN_CHALLENGE };
+    const response = parsed.json as unknown as AuthenticationResponseJSON;
+    const passkey = typeof response.id === 'string' ? this.store.passkey(response.id) : undefined;
+    if (!passkey || (scope.userId !== null && passkey.userId !== scope.userId)) {
+      return { ok: false, reason: 'That passkey is not one of yours on this server.' };
+    }
+    const handle = response.response?.userHandle;
+    if (handle !== undefined && handle !== passkey.userHandle) {
+      return { ok: false, reason: 'That passkey is not one of yours on this server.' };
+    }
+    try {
+      const verified = await verifyAuthenticationResponse({
+        response,
+        expectedChallenge: parsed.challenge,
+        expectedOrigin: rp.origin,
+        expectedRPID: rp.id,
+        credential: {
+          id: passkey.id,
+          publicKey: new Uint8Array(passkey.publicKey),
+          counter: passkey.counter,
+          transports: [...passkey.transports],
+        },
+        // §8.11: the UV flag must be set; "preferred" would let an agent with the browser pass.
+        requireUserVerification: true,
+      });
+      if (!verified.verified || !verified.authenticationInfo.userVerified) {
+        return { ok: false, reason: 'The passkey did not verify you (no fingerprint, face or PIN).' };
+      }
+      const now = this.clock.now();
+      this.store.recordPasskeyUse(passkey.id, verified.authenticationInfo.newCounter, now);
+      return {
+        ok: true,
+        passkey: { ...passkey, counter: verified.authenticationInfo.newCounter, lastUsedAt: now },
+      };
+    } catch (err) {
+      return { ok: false, reason: `The passkey confirmation was not valid: ${(err as Error).message}` };
+    }
+  }
+
+  /** Removes one of `userId`'s passkeys; false when they have none by that id. */
+  remove(userId: string, id: string): boolean {
+    const passkey = this.store.passkey(id);
+    if (!passkey || passkey.userId !== userId) return false;
+    const now = this.clock.now();
+    return this.store.write((tx) => {
+      tx.appendActivity(
+        protocolEvent({
+          at: now,
+          type: 'user.passkey_removed',
+          agentId: null,
+          hostId: null,
+          userId,
+          capability: null,
+          outcome: 'ok',
+          detail: { passkey: passkey.name },
+        }),
+      );
+      return this.store.deletePasskey(id, userId);
+    });
+  }
+
+  /** Drops expired challenges (the proxy's maintenance). */
+  sweep(): number {
+    return this.#challenges.sweep();
+  }
+
+  #need(): RelyingParty {
+    const rp = this.rp();
+    if (!rp) {
+      throw new ProtocolError(
+        'invalid_request',
+        'Passkeys are not available at this address: browsers allow them only on https (or http://localhost), never on an IP address.',
+      );
+    }
+    return rp;
+  }
+
+  /** A fresh challenge derived from the purpose and binding, remembered for `scope.owner`. */
+  #issue(scope: CeremonyScope, kind: Pending['kind'], userHandle?: string): string {
+    const nonce = randomBytes(32).toString('base64url');
+    const challenge = createHash('sha256')
+      .update(`agent-auth-proxy webauthn\0${scope.purpose}\0${scope.binding}\0${nonce}`)
+      .digest('base64url');
+    const pending: Pending = {
+      purpose: scope.purpose,
+      kind,
+      userId: scope.userId,
+      binding: scope.binding,
+      ...(userHandle !== undefined ? { userHandle } : {}),
+    };
+    if (!this.#challenges.issue(scope.owner, challenge, pending)) {
+      throw new ProtocolError(
+        'temporarily_unavailable',
+        'Too many passkey ceremonies are open on this server right now; try again in a minute.',
+      );
+    }
+    return challenge;
+  }
+
+  /** The pending challenge, taken (single use), if it was issued for exactly this scope. */
+  #take(scope: CeremonyScope, kind: Pending['kind'], challenge: string): Pending | undefined {
+    const issued = this.#challenges.take(challenge);
+    if (!issued) return undefined;
+    const p = issued.data;
+    const same =
+      issued.owner === scope.owner &&
+      p.kind === kind &&
+      p.purpose === scope.purpose &&
+      p.userId === scope.userId &&
+      p.binding === scope.binding;
+    return same ? p : undefined;
+  }
+}
+
+/**
+ * Whether a passkey may sign `userId` in: only a configured local account. With OIDC or a trusted
+ * header the organisation's sign-in decides who may enter (a user removed there must be out), so
+ * their passkeys prove presence at approval but never replace that sign-in. Removing a local user
+ * from the config also stops their passkeys.
+ */
+export function mayStillSignIn(settings: SignInSettings, userId: string): boolean {
+  return settings.localUsers.has(userId);
+}
+
+/**
+ * What adding a passkey needs: a user who already has one confirms with it (so that whoever holds
+ * the browser, an agent included, cannot add their own authenticator next to it, §8.11); a user
+ * without one needs a fresh sign-in (sign_in.fresh_auth).
+ */
+export function enrolmentNeeds(
+  hasPasskeys: boolean,
+  freshSignIn: boolean,
+): 'confirm' | 'sign-in-again' | 'ok' {
+  if (hasPasskeys) return 'confirm';
+  return freshSignIn ? 'ok' : 'sign-in-again';
+}
+
+/** Plain text, one line, capped: a passkey name is shown back to its owner only. */
+function cleanName(name: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters have no place in a name
+  const oneLine = name.replace(/[\u0000-\u001f\u007f]/g, ' ');
+  return oneLine.trim().slice(0, MAX_PASSKEY_NAME);
+}
+
+/** The browser's JSON and the challenge its client data names, or undefined if malformed. */
+function parseResponse(text: string): { json: Record<string, unknown>; challenge: string } | undefined {
+  if (text.length === 0 || text.length > MAX_RESPONSE_CHARS) return undefined;
+  try {
+    const json = JSON.parse(text) as unknown;
+    if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+    const response = (json as { response?: unknown }).response;
+    if (typeof response !== 'object' || response === null) return undefined;
+    const clientData = (response as { clientDataJSON?: unknown }).clientDataJSON;
+    if (typeof clientData !== 'string') return undefined;
+    const decoded = JSON.parse(Buffer.from(clientData, 'base64url').toString('utf8')) as unknown;
+    const challenge = (decoded as { challenge?: unknown } | null)?.challenge;
+    if (typeof challenge !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(challenge)) return undefined;
+    return { json: json as Record<string, unknown>, challenge };
+  } catch {
+    return undefined;
+  }
+}
