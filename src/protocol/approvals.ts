@@ -187,6 +187,8 @@ export interface ApproveInput {
   readonly grantLifetimeMs?: number;
   /** Who decided, for granted_by / denied_by. */
   readonly actor: string;
+  /** How the person who decided on a page authenticated (password, oidc, passkey …). */
+  readonly authMethod?: string;
 }
 
 export interface Decision {
@@ -358,6 +360,7 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
       kind: approval.kind,
       approved,
       denied,
+      ...(input.authMethod ? { auth_method: input.authMethod } : {}),
       ...(narrowed.size > 0 ? { narrowed: [...narrowed.keys()] } : {}),
       ...(expiresAt !== null ? { grants_expire_at: new Date(expiresAt).toISOString() } : {}),
       by: actor,
@@ -407,7 +410,7 @@ function narrowing(
 export function deny(
   ctx: ProtocolContext,
   approvalId: string,
-  input: { readonly reason?: string; readonly actor: string },
+  input: { readonly reason?: string; readonly actor: string; readonly authMethod?: string },
 ): Decision {
   return ctx.write((tx) => {
     const now = ctx.clock.now();
@@ -432,6 +435,7 @@ export function deny(
       approval_id: approval.id,
       kind: approval.kind,
       reason,
+      ...(input.authMethod ? { auth_method: input.authMethod } : {}),
       by: input.actor,
     });
     return { approval: decided, agent: updated, approved: [], denied, grantsExpireAt: null };

@@ -287,6 +287,7 @@ export function deviceRoutes(
         const decided = approve(ctx, r.approvalId, {
           userId: s.userId,
           actor: s.userId,
+          authMethod: s.authMethod,
           ...choice.decision,
         });
         send(x, 200, [whoAmI(s), message('ok', approvedText(r, decided)), inboxLink()], headers);
@@ -309,7 +310,11 @@ export function deviceRoutes(
         return;
       }
       const reason = displayText((need(x.form, 'form').get('reason') ?? '').slice(0, 500), 'reason');
-      deny(ctx, r.approvalId, { ...(reason ? { reason } : {}), actor: s.userId });
+      deny(ctx, r.approvalId, {
+        ...(reason ? { reason } : {}),
+        actor: s.userId,
+        authMethod: s.authMethod,
+      });
       send(x, 200, [
         whoAmI(s),
         message(

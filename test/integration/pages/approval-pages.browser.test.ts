@@ -154,6 +154,11 @@ describe('deciding on the device page', () => {
     }
     const status = await p.status(host, agentId);
     expect(status.body.status).toBe('active');
+    // The decision records who decided and how they authenticated.
+    const decided = p.proxy.protocol.store
+      .activity({ agentId, limit: 20 })
+      .find((r) => r.type === 'approval.approved');
+    expect(decided?.detail).toMatchObject({ by: 'alice@example.com', auth_method: 'password' });
   });
 
   it('denies with a reason: the agent is rejected (§7.1)', async () => {
@@ -165,6 +170,14 @@ describe('deciding on the device page', () => {
     expect(await page.textContent('#outcome')).toContain('Denied.');
     const status = await p.status(host, agentId);
     expect(status.body.status).toBe('rejected');
+    const decided = p.proxy.protocol.store
+      .activity({ agentId, limit: 20 })
+      .find((r) => r.type === 'approval.denied');
+    expect(decided?.detail).toMatchObject({
+      by: 'alice@example.com',
+      auth_method: 'password',
+      reason: 'Not this week',
+    });
     await page.context().close();
   });
 

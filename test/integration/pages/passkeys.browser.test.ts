@@ -176,6 +176,11 @@ async function sessionOf(page: Page): Promise<{ userId: string; authMethod: stri
   return p.proxy.protocol.store.session(idHash);
 }
 
+/** The detail of the agent's newest activity record of `type` (approval.approved / .denied). */
+function decisionRecord(agentId: string, type: string): Readonly<Record<string, unknown>> | null | undefined {
+  return p.proxy.protocol.store.activity({ agentId, limit: 20 }).find((r) => r.type === type)?.detail;
+}
+
 /** The approve form's fields as the page has them, and the session cookie. */
 async function approveForm(page: Page): Promise<{ cookie: string; fields: Record<string, string> }> {
   const fields: Record<string, string> = {};
@@ -355,6 +360,11 @@ describe('proof of presence at approval (§8.11)', () => {
     });
     // The verified passkey is a fresh authentication: the session was rotated and says so.
     expect(await sessionOf(page)).toMatchObject({ authMethod: 'passkey' });
+    // The decision records who decided and how they authenticated.
+    expect(decisionRecord(agentId, 'approval.approved')).toMatchObject({
+      by: 'alice@example.com',
+      auth_method: 'passkey',
+    });
     await page.context().close();
   });
 
