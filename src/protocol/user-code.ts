@@ -9,10 +9,13 @@ const ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 const LENGTH = 8;
 const ALPHABET_SET: ReadonlySet<string> = new Set(ALPHABET);
 
-/** A fresh code like "WDJB-MJHT", each character drawn uniformly with a CSPRNG. */
-export function generateUserCode(): string {
+/**
+ * A fresh code like "WDJB-MJHT", each character drawn uniformly with a CSPRNG. `draw` (an index
+ * below its argument) is node:crypto's randomInt; a test passes its own to see every draw.
+ */
+export function generateUserCode(draw: (below: number) => number = randomInt): string {
   let code = '';
-  for (let i = 0; i < LENGTH; i++) code += ALPHABET.charAt(randomInt(ALPHABET.length));
+  for (let i = 0; i < LENGTH; i++) code += ALPHABET.charAt(draw(ALPHABET.length));
   return display(code);
 }
 
