@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -45,4 +45,24 @@ export function writeConfig(yaml: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'aap-config-')), 'proxy.yaml');
   writeFileSync(file, yaml);
   return file;
+}
+
+/** A page in a fresh browser context (its own cookies), at a desktop size unless told. */
+export async function openPage(browser: Browser, width = 1280, height = 800): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height } });
+  return context.newPage();
+}
+
+/**
+ * Clicks `selector` and waits for the document its POST leads to (every form of the pages is a
+ * POST answered with a page or a 303, whether the form or the passkey script submits it); the
+ * answer's status.
+ */
+export async function submitForm(page: Page, selector: string): Promise<number> {
+  const [response] = await Promise.all([
+    page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
+    page.click(selector),
+  ]);
+  await page.waitForLoadState('load');
+  return response.status();
 }

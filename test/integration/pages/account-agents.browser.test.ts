@@ -10,7 +10,13 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCOUNT_PAGE_SIZE, RECENT_ACTIVITY } from '../../../src/protocol/account.js';
 import { hashPassword } from '../../../src/util/password.js';
-import { freePort, launchChromium, writeConfig } from '../../helpers/browser.js';
+import {
+  freePort,
+  launchChromium,
+  openPage,
+  submitForm as submit,
+  writeConfig,
+} from '../../helpers/browser.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 import { PETSTORE, ROOT } from '../../helpers/proxy.js';
 import { TestUpstream } from '../../helpers/upstream.js';
@@ -48,19 +54,7 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function newPage(width = 1280, height = 900): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width, height } });
-  return context.newPage();
-}
-
-async function submit(page: Page, selector: string): Promise<number> {
-  const [response] = await Promise.all([
-    page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
-    page.click(selector),
-  ]);
-  await page.waitForLoadState('load');
-  return response.status();
-}
+const newPage = (width = 1280, height = 900): Promise<Page> => openPage(browser, width, height);
 
 /** Opens /account, follows its sign-in link and signs in; back on /account. */
 async function openAccount(page: Page, user = ALICE): Promise<void> {

@@ -8,7 +8,13 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/util/password.js';
-import { freePort, launchChromium, writeConfig } from '../../helpers/browser.js';
+import {
+  freePort,
+  launchChromium,
+  openPage,
+  submitForm as submit,
+  writeConfig,
+} from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 import { PETSTORE, ROOT } from '../../helpers/proxy.js';
@@ -44,20 +50,7 @@ afterAll(async () => {
   await p?.close();
 });
 
-async function newPage(width = 1280, height = 800): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width, height } });
-  return context.newPage();
-}
-
-/** Clicks and waits for the page the form leads to (every form here navigates). */
-async function submit(page: Page, selector: string): Promise<void> {
-  // Every form here is a POST answered with a page or a 303: wait for that document's response.
-  await Promise.all([
-    page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
-    page.click(selector),
-  ]);
-  await page.waitForLoadState('load');
-}
+const newPage = (width = 1280, height = 800): Promise<Page> => openPage(browser, width, height);
 
 async function signIn(page: Page, user = 'alice@example.com', password = PASSWORD): Promise<void> {
   await page.fill('#user_id', user);

@@ -11,7 +11,13 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INBOX_PAGE_SIZE } from '../../../src/protocol/inbox.js';
 import { hashPassword } from '../../../src/util/password.js';
-import { freePort, launchChromium, writeConfig } from '../../helpers/browser.js';
+import {
+  freePort,
+  launchChromium,
+  openPage,
+  submitForm as submit,
+  writeConfig,
+} from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 import { PETSTORE, ROOT } from '../../helpers/proxy.js';
@@ -66,19 +72,7 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-async function newPage(width = 1280, height = 800): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width, height } });
-  return context.newPage();
-}
-
-/** Clicks and waits for the page the POST form leads to. */
-async function submit(page: Page, selector: string): Promise<void> {
-  await Promise.all([
-    page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
-    page.click(selector),
-  ]);
-  await page.waitForLoadState('load');
-}
+const newPage = (width = 1280, height = 800): Promise<Page> => openPage(browser, width, height);
 
 async function signIn(page: Page, back: string, user = ALICE): Promise<void> {
   await page.goto(`${origin}/sign-in?return=${encodeURIComponent(back)}`);

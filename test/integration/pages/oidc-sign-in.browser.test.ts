@@ -12,7 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/log.js';
 import { PENDING_TTL_MS } from '../../../src/protocol/oidc.js';
 import { hashPassword } from '../../../src/util/password.js';
-import { freePort, launchChromium, writeConfig } from '../../helpers/browser.js';
+import {
+  freePort,
+  launchChromium,
+  openPage,
+  submitForm as submit,
+  writeConfig,
+} from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { IDP_PASSWORD, startTestIdp, type TestIdp } from '../../helpers/oidc-provider.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
@@ -81,19 +87,7 @@ afterAll(async () => {
   await idp?.close();
 });
 
-async function newPage(width = 1280, height = 800): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width, height } });
-  return context.newPage();
-}
-
-/** Clicks a form button and waits for the page its POST leads to. */
-async function submit(page: Page, selector: string): Promise<void> {
-  await Promise.all([
-    page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
-    page.click(selector),
-  ]);
-  await page.waitForLoadState('load');
-}
+const newPage = (width = 1280, height = 800): Promise<Page> => openPage(browser, width, height);
 
 /** At the provider: the login form, and the consent form when it asks, until back at `until`. */
 async function atProvider(page: Page, until: RegExp, login = 'alice'): Promise<void> {

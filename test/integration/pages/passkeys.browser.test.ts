@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import type { Browser, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/util/password.js';
-import { freePort, launchChromium, writeConfig } from '../../helpers/browser.js';
+import { freePort, launchChromium, submitForm as submit, writeConfig } from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 import { PETSTORE, ROOT } from '../../helpers/proxy.js';
@@ -73,15 +73,6 @@ async function newPage(width = 1280, height = 800): Promise<{ page: Page; authen
     },
   });
   return { page, authenticator: { cdp, id: authenticatorId } };
-}
-
-/** Clicks and waits for the page the form leads to (a POST navigation: the form, or the script's submit). */
-async function submit(page: Page, selector: string): Promise<void> {
-  await Promise.all([
-    page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
-    page.click(selector),
-  ]);
-  await page.waitForLoadState('load');
 }
 
 async function signIn(page: Page, user: string, back = '/account'): Promise<void> {
