@@ -12,7 +12,7 @@
  * Bounded: INBOX_PAGE_SIZE requests a page, newest first, with a cursor to older ones.
  */
 import type { ProtocolContext } from './context.js';
-import { decisionRefusal, describeApproval, type DeviceRequest } from './device.js';
+import { decisionRefusal, describeApproval, lookUpDeviceRequest, type DeviceRequest } from './device.js';
 
 /** Requests per inbox page. */
 export const INBOX_PAGE_SIZE = 20;
@@ -73,4 +73,18 @@ export function lookUpCibaRequest(
 export function recordOpened(ctx: ProtocolContext, r: DeviceRequest, userId: string): void {
   if (r.method !== 'device_authorization' || decisionRefusal(r, userId) !== undefined) return;
   ctx.store.markOpened(r.approvalId, userId, ctx.clock.now());
+}
+
+/**
+ * The open request a decision form names, as the approve step finds it: a CIBA request by its id
+ * (only for its addressee), otherwise a device-authorization request by its code.
+ */
+export function requestToDecide(
+  ctx: ProtocolContext,
+  named: { readonly approvalId: string | null; readonly code: string },
+  userId: string,
+): DeviceRequest | undefined {
+  if (named.approvalId !== null) return lookUpCibaRequest(ctx, named.approvalId.slice(0, 100), userId);
+  const found = lookUpDeviceRequest(ctx, named.code);
+  return found.kind === 'found' ? found.request : undefined;
 }

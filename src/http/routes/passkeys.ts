@@ -15,7 +15,7 @@
 import type { ServerResponse } from 'node:http';
 import { ProtocolError } from '../../errors.js';
 import type { ProtocolContext } from '../../protocol/context.js';
-import { lookUpDeviceRequest } from '../../protocol/device.js';
+import { requestToDecide } from '../../protocol/inbox.js';
 import { enrolmentOptions, removalOptions } from '../../protocol/passkey-account.js';
 import { mayStillSignIn, type CeremonyScope, type Passkeys } from '../../protocol/passkeys.js';
 import { webauthnScript, WEBAUTHN_SCRIPT_PATH } from '../assets/webauthn.js';
@@ -83,11 +83,19 @@ export function passkeyRoutes(
     ...signedIn,
     step('options', async (x) => {
       const s = need(x.session, 'session');
-      const found = lookUpDeviceRequest(ctx, need(x.form, 'form').get('code') ?? '');
-      if (found.kind !== 'found') {
-        throw new ProtocolError('approval_not_found', 'No open request has this code any more.');
+      const form = need(x.form, 'form');
+      const request = requestToDecide(
+        ctx,
+        { approvalId: form.get('approval'), code: form.get('code') ?? '' },
+        s.userId,
+      );
+      if (!request) {
+        throw new ProtocolError(
+          'approval_not_found',
+          'No open request of yours has this code or id any more.',
+        );
       }
-      sendJson(x.res, 200, { assertion: await presence.options(x, s, found.request) });
+      sendJson(x.res, 200, { assertion: await presence.options(x, s, request) });
     }),
   ]);
 }

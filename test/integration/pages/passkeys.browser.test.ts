@@ -21,7 +21,10 @@ import { startProtocol, TestClock, type TestProtocol } from '../../helpers/proto
 import { PETSTORE, ROOT } from '../../helpers/proxy.js';
 
 const PASSWORD = 'correct horse battery staple';
-const POLICY = 'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n';
+// CIBA to alice (§7.5) for the inbox test; requests without a login_hint use the device flow.
+const POLICY =
+  'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n' +
+  'approval:\n  methods: [device_authorization, ciba]\n  approvers: [alice@example.com]\n';
 const USERS = ['alice', 'bob', 'carol', 'dave', 'erin'].map((u) => `${u}@example.com`);
 
 let p: TestProtocol;
@@ -359,6 +362,35 @@ describe('proof of presence at approval (§8.11)', () => {
     await page.context().close();
   });
 
+  it('a data-changing CIBA request opened from the inbox is approved with the passkey too (§7.5, §8.11)', async () => {
+    const host = await generateTestKey();
+    const reg = await p.register(host, {
+      name: 'Pet filer',
+      capabilities: ['create_pet'],
+      login_hint: 'alice@example.com',
+      binding_message: 'File the new dog',
+    });
+    expect(reg.status).toBe(200);
+    expect(reg.body.approval.method).toBe('ciba');
+    const agentId = reg.body.agent_id as string;
+    const approvalId = (await p.pendingApproval(agentId)).id as string;
+    const { page } = await pageWithPasskey('alice@example.com');
+    await page.goto(`${origin}/approvals`);
+    await submit(page, `#request-${approvalId} button`);
+    expect(await page.textContent('#passkey-required')).toContain(
+      'A passkey is required to approve create_pet',
+    );
+    const options = await capture(page, '/device/passkey-options');
+    await submit(page, '#approve');
+    expect((await options.json).assertion.userVerification).toBe('required');
+    expect(await page.textContent('#outcome')).toContain(
+      'Approved. The agent Pet filer may now use: create_pet.',
+    );
+    expect(await agentStatus(host, agentId)).toEqual({ status: 'active', grants: ['create_pet'] });
+    expect(decisionRecord(agentId, 'approval.approved')).toMatchObject({ auth_method: 'passkey' });
+    await page.context().close();
+  });
+
   it('a stale sign-in is made fresh by the passkey itself: no password asked, approval granted', async () => {
     const { code, host, agentId } = await pending(['create_pet']);
     const { page } = await pageWithPasskey('carol@example.com');
@@ -525,7 +557,10 @@ describe('removing a passkey', () => {
 
 describe('policy approval.require_presence: always', () => {
   it('asks for a passkey even for a read-only request, and grants nothing without one (over HTTP)', async () => {
-    const strict = await startWith(`${POLICY}approval:\n  require_presence: always\n`, new TestClock());
+    const strict = await startWith(
+      POLICY.replace('approval:\n', 'approval:\n  require_presence: always\n'),
+      new TestClock(),
+    );
     try {
       const host = await generateTestKey();
       const reg = await strict.register(host, { name: 'Reader', capabilities: ['list_pets'] });
