@@ -18,6 +18,11 @@ export interface DeviceRequest {
   readonly kind: ApprovalKind;
   readonly agentName: string;
   readonly hostName: string | null;
+  /**
+   * RFC 8628 §5.4: what identifies the host beyond the name it chose: its key's RFC 7638
+   * thumbprint (the `iss` of its JWTs) and when the host first registered.
+   */
+  readonly hostKey: { readonly thumbprint: string; readonly registeredAt: number } | null;
   readonly mode: 'delegated' | 'autonomous';
   /** Each requested capability with its description; the constraints the approver would accept. */
   readonly capabilities: readonly {
@@ -67,6 +72,7 @@ export function describeApproval(ctx: ProtocolContext, approval: ApprovalRecord)
     kind: approval.kind,
     agentName: agent.name,
     hostName: host?.name ?? null,
+    hostKey: host ? { thumbprint: host.thumbprint, registeredAt: host.createdAt } : null,
     mode: agent.mode,
     capabilities: approval.capabilities.map((c) => ({
       name: c.name,

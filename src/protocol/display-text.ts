@@ -46,17 +46,19 @@ const SPACES = /\s+/gu;
 const MAX_INPUT = 4096;
 
 export function plainText(input: string, max: number): PlainText {
-  let text = input.length > MAX_INPUT ? input.slice(0, MAX_INPUT) : input;
+  const capped = input.length > MAX_INPUT ? input.slice(0, MAX_INPUT) : input;
+  // Hidden characters go first: removed after the markup, they could join "<\u202Ea>" into a tag.
+  const visible = capped.replace(HIDDEN, (c) => (/\s/u.test(c) ? ' ' : ''));
+  // White space that is a control character (tab, line feed) is spacing, not hiding.
+  const hidden = visible.replace(SPACES, ' ') !== capped.replace(SPACES, ' ');
+  let text = visible;
   let markup = false;
   for (let previous = ''; previous !== text;) {
     previous = text;
     text = text.replace(MARKUP, '');
     if (text !== previous) markup = true;
   }
-  const visible = text.replace(HIDDEN, (c) => (/\s/u.test(c) ? ' ' : ''));
-  // White space that is a control character (tab, line feed) is spacing, not hiding.
-  const hidden = visible.replace(SPACES, ' ') !== text.replace(SPACES, ' ');
-  text = visible.replace(SPACES, ' ').trim();
+  text = text.replace(SPACES, ' ').trim();
   const chars = Array.from(text);
   const truncated = chars.length > max || input.length > MAX_INPUT;
   if (chars.length > max) text = `${chars.slice(0, Math.max(0, max - 1)).join('')}…`;

@@ -97,9 +97,18 @@ ${warningList(warnings)}
 ${r.capabilities.length > 0 ? `<dt>Capabilities</dt><dd><ul id="capabilities">${capabilities}</ul></dd>` : ''}
 ${r.reason ? `<dt>Reason given</dt><dd id="reason">${shown(r.reason, DISPLAY_LIMITS.reason)}</dd>` : ''}
 ${r.bindingMessage ? `<dt>Message from the agent</dt><dd id="binding-message">${shown(r.bindingMessage, DISPLAY_LIMITS.bindingMessage)}</dd>` : ''}
+${r.hostKey ? `<dt>Host key</dt><dd id="host-key"><code>${escapeHtml(shortThumbprint(r.hostKey.thumbprint))}</code>, first seen ${escapeHtml(iso(r.hostKey.registeredAt) ?? '')}</dd>` : ''}
 <dt>Open until</dt><dd>${escapeHtml(iso(r.expiresAt) ?? '')}</dd>
 </dl>
 </section>`;
+}
+
+/**
+ * The first 16 characters of a key thumbprint in groups of four ("AbCd EfGh IjKl MnOp…"): enough
+ * for a person to compare with what the agent's host shows, short enough to read (RFC 8628 §5.4).
+ */
+export function shortThumbprint(thumbprint: string): string {
+  return `${(thumbprint.slice(0, 16).match(/.{1,4}/g) ?? []).join(' ')}…`;
 }
 
 export interface DecisionForms {

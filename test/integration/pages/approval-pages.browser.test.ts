@@ -154,6 +154,17 @@ describe('deciding on the device page', () => {
     expect(decided?.detail).toMatchObject({ by: 'alice@example.com', auth_method: 'password' });
   });
 
+  it("shows the host's key thumbprint (short form) and when it first registered (RFC 8628 §5.4)", async () => {
+    const { code, host } = await pending(['list_pets']);
+    const page = await newPage();
+    await openRequest(page, code);
+    const shown = (await page.textContent('#host-key')) ?? '';
+    const groups = host.thumbprint.slice(0, 16).match(/.{4}/g) ?? [];
+    expect(shown).toContain(`${groups.join(' ')}…`);
+    expect(shown).toMatch(/first seen \d{4}-\d{2}-\d{2}T/);
+    await page.context().close();
+  });
+
   it('denies with a reason: the agent is rejected (§7.1)', async () => {
     const { code, host, agentId } = await pending(['list_pets']);
     const page = await newPage();

@@ -15,6 +15,7 @@ const REQUEST: DeviceRequest = {
   kind: 'registration',
   agentName: 'Shelter helper',
   hostName: null,
+  hostKey: null,
   mode: 'delegated',
   capabilities: [
     {

@@ -190,6 +190,10 @@ describe('display text (§8.10: strip HTML, limit length)', () => {
     expect(out).toMatchObject({ text: '😀😀😀😀…', truncated: true });
   });
 
+  it('a bidi override inside a tag cannot rebuild it once removed ("<\u202Ea>" → no tag)', () => {
+    expect(plainText('<\u202Ea>x', 80)).toMatchObject({ text: 'x', hidden: true, markup: true });
+  });
+
   it('property: the output never holds a tag, a control, format or bidi character, nor exceeds the cap', () => {
     const pieces = fc.constantFrom(
       '<',
