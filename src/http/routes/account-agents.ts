@@ -14,8 +14,7 @@ import type { PageAuth } from '../page-auth.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
-import { perIp } from '../steps/limits.js';
-import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { pageForm } from '../steps/page.js';
 import { agentsOutcome, agentsSection } from '../views/account-agents.js';
 import type { AccountPage, AccountSection } from './account.js';
 
@@ -41,7 +40,7 @@ const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,64}$/;
 
 export function accountAgentRoutes(router: Router, options: AccountAgentRouteOptions): void {
   const { ctx, auth, limits } = options;
-  const steps = [page, perIp(limits), session(auth), formBody, sameOrigin(auth, { token: true })];
+  const steps = pageForm(auth, limits, { token: true });
   const agentId = (x: Exchange): string => {
     const id = need(x.form, 'form').get('agent_id') ?? '';
     if (!AGENT_ID.test(id)) throw new ProtocolError('invalid_request', 'That is not an agent id.');

@@ -11,8 +11,7 @@ import type { PageAuth } from '../page-auth.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
-import { perIp } from '../steps/limits.js';
-import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { pageForm } from '../steps/page.js';
 import { passkeySection } from '../views/account-passkeys.js';
 import { message } from '../views/device.js';
 import { PASSKEY_SCRIPT_TAG } from '../views/passkey-script.js';
@@ -61,7 +60,7 @@ export function accountPasskeyRoutes(
     accountPage.show(x, s, change.status, message('error', `${change.reason} Nothing was changed.`));
   };
 
-  const signedIn = [page, perIp(limits), session(auth), formBody, sameOrigin(auth, { token: true })];
+  const signedIn = pageForm(auth, limits, { token: true });
 
   router.add('POST', '/account/passkeys', [
     ...signedIn,

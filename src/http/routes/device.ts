@@ -31,7 +31,7 @@ import { need, step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
-import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { page, pageForm, session } from '../steps/page.js';
 import type { PresenceGate } from '../steps/presence.js';
 import { legacyDevicePage } from '../views/device-read-only.js';
 import { approverChoice } from '../decision-choices.js';
@@ -169,7 +169,7 @@ export function deviceRoutes(
     return false;
   };
 
-  const decisionSteps = [page, perIp(limits), session(auth), formBody, sameOrigin(auth, { token: true })];
+  const decisionSteps = pageForm(auth, limits, { token: true });
 
   router.add('GET', '/device', [
     page,

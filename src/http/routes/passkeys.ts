@@ -26,7 +26,7 @@ import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
-import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { formBody, pageForm, sameOrigin, session } from '../steps/page.js';
 import type { PresenceGate } from '../steps/presence.js';
 
 export interface PasskeyRouteOptions {
@@ -124,11 +124,7 @@ export function passkeySignInRoutes(
   ]);
 
   router.add('POST', '/sign-in/passkey', [
-    page,
-    perIp(limits),
-    session(auth),
-    formBody,
-    sameOrigin(auth, { token: false }),
+    ...pageForm(auth, limits, { token: false }),
     step('sign-in', async (x) => {
       const form = need(x.form, 'form');
       const back = safeReturn(form.get('return'));

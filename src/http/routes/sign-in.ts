@@ -13,7 +13,7 @@ import { need, step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
 import { perIp } from '../steps/limits.js';
-import { formBody, page, sameOrigin, session } from '../steps/page.js';
+import { page, pageForm, session } from '../steps/page.js';
 import { oidcButton } from '../views/oidc.js';
 import { passkeySignInForm } from '../views/account-passkeys.js';
 import { PASSKEY_PAGE_HEADERS, PASSKEY_SCRIPT_TAG } from '../views/passkey-script.js';
@@ -90,11 +90,7 @@ export function signInRoutes(
   ]);
 
   router.add('POST', '/sign-in', [
-    page,
-    perIp(limits),
-    session(auth),
-    formBody,
-    sameOrigin(auth, { token: false }),
+    ...pageForm(auth, limits, { token: false }),
     step('sign-in', async (x) => {
       const form = need(x.form, 'form');
       const back = safeReturn(form.get('return'));
@@ -134,11 +130,7 @@ export function signInRoutes(
   ]);
 
   router.add('POST', '/sign-out', [
-    page,
-    perIp(limits),
-    session(auth),
-    formBody,
-    sameOrigin(auth, { token: true }),
+    ...pageForm(auth, limits, { token: true }),
     step('sign-out', (x) => {
       if (x.sessionCookie !== undefined) auth.sessions.end(x.sessionCookie);
       redirect(x.res, '/sign-in', { 'set-cookie': auth.clearCookie() });

@@ -9,6 +9,8 @@
 import { ProtocolError } from '../../errors.js';
 import { csrfMatches } from '../../protocol/sessions.js';
 import type { PageAuth } from '../page-auth.js';
+import type { RateLimits } from '../rate-limits.js';
+import { perIp } from './limits.js';
 import { step, type SharedStep } from '../pipeline.js';
 
 /** Small forms only: a code, a password, a reason (the deny reason is capped at 500 characters). */
@@ -75,4 +77,12 @@ export function sameOrigin(auth: PageAuth, options: { token: boolean }): SharedS
       );
     }
   });
+}
+
+/**
+ * The steps every page form POST starts with, in the order above: page → per-IP limit → session
+ * → form body → same origin (+ the session's CSRF token when `token`, i.e. for a signed-in form).
+ */
+export function pageForm(auth: PageAuth, limits: RateLimits, options: { token: boolean }): SharedStep[] {
+  return [page, perIp(limits), session(auth), formBody, sameOrigin(auth, options)];
 }
