@@ -1,7 +1,8 @@
 /**
- * The command line as an operator uses it: `node dist/cli.js` in a child process (built by the
- * pretest step, or here when dist/ is missing). Exit codes, messages without stack traces, the
- * capabilities listing, and a served proxy that stops cleanly on SIGTERM.
+ * The command line as an operator uses it. Most commands run in this process through the same
+ * `runCli` the executable calls (its output captured), which is what keeps this file quick; the
+ * executable itself (`node dist/cli.js`, built by the pretest step) runs as a child process where
+ * the process matters: exit codes and streams of a real process, serving, SIGTERM, a taken port.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,10 +11,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/main.js';
 import { CLI, ensureBuiltCli, killChildren, ROOT } from '../helpers/cli-process.js';
 
-// Defined here rather than taken from ../helpers/proxy.js, which imports src/: this file tests
-// the built CLI only.
 const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
 const SPECS = join(ROOT, 'test/fixtures/specs');
 const STACK_FRAME = '    at ';
@@ -82,9 +82,17 @@ function start(args: readonly string[], cwd = ROOT): Running {
   return { child, logLine, exited };
 }
 
-/** Runs the CLI to completion. */
-function run(args: readonly string[], cwd = ROOT): Promise<Exited> {
+/** Runs the built CLI as a process to completion. */
+function runProcess(args: readonly string[], cwd = ROOT): Promise<Exited> {
   return start(args, cwd).exited;
+}
+
+/** Runs a command line in this process (the CLI's own runCli), its output captured. */
+async function run(args: readonly string[]): Promise<Exited> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { out: (t) => void (stdout += t), err: (t) => void (stderr += t) });
+  return { code, signal: null, stdout, stderr };
 }
 
 /** `text` as a literal inside a RegExp. */
@@ -128,8 +136,9 @@ describe('help and version', () => {
     }
   });
 
-  it('--version and -v print the package version and exit 0', async () => {
+  it('--version and -v print the package version and exit 0 (the executable, then in-process)', async () => {
     const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(await runProcess(['--version'])).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
     for (const flag of ['--version', '-v']) {
       const result = await run([flag]);
       expect(result.code).toBe(0);
@@ -139,6 +148,12 @@ describe('help and version', () => {
 });
 
 describe('operator mistakes exit 2 with a message and no stack trace', () => {
+  it('the executable: exit code 2, the message on stderr, nothing on stdout', async () => {
+    const result = await runProcess(['capabilities', '--spec', PETSTORE, '--bogus']);
+    expectOperatorError(result);
+    expect(result.stderr).toContain("Unknown option '--bogus'");
+  });
+
   it('an unknown flag', async () => {
     const result = await run(['capabilities', '--spec', PETSTORE, '--bogus']);
     expectOperatorError(result);
@@ -391,7 +406,7 @@ describe('serve', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as AddressInfo).port;
     try {
-      const result = await run(['serve', '--spec', PETSTORE, '--port', String(port)], tmp);
+      const result = await runProcess(['serve', '--spec', PETSTORE, '--port', String(port)], tmp);
       expectOperatorError(result);
       expect(result.stderr).toBe(`agent-auth-proxy: cannot listen on 127.0.0.1:${port}: EADDRINUSE\n`);
     } finally {

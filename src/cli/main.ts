@@ -1,0 +1,204 @@
+/**
+ * The command line's commands: argv → serve, capabilities, admin, hash-password. Parses and
+ * prints through a CliOutput; the work happens in app.ts, the OpenAPI layer and (admin) the
+ * operator API. Operator mistakes exit with code 2 and one clear message.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { resolveSettings, type CliOverrides } from '../config/settings.js';
+import { UserError } from '../errors.js';
+import type { LogLevel } from '../log.js';
+import { loadServedCatalog, startProxy } from '../app.js';
+import type { Catalog } from '../openapi/catalog.js';
+import { runAdmin } from './admin.js';
+import { FLAGS, flagsHelp } from './flags.js';
+import { runHashPassword } from './hash-password.js';
+import { processOutput, userErrorLine, type CliOutput } from './output.js';
+
+const USAGE = `Usage:
+  agent-auth-proxy [serve] [options]            start the proxy
+  agent-auth-proxy capabilities [options] [--json]
+                                                print the capability catalog and exit
+  agent-auth-proxy admin approvals|hosts|agents|activity ... [--url URL] [--json]
+                                                drive the operator API of a running proxy
+                                                (agent-auth-proxy admin --help lists the commands)
+  agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
+                                                for sign_in.local.users[].password_hash
+
+Options:
+${flagsHelp()}`;
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+/**
+ * Runs one command line to its exit code: 0 done, 1 an unexpected failure (with its stack, a bug to
+ * report), 2 an operator mistake (one line, no stack). The entry point (src/cli.ts) and in-process
+ * tests both call this.
+ */
+export async function runCli(argv: readonly string[], io: CliOutput = processOutput): Promise<number> {
+  try {
+    return await main(argv, io);
+  } catch (err) {
+    if (err instanceof UserError) {
+      io.err(userErrorLine(err.message));
+      return 2;
+    }
+    io.err(
+      `agent-auth-proxy: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    return 1;
+  }
+}
+
+async function main(argv: readonly string[], io: CliOutput): Promise<number> {
+  if (argv[0] === 'admin') return runAdmin(argv.slice(1), process.env, io);
+  if (argv[0] === 'hash-password' && argv.length === 1) {
+    io.out(`${await runHashPassword(process.stdin)}\n`);
+    return 0;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: FLAGS, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UserError(`${(err as Error).message}\nRun agent-auth-proxy --help for usage.`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    io.out(`${USAGE}\n`);
+    return 0;
+  }
+  if (values.version) {
+    io.out(`${packageVersion()}\n`);
+    return 0;
+  }
+  const command = positionals[0] ?? 'serve';
+  if (positionals.length > 1)
+    throw new UserError(
+      `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy --help for usage.`,
+    );
+  const cli = toOverrides(values);
+  if (command === 'serve') return serve(cli);
+  if (command === 'capabilities') return printCapabilities(cli, values.json === true, io);
+  throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
+}
+
+function toOverrides(values: {
+  spec?: string[];
+  upstream?: string[];
+  config?: string;
+  host?: string;
+  port?: string;
+  issuer?: string;
+  db?: string;
+  policy?: string;
+  'admin-token'?: string;
+  'admin-token-file'?: string;
+  'introspection-token'?: string;
+  'introspection-token-file'?: string;
+  'upstream-header'?: string[];
+  'upstream-timeout'?: string;
+  'mock-upstream'?: boolean;
+  'allow-remote-refs'?: boolean;
+  'allow-http-specs'?: boolean;
+  'log-level'?: string;
+}): CliOverrides {
+  const port = values.port;
+  if (port !== undefined && (!/^\d{1,5}$/.test(port) || Number(port) > 65535)) {
+    throw new UserError(`--port ${JSON.stringify(port)}: must be a number from 0 to 65535`);
+  }
+  const level = values['log-level'];
+  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
+    throw new UserError(`--log-level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return {
+    ...(values.config !== undefined ? { config: values.config } : {}),
+    ...(values.spec ? { specs: values.spec } : {}),
+    ...(values.upstream ? { upstreams: values.upstream } : {}),
+    ...(values.host !== undefined ? { host: values.host } : {}),
+    ...(port !== undefined ? { port: Number(port) } : {}),
+    ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
+    ...(values.db !== undefined ? { db: values.db } : {}),
+    ...(values.policy !== undefined ? { policy: values.policy } : {}),
+    ...(values['admin-token'] !== undefined ? { adminToken: values['admin-token'] } : {}),
+    ...(values['admin-token-file'] !== undefined ? { adminTokenFile: values['admin-token-file'] } : {}),
+    ...(values['introspection-token'] !== undefined
+      ? { introspectionToken: values['introspection-token'] }
+      : {}),
+    ...(values['introspection-token-file'] !== undefined
+      ? { introspectionTokenFile: values['introspection-token-file'] }
+      : {}),
+    ...(values['upstream-header'] ? { upstreamHeaders: values['upstream-header'] } : {}),
+    ...(values['upstream-timeout'] !== undefined ? { upstreamTimeout: values['upstream-timeout'] } : {}),
+    ...(values['mock-upstream'] ? { mockUpstream: true } : {}),
+    ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
+    ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
+    ...(level !== undefined ? { logLevel: level as LogLevel } : {}),
+  };
+}
+
+async function serve(cli: CliOverrides): Promise<number> {
+  const proxy = await startProxy(resolveSettings(cli));
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await proxy.close();
+  return 0;
+}
+
+async function printCapabilities(cli: CliOverrides, json: boolean, io: CliOutput): Promise<number> {
+  const { catalog } = await loadServedCatalog(resolveSettings(cli));
+  io.out(json ? `${JSON.stringify(catalogJson(catalog), null, 2)}\n` : catalogTable(catalog));
+  if (!json) for (const w of catalog.warnings) io.err(`warning: ${w}\n`);
+  return 0;
+}
+
+export function catalogJson(catalog: Catalog): unknown {
+  return {
+    capabilities: catalog.capabilities.map((c) => ({
+      name: c.name,
+      description: c.description,
+      ...(c.input ? { input: c.input } : {}),
+      ...(c.output ? { output: c.output } : {}),
+      method: c.operation.method.toUpperCase(),
+      path: c.operation.path,
+    })),
+    warnings: catalog.warnings,
+  };
+}
+
+function catalogTable(catalog: Catalog): string {
+  const rows = catalog.capabilities.map((c) => [
+    c.name,
+    c.operation.method.toUpperCase(),
+    c.operation.path,
+    (c.description.split('\n')[0] ?? '').slice(0, 60),
+  ]);
+  const header = ['NAME', 'METHOD', 'PATH', 'DESCRIPTION'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] as number)))
+      .join('  ')
+      .trimEnd();
+  const apis = catalog.apis.length;
+  return [
+    line(header),
+    ...rows.map(line),
+    '',
+    `${rows.length} capabilities from ${apis} API${apis === 1 ? '' : 's'}`,
+    '',
+  ].join('\n');
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
