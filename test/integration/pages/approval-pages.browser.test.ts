@@ -75,10 +75,10 @@ async function pending(
 }
 
 /** Signs in through the device page's link and opens the request for `code` (pre-filled, confirmed). */
-async function openRequest(page: Page, code: string): Promise<void> {
+async function openRequest(page: Page, code: string, user = 'alice@example.com'): Promise<void> {
   await page.goto(`${origin}/device?code=${code}`);
   await Promise.all([page.waitForURL(/\/sign-in/), page.click('#sign-in-link')]);
-  await signIn(page);
+  await signIn(page, user);
   await page.waitForURL(/\/device\?code=/);
   expect(await page.textContent('#confirm-code')).toContain('Check that this code');
   expect(await page.inputValue('#code')).toBe(code);
@@ -222,9 +222,12 @@ describe('deciding on the device page', () => {
 
 describe('attacks on the forms', () => {
   /** A signed-in session's cookie and the hidden fields of the approve form for `code`. */
-  async function formFields(code: string): Promise<{ cookie: string; fields: Record<string, string> }> {
+  async function formFields(
+    code: string,
+    user = 'alice@example.com',
+  ): Promise<{ cookie: string; fields: Record<string, string> }> {
     const page = await newPage();
-    await openRequest(page, code);
+    await openRequest(page, code, user);
     const fields: Record<string, string> = {};
     for (const input of await page.locator('#approve-form input[type=hidden]').all()) {
       fields[(await input.getAttribute('name')) ?? ''] = (await input.getAttribute('value')) ?? '';
@@ -269,6 +272,37 @@ describe('attacks on the forms', () => {
     const { cookie, fields } = await formFields(code);
     expect(await post('/device/approve', cookie, { ...fields, shown: 'x'.repeat(43) })).toBe(409);
     expect((await p.status(host, agentId)).body.status).toBe('pending');
+  });
+
+  it('an agent of a host linked to alice: bob sees why he cannot decide, his hand-made approve and deny are refused (§2.9), alice can', async () => {
+    const { key: host } = await p.linkedHost('alice@example.com');
+    const reg = await p.register(host, { name: 'Alice helper', capabilities: ['list_pets'] });
+    expect(reg.status).toBe(200);
+    const code = reg.body.approval.user_code as string;
+    const agentId = reg.body.agent_id as string;
+
+    const bobPage = await newPage();
+    await openRequest(bobPage, code, 'bob@example.com');
+    expect(await bobPage.textContent('#cannot-decide')).toContain('This agent acts for another user');
+    expect(await bobPage.locator('#approve-form, #deny-form').count()).toBe(0);
+    const bobCsrf = (await bobPage.locator('input[name=csrf]').first().getAttribute('value')) ?? '';
+    const [c] = await bobPage.context().cookies();
+    await bobPage.context().close();
+    const bobCookie = `${c?.name}=${c?.value}`;
+
+    const alice = await formFields(code);
+    const asBob = { ...alice.fields, csrf: bobCsrf };
+    const grantOf = async (): Promise<unknown> =>
+      (await p.status(host, agentId)).body.agent_capability_grants.find(
+        (g: { capability: string }) => g.capability === 'list_pets',
+      )?.status;
+    // A linked host's agent starts active (§2.9); what waits for alice is its grant.
+    expect(await grantOf()).toBe('pending');
+    expect(await post('/device/approve', bobCookie, asBob)).toBe(403);
+    expect(await post('/device/deny', bobCookie, asBob)).toBe(403);
+    expect(await grantOf()).toBe('pending');
+    expect(await post('/device/approve', alice.cookie, alice.fields)).toBe(200);
+    expect(await grantOf()).toBe('active');
   });
 
   it('no session: an approve POST is refused and nothing changes', async () => {
