@@ -6,6 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -65,4 +66,20 @@ export async function submitForm(page: Page, selector: string): Promise<number> 
   ]);
   await page.waitForLoadState('load');
   return response.status();
+}
+
+const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+let scratch: string | undefined;
+
+/**
+ * A full-page screenshot named `name`: into docs/screenshots/ (what the README shows) when
+ * UPDATE_SCREENSHOTS=1, else into a temp directory, so an ordinary test run renders the page
+ * the same way but leaves the repository untouched (times and codes differ on every run).
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const dir =
+    process.env.UPDATE_SCREENSHOTS === '1'
+      ? SCREENSHOTS
+      : (scratch ??= mkdtempSync(join(tmpdir(), 'aap-screenshots-')));
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
 }

@@ -5,7 +5,6 @@
  * activity records (§9.2). The attacks: another user's agent named in the POST, no CSRF token, a
  * foreign Origin, no session, markup in an agent's name. Screenshot: docs/screenshots/account-agents.png.
  */
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCOUNT_PAGE_SIZE, RECENT_ACTIVITY } from '../../../src/protocol/account.js';
@@ -16,9 +15,10 @@ import {
   openPage,
   submitForm as submit,
   writeConfig,
+  screenshot,
 } from '../../helpers/browser.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
-import { PETSTORE, ROOT } from '../../helpers/proxy.js';
+import { PETSTORE } from '../../helpers/proxy.js';
 import { TestUpstream } from '../../helpers/upstream.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -118,7 +118,7 @@ describe('the account page lists only the signed-in user’s agents', () => {
       const id = await input.getAttribute('id');
       expect(await page.locator(`label[for="${id}"]`).count()).toBe(1);
     }
-    await page.screenshot({ path: join(ROOT, 'docs/screenshots/account-agents.png'), fullPage: true });
+    await screenshot(page, 'account-agents');
     await page.context().close();
 
     const phone = await newPage(390, 844);

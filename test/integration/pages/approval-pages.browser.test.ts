@@ -4,7 +4,6 @@
  * for data-changing requests (§8.11), and the attacks: wrong passwords, CSRF, foreign origins, a
  * forged trusted header. Screenshots of the pages go to docs/screenshots/.
  */
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/util/password.js';
@@ -14,10 +13,11 @@ import {
   openPage,
   submitForm as submit,
   writeConfig,
+  screenshot,
 } from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
-import { PETSTORE, ROOT } from '../../helpers/proxy.js';
+import { PETSTORE } from '../../helpers/proxy.js';
 
 const PASSWORD = 'correct horse battery staple';
 const POLICY = 'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n';
@@ -96,7 +96,7 @@ describe('sign-in', () => {
       await page.goto(`${origin}/sign-in`);
       for (const id of ['user_id', 'password', 'totp'])
         expect(await page.locator(`label[for=${id}]`).count()).toBe(1);
-      await page.screenshot({ path: join(ROOT, `docs/screenshots/sign-in-${name}.png`), fullPage: true });
+      await screenshot(page, `sign-in-${name}`);
       await signIn(page);
       expect(page.url()).toBe(`${origin}/device`);
       expect(await page.textContent('#signed-in-as')).toBe('alice@example.com');
@@ -133,10 +133,7 @@ describe('deciding on the device page', () => {
     ] as const) {
       const page = await newPage(width, height);
       await openRequest(page, code);
-      await page.screenshot({
-        path: join(ROOT, `docs/screenshots/device-request-${name}.png`),
-        fullPage: true,
-      });
+      await screenshot(page, `device-request-${name}`);
       if (name === 'phone') {
         await submit(page, '#approve');
         expect(await page.textContent('#outcome')).toContain(

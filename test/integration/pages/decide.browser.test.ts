@@ -6,7 +6,6 @@
  * decide. The attacks: widening by editing the page's HTML or by a hand-made POST, and another
  * user's POSTs against a CIBA request. Screenshots go to docs/screenshots/.
  */
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INBOX_PAGE_SIZE } from '../../../src/protocol/inbox.js';
@@ -17,10 +16,11 @@ import {
   openPage,
   submitForm as submit,
   writeConfig,
+  screenshot,
 } from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
-import { PETSTORE, ROOT } from '../../helpers/proxy.js';
+import { PETSTORE } from '../../helpers/proxy.js';
 import { TestUpstream } from '../../helpers/upstream.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -156,7 +156,7 @@ describe('the inbox at /approvals', () => {
     expect(cards.some((c) => c.includes('Expense reporter') && c.includes('Sent to you'))).toBe(true);
     expect(cards.some((c) => c.includes('Vet scheduler') && c.includes(`code ${opened.code}`))).toBe(true);
     expect(await alice.locator(`#request-${forAlice.approvalId}`).count()).toBe(1);
-    await alice.screenshot({ path: join(ROOT, 'docs/screenshots/approvals-inbox.png'), fullPage: true });
+    await screenshot(alice, 'approvals-inbox');
 
     const bob = await newPage();
     await signIn(bob, '/approvals', BOB);
@@ -363,7 +363,7 @@ describe('deciding: partial approval, narrowing, expiry', () => {
       await page.fill('#n-0-0-max', '5');
       await page.uncheck('#n-0-1-in-2');
       await page.selectOption('#grant-expiry', '7d');
-      await page.screenshot({ path: join(ROOT, `docs/screenshots/${name}.png`), fullPage: true });
+      await screenshot(page, name);
       expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(width);
       if (name === 'device-decide') {
         await submit(page, '#approve');
@@ -521,7 +521,7 @@ describe('warnings (§8.10)', () => {
     });
     const page = await newPage();
     await openRequest(page, r.code);
-    await page.screenshot({ path: join(ROOT, 'docs/screenshots/device-warnings.png'), fullPage: true });
+    await screenshot(page, 'device-warnings');
     expect(await page.textContent('#agent-name')).toBe('Pаypal Security');
     expect(await page.textContent('#host-name')).toBe('Apple Support');
     const warnings = await page.locator('#warnings li').allTextContents();

@@ -6,7 +6,6 @@
  * disallowed acr); fresh authentication through the provider (§8.11: max_age=0, auth_time
  * checked); a user_id from another claim; a provider that is down; nothing secret in the log.
  */
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/log.js';
@@ -18,11 +17,12 @@ import {
   openPage,
   submitForm as submit,
   writeConfig,
+  screenshot,
 } from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { IDP_PASSWORD, startTestIdp, type TestIdp } from '../../helpers/oidc-provider.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
-import { PETSTORE, ROOT } from '../../helpers/proxy.js';
+import { PETSTORE } from '../../helpers/proxy.js';
 
 const POLICY = 'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n';
 const ACCOUNTS = {
@@ -146,7 +146,7 @@ describe('OIDC sign-in', () => {
     await page.goto(`${origin}/device?code=${code}`);
     await Promise.all([page.waitForURL(/\/sign-in\?/), page.click('#sign-in-link')]);
     expect(await page.textContent('#oidc-sign-in')).toBe('Sign in with Example SSO');
-    await page.screenshot({ path: join(ROOT, 'docs/screenshots/sign-in-oidc.png'), fullPage: true });
+    await screenshot(page, 'sign-in-oidc');
     await page.click('#oidc-sign-in');
     await page.waitForURL((u) => u.href.startsWith(`${idp.issuer}/interaction/`));
     // Authorization code + PKCE (S256), state and nonce, and the acr values asked for.

@@ -11,14 +11,19 @@
  * docs/screenshots/device-passkey-required.png.
  */
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import type { Browser, CDPSession, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/util/password.js';
-import { freePort, launchChromium, submitForm as submit, writeConfig } from '../../helpers/browser.js';
+import {
+  freePort,
+  launchChromium,
+  submitForm as submit,
+  writeConfig,
+  screenshot,
+} from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
-import { PETSTORE, ROOT } from '../../helpers/proxy.js';
+import { PETSTORE } from '../../helpers/proxy.js';
 
 const PASSWORD = 'correct horse battery staple';
 // CIBA to alice (§7.5) for the inbox test; requests without a login_hint use the device flow.
@@ -259,7 +264,7 @@ describe('enrolment and sign-in', () => {
     expect(stored).toHaveLength(1);
     expect(stored[0]).toMatchObject({ name: 'Work laptop', transports: ['internal'] });
     expect(problems).toEqual([]);
-    await page.screenshot({ path: join(ROOT, 'docs/screenshots/account-passkeys.png'), fullPage: true });
+    await screenshot(page, 'account-passkeys');
     wallets.set('alice@example.com', await credentialsOf(authenticator));
     await page.context().close();
   });
@@ -338,10 +343,7 @@ describe('proof of presence at approval (§8.11)', () => {
     expect(await page.textContent('#passkey-required')).toContain(
       'A passkey is required to approve create_pet: these can change data or act for you (§8.11).',
     );
-    await page.screenshot({
-      path: join(ROOT, 'docs/screenshots/device-passkey-required.png'),
-      fullPage: true,
-    });
+    await screenshot(page, 'device-passkey-required');
     const options = await capture(page, '/device/passkey-options');
     await submit(page, '#approve');
     expect((await options.json).assertion.userVerification).toBe('required');
