@@ -174,13 +174,6 @@ describe('README', () => {
     );
     expect(missing).toEqual([]);
   });
-
-  it('documents every CLI option the usage text lists', () => {
-    const cli = read('src/cli.ts');
-    const usage = cli.slice(cli.indexOf('const USAGE'), cli.indexOf('const OPTIONS'));
-    for (const [, flag] of usage.matchAll(/^ {2}(--[a-z-]+)/gm))
-      expect(readme, String(flag)).toContain(`\`${String(flag)}`);
-  });
 });
 
 interface SchemaNode {
