@@ -16,7 +16,7 @@ import type {
 import { approvalObject, createApproval, displayText, openApproval, readHints } from './approvals.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
-import { autoGrantable, parseCapabilityRequest } from './grants.js';
+import { autoGrantable, parseCapabilityRequest, requestedFromGrant } from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { agentView } from './views.js';
 import { protocolEvent } from './activity.js';
@@ -228,6 +228,8 @@ export function putRequestedGrants(
       capability: r.name,
       status: granted ? 'active' : 'pending',
       constraints: r.constraints ?? null,
+      proposedConstraints: r.proposed ?? null,
+      approvedConstraints: null,
       grantedBy: granted ? 'policy' : null,
       deniedBy: null,
       reason,
@@ -242,9 +244,6 @@ export function putRequestedGrants(
 }
 
 function requestedFromGrants(grants: readonly GrantRecord[]): RequestedCapability[] {
-  return grants
-    .filter((g) => g.status === 'pending')
-    .map((g) =>
-      g.constraints ? { name: g.capability, constraints: g.constraints } : { name: g.capability },
-    );
+  return grants.filter((g) => g.status === 'pending').map(requestedFromGrant);
 }
+
