@@ -27,10 +27,18 @@ import {
   dropExpiredRegistrationApprovals,
 } from './pending-hosts.js';
 
+/** Where a registration request came from: kept with a new host (RFC 8628 §5.4, issue 16). */
+export interface RegistrationOrigin {
+  readonly ip: string;
+  /** Already capped and cleaned (decision-record.ts cleanUserAgent). */
+  readonly userAgent: string | null;
+}
+
 export async function registerAgent(
   ctx: ProtocolContext,
   auth: HostAuth,
   body: Readonly<Record<string, unknown>>,
+  origin?: RegistrationOrigin,
 ): Promise<Record<string, unknown>> {
   const { claims } = auth;
   if (claims.agent_jwks_url !== undefined) {
@@ -96,6 +104,8 @@ export async function registerAgent(
         status: admitted ? 'active' : 'pending',
         preRegistered: false,
         admittedByPolicy: admitted,
+        registeredIp: origin?.ip ?? null,
+        registeredUserAgent: origin?.userAgent ?? null,
         activatedAt: admitted ? now : null,
         lastUsedAt: now,
         createdAt: now,
