@@ -22,6 +22,7 @@ import { generateUserCode } from './user-code.js';
 import { protocolEvent } from './activity.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import { approvalNotice } from './notifications.js';
+import { chargeApprovalRequest } from './approval-limits.js';
 
 export interface ApprovalHints {
   readonly preferredMethod?: string;
@@ -105,15 +106,38 @@ export function createApproval(
         superseded.has(g.approvalId) &&
         !capabilities.some((c) => c.name === g.capability),
     );
-  let userCode = generateUserCode();
-  while (tx.approvalByUserCode(userCode)) userCode = generateUserCode();
+  const knownUser = agent.userId ?? tx.host(agent.hostId)?.userId ?? null;
+  const method = chooseMethod(ctx, hints, knownUser);
+  // Issue 16 §3: a new question to a known user is rate-limited per user (approval-limits.ts).
+  const addressee = knownUser ?? (method === 'ciba' ? (hints.loginHint ?? null) : null);
+  if (addressee !== null) chargeApprovalRequest(ctx, addressee);
+  const newCode = (): string => {
+    let code = generateUserCode();
+    while (tx.approvalByUserCode(code)) code = generateUserCode();
+    return code;
+  };
+  // A changed request keeps the code of the one it replaces: a person reviewing that code is
+  // shown the new content, and a decision on the old one is refused by its content hash (§7.2).
+  const predecessor = superseded.size
+    ? tx
+        .approvals({ status: 'expired', agentId: agent.id })
+        .filter((a) => superseded.has(a.id) && a.method === 'device_authorization')
+        .at(-1)
+    : undefined;
+  let userCode: string;
+  if (predecessor && method === 'device_authorization') {
+    userCode = predecessor.userCode;
+    tx.updateApproval(predecessor.id, { userCode: newCode() });
+  } else {
+    userCode = newCode();
+  }
   const approval: ApprovalRecord = {
     id: newId('apr'),
     kind,
     agentId: agent.id,
     hostId: agent.hostId,
     userCode,
-    method: chooseMethod(ctx, hints, agent.userId ?? tx.host(agent.hostId)?.userId ?? null),
+    method,
     loginHint: hints.loginHint ?? null,
     bindingMessage: hints.bindingMessage ?? null,
     reason: hints.reason ?? null,
