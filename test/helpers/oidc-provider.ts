@@ -141,7 +141,7 @@ export async function startTestIdp(options: {
       await provider.interactionFinished(
         req,
         res,
-        { login: { accountId: login, acr: state.acr, ts } },
+        { login: { accountId: login, acr: state.acr, amr: ['pwd', 'otp'], ts } },
         { mergeWithLastSubmission: false },
       );
       return;
