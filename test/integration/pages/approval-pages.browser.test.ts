@@ -20,7 +20,8 @@ import { startProtocol, TestClock, type TestProtocol } from '../../helpers/proto
 import { PETSTORE, ROOT } from '../../helpers/proxy.js';
 
 const PASSWORD = 'correct horse battery staple';
-const POLICY = 'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n';
+const POLICY =
+  'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n  approval_requests_per_user: 5/1m\n';
 
 let p: TestProtocol;
 let clock: TestClock;
@@ -328,6 +329,46 @@ describe('attacks on the forms', () => {
     expect(request).not.toContain('cat');
     const grant = p.proxy.protocol.store.grants(agentId).find((g) => g.capability === 'create_pet');
     expect(grant?.status).toBe('pending');
+    await page.context().close();
+  });
+
+  it('a repeated request leaves the open page valid; past 5 new requests a minute for alice the agent gets 429 and the page keeps the last one (issue 16 §3)', async () => {
+    clock.advance(60_000); // a fresh per-user window, whatever earlier tests asked alice
+    const { agent, agentId } = await pending(['list_pets']);
+    const approval = await p.pendingApproval(agentId);
+    await p.admin('POST', `/admin/approvals/${approval.id}/approve`, { user_id: 'alice@example.com' });
+    const ask = async (capabilities: unknown) =>
+      p.request('POST', '/agent/request-capability', {
+        token: await p.agentToken(agent, agentId),
+        body: { capabilities },
+      });
+    const first = await ask(['get_pet']);
+    const page = await newPage();
+    await openRequest(page, first.body.approval.user_code as string);
+    for (let i = 0; i < 3; i++) {
+      const again = await ask(['get_pet']);
+      expect(again.body.approval).toEqual(first.body.approval);
+    }
+    // The repeats changed nothing: the page's form still matches and approves.
+    await submit(page, '#approve');
+    expect(await page.textContent('#outcome')).toContain('Approved. The agent Shelter helper may now use: get_pet.');
+
+    // Four more new requests are accepted (5 in the minute), the sixth is refused.
+    let last: Awaited<ReturnType<typeof ask>> | undefined;
+    for (let max = 1; max <= 4; max++) {
+      last = await ask([{ name: 'create_pet', constraints: { species: ['dog', 'cat', 'bird', 'fish'][max - 1] } }]);
+      expect(last.status).toBe(200);
+    }
+    const refused = await ask([{ name: 'delete_pet' }]);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toBe('rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(p.proxy.protocol.store.grants(agentId).map((g) => g.capability)).not.toContain('delete_pet');
+    await page.goto(`${origin}/device?code=${last?.body.approval.user_code as string}`);
+    await submit(page, 'button:has-text("Continue")');
+    const request = (await page.textContent('#request')) ?? '';
+    expect(request).toContain('fish');
+    expect(request).not.toContain('delete_pet');
     await page.context().close();
   });
 
