@@ -340,7 +340,7 @@ export const POLICY_SCHEMA = {
         approval_requests_per_user: {
           $ref: '#/$defs/rateLimit',
           description:
-            'New approval requests (registration, capability request, reactivation) addressed to one user: the agent\'s or host\'s linked user, or a CIBA login_hint. Past it the agent gets 429 rate_limited and nothing is stored; a repeat of a still-pending request returns the same approval and is not counted.',
+            "New approval requests (registration, capability request, reactivation) addressed to one user: the agent's or host's linked user, or a CIBA login_hint. Past it the agent gets 429 rate_limited and nothing is stored; a repeat of a still-pending request returns the same approval and is not counted.",
           default: '5/1m',
         },
         failed_auth_per_ip: {

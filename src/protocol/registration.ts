@@ -256,4 +256,3 @@ export function putRequestedGrants(
 function requestedFromGrants(grants: readonly GrantRecord[]): RequestedCapability[] {
   return grants.filter((g) => g.status === 'pending').map(requestedFromGrant);
 }
-

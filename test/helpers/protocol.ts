@@ -43,7 +43,10 @@ function withoutApprovalLimit(yaml: string): string {
   if (yaml.includes('approval_requests_per_user')) return yaml;
   const block = /^rate_limits:[ \t]*\n([ \t]+)\S/m.exec(yaml);
   if (block) {
-    return yaml.replace(/^rate_limits:[ \t]*\n/m, `rate_limits:\n${block[1]}approval_requests_per_user: null\n`);
+    return yaml.replace(
+      /^rate_limits:[ \t]*\n/m,
+      `rate_limits:\n${block[1]}approval_requests_per_user: null\n`,
+    );
   }
   if (/^rate_limits:/m.test(yaml)) return yaml;
   return `${yaml}${yaml === '' || yaml.endsWith('\n') ? '' : '\n'}rate_limits:\n  approval_requests_per_user: null\n`;

@@ -189,7 +189,9 @@ describe('deciding on the device page', () => {
     expect(shown).toContain(`${groups.join(' ')}…`);
     expect(shown).toMatch(/first seen \d{4}-\d{2}-\d{2}T/);
     const origin = (await page.textContent('#host-origin')) ?? '';
-    expect(origin).toMatch(/^registered \d{4}-\d{2}-\d{2}T\S+ from 127\.0\.0\.1 \(ShelterBot\/2\.1 <b>bold<\/b> x+…\)$/);
+    expect(origin).toMatch(
+      /^registered \d{4}-\d{2}-\d{2}T\S+ from 127\.0\.0\.1 \(ShelterBot\/2\.1 <b>bold<\/b> x+…\)$/,
+    );
     expect(origin.length).toBeLessThan(360);
     expect(await page.locator('#host-origin b').count()).toBe(0);
     await page.context().close();
@@ -351,12 +353,16 @@ describe('attacks on the forms', () => {
     }
     // The repeats changed nothing: the page's form still matches and approves.
     await submit(page, '#approve');
-    expect(await page.textContent('#outcome')).toContain('Approved. The agent Shelter helper may now use: get_pet.');
+    expect(await page.textContent('#outcome')).toContain(
+      'Approved. The agent Shelter helper may now use: get_pet.',
+    );
 
     // Four more new requests are accepted (5 in the minute), the sixth is refused.
     let last: Awaited<ReturnType<typeof ask>> | undefined;
     for (let max = 1; max <= 4; max++) {
-      last = await ask([{ name: 'create_pet', constraints: { species: ['dog', 'cat', 'bird', 'fish'][max - 1] } }]);
+      last = await ask([
+        { name: 'create_pet', constraints: { species: ['dog', 'cat', 'bird', 'fish'][max - 1] } },
+      ]);
       expect(last.status).toBe(200);
     }
     const refused = await ask([{ name: 'delete_pet' }]);

@@ -30,9 +30,9 @@ function ask(host: TestKey): Promise<Reply> {
 }
 
 function requestCaps(a: { agent: TestKey; agentId: string }, capabilities: unknown): Promise<Reply> {
-  return p.agentToken(a.agent, a.agentId).then((token) =>
-    p.request('POST', '/agent/request-capability', { token, body: { capabilities } }),
-  );
+  return p
+    .agentToken(a.agent, a.agentId)
+    .then((token) => p.request('POST', '/agent/request-capability', { token, body: { capabilities } }));
 }
 
 describe('per-user approval rate limit (issue 16 §3)', () => {
@@ -48,7 +48,10 @@ describe('per-user approval rate limit (issue 16 §3)', () => {
     const approvalsBefore = store.approvals({ status: 'pending' }).length;
     const refused = await ask(host);
     expect(refused.status).toBe(429);
-    expect(refused.body).toMatchObject({ error: 'rate_limited', limit: 'rate_limits.approval_requests_per_user' });
+    expect(refused.body).toMatchObject({
+      error: 'rate_limited',
+      limit: 'rate_limits.approval_requests_per_user',
+    });
     expect(typeof refused.body.message).toBe('string');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     // Nothing of the refused request was stored.
