@@ -18,7 +18,7 @@ import { intersectConstraints, parseConstraints, type Constraints } from './cons
 import { newId, type ProtocolContext } from './context.js';
 import { inputFields, requestedFromGrant } from './grants.js';
 import { constraintTrail, originDetail, type DecisionOrigin } from './decision-record.js';
-import { generateUserCode } from './user-code.js';
+import { userCodeFor } from './approval-codes.js';
 import { protocolEvent } from './activity.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import { approvalNotice } from './notifications.js';
@@ -111,26 +111,7 @@ export function createApproval(
   // Issue 16 §3: a new question to a known user is rate-limited per user (approval-limits.ts).
   const addressee = knownUser ?? (method === 'ciba' ? (hints.loginHint ?? null) : null);
   if (addressee !== null) chargeApprovalRequest(ctx, addressee);
-  const newCode = (): string => {
-    let code = generateUserCode();
-    while (tx.approvalByUserCode(code)) code = generateUserCode();
-    return code;
-  };
-  // A changed request keeps the code of the one it replaces: a person reviewing that code is
-  // shown the new content, and a decision on the old one is refused by its content hash (§7.2).
-  const predecessor = superseded.size
-    ? tx
-        .approvals({ status: 'expired', agentId: agent.id })
-        .filter((a) => superseded.has(a.id) && a.method === 'device_authorization')
-        .at(-1)
-    : undefined;
-  let userCode: string;
-  if (predecessor && method === 'device_authorization') {
-    userCode = predecessor.userCode;
-    tx.updateApproval(predecessor.id, { userCode: newCode() });
-  } else {
-    userCode = newCode();
-  }
+  const userCode = userCodeFor(tx, agent.id, superseded, method);
   const approval: ApprovalRecord = {
     id: newId('apr'),
     kind,
