@@ -29,6 +29,10 @@ export function resolveRateLimits(
   const perIp = rate(rl.per_ip, 'rate_limits.per_ip');
   const unknownHostRegistration = rate(rl.unknown_host_registration, 'rate_limits.unknown_host_registration');
   const failedAuthPerIp = rate(rl.failed_auth_per_ip, 'rate_limits.failed_auth_per_ip');
+  const approvalRequestsPerUser = rate(
+    rl.approval_requests_per_user,
+    'rate_limits.approval_requests_per_user',
+  );
   const perCapability = new Map<string, CapabilityRateLimits>();
   for (const [name, value] of Object.entries(rl.per_capability)) {
     const path = `rate_limits.per_capability.${name}`;
@@ -48,6 +52,7 @@ export function resolveRateLimits(
     perUser,
     perIp,
     unknownHostRegistration,
+    approvalRequestsPerUser,
     failedAuthPerIp,
     perCapability,
     inFlight: inFlightLimits(rl, problems),

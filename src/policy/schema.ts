@@ -337,6 +337,12 @@ export const POLICY_SCHEMA = {
             'POST /agent/register from unknown hosts, per client IP (behind a load balancer, set server.trusted_proxies).',
           default: '20/10m',
         },
+        approval_requests_per_user: {
+          $ref: '#/$defs/rateLimit',
+          description:
+            "New approval requests (registration, capability request, reactivation) addressed to one user: the agent's or host's linked user, or a CIBA login_hint. Past it the agent gets 429 rate_limited and nothing is stored; a repeat of a still-pending request returns the same approval and is not counted.",
+          default: '5/1m',
+        },
         failed_auth_per_ip: {
           $ref: '#/$defs/rateLimit',
           description:

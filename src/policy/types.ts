@@ -79,6 +79,8 @@ export interface Policy {
     readonly perUser: RateLimitSpec | null;
     readonly perIp: RateLimitSpec | null;
     readonly unknownHostRegistration: RateLimitSpec | null;
+    /** New approval requests addressed to one user (issue 16 §3). */
+    readonly approvalRequestsPerUser: RateLimitSpec | null;
     /** Failed authentications (agent, host, admin, introspection) per client IP. */
     readonly failedAuthPerIp: RateLimitSpec | null;
     /** Only capabilities with at least one limit are present. */

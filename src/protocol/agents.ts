@@ -4,7 +4,15 @@
  * host's own (§5.5: the server MUST verify the agent is registered under this host).
  */
 import { ProtocolError } from '../errors.js';
-import type { AgentRecord, HostRecord, StoreReader } from '../storage/types.js';
+import type {
+  AgentRecord,
+  GrantRecord,
+  HostRecord,
+  RequestedCapability,
+  StoreReader,
+} from '../storage/types.js';
+import { pendingRepeat } from './approval-limits.js';
+import { canonicalJson } from './constraints.js';
 import { approvalObject, createApproval, openApproval, readHints, expireApprovals } from './approvals.js';
 import type { AgentAuth, HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
@@ -66,12 +74,33 @@ export function requestCapability(
     const now = ctx.clock.now();
     const agent = tx.agent(auth.agent.id) ?? auth.agent;
     const host = tx.host(agent.hostId) ?? auth.host;
+    // Issue 16 §3: the same request while it is still pending is a repeat: the same approval
+    // (same user code, same expiry), not a new one, and not counted against the user's limit.
+    const repeat = pendingRepeat(tx, agent.id, 'capability_request', requested, now);
+    if (repeat) {
+      const asked = new Set(requested.map((r) => r.name));
+      const view = agentView(
+        ctx,
+        agent,
+        tx.grants(agent.id).filter((g) => asked.has(g.capability)),
+      );
+      return {
+        agent_id: agent.id,
+        status: agent.status,
+        agent_capability_grants: view.agent_capability_grants,
+        approval: approvalObject(ctx, repeat),
+      };
+    }
     const current = new Map(tx.grants(agent.id).map((g) => [g.capability, g]));
-    const isHeld = (name: string): boolean => {
-      const g = current.get(name);
-      return g !== undefined && (isGrantEffective(g, now) || g.status === 'pending');
+    // A pending capability asked again with other constraints is asked anew: the new request
+    // replaces the pending one, and whoever reviews it sees what changed (§2.13, §7.2).
+    const isHeld = (r: RequestedCapability): boolean => {
+      const g = current.get(r.name);
+      if (g === undefined) return false;
+      if (isGrantEffective(g, now)) return true;
+      return g.status === 'pending' && sameTerms(g, r);
     };
-    const fresh = requested.filter((r) => !isHeld(r.name));
+    const fresh = requested.filter((r) => !isHeld(r));
     if (fresh.length === 0) {
       throw new ProtocolError(
         'already_granted',
@@ -111,6 +140,14 @@ export function requestCapability(
       ...(approval ? { approval: approvalObject(ctx, approval) } : {}),
     };
   });
+}
+
+/** Whether a pending grant asks exactly what `r` asks: the same proposal and effective terms. */
+function sameTerms(g: GrantRecord, r: RequestedCapability): boolean {
+  return (
+    canonicalJson(g.constraints ?? null) === canonicalJson(r.constraints ?? null) &&
+    canonicalJson(g.proposedConstraints ?? null) === canonicalJson(r.proposed ?? null)
+  );
 }
 
 /** §5.6, step by step. */

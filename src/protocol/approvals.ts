@@ -9,17 +9,20 @@ import type {
   AgentStatus,
   ApprovalKind,
   ApprovalRecord,
+  GrantRecord,
   HostRecord,
   RequestedCapability,
   StoreWriter,
 } from '../storage/types.js';
 import { intersectConstraints, parseConstraints, type Constraints } from './constraints.js';
 import { newId, type ProtocolContext } from './context.js';
-import { inputFields } from './grants.js';
-import { generateUserCode } from './user-code.js';
+import { inputFields, requestedFromGrant } from './grants.js';
+import { constraintTrail, originDetail, type DecisionOrigin } from './decision-record.js';
+import { userCodeFor } from './approval-codes.js';
 import { protocolEvent } from './activity.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import { approvalNotice } from './notifications.js';
+import { chargeApprovalRequest } from './approval-limits.js';
 
 export interface ApprovalHints {
   readonly preferredMethod?: string;
@@ -103,24 +106,23 @@ export function createApproval(
         superseded.has(g.approvalId) &&
         !capabilities.some((c) => c.name === g.capability),
     );
-  let userCode = generateUserCode();
-  while (tx.approvalByUserCode(userCode)) userCode = generateUserCode();
+  const knownUser = agent.userId ?? tx.host(agent.hostId)?.userId ?? null;
+  const method = chooseMethod(ctx, hints, knownUser);
+  // Issue 16 §3: a new question to a known user is rate-limited per user (approval-limits.ts).
+  const addressee = knownUser ?? (method === 'ciba' ? (hints.loginHint ?? null) : null);
+  if (addressee !== null) chargeApprovalRequest(ctx, addressee);
+  const userCode = userCodeFor(tx, agent.id, superseded, method);
   const approval: ApprovalRecord = {
     id: newId('apr'),
     kind,
     agentId: agent.id,
     hostId: agent.hostId,
     userCode,
-    method: chooseMethod(ctx, hints, agent.userId ?? tx.host(agent.hostId)?.userId ?? null),
+    method,
     loginHint: hints.loginHint ?? null,
     bindingMessage: hints.bindingMessage ?? null,
     reason: hints.reason ?? null,
-    capabilities: [
-      ...carried.map((g) =>
-        g.constraints ? { name: g.capability, constraints: g.constraints } : { name: g.capability },
-      ),
-      ...capabilities,
-    ],
+    capabilities: [...carried.map(requestedFromGrant), ...capabilities],
     status: 'pending',
     createdAt: now,
     expiresAt: now + ctx.policy.approval.expiresInMs,
@@ -189,6 +191,8 @@ export interface ApproveInput {
   readonly actor: string;
   /** How the person who decided on a page authenticated (password, oidc, passkey …). */
   readonly authMethod?: string;
+  /** The decision record's origin: auth method with acr/amr, IP, user agent, content hash. */
+  readonly origin?: DecisionOrigin;
 }
 
 export interface Decision {
@@ -312,18 +316,24 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
 
     const approved: string[] = [];
     const denied: string[] = [];
+    const trail: GrantRecord[] = [];
     for (const grant of tx.grants(agent.id)) {
       if (grant.approvalId !== approval.id || grant.status !== 'pending') continue;
       if (chosen.includes(grant.capability)) {
         approved.push(grant.capability);
         const constraints = narrowed.get(grant.capability) ?? requested.get(grant.capability)?.constraints;
-        tx.updateGrant(grant.id, {
-          status: 'active',
+        // What the approver approved is what is in effect now; kept apart so the proposal, the
+        // approval and the effective constraints stay readable each on their own (§2.13).
+        const patch = {
+          status: 'active' as const,
           constraints: constraints ?? null,
+          approvedConstraints: constraints ?? null,
           expiresAt,
           grantedBy: actor,
           updatedAt: now,
-        });
+        };
+        tx.updateGrant(grant.id, patch);
+        trail.push({ ...grant, ...patch });
       } else {
         denied.push(grant.capability);
         tx.updateGrant(grant.id, {
@@ -361,7 +371,9 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
       approved,
       denied,
       ...(input.authMethod ? { auth_method: input.authMethod } : {}),
+      ...originDetail(input.origin),
       ...(narrowed.size > 0 ? { narrowed: [...narrowed.keys()] } : {}),
+      ...(trail.length > 0 ? { constraints: constraintTrail(trail) } : {}),
       ...(expiresAt !== null ? { grants_expire_at: new Date(expiresAt).toISOString() } : {}),
       by: actor,
     });
@@ -410,7 +422,12 @@ function narrowing(
 export function deny(
   ctx: ProtocolContext,
   approvalId: string,
-  input: { readonly reason?: string; readonly actor: string; readonly authMethod?: string },
+  input: {
+    readonly reason?: string;
+    readonly actor: string;
+    readonly authMethod?: string;
+    readonly origin?: DecisionOrigin;
+  },
 ): Decision {
   return ctx.write((tx) => {
     const now = ctx.clock.now();
@@ -436,6 +453,7 @@ export function deny(
       kind: approval.kind,
       reason,
       ...(input.authMethod ? { auth_method: input.authMethod } : {}),
+      ...originDetail(input.origin),
       by: input.actor,
     });
     return { approval: decided, agent: updated, approved: [], denied, grantsExpireAt: null };

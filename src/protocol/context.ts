@@ -11,6 +11,13 @@ import type { ReplayJournal } from '../storage/replay-journal.js';
 import type { Store, StoreWriter, AgentRecord, GrantRecord, HostRecord } from '../storage/types.js';
 import { ReplayCache } from './replay-cache.js';
 import { TtlCache } from '../util/ttl-cache.js';
+import { RateLimiter } from '../util/rate-limit.js';
+
+/**
+ * Users with a recent approval request remembered at once: past it the least recently asked are
+ * forgotten (rate-limit.ts), so the limiter's memory stays bounded whatever the number of users.
+ */
+const APPROVAL_LIMITER_KEYS = 10_000;
 import { UsageTracker } from './usage.js';
 import type { ApprovalNotifier } from './notifications.js';
 
@@ -37,6 +44,8 @@ export interface ProtocolContext {
   afterCommit(fn: () => void): void;
   /** Tells approvers of new approval requests (proxy config `notifications`); absent: nobody. */
   readonly notifier?: ApprovalNotifier;
+  /** New approval requests per addressed user (approval-limits.ts); bounded in keys. */
+  readonly approvalLimiter: RateLimiter;
 }
 
 /**
@@ -143,6 +152,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
       else runAll([fn]);
     },
     ...(options.notifier ? { notifier: options.notifier } : {}),
+    approvalLimiter: new RateLimiter(options.clock, { maxKeys: APPROVAL_LIMITER_KEYS }),
   };
 }
 

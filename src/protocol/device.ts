@@ -22,7 +22,13 @@ export interface DeviceRequest {
    * RFC 8628 §5.4: what identifies the host beyond the name it chose: its key's RFC 7638
    * thumbprint (the `iss` of its JWTs) and when the host first registered.
    */
-  readonly hostKey: { readonly thumbprint: string; readonly registeredAt: number } | null;
+  readonly hostKey: {
+    readonly thumbprint: string;
+    readonly registeredAt: number;
+    /** The client IP and user agent the host registered from; null when unknown (issue 16). */
+    readonly ip: string | null;
+    readonly userAgent: string | null;
+  } | null;
   readonly mode: 'delegated' | 'autonomous';
   /** Each requested capability with its description; the constraints the approver would accept. */
   readonly capabilities: readonly {
@@ -72,7 +78,14 @@ export function describeApproval(ctx: ProtocolContext, approval: ApprovalRecord)
     kind: approval.kind,
     agentName: agent.name,
     hostName: host?.name ?? null,
-    hostKey: host ? { thumbprint: host.thumbprint, registeredAt: host.createdAt } : null,
+    hostKey: host
+      ? {
+          thumbprint: host.thumbprint,
+          registeredAt: host.createdAt,
+          ip: host.registeredIp ?? null,
+          userAgent: host.registeredUserAgent ?? null,
+        }
+      : null,
     mode: agent.mode,
     capabilities: approval.capabilities.map((c) => ({
       name: c.name,

@@ -59,8 +59,12 @@ export function parseCapabilityRequest(
     }
     if (seen.has(name)) throw new ProtocolError('invalid_request', `${field} lists "${name}" twice.`);
     seen.add(name);
-    const constraints = effectiveConstraints(ctx, capability, proposed, `${field}[${i}].constraints`);
-    out.push(constraints ? { name, constraints } : { name });
+    const terms = constrainedRequest(ctx, capability, proposed, `${field}[${i}].constraints`);
+    out.push({
+      name,
+      ...(terms.effective ? { constraints: terms.effective } : {}),
+      ...(terms.proposed ? { proposed: terms.proposed } : {}),
+    });
   });
   if (invalidNames.length) {
     throw new ProtocolError(
@@ -79,6 +83,19 @@ export function effectiveConstraints(
   proposed: unknown,
   where: string,
 ): Constraints | undefined {
+  return constrainedRequest(ctx, capability, proposed, where).effective;
+}
+
+/**
+ * The agent's proposal as validated, and its intersection with policy (§2.13): both are kept,
+ * so what was proposed stays apart from what is in effect (issue 16).
+ */
+function constrainedRequest(
+  ctx: ProtocolContext,
+  capability: Capability,
+  proposed: unknown,
+  where: string,
+): { readonly proposed?: Constraints; readonly effective?: Constraints } {
   let agentSide: Constraints | undefined;
   if (proposed !== undefined) {
     const parsed = parseConstraints(proposed, inputFields(capability));
@@ -102,7 +119,10 @@ export function effectiveConstraints(
       `${where}: the proposed constraints on ${conflicts.join(', ')} fall outside what this server allows for ${capability.name}.`,
     );
   }
-  return constraints && Object.keys(constraints).length ? constraints : undefined;
+  return {
+    ...(agentSide ? { proposed: agentSide } : {}),
+    ...(constraints && Object.keys(constraints).length ? { effective: constraints } : {}),
+  };
 }
 
 /**
@@ -166,6 +186,15 @@ export function grantView(ctx: ProtocolContext, grant: GrantRecord, withAudit = 
         { description: 'This capability has been removed.' }),
     ...(grant.constraints ? { constraints: grant.constraints } : {}),
     ...(grant.expiresAt ? { expires_at: new Date(grant.expiresAt).toISOString() } : {}),
+  };
+}
+
+/** A pending grant as the request it came from: effective and proposed constraints (§2.13). */
+export function requestedFromGrant(g: GrantRecord): RequestedCapability {
+  return {
+    name: g.capability,
+    ...(g.constraints ? { constraints: g.constraints } : {}),
+    ...(g.proposedConstraints ? { proposed: g.proposedConstraints } : {}),
   };
 }
 

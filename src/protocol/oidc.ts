@@ -58,6 +58,9 @@ export type OidcFinish =
       readonly authenticatedAt: number;
       readonly returnTo: string;
       readonly fresh: boolean;
+      /** The ID token's `acr` and `amr`, kept with the session for decision records (issue 16). */
+      readonly acr: string | null;
+      readonly amr: readonly string[] | null;
     }
   | {
       readonly kind: 'refused';
@@ -200,6 +203,7 @@ export class OidcSignIn {
       authenticatedAt: authTime === undefined ? now : Math.min(now, authTime),
       returnTo,
       fresh: pending.fresh,
+      ...authenticationClaims(claims),
     };
   }
 
@@ -299,4 +303,19 @@ function sha256(value: string): Buffer {
 
 function sameHash(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Bounded copies of an ID token's `acr` and `amr` (they come from the provider, not the user). */
+function authenticationClaims(claims: Readonly<Record<string, unknown>>): {
+  readonly acr: string | null;
+  readonly amr: readonly string[] | null;
+} {
+  const acr = typeof claims.acr === 'string' && claims.acr !== '' ? claims.acr.slice(0, 200) : null;
+  const amr = Array.isArray(claims.amr)
+    ? claims.amr
+        .filter((m): m is string => typeof m === 'string' && m !== '')
+        .slice(0, 10)
+        .map((m) => m.slice(0, 50))
+    : [];
+  return { acr, amr: amr.length > 0 ? amr : null };
 }

@@ -16,7 +16,7 @@ import type {
 import { approvalObject, createApproval, displayText, openApproval, readHints } from './approvals.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
-import { autoGrantable, parseCapabilityRequest } from './grants.js';
+import { autoGrantable, parseCapabilityRequest, requestedFromGrant } from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { agentView } from './views.js';
 import { protocolEvent } from './activity.js';
@@ -27,10 +27,18 @@ import {
   dropExpiredRegistrationApprovals,
 } from './pending-hosts.js';
 
+/** Where a registration request came from: kept with a new host (RFC 8628 §5.4, issue 16). */
+export interface RegistrationOrigin {
+  readonly ip: string;
+  /** Already capped and cleaned (decision-record.ts cleanUserAgent). */
+  readonly userAgent: string | null;
+}
+
 export async function registerAgent(
   ctx: ProtocolContext,
   auth: HostAuth,
   body: Readonly<Record<string, unknown>>,
+  origin?: RegistrationOrigin,
 ): Promise<Record<string, unknown>> {
   const { claims } = auth;
   if (claims.agent_jwks_url !== undefined) {
@@ -96,6 +104,8 @@ export async function registerAgent(
         status: admitted ? 'active' : 'pending',
         preRegistered: false,
         admittedByPolicy: admitted,
+        registeredIp: origin?.ip ?? null,
+        registeredUserAgent: origin?.userAgent ?? null,
         activatedAt: admitted ? now : null,
         lastUsedAt: now,
         createdAt: now,
@@ -228,6 +238,8 @@ export function putRequestedGrants(
       capability: r.name,
       status: granted ? 'active' : 'pending',
       constraints: r.constraints ?? null,
+      proposedConstraints: r.proposed ?? null,
+      approvedConstraints: null,
       grantedBy: granted ? 'policy' : null,
       deniedBy: null,
       reason,
@@ -242,9 +254,5 @@ export function putRequestedGrants(
 }
 
 function requestedFromGrants(grants: readonly GrantRecord[]): RequestedCapability[] {
-  return grants
-    .filter((g) => g.status === 'pending')
-    .map((g) =>
-      g.constraints ? { name: g.capability, constraints: g.constraints } : { name: g.capability },
-    );
+  return grants.filter((g) => g.status === 'pending').map(requestedFromGrant);
 }

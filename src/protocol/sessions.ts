@@ -25,6 +25,8 @@ export class Sessions {
     authMethod: AuthMethod,
     replacing?: string,
     authenticatedAt?: number,
+    /** An OIDC sign-in's `acr` and `amr`, recorded with each decision (issue 16). */
+    claims?: { readonly acr: string | null; readonly amr: readonly string[] | null },
   ): { readonly cookieValue: string; readonly session: SessionRecord } {
     if (replacing !== undefined) this.end(replacing);
     const now = this.clock.now();
@@ -34,6 +36,8 @@ export class Sessions {
       userId,
       authMethod,
       authenticatedAt: Math.min(now, authenticatedAt ?? now),
+      acr: claims?.acr ?? null,
+      amr: claims?.amr ?? null,
       csrfToken: randomBytes(32).toString('base64url'),
       createdAt: now,
       expiresAt: now + this.lifetimeMs,

@@ -186,4 +186,16 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX passkeys_user ON passkeys (user_id, created_at);
   `,
+  // 11 (issue 16, branch h16-record): every approval bound to what was shown and recorded.
+  // Grants keep what the agent proposed and what the approver approved apart from what is in
+  // effect (constraints); sessions keep an OIDC sign-in's acr and amr for decision records; hosts
+  // keep the IP and user agent they registered from (RFC 8628 §5.4, shown on the device page).
+  `
+  ALTER TABLE grants ADD COLUMN proposed_constraints TEXT;
+  ALTER TABLE grants ADD COLUMN approved_constraints TEXT;
+  ALTER TABLE sessions ADD COLUMN acr TEXT;
+  ALTER TABLE sessions ADD COLUMN amr TEXT;
+  ALTER TABLE hosts ADD COLUMN registered_ip TEXT;
+  ALTER TABLE hosts ADD COLUMN registered_user_agent TEXT;
+  `,
 ];

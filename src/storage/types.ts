@@ -32,6 +32,13 @@ export interface HostRecord {
    * `autonomous.bootstrap: policy` (§2.2.2). Until linked it stays within the pending-host bounds.
    */
   readonly admittedByPolicy: boolean;
+  /**
+   * Where a dynamic registration came from (RFC 8628 §5.4: the device page shows it): the client
+   * IP and user agent of the request that first stored the host. Absent for pre-registered hosts
+   * and rows stored before migration 11.
+   */
+  readonly registeredIp?: string | null;
+  readonly registeredUserAgent?: string | null;
   readonly activatedAt: number | null;
   readonly lastUsedAt: number | null;
   readonly createdAt: number;
@@ -71,6 +78,16 @@ export interface GrantRecord {
   readonly status: GrantStatus;
   /** Effective constraints (§2.13): what execution enforces once active. */
   readonly constraints: Readonly<Record<string, unknown>> | null;
+  /**
+   * What the agent proposed, before the policy's constraints were folded in (§2.13); null when it
+   * proposed none. Kept apart from what was approved and what is in effect (issue 16).
+   */
+  readonly proposedConstraints?: Readonly<Record<string, unknown>> | null;
+  /**
+   * What the approver approved: the constraints shown to them, narrowed by them (§2.13); null for
+   * grants no person decided (policy grants) and rows stored before migration 11.
+   */
+  readonly approvedConstraints?: Readonly<Record<string, unknown>> | null;
   readonly grantedBy: string | null;
   readonly deniedBy: string | null;
   readonly reason: string | null;
@@ -88,6 +105,8 @@ export interface RequestedCapability {
   readonly name: string;
   /** The effective constraints the approver is asked to accept (agent proposal ∩ policy). */
   readonly constraints?: Readonly<Record<string, unknown>>;
+  /** The agent's own proposal, before policy (§2.13); absent when it proposed none. */
+  readonly proposed?: Readonly<Record<string, unknown>>;
 }
 
 /** A pending question to a human (§7): who asks, for what, until when, and the RFC 8628 code. */
@@ -156,6 +175,12 @@ export interface SessionRecord {
   readonly userId: string;
   readonly authMethod: AuthMethod;
   readonly authenticatedAt: number;
+  /**
+   * For OIDC sign-ins, the ID token's `acr` and `amr` (OpenID Connect Core §2), so each decision's
+   * record can say how strongly the approver authenticated (issue 16). Null otherwise.
+   */
+  readonly acr?: string | null;
+  readonly amr?: readonly string[] | null;
   /** Sent back with every form of this session (synchronizer token). */
   readonly csrfToken: string;
   readonly createdAt: number;

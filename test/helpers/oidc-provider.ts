@@ -79,7 +79,8 @@ export async function startTestIdp(options: {
       return account ? { accountId: id, claims: () => ({ sub: id, ...account }) } : undefined;
     },
     claims: {
-      openid: ['sub'],
+      // amr is issued only when a requested scope names it; the approver's record keeps it (issue 16).
+      openid: ['sub', 'amr'],
       email: ['email', 'email_verified'],
       profile: ['name', 'preferred_username'],
     },
@@ -141,7 +142,7 @@ export async function startTestIdp(options: {
       await provider.interactionFinished(
         req,
         res,
-        { login: { accountId: login, acr: state.acr, ts } },
+        { login: { accountId: login, acr: state.acr, amr: ['pwd', 'otp'], ts } },
         { mergeWithLastSubmission: false },
       );
       return;

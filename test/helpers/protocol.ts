@@ -30,8 +30,26 @@ export class TestClock {
 
 export function writePolicy(yaml: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'aap-policy-')), 'policy.yaml');
-  writeFileSync(file, yaml);
+  writeFileSync(file, withoutApprovalLimit(yaml));
   return file;
+}
+
+/**
+ * Test files share one approver across many requests within one TestClock minute, which the
+ * per-user approval limit (5 a minute, issue 16) would refuse; it is off unless a test sets it
+ * (test/integration/protocol/approval-limits.test.ts does).
+ */
+function withoutApprovalLimit(yaml: string): string {
+  if (yaml.includes('approval_requests_per_user')) return yaml;
+  const block = /^rate_limits:[ \t]*\n([ \t]+)\S/m.exec(yaml);
+  if (block) {
+    return yaml.replace(
+      /^rate_limits:[ \t]*\n/m,
+      `rate_limits:\n${block[1]}approval_requests_per_user: null\n`,
+    );
+  }
+  if (/^rate_limits:/m.test(yaml)) return yaml;
+  return `${yaml}${yaml === '' || yaml.endsWith('\n') ? '' : '\n'}rate_limits:\n  approval_requests_per_user: null\n`;
 }
 
 export interface Reply {

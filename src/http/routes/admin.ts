@@ -5,6 +5,7 @@
 import { ProtocolError } from '../../errors.js';
 import { revokeAgent } from '../../protocol/agents.js';
 import { approve, deny, expireApprovals } from '../../protocol/approvals.js';
+import { cleanUserAgent, type DecisionOrigin } from '../../protocol/decision-record.js';
 import { normalizeUserCode } from '../../protocol/user-code.js';
 import { iso, type ProtocolContext } from '../../protocol/context.js';
 import {
@@ -32,6 +33,15 @@ export interface AdminRouteOptions extends TokenStepOptions {
 }
 
 const ACTOR = 'admin';
+
+/** An operator API decision's record: the admin token, and where the call came from (issue 16). */
+function operatorOrigin(x: Exchange): DecisionOrigin {
+  return {
+    authMethod: 'admin_token',
+    ip: x.clientIp,
+    userAgent: cleanUserAgent(x.req.headers['user-agent']),
+  };
+}
 
 function optionalString(body: Readonly<Record<string, unknown>>, key: string, max = 500): string | undefined {
   const v = body[key];
@@ -126,6 +136,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         ...(constraints ? { constraints: constraints as Record<string, unknown> } : {}),
         ...(reason ? { reason } : {}),
         actor: ACTOR,
+        origin: operatorOrigin(rc),
       });
       sendJson(rc.res, 200, {
         id: decision.approval.id,
@@ -145,7 +156,11 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     change('deny', (rc) => {
       const b = body(rc);
       const reason = optionalString(b, 'reason');
-      const decision = deny(ctx, rc.params.id ?? '', { ...(reason ? { reason } : {}), actor: ACTOR });
+      const decision = deny(ctx, rc.params.id ?? '', {
+        ...(reason ? { reason } : {}),
+        actor: ACTOR,
+        origin: operatorOrigin(rc),
+      });
       sendJson(rc.res, 200, {
         id: decision.approval.id,
         status: decision.approval.status,

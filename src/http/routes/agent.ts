@@ -15,6 +15,7 @@ import type { ProtocolContext } from '../../protocol/context.js';
 import { revokeHost, rotateHostKey } from '../../protocol/hosts.js';
 import { introspect } from '../../protocol/introspect.js';
 import { registerAgent } from '../../protocol/registration.js';
+import { cleanUserAgent } from '../../protocol/decision-record.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
@@ -48,7 +49,15 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
     principalLimits(limits, 'registration'),
     replayRecord(ctx),
     jsonBody(maxBodyBytes),
-    step('register', async (x) => answer(x, await registerAgent(ctx, host(x), body(x)))),
+    step('register', async (x) =>
+      answer(
+        x,
+        await registerAgent(ctx, host(x), body(x), {
+          ip: x.clientIp,
+          userAgent: cleanUserAgent(x.req.headers['user-agent']),
+        }),
+      ),
+    ),
   ]);
 
   router.add('POST', '/agent/request-capability', [

@@ -15,6 +15,7 @@ import type { Exchange } from '../pipeline.js';
 import { ProtocolError } from '../../errors.js';
 import { approve, deny, displayText } from '../../protocol/approvals.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
+import { originFromSession, type DecisionOrigin } from '../../protocol/decision-record.js';
 import { lookUpCibaRequest, recordOpened } from '../../protocol/inbox.js';
 import { requestWarnings } from '../../protocol/request-warnings.js';
 import type { ProtocolContext } from '../../protocol/context.js';
@@ -43,6 +44,11 @@ import { inboxLink } from '../views/inbox.js';
 /** Where the approver finds this request again: its code's page, or the inbox for CIBA (§7.2). */
 function pageOf(r: DeviceRequest): string {
   return r.method === 'ciba' ? '/approvals' : `/device?code=${encodeURIComponent(r.userCode)}`;
+}
+
+/** The decision record's origin (issue 16): this session, this request, the hash shown. */
+function decisionOrigin(x: Exchange, s: SessionRecord, r: DeviceRequest): DecisionOrigin {
+  return originFromSession(s, { ip: x.clientIp, userAgent: x.req.headers['user-agent'] }, contentHash(r));
 }
 
 export interface DeviceRouteOptions {
@@ -287,7 +293,7 @@ export function deviceRoutes(
         const decided = approve(ctx, r.approvalId, {
           userId: s.userId,
           actor: s.userId,
-          authMethod: s.authMethod,
+          origin: decisionOrigin(x, s, r),
           ...choice.decision,
         });
         send(x, 200, [whoAmI(s), message('ok', approvedText(r, decided)), inboxLink()], headers);
@@ -313,7 +319,7 @@ export function deviceRoutes(
       deny(ctx, r.approvalId, {
         ...(reason ? { reason } : {}),
         actor: s.userId,
-        authMethod: s.authMethod,
+        origin: decisionOrigin(x, s, r),
       });
       send(x, 200, [
         whoAmI(s),

@@ -90,6 +90,7 @@ export function oidcRoutes(router: Router, { auth, oidc, limits, serverName }: O
         'oidc',
         x.sessionCookie,
         result.authenticatedAt,
+        { acr: result.acr, amr: result.amr },
       );
       x.decision.user_id = result.userId;
       redirect(x.res, result.returnTo, { 'set-cookie': auth.cookie(cookieValue) });

@@ -100,6 +100,7 @@ function grantList(grants: readonly GrantRecord[], more: number): string {
     const bits = [`<code>${escapeHtml(g.capability)}</code> — ${escapeHtml(grantStatus(g))}`];
     if (g.constraints)
       bits.push(`<br><small>limited to <code>${escapeHtml(JSON.stringify(g.constraints))}</code></small>`);
+    bits.push(constraintTrail(g));
     if (g.expiresAt !== null) bits.push(`<br><small>until ${escapeHtml(iso(g.expiresAt) ?? '')}</small>`);
     if (g.grantedBy && g.status === 'active')
       bits.push(`<br><small>granted by ${escapeHtml(g.grantedBy)}</small>`);
@@ -110,6 +111,24 @@ function grantList(grants: readonly GrantRecord[], more: number): string {
   });
   if (more > 0) items.push(`<li>and ${more} more</li>`);
   return `<ul class="grants">${items.join('\n')}</ul>`;
+}
+
+/**
+ * §2.13, issue 16: what the agent proposed, what the approver approved and what is in effect, when
+ * they differ (policy or the approver narrowed the proposal); nothing when all three agree.
+ */
+function constraintTrail(g: GrantRecord): string {
+  const text = (c: Readonly<Record<string, unknown>> | null | undefined): string =>
+    c ? `<code>${escapeHtml(JSON.stringify(c))}</code>` : 'none';
+  const proposed = g.proposedConstraints ?? null;
+  const approved = g.approvedConstraints ?? null;
+  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+  if (proposed === null && approved === null) return '';
+  if (same(proposed, g.constraints) && (approved === null || same(approved, g.constraints))) return '';
+  const steps = [`proposed ${text(proposed)}`];
+  if (g.grantedBy !== 'policy' && g.status !== 'pending') steps.push(`approved ${text(approved)}`);
+  steps.push(`${g.status === 'active' ? 'in effect' : 'effective'} ${text(g.constraints)}`);
+  return `<br><small class="constraint-trail">${steps.join(' → ')}</small>`;
 }
 
 function grantStatus(g: GrantRecord): string {

@@ -98,9 +98,20 @@ ${r.capabilities.length > 0 ? `<dt>Capabilities</dt><dd><ul id="capabilities">${
 ${r.reason ? `<dt>Reason given</dt><dd id="reason">${shown(r.reason, DISPLAY_LIMITS.reason)}</dd>` : ''}
 ${r.bindingMessage ? `<dt>Message from the agent</dt><dd id="binding-message">${shown(r.bindingMessage, DISPLAY_LIMITS.bindingMessage)}</dd>` : ''}
 ${r.hostKey ? `<dt>Host key</dt><dd id="host-key"><code>${escapeHtml(shortThumbprint(r.hostKey.thumbprint))}</code>, first seen ${escapeHtml(iso(r.hostKey.registeredAt) ?? '')}</dd>` : ''}
+${r.hostKey ? registeredFrom(r.hostKey) : ''}
 <dt>Open until</dt><dd>${escapeHtml(iso(r.expiresAt) ?? '')}</dd>
 </dl>
 </section>`;
+}
+
+/**
+ * RFC 8628 §5.4: when and from where the host registered, so a person can tell a request made on
+ * their own machine from one made elsewhere. Stored capped and without control characters; escaped.
+ */
+function registeredFrom(key: NonNullable<DeviceRequest['hostKey']>): string {
+  if (key.ip === null) return '';
+  const agent = key.userAgent === null ? '' : ` (${escapeHtml(key.userAgent)})`;
+  return `<dt>Registered</dt><dd id="host-origin">registered ${escapeHtml(iso(key.registeredAt) ?? '')} from ${escapeHtml(key.ip)}${agent}</dd>`;
 }
 
 /**

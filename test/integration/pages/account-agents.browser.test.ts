@@ -41,7 +41,9 @@ beforeAll(async () => {
     `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PETSTORE}\n    upstream: ${upstream.url}\nsign_in:\n  local:\n    users:\n${users}`,
   );
   p = await startProtocol({
-    policy: 'rate_limits:\n  unknown_host_registration: null\n  per_ip: null\n',
+    policy:
+      'capabilities:\n  constraints:\n    list_pets:\n      limit: { max: 500 }\n' +
+      'rate_limits:\n  unknown_host_registration: null\n  per_ip: null\n',
     clock: new TestClock(),
     overrides: { config, port },
   });
@@ -125,6 +127,49 @@ describe('the account page lists only the signed-in user’s agents', () => {
     await openAccount(phone);
     expect(await phone.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     await phone.context().close();
+  });
+
+  it('shows what was proposed, approved and is in effect when they differ; the decision record has the same (§2.13, issue 16)', async () => {
+    // The agent proposes limit ≤ 1000; policy caps it at 500; the approver narrows it to 200.
+    const { key: host } = await p.linkedHost(ALICE);
+    const reg = await p.register(host, {
+      name: 'Narrowed helper',
+      capabilities: [{ name: 'list_pets', constraints: { limit: { max: 1000 } } }],
+    });
+    const agentId: string = reg.body.agent_id;
+    const approval = await p.pendingApproval(agentId);
+    expect(approval.capabilities).toEqual([{ name: 'list_pets', constraints: { limit: { max: 500 } } }]);
+    const ok = await p.admin('POST', `/admin/approvals/${approval.id}/approve`, {
+      constraints: { list_pets: { limit: { max: 200 } } },
+    });
+    expect(ok.status).toBe(200);
+    const grant = p.proxy.protocol.store.grants(agentId).find((g) => g.capability === 'list_pets');
+    expect(grant).toMatchObject({
+      proposedConstraints: { limit: { max: 1000 } },
+      approvedConstraints: { limit: { max: 200 } },
+      constraints: { limit: { max: 200 } },
+    });
+    const decided = p.proxy.protocol.store
+      .activity({ agentId, limit: 20 })
+      .find((r) => r.type === 'approval.approved');
+    expect(decided?.detail).toMatchObject({
+      by: 'admin',
+      auth_method: 'admin_token',
+      client_ip: '127.0.0.1',
+      constraints: {
+        list_pets: {
+          proposed: { limit: { max: 1000 } },
+          approved: { limit: { max: 200 } },
+          effective: { limit: { max: 200 } },
+        },
+      },
+    });
+    const page = await newPage();
+    await openAccount(page);
+    expect(await page.locator(`#agent-${agentId} .constraint-trail`).textContent()).toBe(
+      'proposed {"limit":{"max":1000}} → approved {"limit":{"max":200}} → in effect {"limit":{"max":200}}',
+    );
+    await page.context().close();
   });
 
   it('an agent name with markup is shown as text, never as HTML (§8.10)', async () => {

@@ -20,7 +20,8 @@ import { startProtocol, TestClock, type TestProtocol } from '../../helpers/proto
 import { PETSTORE } from '../../helpers/proxy.js';
 
 const PASSWORD = 'correct horse battery staple';
-const POLICY = 'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n';
+const POLICY =
+  'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n  approval_requests_per_user: 5/1m\n';
 
 let p: TestProtocol;
 let clock: TestClock;
@@ -62,7 +63,7 @@ async function signIn(page: Page, user = 'alice@example.com', password = PASSWOR
 async function pending(
   capabilities: string[],
   name = 'Shelter helper',
-): Promise<{ code: string; host: TestKey; agentId: string }> {
+): Promise<{ code: string; host: TestKey; agent: TestKey; agentId: string }> {
   const host = await generateTestKey();
   const reg = await p.register(host, {
     name,
@@ -71,7 +72,12 @@ async function pending(
     reason: 'Keep the shelter list current',
   });
   expect(reg.status).toBe(200);
-  return { code: reg.body.approval.user_code as string, host, agentId: reg.body.agent_id as string };
+  return {
+    code: reg.body.approval.user_code as string,
+    host,
+    agent: reg.agent,
+    agentId: reg.body.agent_id as string,
+  };
 }
 
 /** Signs in through the device page's link and opens the request for `code` (pre-filled, confirmed). */
@@ -127,6 +133,7 @@ describe('sign-in', () => {
 describe('deciding on the device page', () => {
   it('approves a read-only request after confirming the pre-filled code: the agent becomes active', async () => {
     const { code, host, agentId } = await pending(['list_pets']);
+    let shown = '';
     for (const [width, height, name] of [
       [1280, 800, 'desktop'],
       [390, 844, 'phone'],
@@ -135,6 +142,7 @@ describe('deciding on the device page', () => {
       await openRequest(page, code);
       await screenshot(page, `device-request-${name}`);
       if (name === 'phone') {
+        shown = (await page.getAttribute('#approve-form input[name=shown]', 'value')) ?? '';
         await submit(page, '#approve');
         expect(await page.textContent('#outcome')).toContain(
           'Approved. The agent Shelter helper may now use: list_pets.',
@@ -144,21 +152,45 @@ describe('deciding on the device page', () => {
     }
     const status = await p.status(host, agentId);
     expect(status.body.status).toBe('active');
-    // The decision records who decided and how they authenticated.
+    // The decision records who decided, how they authenticated, from where, and what they saw
+    // (issue 16 §2): the content hash the approve form carried.
     const decided = p.proxy.protocol.store
       .activity({ agentId, limit: 20 })
       .find((r) => r.type === 'approval.approved');
-    expect(decided?.detail).toMatchObject({ by: 'alice@example.com', auth_method: 'password' });
+    expect(shown).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(decided?.detail).toMatchObject({
+      by: 'alice@example.com',
+      auth_method: 'password',
+      client_ip: '127.0.0.1',
+      content_hash: shown,
+    });
+    expect(decided?.detail?.user_agent).toMatch(/HeadlessChrome/);
   });
 
-  it("shows the host's key thumbprint (short form) and when it first registered (RFC 8628 §5.4)", async () => {
-    const { code, host } = await pending(['list_pets']);
+  it("shows the host's key thumbprint (short form), when and from where it registered (RFC 8628 §5.4)", async () => {
+    // The host registers with a user agent of its choosing: markup and control characters in it
+    // are stripped or escaped, and it is capped.
+    const host = await generateTestKey();
+    const agentKey = await generateTestKey();
+    const reg = await p.request('POST', '/agent/register', {
+      token: await p.hostToken(host, { agent_public_key: agentKey.publicJwk }),
+      body: { name: 'Shelter helper', capabilities: ['list_pets'] },
+      headers: { 'user-agent': `ShelterBot/2.1 <b>bold</b>\t${'x'.repeat(400)}` },
+    });
+    expect(reg.status).toBe(200);
     const page = await newPage();
-    await openRequest(page, code);
+    await openRequest(page, reg.body.approval.user_code as string);
+    expect(await page.textContent('#request')).toContain('You are authorizing an AI agent.');
     const shown = (await page.textContent('#host-key')) ?? '';
     const groups = host.thumbprint.slice(0, 16).match(/.{4}/g) ?? [];
     expect(shown).toContain(`${groups.join(' ')}…`);
     expect(shown).toMatch(/first seen \d{4}-\d{2}-\d{2}T/);
+    const origin = (await page.textContent('#host-origin')) ?? '';
+    expect(origin).toMatch(
+      /^registered \d{4}-\d{2}-\d{2}T\S+ from 127\.0\.0\.1 \(ShelterBot\/2\.1 <b>bold<\/b> x+…\)$/,
+    );
+    expect(origin.length).toBeLessThan(360);
+    expect(await page.locator('#host-origin b').count()).toBe(0);
     await page.context().close();
   });
 
@@ -300,6 +332,81 @@ describe('attacks on the forms', () => {
     expect(await grantOf()).toBe('pending');
     expect(await post('/device/approve', alice.cookie, alice.fields)).toBe(200);
     expect(await grantOf()).toBe('active');
+  });
+
+  it('constraints changed by a re-request while the page is open: Approve is refused by the content hash, the new request shown (§2.13, §7.2)', async () => {
+    // An agent of a host linked to alice asks for create_pet limited to cats.
+    const { agent, agentId } = await pending(['list_pets']);
+    const approval = await p.pendingApproval(agentId);
+    const linked = await p.admin('POST', `/admin/approvals/${approval.id}/approve`, {
+      user_id: 'alice@example.com',
+    });
+    expect(linked.status).toBe(200);
+    const ask = async (species: string) =>
+      p.request('POST', '/agent/request-capability', {
+        token: await p.agentToken(agent, agentId),
+        body: { capabilities: [{ name: 'create_pet', constraints: { species } }] },
+      });
+    const cats = await ask('cat');
+    expect(cats.status).toBe(200);
+    const page = await newPage();
+    await openRequest(page, cats.body.approval.user_code as string);
+    expect(await page.textContent('#request')).toContain('cat');
+    // Between showing and approving, the agent asks again with other terms (same code).
+    const dogs = await ask('dog');
+    expect(dogs.body.approval.user_code).toBe(cats.body.approval.user_code);
+    await submit(page, '#approve');
+    expect(await page.textContent('#outcome')).toContain('This request changed since you saw it.');
+    const request = (await page.textContent('#request')) ?? '';
+    expect(request).toContain('dog');
+    expect(request).not.toContain('cat');
+    const grant = p.proxy.protocol.store.grants(agentId).find((g) => g.capability === 'create_pet');
+    expect(grant?.status).toBe('pending');
+    await page.context().close();
+  });
+
+  it('a repeated request leaves the open page valid; past 5 new requests a minute for alice the agent gets 429 and the page keeps the last one (issue 16 §3)', async () => {
+    clock.advance(60_000); // a fresh per-user window, whatever earlier tests asked alice
+    const { agent, agentId } = await pending(['list_pets']);
+    const approval = await p.pendingApproval(agentId);
+    await p.admin('POST', `/admin/approvals/${approval.id}/approve`, { user_id: 'alice@example.com' });
+    const ask = async (capabilities: unknown) =>
+      p.request('POST', '/agent/request-capability', {
+        token: await p.agentToken(agent, agentId),
+        body: { capabilities },
+      });
+    const first = await ask(['get_pet']);
+    const page = await newPage();
+    await openRequest(page, first.body.approval.user_code as string);
+    for (let i = 0; i < 3; i++) {
+      const again = await ask(['get_pet']);
+      expect(again.body.approval).toEqual(first.body.approval);
+    }
+    // The repeats changed nothing: the page's form still matches and approves.
+    await submit(page, '#approve');
+    expect(await page.textContent('#outcome')).toContain(
+      'Approved. The agent Shelter helper may now use: get_pet.',
+    );
+
+    // Four more new requests are accepted (5 in the minute), the sixth is refused.
+    let last: Awaited<ReturnType<typeof ask>> | undefined;
+    for (let max = 1; max <= 4; max++) {
+      last = await ask([
+        { name: 'create_pet', constraints: { species: ['dog', 'cat', 'bird', 'fish'][max - 1] } },
+      ]);
+      expect(last.status).toBe(200);
+    }
+    const refused = await ask([{ name: 'delete_pet' }]);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toBe('rate_limited');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(p.proxy.protocol.store.grants(agentId).map((g) => g.capability)).not.toContain('delete_pet');
+    await page.goto(`${origin}/device?code=${last?.body.approval.user_code as string}`);
+    await submit(page, 'button:has-text("Continue")');
+    const request = (await page.textContent('#request')) ?? '';
+    expect(request).toContain('fish');
+    expect(request).not.toContain('delete_pet');
+    await page.context().close();
   });
 
   it('no session: an approve POST is refused and nothing changes', async () => {

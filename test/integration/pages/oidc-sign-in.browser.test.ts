@@ -161,6 +161,18 @@ describe('OIDC sign-in', () => {
       'Approved. The agent Shelter helper may now use: list_pets.',
     );
     expect((await p.status(host, agentId)).body.status).toBe('active');
+    // The decision record keeps how the provider authenticated the approver (issue 16 §2).
+    const decided = p.proxy.protocol.store
+      .activity({ agentId, limit: 20 })
+      .find((r) => r.type === 'approval.approved');
+    expect(decided?.detail).toMatchObject({
+      by: 'alice@example.com',
+      auth_method: 'oidc',
+      acr: 'urn:example:mfa',
+      amr: ['pwd', 'otp'],
+      client_ip: '127.0.0.1',
+    });
+    expect(decided?.detail?.content_hash).toMatch(/^[A-Za-z0-9_-]{43}$/);
     await page.context().close();
   });
 

@@ -29,6 +29,7 @@ rate_limits:
   per_host: null
   per_agent: null
   unknown_host_registration: null
+  approval_requests_per_user: null
 `;
 
 /** Every child this file started; killed by PID after each test if still running. */

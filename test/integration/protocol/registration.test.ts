@@ -591,14 +591,18 @@ describe('POST /agent/request-capability (§5.4)', () => {
     });
   });
 
-  it('409 already_granted when every capability is already active or pending', async () => {
+  it('409 already_granted when every capability is already active, or active and pending', async () => {
     const a = await activeAgent();
     await requestCaps(a, { capabilities: ['list_pets'] });
-    await requestCaps(a, { capabilities: ['create_pet'] });
-    for (const capabilities of [['list_pets'], ['create_pet'], ['list_pets', 'create_pet']]) {
+    const pendingOne = await requestCaps(a, { capabilities: ['create_pet'] });
+    for (const capabilities of [['list_pets'], ['list_pets', 'create_pet']]) {
       const reply = await requestCaps(a, { capabilities });
       expectError(reply, 409, 'already_granted');
     }
+    // The pending one asked again alone is a repeat: the same approval (issue 16 §3).
+    const repeat = await requestCaps(a, { capabilities: ['create_pet'] });
+    expect(repeat.status).toBe(200);
+    expect(repeat.body.approval.user_code).toBe(pendingOne.body.approval.user_code);
     // One new name among held ones is a valid request for that one only.
     const mixed = await requestCaps(a, { capabilities: ['list_pets', 'get_pet'] });
     expect(mixed.status).toBe(200);

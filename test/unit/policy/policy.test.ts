@@ -93,6 +93,7 @@ describe('config/policy.example.yaml', () => {
       perUser: { count: 3000, windowMs: 60_000 },
       perIp: { count: 120, windowMs: 60_000 },
       unknownHostRegistration: { count: 20, windowMs: 600_000 },
+      approvalRequestsPerUser: { count: 5, windowMs: 60_000 },
       failedAuthPerIp: { count: 60, windowMs: 60_000 },
       perCapability: new Map([
         [
@@ -679,6 +680,7 @@ rate_limits:
       perUser: null,
       perIp: { count: 1000, windowMs: 86_400_000 },
       unknownHostRegistration: { count: 5, windowMs: 3_600_000 },
+      approvalRequestsPerUser: { count: 5, windowMs: 60_000 },
       failedAuthPerIp: null,
       perCapability: new Map([
         [

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkDecision, type DecisionChoices, type FieldChoice } from '../../../src/protocol/decision.js';
-import type { DeviceRequest } from '../../../src/protocol/device.js';
+import { contentHash, type DeviceRequest } from '../../../src/protocol/device.js';
 
 const REQUEST: DeviceRequest = {
   approvalId: 'apr_test',
@@ -170,4 +170,23 @@ describe('checkDecision', () => {
     choices(ALL, { list_pets: { limit: { max: Number.NaN } } }),
     'must be a number',
   );
+});
+
+describe('contentHash (issue 16 §2: what is approved is what was shown)', () => {
+  it('changes with the capabilities, any constraint, the expiry and where the host registered from', () => {
+    const base = contentHash(REQUEST);
+    const [first, ...rest] = REQUEST.capabilities;
+    if (!first) throw new Error('fixture');
+    const variants: DeviceRequest[] = [
+      { ...REQUEST, capabilities: rest },
+      { ...REQUEST, capabilities: [{ ...first, constraints: { limit: { min: 1, max: 11 } } }, ...rest] },
+      { ...REQUEST, expiresAt: 1 },
+      {
+        ...REQUEST,
+        hostKey: { thumbprint: 't', registeredAt: 0, ip: '192.0.2.1', userAgent: 'UA' },
+      },
+    ];
+    for (const v of variants) expect(contentHash(v)).not.toBe(base);
+    expect(contentHash({ ...REQUEST })).toBe(base);
+  });
 });

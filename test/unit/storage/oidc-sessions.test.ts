@@ -40,9 +40,11 @@ describe('sessions of OIDC sign-ins', () => {
     store.close();
     store = undefined;
     const db = new Database(file);
-    expect(() => db.prepare("INSERT INTO sessions VALUES ('h', 'a', 'magic', 1, 'c', 1, 2)").run()).toThrow(
-      /CHECK constraint failed/,
+    const insert = db.prepare(
+      'INSERT INTO sessions (id_hash, user_id, auth_method, authenticated_at, csrf_token, created_at, expires_at) ' +
+        "VALUES ('h', 'a', 'magic', 1, 'c', 1, 2)",
     );
+    expect(() => insert.run()).toThrow(/CHECK constraint failed/);
     db.close();
   });
 

@@ -1,0 +1,61 @@
+/**
+ * Approval requests that resist phishing by volume (issue 16 §3, §8.10, §8.13): each user can be
+ * asked only so often (policy `rate_limits.approval_requests_per_user`, default 5 a minute), and
+ * an agent repeating a request that is still pending gets the same approval back (same user code,
+ * same expiry), which costs nothing against that limit. A flood of prompts trains people to click
+ * Approve; a repeat is the agent polling, not a new question.
+ *
+ * Requests addressed to nobody known (an unlinked host's device-authorization request) are bounded
+ * elsewhere: policy `pending_hosts`, `rate_limits.unknown_host_registration`, `per_ip`, `per_host`.
+ */
+import { ProtocolError } from '../errors.js';
+import type { ApprovalRecord, RequestedCapability, StoreReader } from '../storage/types.js';
+import { canonicalJson } from './constraints.js';
+import type { ProtocolContext } from './context.js';
+
+/**
+ * Charges one new approval request to `userId`, or refuses it with `429 rate_limited` and
+ * `Retry-After`. Called inside the request's transaction, before anything is stored, so a refusal
+ * rolls everything back.
+ */
+export function chargeApprovalRequest(ctx: ProtocolContext, userId: string): void {
+  const spec = ctx.policy.rateLimits.approvalRequestsPerUser;
+  if (!spec) return;
+  const result = ctx.approvalLimiter.take(`approvals:${userId}`, spec);
+  if (result.ok) return;
+  throw new ProtocolError(
+    'rate_limited',
+    `Too many approval requests for this user (at most ${spec.count} per ${Math.round(spec.windowMs / 1000)} s); retry in ${result.retryAfterSec} s.`,
+    {
+      headers: { 'retry-after': String(result.retryAfterSec) },
+      fields: { limit: 'rate_limits.approval_requests_per_user' },
+    },
+  );
+}
+
+/** One requested capability as a comparable key: its name, effective and proposed constraints. */
+function requestKey(c: RequestedCapability): string {
+  return canonicalJson([c.name, c.constraints ?? null, c.proposed ?? null]);
+}
+
+/**
+ * The agent's open approval of `kind` that already asks for every one of `requested`, exactly so
+ * (same constraints as proposed and as in effect): asking again is a repeat, not a new request.
+ */
+export function pendingRepeat(
+  tx: StoreReader,
+  agentId: string,
+  kind: ApprovalRecord['kind'],
+  requested: readonly RequestedCapability[],
+  now: number,
+): ApprovalRecord | undefined {
+  if (requested.length === 0) return undefined;
+  const wanted = requested.map(requestKey);
+  return tx
+    .approvals({ status: 'pending', agentId })
+    .filter((a) => a.kind === kind && a.expiresAt > now)
+    .find((a) => {
+      const asked = new Set(a.capabilities.map(requestKey));
+      return wanted.every((k) => asked.has(k));
+    });
+}
