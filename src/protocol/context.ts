@@ -13,6 +13,7 @@ import { ReplayCache } from './replay-cache.js';
 import { TtlCache } from '../util/ttl-cache.js';
 import { UsageTracker } from './usage.js';
 import type { ApprovalNotifier } from './notifications.js';
+import { ApprovalEvents } from './approval-events.js';
 
 export interface ProtocolContext {
   readonly store: Store;
@@ -37,6 +38,8 @@ export interface ProtocolContext {
   afterCommit(fn: () => void): void;
   /** Tells approvers of new approval requests (proxy config `notifications`); absent: nobody. */
   readonly notifier?: ApprovalNotifier;
+  /** §10.10.2: approvals decided or ended are published here after commit, for notification streams. */
+  readonly approvalEvents: ApprovalEvents;
 }
 
 /**
@@ -74,6 +77,8 @@ export interface ContextOptions {
   /** Where accepted jtis outlive a restart; none: memory only (an in-memory database). */
   readonly replayJournal?: ReplayJournal;
   readonly notifier?: ApprovalNotifier;
+  /** The composition root passes the hub its notification route listens on; default: a fresh one. */
+  readonly approvalEvents?: ApprovalEvents;
 }
 
 export function createContext(options: ContextOptions): ProtocolContext {
@@ -143,6 +148,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
       else runAll([fn]);
     },
     ...(options.notifier ? { notifier: options.notifier } : {}),
+    approvalEvents: options.approvalEvents ?? new ApprovalEvents(),
   };
 }
 
