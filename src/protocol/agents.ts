@@ -5,7 +5,14 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { AgentRecord, HostRecord, StoreReader } from '../storage/types.js';
-import { approvalObject, createApproval, openApproval, readHints, expireApprovals } from './approvals.js';
+import {
+  announce,
+  approvalObject,
+  createApproval,
+  openApproval,
+  readHints,
+  expireApprovals,
+} from './approvals.js';
 import type { AgentAuth, HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
 import {
@@ -222,7 +229,7 @@ export function revokeAgent(
     if (agent.status !== 'revoked') {
       tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       revokeGrants(tx, agent.id, now, 'Agent revoked.');
-      closePendingApprovals(tx, agent.id, now);
+      for (const id of closePendingApprovals(tx, agent.id, now)) announce(ctx, id);
       tx.appendActivity(
         protocolEvent({
           at: now,

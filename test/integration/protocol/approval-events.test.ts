@@ -5,6 +5,9 @@
  * host's) alone, and bounded. Expiry runs on timers driven by the test clock: no sleeping.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { extendApproval } from '../../../src/protocol/approval-expiry.js';
+import { describeApproval, type DeviceRequest } from '../../../src/protocol/device.js';
+import type { ApprovalRecord } from '../../../src/storage/types.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { ClockTimers, startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 
@@ -120,6 +123,28 @@ describe('GET notification_url (§10.10.2)', () => {
     expect(approvalEvent(await text)).toMatchObject({ status: 'expired', agent_status: 'pending' });
     // The stream and a poll agree: the approval is gone from the status answer.
     expect((await p.status(host, agentId)).body.approval).toBeUndefined();
+  });
+
+  it('an extended approval keeps its stream open until the new expiry', async () => {
+    const { host, url, id } = await pendingRegistration();
+    const stream = await open(url, await p.hostToken(host));
+    const text = stream.text();
+    timers.advance(9 * 60_000);
+    const ctx = p.proxy.protocol;
+    const request = describeApproval(ctx, ctx.store.approval(id) as ApprovalRecord) as DeviceRequest;
+    extendApproval(ctx, request, 'alice');
+    timers.advance(2 * 60_000);
+    expect(p.proxy.approvalStreams.open).toBe(1);
+    timers.advance(9 * 60_000);
+    expect(approvalEvent(await text)).toMatchObject({ approval_id: id, status: 'expired' });
+  });
+
+  it('sends "expired" with the agent revoked when the agent is revoked meanwhile', async () => {
+    const { host, agentId, url } = await pendingRegistration();
+    const stream = await open(url, await p.hostToken(host));
+    const text = stream.text();
+    expect((await p.admin('POST', `/admin/agents/${agentId}/revoke`, {})).status).toBe(200);
+    expect(approvalEvent(await text)).toMatchObject({ status: 'expired', agent_status: 'revoked' });
   });
 
   it('sends the event at once when the approval was already decided', async () => {
