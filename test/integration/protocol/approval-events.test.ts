@@ -193,3 +193,22 @@ describe('GET notification_url (§10.10.2)', () => {
     again.abort();
   });
 });
+
+describe('shutdown', () => {
+  it('ends open notification streams with an error event, so the client falls back to polling', async () => {
+    const clock = new TestClock();
+    const own = await startProtocol({ clock, timers: new ClockTimers(clock) });
+    const host = await generateTestKey();
+    const reg = await own.register(host, { capabilities: ['list_pets'] });
+    const res = await fetch(reg.body.approval.notification_url as string, {
+      headers: { authorization: `Bearer ${await own.hostToken(host)}` },
+    });
+    expect(res.status).toBe(200);
+    const text = res.text();
+    await own.close();
+    const sent = await text;
+    expect(sent).toContain('event: error');
+    expect(sent).toContain('"error":"temporarily_unavailable"');
+    expect(sent).not.toContain('event: approval');
+  });
+});
