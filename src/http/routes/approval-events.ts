@@ -17,19 +17,13 @@
  * slot; it ends at the approval's expiry at the latest, and at shutdown (`closeStreams`).
  */
 import { ProtocolError } from '../../errors.js';
-import {
-  finalStatus,
-  notificationData,
-  notificationUrl,
-  NOTIFICATION_PATH,
-  type NotificationStatus,
-} from '../../protocol/approval-events.js';
-import { expireApprovals } from '../../protocol/approvals.js';
+import { notificationUrl, NOTIFICATION_PATH } from '../../protocol/approval-events.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { InFlightSlots, type Slot } from '../../protocol/in-flight.js';
 import type { InFlightLimits } from '../../policy/types.js';
 import type { Timers } from '../../notify/webhook.js';
 import type { ApprovalRecord } from '../../storage/types.js';
+import { listenForDecision } from '../approval-stream.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
@@ -97,8 +91,8 @@ export function approvalEventRoutes(router: Router, options: ApprovalEventRouteO
         s.slot = taken.slot;
       }),
       step('stream', (x, s) =>
-        listen(x, need(s.approval, 'approval'), { ctx, timers, heartbeatMs, streams }).finally(() =>
-          s.slot?.release(),
+        listenForDecision(x.res, need(s.approval, 'approval'), { ctx, timers, heartbeatMs, streams }).finally(
+          () => s.slot?.release(),
         ),
       ),
     ],
@@ -128,83 +122,4 @@ function ownApproval(ctx: ProtocolContext, x: Exchange, id: string): ApprovalRec
     (x.agent ? x.agent.agent.id === approval.agentId : x.host?.host?.id === approval.hostId);
   if (!approval || !mine) throw new ProtocolError('approval_not_found', `No approval request "${id}".`);
   return approval;
-}
-
-interface StreamDeps {
-  readonly ctx: ProtocolContext;
-  readonly timers: Timers;
-  readonly heartbeatMs: number;
-  readonly streams: Set<(error?: ProtocolError) => void>;
-}
-
-/** Runs one stream until its event is sent, the client goes away or the proxy shuts down. */
-function listen(x: Exchange, approval: ApprovalRecord, deps: StreamDeps): Promise<void> {
-  const { ctx, timers, heartbeatMs, streams } = deps;
-  const { res } = x;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-store',
-    'x-content-type-options': 'nosniff',
-  });
-  res.flushHeaders();
-  return new Promise<void>((resolve) => {
-    let finished = false;
-    let cancelHeartbeat = (): void => {};
-    let cancelExpiry = (): void => {};
-    const unsubscribe = ctx.approvalEvents.subscribe(approval.id, () => check());
-    const finish = (error?: ProtocolError, event?: string): void => {
-      if (finished) return;
-      finished = true;
-      streams.delete(finish);
-      unsubscribe();
-      cancelHeartbeat();
-      cancelExpiry();
-      if (error) res.write(`event: error\ndata: ${JSON.stringify(error.toBody())}\n\n`);
-      res.end(event);
-      resolve();
-    };
-    // Reads the committed state: the hub only says "look again".
-    const check = (): void => {
-      if (finished) return;
-      let current = ctx.store.approval(approval.id);
-      const now = ctx.clock.now();
-      if (current?.status === 'pending' && current.expiresAt <= now) {
-        // Past its expiry: the sweep runs now rather than when maintenance next comes round, so the
-        // event and a status poll agree (it publishes to us; `finished` makes that a no-op).
-        expireApprovals(ctx);
-        current = ctx.store.approval(approval.id);
-      }
-      // Gone (pending cleanup, §10.9): it can no longer be approved.
-      if (!current) {
-        finish(undefined, approvalEvent(ctx, approval, 'expired'));
-        return;
-      }
-      const status = finalStatus(current, now);
-      if (status !== undefined) {
-        finish(undefined, approvalEvent(ctx, current, status));
-        return;
-      }
-      armExpiry(current.expiresAt - now);
-    };
-    // A timer at the approval's expiry: it fires though nobody polls; re-armed when it was extended.
-    const armExpiry = (ms: number): void => {
-      cancelExpiry();
-      cancelExpiry = timers.set(check, Math.max(1, ms));
-    };
-    const heartbeat = (): void => {
-      res.write(': keep-alive\n\n');
-      // Also catches an approval closed without a publish (agent revoked or claimed meanwhile).
-      check();
-      if (!finished) cancelHeartbeat = timers.set(heartbeat, heartbeatMs);
-    };
-    res.once('close', () => finish());
-    streams.add(finish);
-    cancelHeartbeat = timers.set(heartbeat, heartbeatMs);
-    check();
-  });
-}
-
-function approvalEvent(ctx: ProtocolContext, approval: ApprovalRecord, status: NotificationStatus): string {
-  const data = notificationData(ctx.store, approval, status);
-  return `event: approval\nid: ${approval.id}\ndata: ${JSON.stringify(data)}\n\n`;
 }
