@@ -26,12 +26,13 @@ export function timeLeftView(
   id = 'time-left',
 ): string {
   const at = escapeHtml(iso(t.expiresAt) ?? '');
-  const line = `<p id="${id}" class="${t.extendable ? 'notice' : 'who'}">Expires in ${minutesLeft(t.leftMs)}, at <time datetime="${at}">${at}</time>.</p>`;
+  const domId = escapeHtml(id);
+  const line = `<p id="${domId}" class="${t.extendable ? 'notice' : 'who'}">Expires in ${minutesLeft(t.leftMs)}, at <time datetime="${at}">${at}</time>.</p>`;
   if (!extend || !t.extendable) return line;
   return `${line}
-<form method="post" action="/device/extend" class="inline" id="${id}-extend-form">
+<form method="post" action="/device/extend" class="inline" id="${domId}-extend-form">
 <input type="hidden" name="csrf" value="${escapeHtml(extend.session.csrfToken)}">
 ${requestField(extend.request)}
-<button type="submit" id="${id}-extend">Extend by ${minutesLeft(t.extendByMs)}</button>
+<button type="submit" id="${domId}-extend">Extend by ${minutesLeft(t.extendByMs)}</button>
 </form>`;
 }
