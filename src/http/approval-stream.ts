@@ -33,6 +33,11 @@ export function listenForDecision(
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
   });
+  // HEAD is answered by GET routes: it gets the headers, and holds no stream open.
+  if (res.req.method === 'HEAD') {
+    res.end();
+    return Promise.resolve();
+  }
   res.flushHeaders();
   return new Promise<void>((resolve) => {
     let finished = false;

@@ -174,6 +174,17 @@ describe('GET notification_url (§10.10.2)', () => {
     expect((await open(url, await p.hostToken(stranger))).status).toBe(401);
   });
 
+  it('HEAD gets the stream headers and holds nothing open', async () => {
+    const { host, url } = await pendingRegistration();
+    const res = await fetch(url, {
+      method: 'HEAD',
+      headers: { authorization: `Bearer ${await p.hostToken(host)}` },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(p.proxy.approvalStreams.open).toBe(0);
+  });
+
   it('caps open streams per agent with a 429 JSON error; closing one frees its place', async () => {
     const { host, url } = await pendingRegistration();
     const streams: Stream[] = [];
