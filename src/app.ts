@@ -54,7 +54,9 @@ import { resolveBaseUrl } from './upstream/base-url.js';
 import { UpstreamClient } from './upstream/client.js';
 import { Executor } from './upstream/executor.js';
 import { OAuthTokens } from './upstream/oauth.js';
-import { WebhookNotifier, type Timers } from './notify/webhook.js';
+import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js';
+import { approvalEventRoutes } from './http/routes/approval-events.js';
+import { ApprovalEvents } from './protocol/approval-events.js';
 
 export interface RunningProxy {
   /** Where the server listens, e.g. `http://127.0.0.1:8080`. */
@@ -75,6 +77,8 @@ export interface RunningProxy {
   readonly inFlight: InFlightSlots;
   /** The approval webhook (config `notifications.webhook`), when configured: its counters. */
   readonly notifier?: Pick<WebhookNotifier, 'stats' | 'whenIdle'>;
+  /** §10.10.2 notification streams open now (tests check that none is left behind). */
+  readonly approvalStreams: { readonly open: number };
   close(): Promise<void>;
 }
 
@@ -82,7 +86,10 @@ export interface ProxyDeps {
   readonly logger?: Logger;
   /** Tests pass a controllable clock; production uses the system clock. */
   readonly clock?: Clock;
-  /** Tests run the webhook's retries and timeouts by hand; production uses real timers. */
+  /**
+   * Tests run the webhook's retries and timeouts, and the notification streams' expiry timers and
+   * heartbeats (§10.10.2), by hand; production uses real timers.
+   */
   readonly timers?: Timers;
 }
 
@@ -120,6 +127,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     issuer: () => issuer,
     ...(replayJournal ? { replayJournal } : {}),
     ...(notifier ? { notifier } : {}),
+    approvalEvents: new ApprovalEvents(),
   });
   try {
     await applyPolicyHosts(ctx);
@@ -228,6 +236,12 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       (t): t is string => t !== undefined,
     ),
   });
+  const approvalStreams = approvalEventRoutes(router, {
+    ctx,
+    limits,
+    logger,
+    timers: deps.timers ?? systemTimers,
+  });
   const execution = executeRoutes(router, {
     ctx,
     limits,
@@ -323,10 +337,12 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     flushActivity: () => executionLog.flush(),
     inFlight,
     ...(notifier ? { notifier } : {}),
+    approvalStreams,
     close: () => {
       closing ??= (async () => {
         ready = false;
         execution.closeStreams();
+        approvalStreams.closeStreams();
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

@@ -11,6 +11,7 @@ import { protocolEvent } from './activity.js';
 import { isUsersAgent, revokeAgent } from './agents.js';
 import type { ProtocolContext } from './context.js';
 import { currentAgent } from './lifecycle.js';
+import { grantEnding, type GrantEnding } from './grant-ending.js';
 
 /** Agents per page of the account page. */
 export const ACCOUNT_PAGE_SIZE = 20;
@@ -26,11 +27,21 @@ export const MAX_HOSTS_SHOWN = 50;
  */
 export const ACTIVITY_DELETE_BATCH = 10_000;
 
+/** One grant as the account page shows it (issue 16 §5). */
+export interface AccountGrant {
+  readonly grant: GrantRecord;
+  /** Calls made with it, from the coalesced counters (migration 12) plus those not yet flushed. */
+  readonly uses: number;
+  readonly lastUsedAt: number | null;
+  /** Why it ended; null while it is allowed or still asked for. */
+  readonly ending: GrantEnding | null;
+}
+
 export interface AccountAgent {
   readonly agent: AgentRecord;
   readonly host: HostRecord | undefined;
   /** Every grant row, ended ones included (they say why they ended), at most MAX_GRANTS_SHOWN. */
-  readonly grants: readonly GrantRecord[];
+  readonly grants: readonly AccountGrant[];
   readonly moreGrants: number;
   /** When it last made a request, as far as this process knows (§10.2 coalesced writes). */
   readonly lastUsedAt: number | null;
@@ -62,10 +73,17 @@ export function accountAgents(ctx: ProtocolContext, userId: string, requestedPag
     const agent = currentAgent(ctx, stored);
     if (!hostById.has(agent.hostId)) hostById.set(agent.hostId, ctx.store.host(agent.hostId));
     const grants = ctx.store.grants(agent.id);
+    // One indexed read of the counters per agent: no counting of activity rows at page time.
+    const counters = ctx.store.grantUses(agent.id);
+    const now = ctx.clock.now();
     return {
       agent,
       host: hostById.get(agent.hostId),
-      grants: grants.slice(0, MAX_GRANTS_SHOWN),
+      grants: grants.slice(0, MAX_GRANTS_SHOWN).map((grant) => ({
+        grant,
+        ...ctx.usage.grantUse(grant.id, counters.get(grant.id)),
+        ending: grantEnding(grant, agent, now),
+      })),
       moreGrants: Math.max(0, grants.length - MAX_GRANTS_SHOWN),
       lastUsedAt: ctx.usage.lastUsed(agent.id, agent.lastUsedAt),
       recent: ctx.store.activity({ agentId: agent.id, limit: RECENT_ACTIVITY }),

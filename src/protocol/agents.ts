@@ -13,7 +13,14 @@ import type {
 } from '../storage/types.js';
 import { pendingRepeat } from './approval-limits.js';
 import { canonicalJson } from './constraints.js';
-import { approvalObject, createApproval, openApproval, readHints, expireApprovals } from './approvals.js';
+import {
+  announce,
+  approvalObject,
+  createApproval,
+  openApproval,
+  readHints,
+  expireApprovals,
+} from './approvals.js';
 import type { AgentAuth, HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
 import {
@@ -259,7 +266,7 @@ export function revokeAgent(
     if (agent.status !== 'revoked') {
       tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       revokeGrants(tx, agent.id, now, 'Agent revoked.');
-      closePendingApprovals(tx, agent.id, now);
+      for (const id of closePendingApprovals(tx, agent.id, now)) announce(ctx, id);
       tx.appendActivity(
         protocolEvent({
           at: now,

@@ -23,6 +23,7 @@ import { protocolEvent } from './activity.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import { approvalNotice } from './notifications.js';
 import { chargeApprovalRequest } from './approval-limits.js';
+import { notificationUrl } from './approval-events.js';
 
 export interface ApprovalHints {
   readonly preferredMethod?: string;
@@ -96,6 +97,7 @@ export function createApproval(
     if (old.kind !== kind) continue;
     tx.updateApproval(old.id, { status: 'expired', decidedAt: now });
     superseded.add(old.id);
+    announce(ctx, old.id);
   }
   const carried = tx
     .grants(agent.id)
@@ -144,12 +146,15 @@ export function createApproval(
 export function approvalObject(ctx: ProtocolContext, approval: ApprovalRecord): Record<string, unknown> {
   const expiresIn = Math.max(0, Math.ceil((approval.expiresAt - ctx.clock.now()) / 1000));
   const interval = Math.max(1, Math.round(ctx.policy.approval.intervalMs / 1000));
+  // §10.10.2: an SSE stream on the issuer's own origin (§8.12 origin checks pass); polling stays.
+  const notification = notificationUrl(ctx.issuer(), approval.id);
   if (approval.method === 'ciba') {
     return {
       method: 'ciba',
       expires_in: expiresIn,
       interval,
       ...(approval.bindingMessage ? { binding_message: approval.bindingMessage } : {}),
+      notification_url: notification,
     };
   }
   const verificationUri = ctx.policy.approval.verificationUri ?? `${ctx.issuer()}/device`;
@@ -162,7 +167,13 @@ export function approvalObject(ctx: ProtocolContext, approval: ApprovalRecord): 
     user_code: approval.userCode,
     expires_in: expiresIn,
     interval,
+    notification_url: notification,
   };
+}
+
+/** §10.10.2: listeners of approval `id` hear of its change once the transaction commits. */
+export function announce(ctx: ProtocolContext, id: string): void {
+  ctx.afterCommit(() => ctx.approvalEvents.publish(id));
 }
 
 /** The pending approval still open for an agent, if any. */
@@ -365,6 +376,7 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
     }
     const decided = { ...approval, status: 'approved' as const, decidedAt: now, decidedBy: actor };
     tx.updateApproval(approval.id, { status: 'approved', decidedAt: now, decidedBy: actor });
+    announce(ctx, approval.id);
     activity(tx, now, `approval.approved`, updated, 'approved', {
       approval_id: approval.id,
       kind: approval.kind,
@@ -448,6 +460,7 @@ export function deny(
     }
     const decided = { ...approval, status: 'denied' as const, decidedAt: now, decidedBy: input.actor };
     tx.updateApproval(approval.id, { status: 'denied', decidedAt: now, decidedBy: input.actor });
+    announce(ctx, approval.id);
     activity(tx, now, 'approval.denied', updated, 'denied', {
       approval_id: approval.id,
       kind: approval.kind,
@@ -549,6 +562,7 @@ export function expireApprovals(ctx: ProtocolContext): number {
       const fresh = tx.approval(approval.id);
       if (fresh?.status !== 'pending') continue;
       tx.updateApproval(approval.id, { status: 'expired', decidedAt: now });
+      announce(ctx, approval.id);
       if (approval.kind !== 'registration') {
         denyGrants(tx, approval, 'The approval request expired.', 'system', now);
       }

@@ -20,6 +20,7 @@ import { RateLimiter } from '../util/rate-limit.js';
 const APPROVAL_LIMITER_KEYS = 10_000;
 import { UsageTracker } from './usage.js';
 import type { ApprovalNotifier } from './notifications.js';
+import { ApprovalEvents } from './approval-events.js';
 
 export interface ProtocolContext {
   readonly store: Store;
@@ -46,6 +47,8 @@ export interface ProtocolContext {
   readonly notifier?: ApprovalNotifier;
   /** New approval requests per addressed user (approval-limits.ts); bounded in keys. */
   readonly approvalLimiter: RateLimiter;
+  /** §10.10.2: approvals decided or ended are published here after commit, for notification streams. */
+  readonly approvalEvents: ApprovalEvents;
 }
 
 /**
@@ -83,6 +86,8 @@ export interface ContextOptions {
   /** Where accepted jtis outlive a restart; none: memory only (an in-memory database). */
   readonly replayJournal?: ReplayJournal;
   readonly notifier?: ApprovalNotifier;
+  /** The composition root passes the hub its notification route listens on; default: a fresh one. */
+  readonly approvalEvents?: ApprovalEvents;
 }
 
 export function createContext(options: ContextOptions): ProtocolContext {
@@ -153,6 +158,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
     },
     ...(options.notifier ? { notifier: options.notifier } : {}),
     approvalLimiter: new RateLimiter(options.clock, { maxKeys: APPROVAL_LIMITER_KEYS }),
+    approvalEvents: options.approvalEvents ?? new ApprovalEvents(),
   };
 }
 

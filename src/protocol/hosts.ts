@@ -4,7 +4,7 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { HostRecord, StoreWriter } from '../storage/types.js';
-import { linkHost } from './approvals.js';
+import { announce, linkHost } from './approvals.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
@@ -68,7 +68,7 @@ export function revokeHost(ctx: ProtocolContext, hostId: string, by: string): Re
       revoked++;
       tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       revokeGrants(tx, agent.id, now, 'Host revoked.');
-      closePendingApprovals(tx, agent.id, now);
+      for (const id of closePendingApprovals(tx, agent.id, now)) announce(ctx, id);
     }
     tx.updateHost(hostId, { status: 'revoked', updatedAt: now });
     event(tx, now, 'host.revoked', host, { agents_revoked: revoked, by });

@@ -75,10 +75,14 @@ export function isGrantEffective(grant: GrantRecord, now: number): boolean {
 }
 
 /** Closes (as `expired`) every approval still open for an agent whose state no longer allows one. */
-export function closePendingApprovals(tx: StoreWriter, agentId: string, now: number): void {
+export function closePendingApprovals(tx: StoreWriter, agentId: string, now: number): string[] {
+  const closed: string[] = [];
   for (const a of tx.approvals({ status: 'pending', agentId })) {
     tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
+    closed.push(a.id);
   }
+  // The ids closed, for callers that tell §10.10.2 listeners (others are seen at the next keep-alive).
+  return closed;
 }
 
 /** Moves every current grant of an agent to the internal `revoked` state. */

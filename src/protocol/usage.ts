@@ -3,12 +3,17 @@
  * here, and a timer flushes the latest value per agent and host in one transaction. Session TTL
  * checks read the in-memory value, so the sliding window is exact in this process; a crash loses
  * at most one flush interval of "last used" times, never a grant or a status.
+ *
+ * Grants' use counters (the account page's "uses" and "last used", issue 16 §5) ride the same
+ * flush: an execution adds one in memory; the flush adds the sums to the rows in one batch.
  */
-import type { Store } from '../storage/types.js';
+import type { GrantUse, Store } from '../storage/types.js';
 
 export class UsageTracker {
   private agents = new Map<string, number>();
   private hosts = new Map<string, number>();
+  /** Uses since the last flush, per grant id: bounded by the grants used in one interval. */
+  private grants = new Map<string, GrantUse>();
   /** Latest known use per agent, kept after flushing so reads need no database round-trip. */
   private readonly seen = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
@@ -24,6 +29,28 @@ export class UsageTracker {
     this.hosts.set(hostId, at);
     this.seen.set(agentId, at);
     if (this.seen.size > 100_000) this.seen.clear();
+  }
+
+  /** One call made with grant `grantId` (counted when it goes upstream, not when refused). */
+  recordGrant(grantId: string, at: number): void {
+    const before = this.grants.get(grantId);
+    this.grants.set(grantId, {
+      uses: (before?.uses ?? 0) + 1,
+      lastUsedAt: Math.max(before?.lastUsedAt ?? 0, at),
+    });
+  }
+
+  /** A grant's uses: the stored counters plus those not flushed yet, so a page is never behind. */
+  grantUse(grantId: string, stored: GrantUse | undefined): GrantUse {
+    const mem = this.grants.get(grantId);
+    const storedAt = stored?.lastUsedAt ?? null;
+    return {
+      uses: (stored?.uses ?? 0) + (mem?.uses ?? 0),
+      lastUsedAt:
+        mem?.lastUsedAt === undefined || mem.lastUsedAt === null
+          ? storedAt
+          : Math.max(mem.lastUsedAt, storedAt ?? 0),
+    };
   }
 
   recordHost(hostId: string, at: number): void {
@@ -44,12 +71,14 @@ export class UsageTracker {
   }
 
   flush(): void {
-    if (this.agents.size === 0 && this.hosts.size === 0) return;
+    if (this.agents.size === 0 && this.hosts.size === 0 && this.grants.size === 0) return;
     const agents = this.agents;
     const hosts = this.hosts;
+    const grants = this.grants;
     this.agents = new Map();
     this.hosts = new Map();
-    this.store.touch(agents, hosts);
+    this.grants = new Map();
+    this.store.touch(agents, hosts, grants);
   }
 
   stop(): void {

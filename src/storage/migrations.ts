@@ -198,4 +198,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE hosts ADD COLUMN registered_ip TEXT;
   ALTER TABLE hosts ADD COLUMN registered_user_agent TEXT;
   `,
+  // 12 (issue 16 §5; numbered after 10 and 11 of other branches at merge): per-grant use counters
+  // for the account page. Kept on the row and bumped in coalesced batches (Store.touch), so the
+  // page never counts activity rows (millions) and an execution never waits for a write.
+  `
+  ALTER TABLE grants ADD COLUMN uses INTEGER NOT NULL DEFAULT 0 CHECK (uses >= 0);
+  ALTER TABLE grants ADD COLUMN last_used_at INTEGER;
+  `,
 ];

@@ -16,6 +16,7 @@ import type {
   AgentRecord,
   ApprovalRecord,
   GrantRecord,
+  GrantUse,
   HostRecord,
   InboxQuery,
   PasskeyRecord,
@@ -522,18 +523,33 @@ class SqliteStore implements Store {
     return this.db.transaction(() => fn(this.writer)).immediate();
   }
 
-  touch(agents: ReadonlyMap<string, number>, hosts: ReadonlyMap<string, number>): void {
-    if (agents.size === 0 && hosts.size === 0) return;
+  touch(
+    agents: ReadonlyMap<string, number>,
+    hosts: ReadonlyMap<string, number>,
+    grants: ReadonlyMap<string, GrantUse> = new Map(),
+  ): void {
+    if (agents.size === 0 && hosts.size === 0 && grants.size === 0) return;
     const agent = this.stmt(
       'UPDATE agents SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?',
     );
     const host = this.stmt('UPDATE hosts SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?');
+    const grant = this.stmt(
+      'UPDATE grants SET uses = uses + ?, last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?',
+    );
     this.db
       .transaction(() => {
         for (const [id, at] of agents) agent.run(at, id);
         for (const [id, at] of hosts) host.run(at, id);
+        for (const [id, use] of grants) grant.run(use.uses, use.lastUsedAt ?? 0, id);
       })
       .immediate();
+  }
+
+  grantUses(agentId: string): Map<string, GrantUse> {
+    const rows = this.stmt(
+      'SELECT id, uses, last_used_at FROM grants WHERE agent_id = ? AND (uses > 0 OR last_used_at IS NOT NULL)',
+    ).all(agentId) as { id: string; uses: number; last_used_at: number | null }[];
+    return new Map(rows.map((r) => [r.id, { uses: r.uses, lastUsedAt: r.last_used_at }]));
   }
 
   deleteStalePending(before: number): { agents: number; hosts: number } {

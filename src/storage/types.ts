@@ -98,6 +98,12 @@ export interface GrantRecord {
   readonly updatedAt: number;
 }
 
+/** How often a grant was used to call the upstream, and when last (flushed in batches). */
+export interface GrantUse {
+  readonly uses: number;
+  readonly lastUsedAt: number | null;
+}
+
 export type ApprovalKind = 'registration' | 'capability_request' | 'reactivation';
 export type ApprovalStatus = 'pending' | 'approved' | 'denied' | 'expired';
 
@@ -286,8 +292,17 @@ export interface StoreWriter extends StoreReader {
 export interface Store extends StoreReader {
   /** Runs `fn` in one transaction: its changes are all visible afterwards, or none are. */
   write<T>(fn: (tx: StoreWriter) => T): T;
-  /** Coalesced `last_used_at` updates (§10.2: no write per request); one statement batch. */
-  touch(agents: ReadonlyMap<string, number>, hosts: ReadonlyMap<string, number>): void;
+  /**
+   * Coalesced `last_used_at` updates (§10.2: no write per request); one statement batch. Grants
+   * get their use count added and their last use raised (the account page's "uses", "last used").
+   */
+  touch(
+    agents: ReadonlyMap<string, number>,
+    hosts: ReadonlyMap<string, number>,
+    grants?: ReadonlyMap<string, GrantUse>,
+  ): void;
+  /** The stored use counters of an agent's grants, by grant id (grants never used are absent). */
+  grantUses(agentId: string): Map<string, GrantUse>;
   /** Appends execution records in one transaction (the executor batches them off the hot path). */
   appendActivities(records: readonly ActivityRecord[]): void;
   insertAsyncJob(job: AsyncJobRecord): void;

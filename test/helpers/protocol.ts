@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { RunningProxy } from '../../src/app.js';
 import type { CliOverrides } from '../../src/config/settings.js';
 import type { Logger } from '../../src/log.js';
+import type { Timers } from '../../src/notify/webhook.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from './keys.js';
 import { startTestProxy } from './proxy.js';
 
@@ -25,6 +26,29 @@ export class TestClock {
   }
   advance(ms: number): void {
     this.t += ms;
+  }
+}
+
+/**
+ * Timers on the test's clock: `advance` moves the clock and runs what came due, in order, so a
+ * timer set for an approval's expiry fires when the test moves time past it, without sleeping.
+ */
+export class ClockTimers implements Timers {
+  private jobs: { at: number; fn: () => void }[] = [];
+  constructor(readonly clock: TestClock) {}
+  set(fn: () => void, ms: number): () => void {
+    const job = { at: this.clock.now() + ms, fn };
+    this.jobs.push(job);
+    return () => {
+      this.jobs = this.jobs.filter((j) => j !== job);
+    };
+  }
+  advance(ms: number): void {
+    this.clock.advance(ms);
+    const now = this.clock.now();
+    const due = this.jobs.filter((j) => j.at <= now).sort((a, b) => a.at - b.at);
+    this.jobs = this.jobs.filter((j) => j.at > now);
+    for (const j of due) j.fn();
   }
 }
 
@@ -215,6 +239,8 @@ export async function startProtocol(
     env?: Readonly<Record<string, string>>;
     /** Receives the proxy's log (default: silent), e.g. to check that no secret is logged. */
     logger?: Logger;
+    /** Timers run by hand (ClockTimers), e.g. notification streams' expiry and heartbeats. */
+    timers?: Timers;
   } = {},
 ): Promise<TestProtocol> {
   const clock = options.clock ?? new TestClock();
@@ -229,6 +255,7 @@ export async function startProtocol(
       clock,
       ...(options.env ? { env: options.env } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.timers ? { timers: options.timers } : {}),
     },
   );
   return new TestProtocol(proxy, clock);

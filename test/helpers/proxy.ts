@@ -7,6 +7,7 @@ import { startProxy, type RunningProxy } from '../../src/app.js';
 import { resolveSettings, type CliOverrides } from '../../src/config/settings.js';
 import { silentLogger, type Logger } from '../../src/log.js';
 import type { Clock } from '../../src/clock.js';
+import type { Timers } from '../../src/notify/webhook.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
@@ -18,7 +19,7 @@ export function tempDbFile(): string {
 
 export async function startTestProxy(
   overrides: CliOverrides = {},
-  deps: { clock?: Clock; env?: Readonly<Record<string, string>>; logger?: Logger } = {},
+  deps: { clock?: Clock; env?: Readonly<Record<string, string>>; logger?: Logger; timers?: Timers } = {},
 ): Promise<RunningProxy> {
   const settings = resolveSettings(
     {
@@ -34,6 +35,7 @@ export async function startTestProxy(
   return startProxy(settings, {
     logger: deps.logger ?? silentLogger,
     ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(deps.timers ? { timers: deps.timers } : {}),
   });
 }
 

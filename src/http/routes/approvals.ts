@@ -5,6 +5,8 @@
  * steps, with the same Origin, CSRF, fresh-authentication and content-hash checks.
  */
 import { inboxPage } from '../../protocol/inbox.js';
+import { requestTimeLeft } from '../../protocol/approval-expiry.js';
+import { decisionRefusal } from '../../protocol/device.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { requestWarnings } from '../../protocol/request-warnings.js';
 import { escapeHtml, htmlPage, sendHtml } from '../html.js';
@@ -47,7 +49,15 @@ export function approvalsRoutes(
         const listed = inboxPage(ctx, s.userId, cursor);
         body.push(
           whoAmI(s),
-          inboxView(s, listed, (r) => requestWarnings(ctx, r, serverName).length, ctx.clock.now()),
+          inboxView(
+            s,
+            listed,
+            (r) => requestWarnings(ctx, r, serverName).length,
+            (r) => {
+              const time = requestTimeLeft(ctx, r);
+              return time && { time, canExtend: decisionRefusal(r, s.userId) === undefined };
+            },
+          ),
           '<p><a href="/device">Enter a code from an agent</a></p>',
         );
       }

@@ -40,6 +40,9 @@ import { approvedText } from '../views/decision-form.js';
 import { codeForm, decisionForms, message, requestDetails, whoAmI } from '../views/device.js';
 import { oidcFreshNotice, oidcReauthNow, oidcStartPath } from '../views/oidc.js';
 import { inboxLink } from '../views/inbox.js';
+import { timeLeftView } from '../views/time-left.js';
+import { extendApproval, requestTimeLeft } from '../../protocol/approval-expiry.js';
+import { iso } from '../../protocol/context.js';
 
 /** Where the approver finds this request again: its code's page, or the inbox for CIBA (§7.2). */
 function pageOf(r: DeviceRequest): string {
@@ -97,6 +100,9 @@ export function deviceRoutes(
     let headers: Readonly<Record<string, string>> = {};
     if (note) parts.push(note);
     parts.push(requestDetails(r, requestWarnings(ctx, r, serverName)));
+    // WCAG 2.2.1: the time left, and Extend when little is left, for a user who may decide it.
+    const left = requestTimeLeft(ctx, r);
+    if (left) parts.push(timeLeftView(left, refusal ? undefined : { session: s, request: r }));
     if (refusal) {
       parts.push(message('notice', refusal, 'cannot-decide'));
     } else {
@@ -300,6 +306,32 @@ export function deviceRoutes(
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
         showRequest(x, s, r, err.status, message('error', `${err.message} Nothing was granted.`));
+      }
+    }),
+  ]);
+
+  // Issue 16 §5 (WCAG 2.2.1): one more lifetime for a request near its end, within the ceiling.
+  router.add('POST', '/device/extend', [
+    ...decisionSteps,
+    step('extend', (x) => {
+      const s = need(x.session, 'session');
+      const r = lookUp(x, s);
+      if (!r) return;
+      try {
+        const extended = extendApproval(ctx, r, s.userId, s.authMethod);
+        const fresh = { ...r, expiresAt: extended.expiresAt };
+        showRequest(
+          x,
+          s,
+          fresh,
+          200,
+          message('ok', `Extended: the request is open until ${iso(extended.expiresAt) ?? ''}.`),
+        );
+      } catch (err) {
+        if (!(err instanceof ProtocolError)) throw err;
+        x.decision.outcome = 'deny';
+        x.decision.reason = err.message;
+        showRequest(x, s, r, err.status, message('error', err.message));
       }
     }),
   ]);

@@ -47,6 +47,9 @@ export function discoveryRoutes(router: Router, options: DiscoveryOptions): void
           modes: options.modes,
           approval_methods: options.approvalMethods,
           endpoints: ENDPOINTS,
+          // §10.10: extension profiles are used only when the server documents them; this one
+          // puts a notification_url (SSE) in every approval object (§10.10.2).
+          extension_profiles: ['real-time-approval-notification'],
         },
         // §5.1: a max-age of one hour is RECOMMENDED.
         { 'cache-control': 'public, max-age=3600' },

@@ -118,6 +118,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       }),
       step('upstream', async (x, s) => {
         const authorized = need(s.authorized, 'authorized');
+        // The grant's use (account page), counted in memory and flushed in batches: no write here.
+        ctx.usage.recordGrant(authorized.grant.id, ctx.clock.now());
         const abort = new AbortController();
         s.abort = abort;
         // Only an agent that goes away mid-call cancels it (a finished response closes too).

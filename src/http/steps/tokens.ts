@@ -127,3 +127,25 @@ export function secretToken(
     });
   });
 }
+
+/**
+ * An agent JWT or a host JWT, told apart by `typ` and then verified for real: for endpoints
+ * either principal may call, such as a §10.10.2 notification stream (the agent for its own
+ * requests; its host while the agent is still pending and has no usable JWT, as for §5.5 status).
+ */
+export function agentOrHostToken(
+  options: TokenStepOptions,
+  audiences: (x: Exchange) => readonly string[],
+  hostAuth: HostAuthOptions,
+): SharedStep {
+  return step('agent-or-host-token', async (x) => {
+    const token = await charged(options, x, () => requireToken(x, 'an agent or host JWT'));
+    if (jwtType(token) === 'agent+jwt') {
+      x.agent = await charged(options, x, () => verifyAgentJwt(options.ctx, token, audiences(x)));
+      noteAgent(x);
+    } else {
+      x.host = await charged(options, x, () => verifyHostJwt(options.ctx, token, hostAuth));
+      noteHost(x);
+    }
+  });
+}

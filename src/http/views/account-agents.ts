@@ -7,8 +7,9 @@
 import type { AccountAgent, AccountAgents, DeletedActivity } from '../../protocol/account.js';
 import { ACCOUNT_PAGE_SIZE, ACTIVITY_DELETE_BATCH, RECENT_ACTIVITY } from '../../protocol/account.js';
 import { iso } from '../../protocol/context.js';
-import type { AgentRecord, GrantRecord, HostRecord, SessionRecord } from '../../storage/types.js';
+import type { AgentRecord, HostRecord, SessionRecord } from '../../storage/types.js';
 import { escapeHtml } from '../html.js';
+import { grantList } from './account-grants.js';
 
 const TERMINAL = new Set(['revoked', 'rejected', 'claimed']);
 
@@ -92,56 +93,6 @@ ${grantList(a.grants, a.moreGrants)}
 ${activityList(a)}
 ${forms.join('\n')}
 </article>`;
-}
-
-function grantList(grants: readonly GrantRecord[], more: number): string {
-  if (grants.length === 0) return '<p>Nothing granted.</p>';
-  const items = grants.map((g) => {
-    const bits = [`<code>${escapeHtml(g.capability)}</code> — ${escapeHtml(grantStatus(g))}`];
-    if (g.constraints)
-      bits.push(`<br><small>limited to <code>${escapeHtml(JSON.stringify(g.constraints))}</code></small>`);
-    bits.push(constraintTrail(g));
-    if (g.expiresAt !== null) bits.push(`<br><small>until ${escapeHtml(iso(g.expiresAt) ?? '')}</small>`);
-    if (g.grantedBy && g.status === 'active')
-      bits.push(`<br><small>granted by ${escapeHtml(g.grantedBy)}</small>`);
-    if (g.reason && g.status !== 'active' && g.status !== 'pending') {
-      bits.push(`<br><small>why: ${escapeHtml(g.reason)}</small>`);
-    }
-    return `<li class="grant">${bits.join('')}</li>`;
-  });
-  if (more > 0) items.push(`<li>and ${more} more</li>`);
-  return `<ul class="grants">${items.join('\n')}</ul>`;
-}
-
-/**
- * §2.13, issue 16: what the agent proposed, what the approver approved and what is in effect, when
- * they differ (policy or the approver narrowed the proposal); nothing when all three agree.
- */
-function constraintTrail(g: GrantRecord): string {
-  const text = (c: Readonly<Record<string, unknown>> | null | undefined): string =>
-    c ? `<code>${escapeHtml(JSON.stringify(c))}</code>` : 'none';
-  const proposed = g.proposedConstraints ?? null;
-  const approved = g.approvedConstraints ?? null;
-  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-  if (proposed === null && approved === null) return '';
-  if (same(proposed, g.constraints) && (approved === null || same(approved, g.constraints))) return '';
-  const steps = [`proposed ${text(proposed)}`];
-  if (g.grantedBy !== 'policy' && g.status !== 'pending') steps.push(`approved ${text(approved)}`);
-  steps.push(`${g.status === 'active' ? 'in effect' : 'effective'} ${text(g.constraints)}`);
-  return `<br><small class="constraint-trail">${steps.join(' → ')}</small>`;
-}
-
-function grantStatus(g: GrantRecord): string {
-  switch (g.status) {
-    case 'active':
-      return 'allowed';
-    case 'pending':
-      return 'asked for, waiting for a decision';
-    case 'denied':
-      return 'denied';
-    case 'revoked':
-      return 'ended';
-  }
 }
 
 function activityList(a: AccountAgent): string {

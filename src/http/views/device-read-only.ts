@@ -7,6 +7,14 @@ import type { ProtocolContext } from '../../protocol/context.js';
 import { requestWarnings } from '../../protocol/request-warnings.js';
 import { escapeHtml, htmlPage } from '../html.js';
 import { lookUpForm, requestDetails } from './device.js';
+import { timeLeftView } from './time-left.js';
+import { requestTimeLeft } from '../../protocol/approval-expiry.js';
+import type { DeviceRequest } from '../../protocol/device.js';
+
+function timeLeftLine(ctx: ProtocolContext, r: DeviceRequest): string {
+  const left = requestTimeLeft(ctx, r);
+  return left ? timeLeftView(left, undefined) : '';
+}
 
 export function legacyDevicePage(
   ctx: ProtocolContext,
@@ -24,6 +32,8 @@ export function legacyDevicePage(
       parts.push(
         lookUpForm(r.userCode),
         requestDetails(r, requestWarnings(ctx, r, serverName)),
+        // The time left (no Extend: only a signed-in approver may extend, issue 16 §5).
+        timeLeftLine(ctx, r),
         `<p class="notice" id="next-step">This page cannot approve anything. The operator of this service decides requests: give them the code <span class="code">${escapeHtml(r.userCode)}</span> (they find it with <code>agent-auth-proxy admin approvals list --code</code>) and say whether to approve it.</p>`,
       );
     } else if (found.kind === 'not_found') {

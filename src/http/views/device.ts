@@ -63,7 +63,10 @@ ${items}
 </div>`;
 }
 
-/** What the request asks, in the order a careful person reads it. */
+/**
+ * What the request asks, in the order a careful person reads it. How long it stays open follows it
+ * (views/time-left.ts), with Extend when little is left.
+ */
 export function requestDetails(r: DeviceRequest, warnings: readonly RequestWarning[] = []): string {
   const capabilities = r.capabilities
     .map((c) => {
@@ -99,7 +102,6 @@ ${r.reason ? `<dt>Reason given</dt><dd id="reason">${shown(r.reason, DISPLAY_LIM
 ${r.bindingMessage ? `<dt>Message from the agent</dt><dd id="binding-message">${shown(r.bindingMessage, DISPLAY_LIMITS.bindingMessage)}</dd>` : ''}
 ${r.hostKey ? `<dt>Host key</dt><dd id="host-key"><code>${escapeHtml(shortThumbprint(r.hostKey.thumbprint))}</code>, first seen ${escapeHtml(iso(r.hostKey.registeredAt) ?? '')}</dd>` : ''}
 ${r.hostKey ? registeredFrom(r.hostKey) : ''}
-<dt>Open until</dt><dd>${escapeHtml(iso(r.expiresAt) ?? '')}</dd>
 </dl>
 </section>`;
 }

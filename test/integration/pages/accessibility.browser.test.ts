@@ -23,6 +23,8 @@ const POLICY = `capabilities:
 approval:
   methods: [device_authorization, ciba]
   approvers: [${ALICE}]
+  # Short enough that every open request is near its end: the pages show Extend (WCAG 2.2.1).
+  expires_in: 2m
 rate_limits:
   unknown_host_registration: null
 `;
@@ -159,10 +161,12 @@ describe.each([
     expect(await scrollsSideways(page)).toBe(false);
     await submit(page, 'button:has-text("Continue")');
     expect(await page.textContent('#request')).toContain('You are authorizing an AI agent.');
+    expect(await page.locator('#time-left-extend').count()).toBe(1);
     expect(await violations(page)).toEqual([]);
     expect(await scrollsSideways(page)).toBe(false);
     await page.goto(`${origin}/approvals`);
     expect(await page.locator('#inbox li.card').count()).toBeGreaterThan(0);
+    expect(await page.locator('#inbox li.card button:has-text("Extend")').count()).toBeGreaterThan(0);
     expect(await violations(page)).toEqual([]);
     expect(await scrollsSideways(page)).toBe(false);
     await page.goto(`${origin}/account`);

@@ -172,6 +172,58 @@ describe('the account page lists only the signed-in user’s agents', () => {
     await page.context().close();
   });
 
+  it('shows per grant its constraints, expiry, uses and last use, and why an ended grant ended (issue 16 §5)', async () => {
+    const used = await agentOf(ALICE, 'Counting helper', 3);
+    const asked = await p.pendingApproval(used.agentId);
+    expect((await p.admin('POST', `/admin/approvals/${asked.id}/deny`, { reason: 'not now' })).status).toBe(
+      200,
+    );
+    const revoked = await agentOf(ALICE, 'Revoked grant helper', 0);
+    const expired = await agentOf(ALICE, 'Expired grant helper', 0);
+    const ctx = p.proxy.protocol;
+    const listPets = (agentId: string) =>
+      ctx.store.grants(agentId).find((g) => g.capability === 'list_pets')?.id ?? '';
+    const now = p.clock.now();
+    // As reactivation or unlinking the host revoke a grant; a grant approved with a lifetime that ran out.
+    ctx.write((tx) => {
+      tx.updateGrant(listPets(revoked.agentId), {
+        status: 'revoked',
+        reason: 'Host unlinked from its user.',
+        updatedAt: now,
+      });
+      tx.updateGrant(listPets(expired.agentId), { expiresAt: now - 1000, updatedAt: now });
+    });
+    const page = await newPage();
+    await openAccount(page);
+    const grant = (agentId: string, capability: string) =>
+      page.locator(`#agent-${agentId} li.grant[data-capability="${capability}"]`);
+    const counted = grant(used.agentId, 'list_pets');
+    // Counted in memory and flushed in batches; the page adds what is not flushed yet.
+    expect(await counted.locator('.grant-use').textContent()).toBe(
+      `used 3 times, last used ${new Date(now).toISOString()}`,
+    );
+    expect(await counted.locator('.grant-constraints').textContent()).toBe('limited to {"limit":{"max":20}}');
+    expect(await counted.locator('.grant-expiry').textContent()).toMatch(/^no expiry of its own/);
+    expect(await counted.locator('.grant-ended').count()).toBe(0);
+    expect(await grant(used.agentId, 'create_pet').locator('.grant-ended').textContent()).toBe(
+      'ended: denied — why: not now',
+    );
+    expect(await grant(revoked.agentId, 'list_pets').locator('.grant-ended').textContent()).toBe(
+      'ended: revoked — why: Host unlinked from its user.',
+    );
+    expect(await grant(expired.agentId, 'list_pets').locator('.grant-ended').textContent()).toBe(
+      'ended: expired',
+    );
+    expect(await grant(expired.agentId, 'list_pets').locator('.grant-use').textContent()).toBe('never used');
+    await page.context().close();
+    // The counters survive a flush (migration 12): the stored row holds the three uses.
+    ctx.usage.flush();
+    expect(ctx.store.grantUses(used.agentId).get(listPets(used.agentId))).toEqual({
+      uses: 3,
+      lastUsedAt: now,
+    });
+  });
+
   it('an agent name with markup is shown as text, never as HTML (§8.10)', async () => {
     const a = await agentOf(ALICE, '<img src=x id=injected> Update', 1);
     const page = await newPage();

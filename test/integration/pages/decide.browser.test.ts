@@ -543,3 +543,71 @@ describe('warnings (§8.10)', () => {
     await page.context().close();
   });
 });
+
+describe('time left and Extend (issue 16 §5, WCAG 2.2.1)', () => {
+  /** Presses Enter on the focused control and waits for the POST's page. */
+  async function enter(page: Page): Promise<number> {
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
+      page.keyboard.press('Enter'),
+    ]);
+    await page.waitForLoadState('load');
+    return response.status();
+  }
+
+  it('near its end a request shows the time left and Extend; Extend by keyboard adds a lifetime the agent’s poll sees; another user cannot extend', async () => {
+    const { key: host } = await p.linkedHost(ALICE);
+    const reg = await p.register(host, { name: 'Slow reader', capabilities: ['list_pets'] });
+    const code: string = reg.body.approval.user_code;
+    const agentId: string = reg.body.agent_id;
+    const expiresAt = clock.now() + 600_000;
+    clock.advance(9 * 60_000);
+
+    const page = await newPage();
+    await openRequest(page, code);
+    expect(await page.textContent('#time-left')).toBe(
+      `Expires in 1 minute, at ${new Date(expiresAt).toISOString()}.`,
+    );
+    expect(await page.textContent('#time-left-extend')).toBe('Extend by 10 minutes');
+    await page.focus('#time-left-extend');
+    expect(await enter(page)).toBe(200);
+    const extended = new Date(expiresAt + 600_000).toISOString();
+    expect(await page.textContent('#outcome')).toBe(`Extended: the request is open until ${extended}.`);
+    expect(await page.textContent('#time-left')).toBe(`Expires in 11 minutes, at ${extended}.`);
+    // Plenty left now: no Extend until it nears its end again.
+    expect(await page.locator('#time-left-extend').count()).toBe(0);
+    const polled = await p.status(host, agentId);
+    expect(polled.body.approval.expires_in).toBe(660);
+    const logged = p.proxy.protocol.store
+      .activity({ agentId, limit: 20 })
+      .find((r) => r.type === 'approval.extended');
+    expect(logged?.detail).toMatchObject({ by: ALICE, expires_at: extended, auth_method: 'password' });
+    // The inbox card of the request she opened shows the time left too.
+    await page.goto(`${origin}/approvals`);
+    expect(await page.textContent('#inbox')).toContain(`Expires in 11 minutes, at ${extended}.`);
+    await page.context().close();
+
+    // Bob may not decide alice's agent's request, so he is offered no Extend, and a hand-made POST is refused.
+    clock.advance(10 * 60_000);
+    const bob = await newPage();
+    await openRequest(bob, code, BOB);
+    expect(await bob.textContent('#cannot-decide')).toContain('acts for another user');
+    expect(await bob.textContent('#time-left')).toContain('Expires in 1 minute');
+    expect(await bob.locator('#time-left-extend').count()).toBe(0);
+    const csrf = await bob.inputValue('input[name=csrf] >> nth=0');
+    const [cookie] = await bob.context().cookies();
+    const refused = await fetch(`${p.proxy.url}/device/extend`, {
+      method: 'POST',
+      headers: {
+        cookie: `${cookie?.name}=${cookie?.value}`,
+        origin,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ csrf, code }).toString(),
+    });
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toContain('acts for another user');
+    expect((await p.status(host, agentId)).body.approval.expires_in).toBe(60);
+    await bob.context().close();
+  });
+});

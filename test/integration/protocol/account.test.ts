@@ -14,6 +14,7 @@ import {
 import { protocolEvent } from '../../../src/protocol/activity.js';
 import type { ActivityRecord } from '../../../src/storage/types.js';
 import { startProtocol, type TestProtocol } from '../../helpers/protocol.js';
+import { tempDbFile } from '../../helpers/proxy.js';
 
 let p: TestProtocol | undefined;
 afterEach(async () => {
@@ -73,5 +74,26 @@ describe('deleting activity records (§9.2)', () => {
     expect((await p.status(host, agentId)).body.status).toBe('active');
     expect(accountAgents(ctx, 'mallory', 1)).toMatchObject({ total: 0, agents: [], hosts: [] });
     expect(accountAgents(ctx, 'alice', 1).agents.map((a) => a.agent.id)).toEqual([agentId]);
+  });
+});
+
+describe('per-grant uses on the account page (issue 16 §5)', () => {
+  it('counts uses in memory, shows them before any flush, and flushes them at shutdown (migration 12)', async () => {
+    const db = tempDbFile();
+    p = await startProtocol({ overrides: { db } });
+    const { agentId } = await p.activeAgent(['list_pets'], { userId: 'alice' });
+    let ctx = p.proxy.protocol;
+    const grantId = ctx.store.grants(agentId)[0]?.id ?? '';
+    const t = p.clock.now();
+    ctx.usage.recordGrant(grantId, t);
+    ctx.usage.recordGrant(grantId, t + 5);
+    // Nothing written yet: the page adds what is in memory.
+    expect(ctx.store.grantUses(agentId).size).toBe(0);
+    expect(accountAgents(ctx, 'alice', 1).agents[0]?.grants[0]).toMatchObject({ uses: 2, lastUsedAt: t + 5 });
+    await p.close();
+    p = await startProtocol({ overrides: { db } });
+    ctx = p.proxy.protocol;
+    expect(ctx.store.grantUses(agentId).get(grantId)).toEqual({ uses: 2, lastUsedAt: t + 5 });
+    expect(accountAgents(ctx, 'alice', 1).agents[0]?.grants[0]).toMatchObject({ uses: 2, ending: null });
   });
 });

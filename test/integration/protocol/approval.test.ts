@@ -407,13 +407,14 @@ describe('CIBA (§7.2, §7.5)', () => {
       binding_message: 'Approve pet helper',
     });
     expect(reg.status).toBe(200);
+    const approval = await q.pendingApproval(reg.body.agent_id);
     expect(reg.body.approval).toEqual({
       method: 'ciba',
       expires_in: 600,
       interval: 5,
       binding_message: 'Approve pet helper',
+      notification_url: `${q.issuer}/agent/events/${approval.id}`,
     });
-    const approval = await q.pendingApproval(reg.body.agent_id);
     expect(approval).toMatchObject({
       method: 'ciba',
       login_hint: 'alice@example.com',
@@ -456,7 +457,12 @@ describe('CIBA (§7.2, §7.5)', () => {
       token: await q.agentToken(reg.agent, reg.body.agent_id),
       body: { capabilities: ['create_pet'], login_hint: 'alice@example.com' },
     });
-    expect(asked.body.approval).toEqual({ method: 'ciba', expires_in: 600, interval: 5 });
+    expect(asked.body.approval).toEqual({
+      method: 'ciba',
+      expires_in: 600,
+      interval: 5,
+      notification_url: expect.stringMatching(/\/agent\/events\/apr_/),
+    });
   });
 
   it('only the user a CIBA request was sent to can approve it; without user_id it is theirs', async () => {

@@ -46,7 +46,11 @@ describe('GET /device (§7.1)', () => {
     );
     const followed = await fetch(approval.verification_uri_complete ?? '');
     expect(followed.status).toBe(200);
-    expect(await followed.text()).toContain('id="agent-name"');
+    const html = await followed.text();
+    expect(html).toContain('id="agent-name"');
+    // Issue 16 §5: the time left, read-only (no Extend without a signed-in approver).
+    expect(html).toMatch(/<p id="time-left" class="who">Expires in 10 minutes, at <time datetime="[^"]+">/);
+    expect(html).not.toContain('/device/extend');
   });
 
   it('without a code shows the form, with headers that allow no script and no framing', async () => {

@@ -100,6 +100,7 @@ describe('dynamic registration of an unknown host (§5.3, §2.8, §8.10)', () =>
       user_code: approval.user_code,
       expires_in: 600,
       interval: 5,
+      notification_url: expect.stringMatching(new RegExp(`^${p.issuer}/agent/events/apr_[\\w-]{16}$`)),
     });
     // RFC 8628 §6.1: XXXX-XXXX from a vowel-free alphabet.
     expect(approval.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);

@@ -1,0 +1,125 @@
+/**
+ * §10.10.2 `GET /agent/events/{approval id}`: the approval's notification stream. Steps: agent or
+ * host JWT → limits → replay record → owner check → a stream slot → the stream, which sends one
+ * `event: approval` when the approval is approved, denied or expires (at once when that already
+ * happened), keep-alive comments while it waits, and closes. Polling §5.5 is unchanged; a client
+ * whose stream fails falls back to it (§7.3).
+ *
+ * Who may listen (§5.5 is host-authenticated; the agent JWT is accepted too):
+ * - the approval's agent, with its agent JWT (a capability request of an active agent);
+ * - the approval's host, with its host JWT: the only way while the agent is pending (registration,
+ *   reactivation), since a pending agent's JWT is refused (`agent_pending`).
+ * Anyone else gets `404 approval_not_found`, as for an id that does not exist: the stream does not
+ * tell strangers which approval ids exist.
+ *
+ * Bounds: open streams are capped per agent, per host and in total (STREAM_LIMITS; a full cap is
+ * `429 rate_limited`, the proxy-wide one `503 temporarily_unavailable`); a stream holds no upstream
+ * slot; it ends at the approval's expiry at the latest, and at shutdown (`closeStreams`).
+ */
+import { ProtocolError } from '../../errors.js';
+import { notificationUrl, NOTIFICATION_PATH } from '../../protocol/approval-events.js';
+import type { ProtocolContext } from '../../protocol/context.js';
+import { InFlightSlots, type Slot } from '../../protocol/in-flight.js';
+import type { InFlightLimits } from '../../policy/types.js';
+import type { Timers } from '../../notify/webhook.js';
+import type { ApprovalRecord } from '../../storage/types.js';
+import { listenForDecision } from '../approval-stream.js';
+import { need, step, type Exchange } from '../pipeline.js';
+import type { RateLimits } from '../rate-limits.js';
+import type { Router } from '../router.js';
+import { principalLimits } from '../steps/limits.js';
+import { replayRecord } from '../steps/replay.js';
+import { agentOrHostToken, type TokenStepOptions } from '../steps/tokens.js';
+
+/** Default caps on open notification streams (documented in README). */
+export const STREAM_LIMITS: InFlightLimits = { perAgent: 4, perHost: 32, total: 1000 };
+/** A comment line this often keeps proxies and clients from timing the idle stream out. */
+export const HEARTBEAT_MS = 15_000;
+
+export interface ApprovalEventRouteOptions extends TokenStepOptions {
+  readonly ctx: ProtocolContext;
+  readonly limits: RateLimits;
+  /** Real timers in production; tests drive expiry and heartbeats by hand. */
+  readonly timers: Timers;
+  readonly streamLimits?: InFlightLimits;
+  readonly heartbeatMs?: number;
+}
+
+export interface ApprovalEventRoutes {
+  /** Ends every open stream with an `error` event (the client falls back to polling). */
+  closeStreams(): void;
+  /** Open streams (tests check that none is left behind). */
+  readonly open: number;
+}
+
+interface Listening {
+  approval?: ApprovalRecord;
+  slot?: Slot;
+}
+
+export function approvalEventRoutes(router: Router, options: ApprovalEventRouteOptions): ApprovalEventRoutes {
+  const { ctx, limits, timers } = options;
+  const slots = new InFlightSlots(options.streamLimits ?? STREAM_LIMITS);
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
+  const streams = new Set<(error?: ProtocolError) => void>();
+
+  router.addWithState<Listening>(
+    'GET',
+    `${NOTIFICATION_PATH}/:id`,
+    [
+      // The audience may be the notification URL itself, like a §5.11 status URL, or the issuer.
+      agentOrHostToken(options, (x) => [notificationUrl(ctx.issuer(), x.params.id ?? ''), ctx.issuer()], {
+        allowPending: true,
+        allowRejected: true,
+      }),
+      principalLimits(limits),
+      replayRecord(ctx),
+      step('owner', (x, s) => {
+        s.approval = ownApproval(ctx, x, x.params.id ?? '');
+      }),
+      step('stream-slot', (_x, s) => {
+        const approval = need(s.approval, 'approval');
+        const taken = slots.acquire({ agentId: approval.agentId, hostId: approval.hostId });
+        if (!taken.ok) {
+          const who = { agent: 'This agent', host: 'This host', total: 'The proxy' }[taken.scope];
+          throw new ProtocolError(
+            taken.scope === 'total' ? 'temporarily_unavailable' : 'rate_limited',
+            `${who} already has ${taken.limit} notification streams open; poll GET /agent/status instead (§7.3).`,
+            { headers: { 'retry-after': '5' } },
+          );
+        }
+        s.slot = taken.slot;
+      }),
+      step('stream', (x, s) =>
+        listenForDecision(x.res, need(s.approval, 'approval'), { ctx, timers, heartbeatMs, streams }).finally(
+          () => s.slot?.release(),
+        ),
+      ),
+    ],
+    () => ({}),
+    (_x, s) => s.slot?.release(),
+  );
+
+  return {
+    closeStreams: () => {
+      for (const finish of [...streams]) {
+        finish(
+          new ProtocolError('temporarily_unavailable', 'The proxy is shutting down; poll GET /agent/status.'),
+        );
+      }
+    },
+    get open() {
+      return streams.size;
+    },
+  };
+}
+
+/** The approval, when the caller is its agent or its agent's host; otherwise as if it did not exist. */
+function ownApproval(ctx: ProtocolContext, x: Exchange, id: string): ApprovalRecord {
+  const approval = ctx.store.approval(id);
+  const mine =
+    approval !== undefined &&
+    (x.agent ? x.agent.agent.id === approval.agentId : x.host?.host?.id === approval.hostId);
+  if (!approval || !mine) throw new ProtocolError('approval_not_found', `No approval request "${id}".`);
+  return approval;
+}
