@@ -11,7 +11,7 @@ import type { LogLevel } from '../log.js';
 import { loadServedCatalog, startProxy } from '../app.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { runAdmin } from './admin.js';
-import { FLAGS, flagsHelp } from './flags.js';
+import { FLAGS, flagsHelp, takesFlag } from './flags.js';
 import { runHashPassword } from './hash-password.js';
 import { processOutput, userErrorLine, type CliOutput } from './output.js';
 
@@ -21,12 +21,36 @@ const USAGE = `Usage:
                                                 print the capability catalog and exit
   agent-auth-proxy admin approvals|hosts|agents|activity ... [--url URL] [--json]
                                                 drive the operator API of a running proxy
-                                                (agent-auth-proxy admin --help lists the commands)
   agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
                                                 for sign_in.local.users[].password_hash
 
+agent-auth-proxy COMMAND --help prints one command's help; --version works with any command.
+
+Options of serve:
+${flagsHelp('serve')}`;
+
+const SERVE_USAGE = `Usage: agent-auth-proxy [serve] [options]
+
+Serves the Agent Auth Protocol for the APIs of --spec (with --upstream) or --config, until
+SIGTERM or SIGINT.
+
 Options:
-${flagsHelp()}`;
+${flagsHelp('serve')}`;
+
+const CAPABILITIES_USAGE = `Usage: agent-auth-proxy capabilities [options] [--json]
+
+Prints the capability catalog the proxy would serve (name, method, path, description; with
+--json also the input and output schemas) and exits. Loads the documents only: no database, no
+listener.
+
+Options:
+${flagsHelp('capabilities')}`;
+
+const HASH_PASSWORD_USAGE = `Usage: agent-auth-proxy hash-password < password
+
+Reads a password on standard input (never from argv, which other users can read) and prints its
+scrypt hash for sign_in.local.users[].password_hash. Example:
+  read -rs P && printf %s "$P" | agent-auth-proxy hash-password`;
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
@@ -51,8 +75,22 @@ export async function runCli(argv: readonly string[], io: CliOutput = processOut
 }
 
 async function main(argv: readonly string[], io: CliOutput): Promise<number> {
+  // Every command answers --version the same way, before its own arguments are read.
+  if (argv.includes('--version')) {
+    io.out(`${packageVersion()}\n`);
+    return 0;
+  }
   if (argv[0] === 'admin') return runAdmin(argv.slice(1), process.env, io);
-  if (argv[0] === 'hash-password' && argv.length === 1) {
+  if (argv[0] === 'hash-password') {
+    if (argv.length === 2 && (argv[1] === '--help' || argv[1] === '-h')) {
+      io.out(`${HASH_PASSWORD_USAGE}\n`);
+      return 0;
+    }
+    if (argv.length > 1) {
+      throw new UserError(
+        `hash-password takes no arguments: the password comes on stdin\nRun agent-auth-proxy hash-password --help for usage.`,
+      );
+    }
     io.out(`${await runHashPassword(process.stdin)}\n`);
     return 0;
   }
@@ -63,23 +101,31 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
     throw new UserError(`${(err as Error).message}\nRun agent-auth-proxy --help for usage.`);
   }
   const { values, positionals } = parsed;
+  const named = positionals[0];
   if (values.help) {
-    io.out(`${USAGE}\n`);
+    io.out(`${named === 'serve' ? SERVE_USAGE : named === 'capabilities' ? CAPABILITIES_USAGE : USAGE}\n`);
     return 0;
   }
   if (values.version) {
     io.out(`${packageVersion()}\n`);
     return 0;
   }
-  const command = positionals[0] ?? 'serve';
+  const command = named ?? 'serve';
+  if (command !== 'serve' && command !== 'capabilities')
+    throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
   if (positionals.length > 1)
     throw new UserError(
-      `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy --help for usage.`,
+      `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy ${command} --help for usage.`,
     );
+  for (const name of Object.keys(values)) {
+    if (!takesFlag(command, name)) {
+      throw new UserError(
+        `${command} does not take --${name}\nRun agent-auth-proxy ${command} --help for usage.`,
+      );
+    }
+  }
   const cli = toOverrides(values);
-  if (command === 'serve') return serve(cli);
-  if (command === 'capabilities') return printCapabilities(cli, values.json === true, io);
-  throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
+  return command === 'serve' ? serve(cli) : printCapabilities(cli, values.json === true, io);
 }
 
 function toOverrides(values: {

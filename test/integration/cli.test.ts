@@ -147,6 +147,57 @@ describe('help and version', () => {
   });
 });
 
+describe('help and version per command', () => {
+  it('each command prints its own help: serve and capabilities their own flags only', async () => {
+    const serve = await run(['serve', '--help']);
+    expect(serve.code).toBe(0);
+    expect(serve.stdout).toMatch(/^Usage: agent-auth-proxy \[serve\] \[options\]\n/);
+    expect(serve.stdout).toContain('--admin-token-file FILE');
+    expect(serve.stdout).not.toContain('--json');
+
+    const capabilities = await run(['capabilities', '--help']);
+    expect(capabilities.code).toBe(0);
+    expect(capabilities.stdout).toMatch(/^Usage: agent-auth-proxy capabilities \[options\] \[--json\]\n/);
+    expect(capabilities.stdout).toContain('--json');
+    expect(capabilities.stdout).toContain('--spec FILE|URL');
+    expect(capabilities.stdout).not.toContain('--admin-token');
+    expect(capabilities.stdout).not.toContain('--port');
+
+    const admin = await run(['admin', '--help']);
+    expect(admin.code).toBe(0);
+    expect(admin.stdout).toMatch(/^Usage:\n {2}agent-auth-proxy admin approvals list/);
+
+    const hash = await run(['hash-password', '--help']);
+    expect(hash.code).toBe(0);
+    expect(hash.stdout).toMatch(/^Usage: agent-auth-proxy hash-password < password\n/);
+  });
+
+  it('--version works with every command', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const args of [
+      ['serve', '--version'],
+      ['capabilities', '--version'],
+      ['admin', '--version'],
+      ['admin', 'approvals', 'list', '--version'],
+      ['hash-password', '--version'],
+    ]) {
+      expect(await run(args), args.join(' ')).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }
+  });
+
+  it('a flag of another command is refused, naming the command', async () => {
+    const serve = await run(['serve', '--spec', PETSTORE, '--json']);
+    expectOperatorError(serve);
+    expect(serve.stderr).toBe(
+      'agent-auth-proxy: serve does not take --json\nRun agent-auth-proxy serve --help for usage.\n',
+    );
+    const capabilities = await run(['capabilities', '--spec', PETSTORE, '--port', '9']);
+    expectOperatorError(capabilities);
+    expect(capabilities.stderr).toContain('capabilities does not take --port');
+    expectOperatorError(await run(['hash-password', 'extra']));
+  });
+});
+
 describe('operator mistakes exit 2 with a message and no stack trace', () => {
   it('the executable: exit code 2, the message on stderr, nothing on stdout', async () => {
     const result = await runProcess(['capabilities', '--spec', PETSTORE, '--bogus']);
