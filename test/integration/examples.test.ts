@@ -1,4 +1,5 @@
 /** The shipped configs, examples and docs are run, so they cannot rot. */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -139,6 +140,19 @@ describe('README', () => {
     const catalogue = Object.entries(ERROR_CATALOGUE).map(([code, e]) => [code, e.status]);
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.sort()).toEqual(catalogue.sort());
+  });
+
+  it('npm start builds only what changed: the build is incremental, and after the pretest build it is up to date', () => {
+    const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.prestart).toBe('npm run build --silent');
+    expect(pkg.scripts.build).toBe('tsc -b tsconfig.build.json');
+    // tsc's own up-to-date check, as `npm start` runs it, without building anything.
+    const dry = spawnSync(
+      process.execPath,
+      [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json', '--dry', '--verbose'],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
+    expect(dry.stdout).toMatch(/Project '.*tsconfig\.build\.json' is up to date/);
   });
 
   it('quick start is the two commands package.json and .ci/run implement', () => {
