@@ -2,7 +2,7 @@
  * The serve/capabilities command line: each flag once, with its argument and help, so the parser
  * (node:util parseArgs reads `type`, `multiple`, `short`) and `--help` cannot disagree.
  */
-export type FlagCommand = 'serve' | 'capabilities';
+export type FlagCommand = 'serve' | 'capabilities' | 'check';
 
 export interface FlagSpec {
   readonly type: 'string' | 'boolean';
@@ -101,7 +101,9 @@ const WIDTH = 24;
 /** Whether `command` takes the flag `name`. */
 export function takesFlag(command: FlagCommand, name: string): boolean {
   const spec: FlagSpec | undefined = (FLAGS as Record<string, FlagSpec>)[name];
-  return spec !== undefined && (spec.only === undefined || spec.only === command);
+  // check validates a serve command line, so it takes serve's flags.
+  const as = command === 'check' ? 'serve' : command;
+  return spec !== undefined && (spec.only === undefined || spec.only === as);
 }
 
 /**

@@ -9,6 +9,7 @@ import { resolveSettings, type CliOverrides } from '../config/settings.js';
 import { UserError } from '../errors.js';
 import type { LogLevel } from '../log.js';
 import { loadServedCatalog, startProxy } from '../app.js';
+import { checkSettings } from '../check.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { runAdmin } from './admin.js';
 import { FLAGS, flagsHelp, takesFlag } from './flags.js';
@@ -21,6 +22,8 @@ const USAGE = `Usage:
                                                 print the capability catalog and exit
   agent-auth-proxy admin approvals|hosts|agents|activity ... [--url URL] [--json]
                                                 drive the operator API of a running proxy
+  agent-auth-proxy check [options]              validate config, policy and OpenAPI documents as serve
+                                                would, without starting; exit 0 or 1
   agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
                                                 for sign_in.local.users[].password_hash
 
@@ -45,6 +48,16 @@ listener.
 
 Options:
 ${flagsHelp('capabilities')}`;
+
+const CHECK_USAGE = `Usage: agent-auth-proxy check [options]
+
+Validates what serve with the same options would load (the config, its secrets, the OpenAPI
+documents, the policy, upstream URLs and credentials) without opening the database or a port,
+for CI pipelines and ExecStartPre. Prints what it checked and exits 0, or every problem with its
+file and key path and exits 1.
+
+Options:
+${flagsHelp('check')}`;
 
 const HASH_PASSWORD_USAGE = `Usage: agent-auth-proxy hash-password < password
 
@@ -103,7 +116,8 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
   const { values, positionals } = parsed;
   const named = positionals[0];
   if (values.help) {
-    io.out(`${named === 'serve' ? SERVE_USAGE : named === 'capabilities' ? CAPABILITIES_USAGE : USAGE}\n`);
+    const usage = { serve: SERVE_USAGE, capabilities: CAPABILITIES_USAGE, check: CHECK_USAGE };
+    io.out(`${usage[named as keyof typeof usage] ?? USAGE}\n`);
     return 0;
   }
   if (values.version) {
@@ -111,7 +125,7 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
     return 0;
   }
   const command = named ?? 'serve';
-  if (command !== 'serve' && command !== 'capabilities')
+  if (command !== 'serve' && command !== 'capabilities' && command !== 'check')
     throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
   if (positionals.length > 1)
     throw new UserError(
@@ -125,6 +139,7 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
     }
   }
   const cli = toOverrides(values);
+  if (command === 'check') return check(cli, io);
   return command === 'serve' ? serve(cli) : printCapabilities(cli, values.json === true, io);
 }
 
@@ -195,6 +210,22 @@ async function serve(cli: CliOverrides): Promise<number> {
   });
   await proxy.close();
   return 0;
+}
+
+/** `check`: exit 0 with what was checked, or 1 with every problem (a failed check is its answer, not a usage mistake). */
+async function check(cli: CliOverrides, io: CliOutput): Promise<number> {
+  try {
+    const report = await checkSettings(resolveSettings(cli));
+    for (const w of report.warnings) io.err(`warning: ${w}\n`);
+    io.out(
+      `ok: ${report.capabilities} capabilities from ${report.apis} API${report.apis === 1 ? '' : 's'}, policy ${report.policy ?? '(built-in)'}\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (!(err instanceof UserError)) throw err;
+    io.err(userErrorLine(err.message));
+    return 1;
+  }
 }
 
 async function printCapabilities(cli: CliOverrides, json: boolean, io: CliOutput): Promise<number> {

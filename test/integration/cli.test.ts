@@ -5,7 +5,7 @@
  * the process matters: exit codes and streams of a real process, serving, SIGTERM, a taken port.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -425,6 +425,56 @@ describe('capabilities', () => {
     expect(table.stdout).toContain('shop_list_pets');
     expect(table.stdout).not.toMatch(/delete|purge|DELETE/);
     expect(table.stdout.endsWith('\n7 capabilities from 2 APIs\n')).toBe(true);
+  });
+});
+
+describe('check', () => {
+  it('a good command line: exit 0, what was checked, and nothing written (no database, no port)', async () => {
+    const db = join(tmp, 'check.db');
+    const result = await run(['check', '--spec', PETSTORE, '--db', db, '--port', '1']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('ok: 6 capabilities from 1 API, policy (built-in)\n');
+    // What start-up would warn about is said too.
+    expect(result.stderr).toBe(
+      'warning: API petstore: operations require security scheme apiKey but no credential is configured\n',
+    );
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it('an invalid config: exit 1 and every problem with the file and its key path', async () => {
+    const config = join(tmp, 'check-invalid.yaml');
+    writeFileSync(
+      config,
+      'server:\n  port: abc\napis:\n  - spec: petstore.yaml\n    upstream: ftp://legacy\n',
+    );
+    const result = await run(['check', '--config', config]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(
+      [
+        `agent-auth-proxy: ${config}: server.port: must be an integer (got "abc")`,
+        `${config}: apis[0].upstream: must be an http(s) URL (got "ftp://legacy")`,
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('a policy naming a capability the documents lack: exit 1 with the policy key path', async () => {
+    const policy = join(tmp, 'check-policy.yaml');
+    writeFileSync(policy, 'capabilities:\n  defaults: [list_petz]\n');
+    const result = await run(['check', '--spec', PETSTORE, '--policy', policy]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${policy}: capabilities.defaults[0]`);
+    expect(result.stderr).toContain('list_petz');
+  });
+
+  it('the executable: exit 1 on a broken spec (as ExecStartPre sees it), 0 on the bundled example config', async () => {
+    const broken = await runProcess(['check', '--spec', join(SPECS, 'dangling.yaml')]);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain('dangling $ref');
+    expect(broken.stderr).not.toContain(STACK_FRAME);
+    const ok = await runProcess(['check', '--spec', PETSTORE, '--mock-upstream']);
+    expect(ok).toMatchObject({ code: 0, stdout: 'ok: 6 capabilities from 1 API, policy (built-in)\n' });
   });
 });
 
