@@ -2,7 +2,10 @@
  * The serve/capabilities command line: each flag once, with its argument and help, so the parser
  * (node:util parseArgs reads `type`, `multiple`, `short`) and `--help` cannot disagree.
  */
-export type FlagCommand = 'serve' | 'capabilities' | 'check';
+export type FlagCommand = 'serve' | 'capabilities' | 'check' | 'db';
+
+/** `db` commands work on the database alone: where it is, and nothing else. */
+const DB_FLAGS: ReadonlySet<string> = new Set(['db', 'config', 'help', 'version']);
 
 export interface FlagSpec {
   readonly type: 'string' | 'boolean';
@@ -101,6 +104,7 @@ const WIDTH = 24;
 /** Whether `command` takes the flag `name`. */
 export function takesFlag(command: FlagCommand, name: string): boolean {
   const spec: FlagSpec | undefined = (FLAGS as Record<string, FlagSpec>)[name];
+  if (command === 'db') return DB_FLAGS.has(name);
   // check validates a serve command line, so it takes serve's flags.
   const as = command === 'check' ? 'serve' : command;
   return spec !== undefined && (spec.only === undefined || spec.only === as);

@@ -4,15 +4,17 @@
  * operator API. Operator mistakes exit with code 2 and one clear message.
  */
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { resolveSettings, type CliOverrides } from '../config/settings.js';
+import { resolveDatabaseFile, resolveSettings, type CliOverrides } from '../config/settings.js';
+import { backupDatabase } from '../storage/backup.js';
 import { UserError } from '../errors.js';
 import type { LogLevel } from '../log.js';
 import { loadServedCatalog, startProxy } from '../app.js';
 import { checkSettings } from '../check.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { runAdmin } from './admin.js';
-import { FLAGS, flagsHelp, takesFlag } from './flags.js';
+import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
 import { runHashPassword } from './hash-password.js';
 import { processOutput, userErrorLine, type CliOutput } from './output.js';
 
@@ -24,6 +26,8 @@ const USAGE = `Usage:
                                                 drive the operator API of a running proxy
   agent-auth-proxy check [options]              validate config, policy and OpenAPI documents as serve
                                                 would, without starting; exit 0 or 1
+  agent-auth-proxy db backup FILE [--db FILE | --config FILE]
+                                                copy the database, while the proxy runs, to FILE
   agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
                                                 for sign_in.local.users[].password_hash
 
@@ -58,6 +62,15 @@ file and key path and exits 1.
 
 Options:
 ${flagsHelp('check')}`;
+
+const DB_USAGE = `Usage: agent-auth-proxy db backup FILE [--db FILE | --config FILE]
+
+Copies the SQLite database (--db, else the config's database, else ./data/agent-auth-proxy.db)
+to FILE with SQLite's online backup: safe while the proxy runs, a consistent snapshot, checked
+after copying. FILE must not exist yet.
+
+Options:
+${flagsHelp('db')}`;
 
 const HASH_PASSWORD_USAGE = `Usage: agent-auth-proxy hash-password < password
 
@@ -116,7 +129,7 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
   const { values, positionals } = parsed;
   const named = positionals[0];
   if (values.help) {
-    const usage = { serve: SERVE_USAGE, capabilities: CAPABILITIES_USAGE, check: CHECK_USAGE };
+    const usage = { serve: SERVE_USAGE, capabilities: CAPABILITIES_USAGE, check: CHECK_USAGE, db: DB_USAGE };
     io.out(`${usage[named as keyof typeof usage] ?? USAGE}\n`);
     return 0;
   }
@@ -125,19 +138,17 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
     return 0;
   }
   const command = named ?? 'serve';
-  if (command !== 'serve' && command !== 'capabilities' && command !== 'check')
+  if (command !== 'serve' && command !== 'capabilities' && command !== 'check' && command !== 'db')
     throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
+  if (command === 'db') {
+    rejectForeignFlags('db', values);
+    return databaseCommand(positionals.slice(1), { db: values.db, config: values.config }, io);
+  }
   if (positionals.length > 1)
     throw new UserError(
       `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy ${command} --help for usage.`,
     );
-  for (const name of Object.keys(values)) {
-    if (!takesFlag(command, name)) {
-      throw new UserError(
-        `${command} does not take --${name}\nRun agent-auth-proxy ${command} --help for usage.`,
-      );
-    }
-  }
+  rejectForeignFlags(command, values);
   const cli = toOverrides(values);
   if (command === 'check') return check(cli, io);
   return command === 'serve' ? serve(cli) : printCapabilities(cli, values.json === true, io);
@@ -209,6 +220,38 @@ async function serve(cli: CliOverrides): Promise<number> {
     process.once('SIGTERM', stop);
   });
   await proxy.close();
+  return 0;
+}
+
+function rejectForeignFlags(command: FlagCommand, values: Readonly<Record<string, unknown>>): void {
+  for (const name of Object.keys(values)) {
+    if (!takesFlag(command, name)) {
+      throw new UserError(
+        `${command} does not take --${name}\nRun agent-auth-proxy ${command} --help for usage.`,
+      );
+    }
+  }
+}
+
+/** `db backup FILE`. */
+async function databaseCommand(
+  args: readonly string[],
+  where: { db: string | undefined; config: string | undefined },
+  io: CliOutput,
+): Promise<number> {
+  const [action, file, extra] = args;
+  if (action !== 'backup' || file === undefined || extra !== undefined) {
+    throw new UserError('db: the command is db backup FILE\nRun agent-auth-proxy db --help for usage.');
+  }
+  const source = resolveDatabaseFile({
+    ...(where.db !== undefined ? { db: where.db } : {}),
+    ...(where.config !== undefined ? { config: where.config } : {}),
+  });
+  const target = resolve(file);
+  const copied = await backupDatabase(source, target);
+  io.out(
+    `backed up ${source} (schema version ${copied.schemaVersion}, ${copied.bytes} bytes) to ${target}\n`,
+  );
   return 0;
 }
 

@@ -191,6 +191,29 @@ export function parseConfig(text: string, file: string): FileConfig {
   return data as FileConfig;
 }
 
+/** The database a command line names: --db, else the config's `database` (beside the config), else the default. */
+function databaseFile(
+  flag: string | undefined,
+  configured: string | undefined,
+  base: string,
+  cwd: string,
+): string {
+  if (flag === ':memory:') return ':memory:';
+  if (flag !== undefined) return resolve(cwd, flag);
+  if (configured !== undefined) return resolve(base, configured);
+  return resolve(cwd, 'data/agent-auth-proxy.db');
+}
+
+/**
+ * Only the database file of a command line (`db` commands): --db, else the config's `database`,
+ * else the default; the rest of the config is validated but no API is needed.
+ */
+export function resolveDatabaseFile(cli: Pick<CliOverrides, 'db' | 'config'>, cwd = process.cwd()): string {
+  const file = cli.config ? resolve(cwd, cli.config) : undefined;
+  const config = file ? readConfigFile(file) : undefined;
+  return databaseFile(cli.db, config?.database, file ? dirname(file) : cwd, cwd);
+}
+
 export function resolveSettings(
   cli: CliOverrides,
   cwd = process.cwd(),
@@ -283,14 +306,7 @@ export function resolveSettings(
       `--issuer ${JSON.stringify(issuer)}: must be an http(s) URL without query or fragment`,
     );
   }
-  const dbFile =
-    cli.db === ':memory:'
-      ? ':memory:'
-      : cli.db !== undefined
-        ? resolve(cwd, cli.db)
-        : config.database !== undefined
-          ? resolve(base, config.database)
-          : resolve(cwd, 'data/agent-auth-proxy.db');
+  const dbFile = databaseFile(cli.db, config.database, base, cwd);
   const policyFile =
     cli.policy !== undefined
       ? resolve(cwd, cli.policy)
