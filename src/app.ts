@@ -299,9 +299,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       mock: mock !== undefined,
     });
   }
-  if (!settings.issuer && (settings.host === '0.0.0.0' || settings.host === '::')) {
-    logger.warn('no --issuer set while listening on all interfaces; advertised URLs use ' + url);
-  }
   logger.info('listening', {
     url,
     issuer,

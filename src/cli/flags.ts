@@ -2,10 +2,13 @@
  * The serve/capabilities command line: each flag once, with its argument and help, so the parser
  * (node:util parseArgs reads `type`, `multiple`, `short`) and `--help` cannot disagree.
  */
-export type FlagCommand = 'serve' | 'capabilities' | 'check' | 'db';
+export type FlagCommand = 'serve' | 'capabilities' | 'check' | 'db' | 'health';
 
 /** `db` commands work on the database alone: where it is, and nothing else. */
 const DB_FLAGS: ReadonlySet<string> = new Set(['db', 'config', 'help', 'version']);
+
+/** `health` needs only where the proxy listens. */
+const HEALTH_FLAGS: ReadonlySet<string> = new Set(['config', 'host', 'port', 'pid', 'help', 'version']);
 
 export interface FlagSpec {
   readonly type: 'string' | 'boolean';
@@ -95,6 +98,12 @@ export const FLAGS = {
   'allow-http-specs': { type: 'boolean', help: 'allow plain-http spec URLs' },
   'log-level': { type: 'string', arg: 'LEVEL', help: 'debug | info | warn | error | silent (default info)' },
   json: { type: 'boolean', only: 'capabilities', help: 'machine-readable output' },
+  pid: {
+    type: 'string',
+    only: 'health',
+    arg: 'PID',
+    help: "read the address from that proxy process's own command line (Linux /proc), e.g. 1 in a container",
+  },
   help: { type: 'boolean', short: 'h', help: 'this help' },
   version: { type: 'boolean', short: 'v', help: 'print the version' },
 } as const satisfies Record<string, FlagSpec>;
@@ -105,6 +114,7 @@ const WIDTH = 24;
 export function takesFlag(command: FlagCommand, name: string): boolean {
   const spec: FlagSpec | undefined = (FLAGS as Record<string, FlagSpec>)[name];
   if (command === 'db') return DB_FLAGS.has(name);
+  if (command === 'health') return HEALTH_FLAGS.has(name);
   // check validates a serve command line, so it takes serve's flags.
   const as = command === 'check' ? 'serve' : command;
   return spec !== undefined && (spec.only === undefined || spec.only === as);

@@ -9,12 +9,13 @@ import { parseArgs } from 'node:util';
 import { resolveDatabaseFile, resolveSettings, type CliOverrides } from '../config/settings.js';
 import { backupDatabase } from '../storage/backup.js';
 import { UserError } from '../errors.js';
-import type { LogLevel } from '../log.js';
 import { loadServedCatalog, startProxy } from '../app.js';
 import { checkSettings } from '../check.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { runAdmin } from './admin.js';
 import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
+import { runHealth } from './health.js';
+import { toOverrides } from './overrides.js';
 import { runHashPassword } from './hash-password.js';
 import { processOutput, userErrorLine, type CliOutput } from './output.js';
 
@@ -28,6 +29,8 @@ const USAGE = `Usage:
                                                 would, without starting; exit 0 or 1
   agent-auth-proxy db backup FILE [--db FILE | --config FILE]
                                                 copy the database, while the proxy runs, to FILE
+  agent-auth-proxy health [--pid PID | --config FILE --port PORT]
+                                                ask a running proxy's /readyz; exit 0 when ready
   agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
                                                 for sign_in.local.users[].password_hash
 
@@ -72,13 +75,21 @@ after copying. FILE must not exist yet.
 Options:
 ${flagsHelp('db')}`;
 
+const HEALTH_USAGE = `Usage: agent-auth-proxy health [--pid PID | --config FILE] [--host HOST] [--port PORT]
+
+Asks a running proxy's /readyz and exits 0 when it answers 200, else 1 (a container HEALTHCHECK).
+The address is the one serve would listen on with the same options, or with --pid the one that
+process was started with (its own command line and working directory), so the check follows the
+port a container was started with.
+
+Options:
+${flagsHelp('health')}`;
+
 const HASH_PASSWORD_USAGE = `Usage: agent-auth-proxy hash-password < password
 
 Reads a password on standard input (never from argv, which other users can read) and prints its
 scrypt hash for sign_in.local.users[].password_hash. Example:
   read -rs P && printf %s "$P" | agent-auth-proxy hash-password`;
-
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 /**
  * Runs one command line to its exit code: 0 done, 1 an unexpected failure (with its stack, a bug to
@@ -129,7 +140,13 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
   const { values, positionals } = parsed;
   const named = positionals[0];
   if (values.help) {
-    const usage = { serve: SERVE_USAGE, capabilities: CAPABILITIES_USAGE, check: CHECK_USAGE, db: DB_USAGE };
+    const usage = {
+      serve: SERVE_USAGE,
+      capabilities: CAPABILITIES_USAGE,
+      check: CHECK_USAGE,
+      db: DB_USAGE,
+      health: HEALTH_USAGE,
+    };
     io.out(`${usage[named as keyof typeof usage] ?? USAGE}\n`);
     return 0;
   }
@@ -138,74 +155,25 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
     return 0;
   }
   const command = named ?? 'serve';
-  if (command !== 'serve' && command !== 'capabilities' && command !== 'check' && command !== 'db')
+  if (!COMMANDS.has(command))
     throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
   if (command === 'db') {
     rejectForeignFlags('db', values);
     return databaseCommand(positionals.slice(1), { db: values.db, config: values.config }, io);
   }
+  if (command === 'health') {
+    rejectForeignFlags('health', values);
+    if (positionals.length > 1) throw new UserError(`unexpected argument "${positionals[1] ?? ''}"`);
+    return runHealth(toOverrides(values), values.pid, io);
+  }
   if (positionals.length > 1)
     throw new UserError(
       `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy ${command} --help for usage.`,
     );
-  rejectForeignFlags(command, values);
+  rejectForeignFlags(command as FlagCommand, values);
   const cli = toOverrides(values);
   if (command === 'check') return check(cli, io);
   return command === 'serve' ? serve(cli) : printCapabilities(cli, values.json === true, io);
-}
-
-function toOverrides(values: {
-  spec?: string[];
-  upstream?: string[];
-  config?: string;
-  host?: string;
-  port?: string;
-  issuer?: string;
-  db?: string;
-  policy?: string;
-  'admin-token'?: string;
-  'admin-token-file'?: string;
-  'introspection-token'?: string;
-  'introspection-token-file'?: string;
-  'upstream-header'?: string[];
-  'upstream-timeout'?: string;
-  'mock-upstream'?: boolean;
-  'allow-remote-refs'?: boolean;
-  'allow-http-specs'?: boolean;
-  'log-level'?: string;
-}): CliOverrides {
-  const port = values.port;
-  if (port !== undefined && (!/^\d{1,5}$/.test(port) || Number(port) > 65535)) {
-    throw new UserError(`--port ${JSON.stringify(port)}: must be a number from 0 to 65535`);
-  }
-  const level = values['log-level'];
-  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
-    throw new UserError(`--log-level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(', ')}`);
-  }
-  return {
-    ...(values.config !== undefined ? { config: values.config } : {}),
-    ...(values.spec ? { specs: values.spec } : {}),
-    ...(values.upstream ? { upstreams: values.upstream } : {}),
-    ...(values.host !== undefined ? { host: values.host } : {}),
-    ...(port !== undefined ? { port: Number(port) } : {}),
-    ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
-    ...(values.db !== undefined ? { db: values.db } : {}),
-    ...(values.policy !== undefined ? { policy: values.policy } : {}),
-    ...(values['admin-token'] !== undefined ? { adminToken: values['admin-token'] } : {}),
-    ...(values['admin-token-file'] !== undefined ? { adminTokenFile: values['admin-token-file'] } : {}),
-    ...(values['introspection-token'] !== undefined
-      ? { introspectionToken: values['introspection-token'] }
-      : {}),
-    ...(values['introspection-token-file'] !== undefined
-      ? { introspectionTokenFile: values['introspection-token-file'] }
-      : {}),
-    ...(values['upstream-header'] ? { upstreamHeaders: values['upstream-header'] } : {}),
-    ...(values['upstream-timeout'] !== undefined ? { upstreamTimeout: values['upstream-timeout'] } : {}),
-    ...(values['mock-upstream'] ? { mockUpstream: true } : {}),
-    ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
-    ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
-    ...(level !== undefined ? { logLevel: level as LogLevel } : {}),
-  };
 }
 
 async function serve(cli: CliOverrides): Promise<number> {
@@ -222,6 +190,8 @@ async function serve(cli: CliOverrides): Promise<number> {
   await proxy.close();
   return 0;
 }
+
+const COMMANDS: ReadonlySet<string> = new Set(['serve', 'capabilities', 'check', 'db', 'health']);
 
 function rejectForeignFlags(command: FlagCommand, values: Readonly<Record<string, unknown>>): void {
   for (const name of Object.keys(values)) {

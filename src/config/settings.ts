@@ -191,6 +191,9 @@ export function parseConfig(text: string, file: string): FileConfig {
   return data as FileConfig;
 }
 
+/** Listen addresses that mean every interface: no URL can be derived from them. */
+const ALL_INTERFACES: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]', '']);
+
 /** The database a command line names: --db, else the config's `database` (beside the config), else the default. */
 function databaseFile(
   flag: string | undefined,
@@ -212,6 +215,18 @@ export function resolveDatabaseFile(cli: Pick<CliOverrides, 'db' | 'config'>, cw
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
   const config = file ? readConfigFile(file) : undefined;
   return databaseFile(cli.db, config?.database, file ? dirname(file) : cwd, cwd);
+}
+
+/**
+ * Only where a command line's proxy listens (the `health` command): --host/--port, else the
+ * config's server.host/port, else the defaults; no API is needed.
+ */
+export function resolveListenAddress(
+  cli: Pick<CliOverrides, 'config' | 'host' | 'port'>,
+  cwd = process.cwd(),
+): { host: string; port: number } {
+  const config = cli.config ? readConfigFile(resolve(cwd, cli.config)) : parseConfig('{}', '(defaults)');
+  return { host: cli.host ?? config.server.host, port: cli.port ?? config.server.port };
 }
 
 export function resolveSettings(
@@ -306,6 +321,14 @@ export function resolveSettings(
       `--issuer ${JSON.stringify(issuer)}: must be an http(s) URL without query or fragment`,
     );
   }
+  const host = cli.host ?? config.server.host;
+  if (issuer === undefined && ALL_INTERFACES.has(host)) {
+    // Every advertised URL (discovery, verification_uri, status_url) derives from the issuer, and
+    // http://0.0.0.0:8080 reaches nobody: refuse rather than advertise it.
+    throw new UserError(
+      `server.host ${host} listens on every interface, so the URL agents reach the proxy at cannot be derived: set --issuer (server.issuer), e.g. --issuer https://agents.example.com`,
+    );
+  }
   const dbFile = databaseFile(cli.db, config.database, base, cwd);
   const policyFile =
     cli.policy !== undefined
@@ -342,7 +365,7 @@ export function resolveSettings(
   const providerName = config.provider.name;
   const providerDescription = config.provider.description;
   return Object.freeze({
-    host: cli.host ?? config.server.host,
+    host,
     port,
     ...(issuer !== undefined ? { issuer: issuer.replace(/\/+$/, '') } : {}),
     maxBodyBytes: config.server.max_body_bytes,

@@ -236,6 +236,15 @@ describe('operator mistakes exit 2 with a message and no stack trace', () => {
     }
   });
 
+  it('listening on every interface without --issuer: the URL agents reach cannot be derived', async () => {
+    for (const host of ['0.0.0.0', '::']) {
+      const result = await run(['serve', '--spec', PETSTORE, '--host', host, '--port', '0']);
+      expectOperatorError(result);
+      expect(result.stderr).toContain(`server.host ${host} listens on every interface`);
+      expect(result.stderr).toContain('set --issuer (server.issuer)');
+    }
+  });
+
   it('an unknown --log-level', async () => {
     const result = await run(['serve', '--spec', PETSTORE, '--log-level', 'loud']);
     expectOperatorError(result);
@@ -481,11 +490,16 @@ describe('check', () => {
 describe('serve', () => {
   it('logs where it listens, answers /healthz and /readyz, and exits 0 on SIGTERM', async () => {
     // A temp working directory, so nothing the server writes lands in the repository.
-    const proc = start(['serve', '--spec', PETSTORE, '--port', '0'], tmp);
+    // A fixed port (free now), so that health can find it from the process's command line.
+    const free = net.createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const chosen = String((free.address() as AddressInfo).port);
+    await new Promise<void>((resolve) => free.close(() => resolve()));
+    const proc = start(['serve', '--spec', PETSTORE, '--port', chosen], tmp);
     const listening = await proc.logLine('listening');
     const url = String(listening.url);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(url).not.toBe('http://127.0.0.1:0');
+    expect(url).toBe(`http://127.0.0.1:${chosen}`);
     expect(listening).toMatchObject({ level: 'info', issuer: url, capabilities: 6 });
 
     expect(await getJson(`${url}/healthz`)).toMatchObject({ status: 200, body: { status: 'ok' } });
@@ -494,12 +508,31 @@ describe('serve', () => {
       body: { status: 'ready', capabilities: 6 },
     });
 
+    // health finds the address from the process's own command line, or from the same options.
+    const pid = String(proc.child.pid);
+    const port = new URL(url).port;
+    expect(await run(['health', '--pid', pid])).toMatchObject({ code: 0, stdout: `ready: ${url}/readyz\n` });
+    expect(await run(['health', '--port', port])).toMatchObject({
+      code: 0,
+      stdout: `ready: ${url}/readyz\n`,
+    });
+
     expect(proc.child.pid).toBeDefined();
     process.kill(proc.child.pid as number, 'SIGTERM');
     const exit = await proc.exited;
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(exit.stderr).toBe('');
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    const down = await run(['health', '--port', port]);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(new RegExp(`^not ready: ${url}/readyz: .*ECONNREFUSED`));
+  });
+
+  it('health: the address of a process started with --port 0 cannot be known; a process that is not the proxy is refused', async () => {
+    expect((await run(['health', '--port', '0'])).stderr).toContain('started on port 0');
+    const notProxy = await run(['health', '--pid', String(process.pid)]);
+    expect(notProxy.code).toBe(2);
+    expect(notProxy.stderr).toContain('that process is not agent-auth-proxy');
   });
 
   it('exits 2 with "cannot listen" when the port is taken', async () => {
