@@ -86,6 +86,8 @@ export interface ExecutionSettings {
 export interface AuditSettings {
   readonly commitWindowMs: number;
   readonly maxBatch: number;
+  /** Activity older than this is pruned (§9.2); null keeps it forever. */
+  readonly retentionMs: number | null;
 }
 
 export interface Settings {
@@ -403,6 +405,10 @@ export function resolveSettings(
     audit: Object.freeze({
       commitWindowMs: commitWindow(config.audit.commit_window, where),
       maxBatch: config.audit.commit_max_records,
+      retentionMs:
+        config.audit.retention === null
+          ? null
+          : duration(config.audit.retention, `${where}: audit.retention`),
     }),
     signIn: resolveSignIn(config.sign_in, where, (value, at) => resolveSecret(value, at, base, env)),
     notifications: resolveNotifications(config.notifications, where, (value, at) =>

@@ -1,7 +1,8 @@
 /**
- * `agent-auth-proxy db backup FILE` against a real proxy writing to its SQLite file: the copy is a
+ * Data operations on a real proxy's SQLite file. `agent-auth-proxy db backup FILE`: the copy is a
  * consistent snapshot taken while registrations keep committing, it opens as a proxy database
  * (same schema, every host acknowledged before the backup started), and mistakes change nothing.
+ * Activity retention (§9.2): the configured `audit.retention` is what the proxy prunes by.
  */
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { runCli } from '../../src/cli/main.js';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
 import { generateTestKey } from '../helpers/keys.js';
 import { startProtocol, type TestProtocol } from '../helpers/protocol.js';
+import { PETSTORE } from '../helpers/proxy.js';
 
 let p: TestProtocol;
 let dir = '';
@@ -115,5 +117,52 @@ describe('db backup', () => {
     }
     const foreign = await cli(['db', 'backup', join(dir, 'y.db'), '--spec', 'x.yaml']);
     expect(foreign.stderr).toContain('db does not take --spec');
+  });
+});
+
+describe('activity retention (§9.2)', () => {
+  const DAY = 86_400_000;
+  const at = (q: TestProtocol, daysAgo: number) => ({
+    at: q.clock.now() - daysAgo * DAY,
+    type: `test.${daysAgo}`,
+    agentId: null,
+    hostId: null,
+    userId: null,
+    capability: null,
+    outcome: 'success',
+    detail: null,
+    jti: null,
+    latencyMs: null,
+    upstreamStatus: null,
+  });
+  const types = (q: TestProtocol): string[] =>
+    q.proxy.protocol.store
+      .activity({ limit: 100 })
+      .map((r) => r.type)
+      .filter((t) => t.startsWith('test.'))
+      .sort();
+
+  it('by default records older than 90 days are deleted, newer ones kept', async () => {
+    p.proxy.protocol.store.appendActivities([at(p, 91), at(p, 89)]);
+    expect(await p.proxy.pruneActivity()).toBe(1);
+    expect(types(p)).toEqual(['test.89']);
+  });
+
+  it('audit.retention from the config file; null keeps everything', async () => {
+    for (const [retention, expected] of [
+      ['7d', ['test.1']],
+      ['null', ['test.1', 'test.8']],
+    ] as const) {
+      const config = join(dir, `retention-${retention}.yaml`);
+      writeFileSync(config, `apis:\n  - spec: ${PETSTORE}\naudit:\n  retention: ${retention}\n`);
+      const q = await startProtocol({ overrides: { config, db: join(dir, `retention-${retention}.db`) } });
+      try {
+        q.proxy.protocol.store.appendActivities([at(q, 8), at(q, 1)]);
+        await q.proxy.pruneActivity();
+        expect(types(q)).toEqual(expected);
+      } finally {
+        await q.close();
+      }
+    }
   });
 });
