@@ -27,8 +27,10 @@ COPY examples ./examples
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 8080
-HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:8080/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+# Asks /readyz at the address the proxy (PID 1) was started with, so it follows --port/--config.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "dist/cli.js", "health", "--pid", "1"]
 ENTRYPOINT ["node", "dist/cli.js"]
-# Listen on all interfaces inside the container; set --issuer to the URL agents reach.
-CMD ["serve", "--config", "config/proxy.yaml", "--host", "0.0.0.0", "--port", "8080"]
+# Listen on all interfaces inside the container. Listening on 0.0.0.0 needs --issuer, the URL
+# agents reach: http://localhost:8080 suits `docker run -p 8080:8080`; set your own in production.
+CMD ["serve", "--config", "config/proxy.yaml", "--host", "0.0.0.0", "--port", "8080", "--issuer", "http://localhost:8080"]

@@ -34,6 +34,7 @@ import { OidcSignIn } from './protocol/oidc.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
+import { ActivityRetention } from './protocol/activity-retention.js';
 import { expireApprovals } from './protocol/approvals.js';
 import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
@@ -69,6 +70,8 @@ export interface RunningProxy {
   readonly protocol: ProtocolContext;
   /** Expires unanswered approvals and deletes stale pending agents and hosts (§7.1, §10.9). */
   maintain(): void;
+  /** Deletes activity past `audit.retention` in batches (§9.2; every minute); how many. */
+  pruneActivity(): Promise<number>;
   /** The base URL each API's operations are called at. */
   upstreamFor(apiId: string): string | undefined;
   /** Commits queued execution records now (they are otherwise group-committed; audit.commit_window); for tests. */
@@ -298,6 +301,21 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       logger.error('maintenance failed', { error: err instanceof Error ? err.message : String(err) });
     }
   }, 30_000).unref();
+  // §9.2 retention: batched off the request path; a run that finds a backlog leaves the rest to the next.
+  const retention =
+    settings.audit.retentionMs === null
+      ? undefined
+      : new ActivityRetention(store, clock, settings.audit.retentionMs);
+  const pruneActivity = async (): Promise<number> => {
+    const deleted = (await retention?.prune()) ?? 0;
+    if (deleted) logger.info('activity past retention deleted', { records: deleted });
+    return deleted;
+  };
+  const pruning = setInterval(() => {
+    pruneActivity().catch((err: unknown) =>
+      logger.error('activity retention failed', { error: err instanceof Error ? err.message : String(err) }),
+    );
+  }, 60_000).unref();
   const url = `http://${hostForUrl(settings.host)}:${(server.address() as AddressInfo).port}`;
   issuer ||= url;
   ready = true;
@@ -312,9 +330,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       upstream: upstreamFor(api.id) ?? null,
       mock: mock !== undefined,
     });
-  }
-  if (!settings.issuer && (settings.host === '0.0.0.0' || settings.host === '::')) {
-    logger.warn('no --issuer set while listening on all interfaces; advertised URLs use ' + url);
   }
   logger.info('listening', {
     url,
@@ -333,6 +348,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     policy,
     protocol: ctx,
     maintain,
+    pruneActivity,
     upstreamFor,
     flushActivity: () => executionLog.flush(),
     inFlight,
@@ -348,6 +364,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
           server.closeIdleConnections();
         });
         clearInterval(maintenance);
+        clearInterval(pruning);
         warmup.abort();
         ctx.usage.stop();
         executionLog.stop();

@@ -2,6 +2,14 @@
  * The serve/capabilities command line: each flag once, with its argument and help, so the parser
  * (node:util parseArgs reads `type`, `multiple`, `short`) and `--help` cannot disagree.
  */
+export type FlagCommand = 'serve' | 'capabilities' | 'check' | 'db' | 'health';
+
+/** `db` commands work on the database alone: where it is, and nothing else. */
+const DB_FLAGS: ReadonlySet<string> = new Set(['db', 'config', 'help', 'version']);
+
+/** `health` needs only where the proxy listens. */
+const HEALTH_FLAGS: ReadonlySet<string> = new Set(['config', 'host', 'port', 'pid', 'help', 'version']);
+
 export interface FlagSpec {
   readonly type: 'string' | 'boolean';
   readonly multiple?: boolean;
@@ -9,6 +17,8 @@ export interface FlagSpec {
   /** The argument's name in the help, e.g. FILE. */
   readonly arg?: string;
   readonly help: string;
+  /** The one command that takes this flag; without it, both do. */
+  readonly only?: FlagCommand;
 }
 
 export const FLAGS = {
@@ -24,31 +34,50 @@ export const FLAGS = {
     arg: 'FILE',
     help: 'YAML config (several APIs, filters, prefixes); see config/proxy.example.yaml',
   },
-  host: { type: 'string', arg: 'HOST', help: 'listen address (default 127.0.0.1)' },
-  port: { type: 'string', arg: 'PORT', help: 'listen port (default 8080; 0 picks a free one)' },
+  host: { type: 'string', only: 'serve', arg: 'HOST', help: 'listen address (default 127.0.0.1)' },
+  port: {
+    type: 'string',
+    only: 'serve',
+    arg: 'PORT',
+    help: 'listen port (default 8080; 0 picks a free one)',
+  },
   issuer: {
     type: 'string',
+    only: 'serve',
     arg: 'URL',
     help: 'public base URL advertised to agents (default http://HOST:PORT)',
   },
-  db: { type: 'string', arg: 'FILE', help: 'SQLite database (default ./data/agent-auth-proxy.db)' },
+  db: {
+    type: 'string',
+    only: 'serve',
+    arg: 'FILE',
+    help: 'SQLite database (default ./data/agent-auth-proxy.db)',
+  },
   policy: {
     type: 'string',
+    only: 'serve',
     arg: 'FILE',
     help: 'policy YAML (default: built-in policy); see config/policy.example.yaml',
   },
   'admin-token': {
     type: 'string',
+    only: 'serve',
     arg: 'TOKEN',
     help: 'enable the operator API under /admin/ (prefer the env variable AGENT_AUTH_PROXY_ADMIN_TOKEN or --admin-token-file: argv is visible)',
   },
-  'admin-token-file': { type: 'string', arg: 'FILE', help: 'read the admin token from FILE' },
+  'admin-token-file': { type: 'string', only: 'serve', arg: 'FILE', help: 'read the admin token from FILE' },
   'introspection-token': {
     type: 'string',
+    only: 'serve',
     arg: 'TOKEN',
     help: 'token for POST /agent/introspect (or AGENT_AUTH_PROXY_INTROSPECTION_TOKEN)',
   },
-  'introspection-token-file': { type: 'string', arg: 'FILE', help: 'read the introspection token from FILE' },
+  'introspection-token-file': {
+    type: 'string',
+    only: 'serve',
+    arg: 'FILE',
+    help: 'read the introspection token from FILE',
+  },
   'upstream-header': {
     type: 'string',
     multiple: true,
@@ -62,22 +91,43 @@ export const FLAGS = {
   },
   'mock-upstream': {
     type: 'boolean',
+    only: 'serve',
     help: 'answer every operation from its OpenAPI example (no real API needed)',
   },
   'allow-remote-refs': { type: 'boolean', help: 'allow $refs to http(s) URLs inside specs' },
   'allow-http-specs': { type: 'boolean', help: 'allow plain-http spec URLs' },
   'log-level': { type: 'string', arg: 'LEVEL', help: 'debug | info | warn | error | silent (default info)' },
-  json: { type: 'boolean', help: '(capabilities) machine-readable output' },
+  json: { type: 'boolean', only: 'capabilities', help: 'machine-readable output' },
+  pid: {
+    type: 'string',
+    only: 'health',
+    arg: 'PID',
+    help: "read the address from that proxy process's own command line (Linux /proc), e.g. 1 in a container",
+  },
   help: { type: 'boolean', short: 'h', help: 'this help' },
   version: { type: 'boolean', short: 'v', help: 'print the version' },
 } as const satisfies Record<string, FlagSpec>;
 
 const WIDTH = 24;
 
-/** The options part of `--help`, from FLAGS: name and argument, then the help wrapped at 100. */
-export function flagsHelp(): string {
+/** Whether `command` takes the flag `name`. */
+export function takesFlag(command: FlagCommand, name: string): boolean {
+  const spec: FlagSpec | undefined = (FLAGS as Record<string, FlagSpec>)[name];
+  if (command === 'db') return DB_FLAGS.has(name);
+  if (command === 'health') return HEALTH_FLAGS.has(name);
+  // check validates a serve command line, so it takes serve's flags.
+  const as = command === 'check' ? 'serve' : command;
+  return spec !== undefined && (spec.only === undefined || spec.only === as);
+}
+
+/**
+ * The options part of `--help`, from FLAGS (those of `command`, or all): name and argument, then
+ * the help wrapped at 100.
+ */
+export function flagsHelp(command?: FlagCommand): string {
   const lines: string[] = [];
   for (const [name, spec] of Object.entries(FLAGS) as [string, FlagSpec][]) {
+    if (command && !takesFlag(command, name)) continue;
     const head = `  ${spec.short ? `-${spec.short}, ` : ''}--${name}${spec.arg ? ` ${spec.arg}` : ''}`;
     const words = wrap(spec.help, 100 - WIDTH);
     if (head.length < WIDTH) {

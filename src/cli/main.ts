@@ -4,14 +4,18 @@
  * operator API. Operator mistakes exit with code 2 and one clear message.
  */
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { resolveSettings, type CliOverrides } from '../config/settings.js';
+import { resolveDatabaseFile, resolveSettings, type CliOverrides } from '../config/settings.js';
+import { backupDatabase } from '../storage/backup.js';
 import { UserError } from '../errors.js';
-import type { LogLevel } from '../log.js';
 import { loadServedCatalog, startProxy } from '../app.js';
+import { checkSettings } from '../check.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { runAdmin } from './admin.js';
-import { FLAGS, flagsHelp } from './flags.js';
+import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
+import { runHealth } from './health.js';
+import { toOverrides } from './overrides.js';
 import { runHashPassword } from './hash-password.js';
 import { processOutput, userErrorLine, type CliOutput } from './output.js';
 
@@ -21,14 +25,71 @@ const USAGE = `Usage:
                                                 print the capability catalog and exit
   agent-auth-proxy admin approvals|hosts|agents|activity ... [--url URL] [--json]
                                                 drive the operator API of a running proxy
-                                                (agent-auth-proxy admin --help lists the commands)
+  agent-auth-proxy check [options]              validate config, policy and OpenAPI documents as serve
+                                                would, without starting; exit 0 or 1
+  agent-auth-proxy db backup FILE [--db FILE | --config FILE]
+                                                copy the database, while the proxy runs, to FILE
+  agent-auth-proxy health [--pid PID | --config FILE --port PORT]
+                                                ask a running proxy's /readyz; exit 0 when ready
   agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
                                                 for sign_in.local.users[].password_hash
 
-Options:
-${flagsHelp()}`;
+agent-auth-proxy COMMAND --help prints one command's help; --version works with any command.
 
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+Options of serve:
+${flagsHelp('serve')}`;
+
+const SERVE_USAGE = `Usage: agent-auth-proxy [serve] [options]
+
+Serves the Agent Auth Protocol for the APIs of --spec (with --upstream) or --config, until
+SIGTERM or SIGINT.
+
+Options:
+${flagsHelp('serve')}`;
+
+const CAPABILITIES_USAGE = `Usage: agent-auth-proxy capabilities [options] [--json]
+
+Prints the capability catalog the proxy would serve (name, method, path, description; with
+--json also the input and output schemas) and exits. Loads the documents only: no database, no
+listener.
+
+Options:
+${flagsHelp('capabilities')}`;
+
+const CHECK_USAGE = `Usage: agent-auth-proxy check [options]
+
+Validates what serve with the same options would load (the config, its secrets, the OpenAPI
+documents, the policy, upstream URLs and credentials) without opening the database or a port,
+for CI pipelines and ExecStartPre. Prints what it checked and exits 0, or every problem with its
+file and key path and exits 1.
+
+Options:
+${flagsHelp('check')}`;
+
+const DB_USAGE = `Usage: agent-auth-proxy db backup FILE [--db FILE | --config FILE]
+
+Copies the SQLite database (--db, else the config's database, else ./data/agent-auth-proxy.db)
+to FILE with SQLite's online backup: safe while the proxy runs, a consistent snapshot, checked
+after copying. FILE must not exist yet.
+
+Options:
+${flagsHelp('db')}`;
+
+const HEALTH_USAGE = `Usage: agent-auth-proxy health [--pid PID | --config FILE] [--host HOST] [--port PORT]
+
+Asks a running proxy's /readyz and exits 0 when it answers 200, else 1 (a container HEALTHCHECK).
+The address is the one serve would listen on with the same options, or with --pid the one that
+process was started with (its own command line and working directory), so the check follows the
+port a container was started with.
+
+Options:
+${flagsHelp('health')}`;
+
+const HASH_PASSWORD_USAGE = `Usage: agent-auth-proxy hash-password < password
+
+Reads a password on standard input (never from argv, which other users can read) and prints its
+scrypt hash for sign_in.local.users[].password_hash. Example:
+  read -rs P && printf %s "$P" | agent-auth-proxy hash-password`;
 
 /**
  * Runs one command line to its exit code: 0 done, 1 an unexpected failure (with its stack, a bug to
@@ -51,8 +112,22 @@ export async function runCli(argv: readonly string[], io: CliOutput = processOut
 }
 
 async function main(argv: readonly string[], io: CliOutput): Promise<number> {
+  // Every command answers --version the same way, before its own arguments are read.
+  if (argv.includes('--version')) {
+    io.out(`${packageVersion()}\n`);
+    return 0;
+  }
   if (argv[0] === 'admin') return runAdmin(argv.slice(1), process.env, io);
-  if (argv[0] === 'hash-password' && argv.length === 1) {
+  if (argv[0] === 'hash-password') {
+    if (argv.length === 2 && (argv[1] === '--help' || argv[1] === '-h')) {
+      io.out(`${HASH_PASSWORD_USAGE}\n`);
+      return 0;
+    }
+    if (argv.length > 1) {
+      throw new UserError(
+        `hash-password takes no arguments: the password comes on stdin\nRun agent-auth-proxy hash-password --help for usage.`,
+      );
+    }
     io.out(`${await runHashPassword(process.stdin)}\n`);
     return 0;
   }
@@ -63,77 +138,42 @@ async function main(argv: readonly string[], io: CliOutput): Promise<number> {
     throw new UserError(`${(err as Error).message}\nRun agent-auth-proxy --help for usage.`);
   }
   const { values, positionals } = parsed;
+  const named = positionals[0];
   if (values.help) {
-    io.out(`${USAGE}\n`);
+    const usage = {
+      serve: SERVE_USAGE,
+      capabilities: CAPABILITIES_USAGE,
+      check: CHECK_USAGE,
+      db: DB_USAGE,
+      health: HEALTH_USAGE,
+    };
+    io.out(`${usage[named as keyof typeof usage] ?? USAGE}\n`);
     return 0;
   }
   if (values.version) {
     io.out(`${packageVersion()}\n`);
     return 0;
   }
-  const command = positionals[0] ?? 'serve';
+  const command = named ?? 'serve';
+  if (!COMMANDS.has(command))
+    throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
+  if (command === 'db') {
+    rejectForeignFlags('db', values);
+    return databaseCommand(positionals.slice(1), { db: values.db, config: values.config }, io);
+  }
+  if (command === 'health') {
+    rejectForeignFlags('health', values);
+    if (positionals.length > 1) throw new UserError(`unexpected argument "${positionals[1] ?? ''}"`);
+    return runHealth(toOverrides(values), values.pid, io);
+  }
   if (positionals.length > 1)
     throw new UserError(
-      `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy --help for usage.`,
+      `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy ${command} --help for usage.`,
     );
+  rejectForeignFlags(command as FlagCommand, values);
   const cli = toOverrides(values);
-  if (command === 'serve') return serve(cli);
-  if (command === 'capabilities') return printCapabilities(cli, values.json === true, io);
-  throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
-}
-
-function toOverrides(values: {
-  spec?: string[];
-  upstream?: string[];
-  config?: string;
-  host?: string;
-  port?: string;
-  issuer?: string;
-  db?: string;
-  policy?: string;
-  'admin-token'?: string;
-  'admin-token-file'?: string;
-  'introspection-token'?: string;
-  'introspection-token-file'?: string;
-  'upstream-header'?: string[];
-  'upstream-timeout'?: string;
-  'mock-upstream'?: boolean;
-  'allow-remote-refs'?: boolean;
-  'allow-http-specs'?: boolean;
-  'log-level'?: string;
-}): CliOverrides {
-  const port = values.port;
-  if (port !== undefined && (!/^\d{1,5}$/.test(port) || Number(port) > 65535)) {
-    throw new UserError(`--port ${JSON.stringify(port)}: must be a number from 0 to 65535`);
-  }
-  const level = values['log-level'];
-  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
-    throw new UserError(`--log-level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(', ')}`);
-  }
-  return {
-    ...(values.config !== undefined ? { config: values.config } : {}),
-    ...(values.spec ? { specs: values.spec } : {}),
-    ...(values.upstream ? { upstreams: values.upstream } : {}),
-    ...(values.host !== undefined ? { host: values.host } : {}),
-    ...(port !== undefined ? { port: Number(port) } : {}),
-    ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
-    ...(values.db !== undefined ? { db: values.db } : {}),
-    ...(values.policy !== undefined ? { policy: values.policy } : {}),
-    ...(values['admin-token'] !== undefined ? { adminToken: values['admin-token'] } : {}),
-    ...(values['admin-token-file'] !== undefined ? { adminTokenFile: values['admin-token-file'] } : {}),
-    ...(values['introspection-token'] !== undefined
-      ? { introspectionToken: values['introspection-token'] }
-      : {}),
-    ...(values['introspection-token-file'] !== undefined
-      ? { introspectionTokenFile: values['introspection-token-file'] }
-      : {}),
-    ...(values['upstream-header'] ? { upstreamHeaders: values['upstream-header'] } : {}),
-    ...(values['upstream-timeout'] !== undefined ? { upstreamTimeout: values['upstream-timeout'] } : {}),
-    ...(values['mock-upstream'] ? { mockUpstream: true } : {}),
-    ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
-    ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
-    ...(level !== undefined ? { logLevel: level as LogLevel } : {}),
-  };
+  if (command === 'check') return check(cli, io);
+  return command === 'serve' ? serve(cli) : printCapabilities(cli, values.json === true, io);
 }
 
 async function serve(cli: CliOverrides): Promise<number> {
@@ -149,6 +189,56 @@ async function serve(cli: CliOverrides): Promise<number> {
   });
   await proxy.close();
   return 0;
+}
+
+const COMMANDS: ReadonlySet<string> = new Set(['serve', 'capabilities', 'check', 'db', 'health']);
+
+function rejectForeignFlags(command: FlagCommand, values: Readonly<Record<string, unknown>>): void {
+  for (const name of Object.keys(values)) {
+    if (!takesFlag(command, name)) {
+      throw new UserError(
+        `${command} does not take --${name}\nRun agent-auth-proxy ${command} --help for usage.`,
+      );
+    }
+  }
+}
+
+/** `db backup FILE`. */
+async function databaseCommand(
+  args: readonly string[],
+  where: { db: string | undefined; config: string | undefined },
+  io: CliOutput,
+): Promise<number> {
+  const [action, file, extra] = args;
+  if (action !== 'backup' || file === undefined || extra !== undefined) {
+    throw new UserError('db: the command is db backup FILE\nRun agent-auth-proxy db --help for usage.');
+  }
+  const source = resolveDatabaseFile({
+    ...(where.db !== undefined ? { db: where.db } : {}),
+    ...(where.config !== undefined ? { config: where.config } : {}),
+  });
+  const target = resolve(file);
+  const copied = await backupDatabase(source, target);
+  io.out(
+    `backed up ${source} (schema version ${copied.schemaVersion}, ${copied.bytes} bytes) to ${target}\n`,
+  );
+  return 0;
+}
+
+/** `check`: exit 0 with what was checked, or 1 with every problem (a failed check is its answer, not a usage mistake). */
+async function check(cli: CliOverrides, io: CliOutput): Promise<number> {
+  try {
+    const report = await checkSettings(resolveSettings(cli));
+    for (const w of report.warnings) io.err(`warning: ${w}\n`);
+    io.out(
+      `ok: ${report.capabilities} capabilities from ${report.apis} API${report.apis === 1 ? '' : 's'}, policy ${report.policy ?? '(built-in)'}\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (!(err instanceof UserError)) throw err;
+    io.err(userErrorLine(err.message));
+    return 1;
+  }
 }
 
 async function printCapabilities(cli: CliOverrides, json: boolean, io: CliOutput): Promise<number> {

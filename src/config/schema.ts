@@ -300,6 +300,12 @@ export const CONFIG_SCHEMA = {
           description: 'A batch this large is committed at once, without waiting for the window.',
           default: 256,
         },
+        retention: {
+          anyOf: [...duration.anyOf, { type: 'null' }],
+          description:
+            'How long activity records are kept (§9.2): older ones are deleted in small batches every minute. null keeps them forever.',
+          default: '90d',
+        },
       },
     },
     sign_in: {

@@ -86,6 +86,8 @@ export interface ExecutionSettings {
 export interface AuditSettings {
   readonly commitWindowMs: number;
   readonly maxBatch: number;
+  /** Activity older than this is pruned (§9.2); null keeps it forever. */
+  readonly retentionMs: number | null;
 }
 
 export interface Settings {
@@ -191,6 +193,44 @@ export function parseConfig(text: string, file: string): FileConfig {
   return data as FileConfig;
 }
 
+/** Listen addresses that mean every interface: no URL can be derived from them. */
+const ALL_INTERFACES: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]', '']);
+
+/** The database a command line names: --db, else the config's `database` (beside the config), else the default. */
+function databaseFile(
+  flag: string | undefined,
+  configured: string | undefined,
+  base: string,
+  cwd: string,
+): string {
+  if (flag === ':memory:') return ':memory:';
+  if (flag !== undefined) return resolve(cwd, flag);
+  if (configured !== undefined) return resolve(base, configured);
+  return resolve(cwd, 'data/agent-auth-proxy.db');
+}
+
+/**
+ * Only the database file of a command line (`db` commands): --db, else the config's `database`,
+ * else the default; the rest of the config is validated but no API is needed.
+ */
+export function resolveDatabaseFile(cli: Pick<CliOverrides, 'db' | 'config'>, cwd = process.cwd()): string {
+  const file = cli.config ? resolve(cwd, cli.config) : undefined;
+  const config = file ? readConfigFile(file) : undefined;
+  return databaseFile(cli.db, config?.database, file ? dirname(file) : cwd, cwd);
+}
+
+/**
+ * Only where a command line's proxy listens (the `health` command): --host/--port, else the
+ * config's server.host/port, else the defaults; no API is needed.
+ */
+export function resolveListenAddress(
+  cli: Pick<CliOverrides, 'config' | 'host' | 'port'>,
+  cwd = process.cwd(),
+): { host: string; port: number } {
+  const config = cli.config ? readConfigFile(resolve(cwd, cli.config)) : parseConfig('{}', '(defaults)');
+  return { host: cli.host ?? config.server.host, port: cli.port ?? config.server.port };
+}
+
 export function resolveSettings(
   cli: CliOverrides,
   cwd = process.cwd(),
@@ -283,14 +323,15 @@ export function resolveSettings(
       `--issuer ${JSON.stringify(issuer)}: must be an http(s) URL without query or fragment`,
     );
   }
-  const dbFile =
-    cli.db === ':memory:'
-      ? ':memory:'
-      : cli.db !== undefined
-        ? resolve(cwd, cli.db)
-        : config.database !== undefined
-          ? resolve(base, config.database)
-          : resolve(cwd, 'data/agent-auth-proxy.db');
+  const host = cli.host ?? config.server.host;
+  if (issuer === undefined && ALL_INTERFACES.has(host)) {
+    // Every advertised URL (discovery, verification_uri, status_url) derives from the issuer, and
+    // http://0.0.0.0:8080 reaches nobody: refuse rather than advertise it.
+    throw new UserError(
+      `server.host ${host} listens on every interface, so the URL agents reach the proxy at cannot be derived: set --issuer (server.issuer), e.g. --issuer https://agents.example.com`,
+    );
+  }
+  const dbFile = databaseFile(cli.db, config.database, base, cwd);
   const policyFile =
     cli.policy !== undefined
       ? resolve(cwd, cli.policy)
@@ -326,7 +367,7 @@ export function resolveSettings(
   const providerName = config.provider.name;
   const providerDescription = config.provider.description;
   return Object.freeze({
-    host: cli.host ?? config.server.host,
+    host,
     port,
     ...(issuer !== undefined ? { issuer: issuer.replace(/\/+$/, '') } : {}),
     maxBodyBytes: config.server.max_body_bytes,
@@ -364,6 +405,10 @@ export function resolveSettings(
     audit: Object.freeze({
       commitWindowMs: commitWindow(config.audit.commit_window, where),
       maxBatch: config.audit.commit_max_records,
+      retentionMs:
+        config.audit.retention === null
+          ? null
+          : duration(config.audit.retention, `${where}: audit.retention`),
     }),
     signIn: resolveSignIn(config.sign_in, where, (value, at) => resolveSecret(value, at, base, env)),
     notifications: resolveNotifications(config.notifications, where, (value, at) =>

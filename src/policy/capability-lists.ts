@@ -36,7 +36,12 @@ export function resolveCapabilityClasses(
   const neverByDefault = (names: Set<string>): Set<string> =>
     new Set([...names].filter((n) => !highRisk.has(n) && !blocked.has(n)));
   const defaults = neverByDefault(listedDefaults);
-  const publicNames = new Set([...list(caps.public, 'capabilities.public')].filter((n) => !blocked.has(n)));
+  // §5.2: listing without authentication hides nothing a self-signed host key could not list, so
+  // an omitted list means every capability (the documented default, as without a policy file).
+  const listedPublic = caps.public
+    ? list(caps.public, 'capabilities.public')
+    : new Set(catalog.capabilities.map((c) => c.name));
+  const publicNames = new Set([...listedPublic].filter((n) => !blocked.has(n)));
   const constraints = resolveConstraints(caps.constraints, catalog, problems);
   const autonomousGrants = neverByDefault(list(raw.autonomous.grants, 'autonomous.grants'));
   return {

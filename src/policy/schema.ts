@@ -247,10 +247,12 @@ export const POLICY_SCHEMA = {
           description: 'Never listed and never grantable.',
           default: [],
         },
+        // No default here: an omitted list means every capability (capability-lists.ts), which
+        // a list in a file cannot say.
         public: {
           $ref: '#/$defs/capabilityList',
-          description: 'Listed and described without authentication (§5.2).',
-          default: [],
+          description:
+            'Listed and described without authentication (§5.2). Omitted: every capability (any self-signed host key may list them anyway); [] lists none.',
         },
         constraints: {
           type: 'object',

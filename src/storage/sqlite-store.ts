@@ -445,6 +445,13 @@ class SqliteStore implements Store {
     return this.stmt('DELETE FROM async_jobs WHERE expires_at < ?').run(now).changes;
   }
 
+  deleteActivityBefore(before: number, limit: number): number {
+    // The inner SELECT walks the activity_at index from its oldest end: no scan of newer rows.
+    return this.stmt(
+      'DELETE FROM activity WHERE id IN (SELECT id FROM activity WHERE at < ? ORDER BY at LIMIT ?)',
+    ).run(before, limit).changes;
+  }
+
   insertSession(session: SessionRecord): void {
     const p = params(SESSION, session);
     const names = Object.keys(p);

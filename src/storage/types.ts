@@ -308,6 +308,11 @@ export interface Store extends StoreReader {
   insertAsyncJob(job: AsyncJobRecord): void;
   /** Deletes jobs whose `expires_at` is before `now`; returns how many. */
   deleteExpiredAsyncJobs(now: number): number;
+  /**
+   * Deletes at most `limit` activity records dated before `before`, oldest first (retention,
+   * §9.2); returns how many. Bounded, so a caller can spread a large backlog over many turns.
+   */
+  deleteActivityBefore(before: number, limit: number): number;
   insertSession(session: SessionRecord): void;
   session(idHash: string): SessionRecord | undefined;
   deleteSession(idHash: string): void;

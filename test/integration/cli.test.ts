@@ -5,7 +5,7 @@
  * the process matters: exit codes and streams of a real process, serving, SIGTERM, a taken port.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -147,6 +147,57 @@ describe('help and version', () => {
   });
 });
 
+describe('help and version per command', () => {
+  it('each command prints its own help: serve and capabilities their own flags only', async () => {
+    const serve = await run(['serve', '--help']);
+    expect(serve.code).toBe(0);
+    expect(serve.stdout).toMatch(/^Usage: agent-auth-proxy \[serve\] \[options\]\n/);
+    expect(serve.stdout).toContain('--admin-token-file FILE');
+    expect(serve.stdout).not.toContain('--json');
+
+    const capabilities = await run(['capabilities', '--help']);
+    expect(capabilities.code).toBe(0);
+    expect(capabilities.stdout).toMatch(/^Usage: agent-auth-proxy capabilities \[options\] \[--json\]\n/);
+    expect(capabilities.stdout).toContain('--json');
+    expect(capabilities.stdout).toContain('--spec FILE|URL');
+    expect(capabilities.stdout).not.toContain('--admin-token');
+    expect(capabilities.stdout).not.toContain('--port');
+
+    const admin = await run(['admin', '--help']);
+    expect(admin.code).toBe(0);
+    expect(admin.stdout).toMatch(/^Usage:\n {2}agent-auth-proxy admin approvals list/);
+
+    const hash = await run(['hash-password', '--help']);
+    expect(hash.code).toBe(0);
+    expect(hash.stdout).toMatch(/^Usage: agent-auth-proxy hash-password < password\n/);
+  });
+
+  it('--version works with every command', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    for (const args of [
+      ['serve', '--version'],
+      ['capabilities', '--version'],
+      ['admin', '--version'],
+      ['admin', 'approvals', 'list', '--version'],
+      ['hash-password', '--version'],
+    ]) {
+      expect(await run(args), args.join(' ')).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }
+  });
+
+  it('a flag of another command is refused, naming the command', async () => {
+    const serve = await run(['serve', '--spec', PETSTORE, '--json']);
+    expectOperatorError(serve);
+    expect(serve.stderr).toBe(
+      'agent-auth-proxy: serve does not take --json\nRun agent-auth-proxy serve --help for usage.\n',
+    );
+    const capabilities = await run(['capabilities', '--spec', PETSTORE, '--port', '9']);
+    expectOperatorError(capabilities);
+    expect(capabilities.stderr).toContain('capabilities does not take --port');
+    expectOperatorError(await run(['hash-password', 'extra']));
+  });
+});
+
 describe('operator mistakes exit 2 with a message and no stack trace', () => {
   it('the executable: exit code 2, the message on stderr, nothing on stdout', async () => {
     const result = await runProcess(['capabilities', '--spec', PETSTORE, '--bogus']);
@@ -182,6 +233,15 @@ describe('operator mistakes exit 2 with a message and no stack trace', () => {
       expect(result.stderr).toBe(
         `agent-auth-proxy: --port ${JSON.stringify(port)}: must be a number from 0 to 65535\n`,
       );
+    }
+  });
+
+  it('listening on every interface without --issuer: the URL agents reach cannot be derived', async () => {
+    for (const host of ['0.0.0.0', '::']) {
+      const result = await run(['serve', '--spec', PETSTORE, '--host', host, '--port', '0']);
+      expectOperatorError(result);
+      expect(result.stderr).toContain(`server.host ${host} listens on every interface`);
+      expect(result.stderr).toContain('set --issuer (server.issuer)');
     }
   });
 
@@ -377,14 +437,69 @@ describe('capabilities', () => {
   });
 });
 
+describe('check', () => {
+  it('a good command line: exit 0, what was checked, and nothing written (no database, no port)', async () => {
+    const db = join(tmp, 'check.db');
+    const result = await run(['check', '--spec', PETSTORE, '--db', db, '--port', '1']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('ok: 6 capabilities from 1 API, policy (built-in)\n');
+    // What start-up would warn about is said too.
+    expect(result.stderr).toBe(
+      'warning: API petstore: operations require security scheme apiKey but no credential is configured\n',
+    );
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it('an invalid config: exit 1 and every problem with the file and its key path', async () => {
+    const config = join(tmp, 'check-invalid.yaml');
+    writeFileSync(
+      config,
+      'server:\n  port: abc\napis:\n  - spec: petstore.yaml\n    upstream: ftp://legacy\n',
+    );
+    const result = await run(['check', '--config', config]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(
+      [
+        `agent-auth-proxy: ${config}: server.port: must be an integer (got "abc")`,
+        `${config}: apis[0].upstream: must be an http(s) URL (got "ftp://legacy")`,
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('a policy naming a capability the documents lack: exit 1 with the policy key path', async () => {
+    const policy = join(tmp, 'check-policy.yaml');
+    writeFileSync(policy, 'capabilities:\n  defaults: [list_petz]\n');
+    const result = await run(['check', '--spec', PETSTORE, '--policy', policy]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${policy}: capabilities.defaults[0]`);
+    expect(result.stderr).toContain('list_petz');
+  });
+
+  it('the executable: exit 1 on a broken spec (as ExecStartPre sees it), 0 on the bundled example config', async () => {
+    const broken = await runProcess(['check', '--spec', join(SPECS, 'dangling.yaml')]);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain('dangling $ref');
+    expect(broken.stderr).not.toContain(STACK_FRAME);
+    const ok = await runProcess(['check', '--spec', PETSTORE, '--mock-upstream']);
+    expect(ok).toMatchObject({ code: 0, stdout: 'ok: 6 capabilities from 1 API, policy (built-in)\n' });
+  });
+});
+
 describe('serve', () => {
   it('logs where it listens, answers /healthz and /readyz, and exits 0 on SIGTERM', async () => {
     // A temp working directory, so nothing the server writes lands in the repository.
-    const proc = start(['serve', '--spec', PETSTORE, '--port', '0'], tmp);
+    // A fixed port (free now), so that health can find it from the process's command line.
+    const free = net.createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const chosen = String((free.address() as AddressInfo).port);
+    await new Promise<void>((resolve) => free.close(() => resolve()));
+    const proc = start(['serve', '--spec', PETSTORE, '--port', chosen], tmp);
     const listening = await proc.logLine('listening');
     const url = String(listening.url);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(url).not.toBe('http://127.0.0.1:0');
+    expect(url).toBe(`http://127.0.0.1:${chosen}`);
     expect(listening).toMatchObject({ level: 'info', issuer: url, capabilities: 6 });
 
     expect(await getJson(`${url}/healthz`)).toMatchObject({ status: 200, body: { status: 'ok' } });
@@ -393,12 +508,31 @@ describe('serve', () => {
       body: { status: 'ready', capabilities: 6 },
     });
 
+    // health finds the address from the process's own command line, or from the same options.
+    const pid = String(proc.child.pid);
+    const port = new URL(url).port;
+    expect(await run(['health', '--pid', pid])).toMatchObject({ code: 0, stdout: `ready: ${url}/readyz\n` });
+    expect(await run(['health', '--port', port])).toMatchObject({
+      code: 0,
+      stdout: `ready: ${url}/readyz\n`,
+    });
+
     expect(proc.child.pid).toBeDefined();
     process.kill(proc.child.pid as number, 'SIGTERM');
     const exit = await proc.exited;
     expect(exit).toMatchObject({ code: 0, signal: null });
     expect(exit.stderr).toBe('');
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    const down = await run(['health', '--port', port]);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(new RegExp(`^not ready: ${url}/readyz: .*ECONNREFUSED`));
+  });
+
+  it('health: the address of a process started with --port 0 cannot be known; a process that is not the proxy is refused', async () => {
+    expect((await run(['health', '--port', '0'])).stderr).toContain('started on port 0');
+    const notProxy = await run(['health', '--pid', String(process.pid)]);
+    expect(notProxy.code).toBe(2);
+    expect(notProxy.stderr).toContain('that process is not agent-auth-proxy');
   });
 
   it('exits 2 with "cannot listen" when the port is taken', async () => {

@@ -1,10 +1,12 @@
 /** The shipped configs, examples and docs are run, so they cannot rot. */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { startProxy } from '../../src/app.js';
+import { runCli } from '../../src/cli/main.js';
 import { CONFIG_SCHEMA } from '../../src/config/schema.js';
 import { parseConfig, resolveSettings } from '../../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
@@ -115,15 +117,25 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/npm run build/);
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^EXPOSE 8080$/m);
-    expect(dockerfile).toMatch(/^HEALTHCHECK .*\n.*\/readyz/m);
+    // The health check reads the address PID 1 (the ENTRYPOINT's proxy) was started with.
+    expect(dockerfile).toMatch(
+      /^HEALTHCHECK .*\n {2}CMD \["node", "dist\/cli.js", "health", "--pid", "1"\]$/m,
+    );
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "dist\/cli.js"\]$/m);
     expect(read('.ci/run')).toMatch(/^npm ci$/m);
   });
 
-  it('starts with a config that loads', () => {
+  it('starts with a command line that passes check (listening on 0.0.0.0 with an --issuer)', async () => {
     const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
     const args = JSON.parse(cmd ?? '[]') as string[];
-    const config = args[args.indexOf('--config') + 1] as string;
-    expect(resolveSettings({ config }, ROOT).apis).toHaveLength(1);
+    expect(args[0]).toBe('serve');
+    expect(args).toContain('--issuer');
+    let err = '';
+    const code = await runCli(['check', ...args.slice(1)], {
+      out: () => undefined,
+      err: (t) => void (err += t),
+    });
+    expect(code, err).toBe(0);
   });
 });
 
@@ -139,6 +151,25 @@ describe('README', () => {
     const catalogue = Object.entries(ERROR_CATALOGUE).map(([code, e]) => [code, e.status]);
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.sort()).toEqual(catalogue.sort());
+  });
+
+  it('npm start builds only what changed: the build is incremental, and after the pretest build it is up to date', () => {
+    const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+    expect(pkg.scripts.prestart).toBe('npm run build --silent');
+    expect(pkg.scripts.build).toBe('tsc -b tsconfig.build.json');
+    // The build as `npm start` runs it (a no-op after the pretest build), then tsc's own
+    // up-to-date check: a second start has nothing to compile.
+    const tsc = (...args: string[]) =>
+      spawnSync(
+        process.execPath,
+        [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json', ...args],
+        {
+          cwd: ROOT,
+          encoding: 'utf8',
+        },
+      );
+    expect(tsc().status).toBe(0);
+    expect(tsc('--dry', '--verbose').stdout).toMatch(/Project '.*tsconfig\.build\.json' is up to date/);
   });
 
   it('quick start is the two commands package.json and .ci/run implement', () => {

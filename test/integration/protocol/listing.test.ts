@@ -106,17 +106,25 @@ describe('§5.2 without authentication: only public capabilities', () => {
     }
   });
 
-  it('a policy file without capabilities.public lists nothing anonymously (empty list, not 401)', async () => {
-    const q = await startProtocol({ policy: 'modes: [delegated]\n' });
+  it('a policy file without capabilities.public lists every capability anonymously (the documented default); `public: []` lists none', async () => {
+    const omitted = await startProtocol({ policy: 'modes: [delegated]\n' });
+    const none = await startProtocol({ policy: 'capabilities:\n  public: []\n' });
     try {
-      const list = await q.request('GET', '/capability/list');
+      const all = await omitted.request('GET', '/capability/list');
+      expect(all.status).toBe(200);
+      expect(all.body.capabilities.map((c: { name: string }) => c.name).sort()).toEqual(
+        omitted.proxy.protocol.catalog.capabilities.map((c) => c.name).sort(),
+      );
+      expect((await omitted.request('GET', '/capability/describe?name=list_pets')).status).toBe(200);
+      const list = await none.request('GET', '/capability/list');
       expect(list.status).toBe(200);
       expect(list.body).toEqual({ capabilities: [], next_cursor: null, has_more: false });
-      const d = await q.request('GET', '/capability/describe?name=list_pets');
+      const d = await none.request('GET', '/capability/describe?name=list_pets');
       expect(d.status).toBe(404);
       expect(d.body.error).toBe('capability_not_found');
     } finally {
-      await q.close();
+      await omitted.close();
+      await none.close();
     }
   });
 });

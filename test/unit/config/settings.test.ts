@@ -541,10 +541,11 @@ describe('audit group commit (issue 10 class 14)', () => {
   const spec = (): string =>
     writeConfig('audit/spec.yaml', 'openapi: 3.0.3\ninfo: {title: t, version: "1"}\npaths: {}\n');
 
-  it('defaults: a 20 ms commit window, 256 records per batch at most', () => {
+  it('defaults: a 20 ms commit window, 256 records per batch at most, 90 days of retention', () => {
     expect(resolveSettings({ specs: [spec()] }, dir, {}).audit).toEqual({
       commitWindowMs: 20,
       maxBatch: 256,
+      retentionMs: 90 * 86_400_000,
     });
   });
 
@@ -552,9 +553,13 @@ describe('audit group commit (issue 10 class 14)', () => {
     spec();
     const file = writeConfig(
       'audit/proxy.yaml',
-      'apis:\n  - spec: spec.yaml\naudit: {commit_window: 50ms, commit_max_records: 1000}\n',
+      'apis:\n  - spec: spec.yaml\naudit: {commit_window: 50ms, commit_max_records: 1000, retention: null}\n',
     );
-    expect(resolveSettings({ config: file }, dir, {}).audit).toEqual({ commitWindowMs: 50, maxBatch: 1000 });
+    expect(resolveSettings({ config: file }, dir, {}).audit).toEqual({
+      commitWindowMs: 50,
+      maxBatch: 1000,
+      retentionMs: null,
+    });
   });
 
   it('refuses a window that would let a crash lose more than a second of activity, or none at all', () => {

@@ -160,14 +160,10 @@ describe('defaults', () => {
         clockSkewSec: 30,
         pendingCleanupMs: 86_400_000,
       });
-      for (const set of [
-        policy.defaults,
-        policy.highRisk,
-        policy.blocked,
-        policy.public,
-        policy.autonomousGrants,
-      ])
+      for (const set of [policy.defaults, policy.highRisk, policy.blocked, policy.autonomousGrants])
         expect(set.size).toBe(0);
+      // Omitted, public means every capability (README policy table), as without a policy file.
+      expect(policy.public.size).toBe(catalog.capabilities.length);
       expect(policy.constraints.size).toBe(0);
       expect(policy.hosts).toEqual([]);
       expect(policy.rateLimits.perAgent).toEqual({ count: 600, windowMs: 60_000 });

@@ -1,0 +1,62 @@
+/**
+ * `agent-auth-proxy health`: asks a running proxy's `/readyz`, exit 0 when ready, 1 otherwise: the
+ * container HEALTHCHECK. The address comes from the same options serve takes (--config, --host,
+ * --port), or with `--pid PID` from that process's own command line and working directory (Linux
+ * /proc), so a health check follows whatever port the container was started with.
+ */
+import { readFileSync, readlinkSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { resolveListenAddress, type CliOverrides } from '../config/settings.js';
+import { UserError } from '../errors.js';
+import { FLAGS } from './flags.js';
+import type { CliOutput } from './output.js';
+import { toOverrides } from './overrides.js';
+
+const TIMEOUT_MS = 3000;
+
+/** Where the proxy started as process `pid` listens: its argv after the CLI script, from its cwd. */
+export function addressOfProcess(pid: string): { host: string; port: number } {
+  let argv: string[];
+  let cwd: string;
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '');
+    cwd = readlinkSync(`/proc/${pid}/cwd`);
+  } catch (err) {
+    throw new UserError(`health --pid ${pid}: cannot read that process (${(err as Error).message})`);
+  }
+  const script = argv.findIndex((a) => /(?:^|\/)(?:cli\.js|agent-auth-proxy)$/.test(a));
+  if (script < 0) throw new UserError(`health --pid ${pid}: that process is not agent-auth-proxy`);
+  const args = argv.slice(script + 1);
+  if (args[0] === 'serve') args.shift();
+  const { values } = parseArgs({ args, options: FLAGS, allowPositionals: true, strict: false });
+  return resolveListenAddress(toOverrides(values as Parameters<typeof toOverrides>[0]), cwd);
+}
+
+/** The URL of `/readyz` for a listen address: all-interface addresses are asked on loopback. */
+export function readyzUrl({ host, port }: { host: string; port: number }): string {
+  if (port === 0) throw new UserError('health: the proxy was started on port 0 (a random port); give --port');
+  const probe =
+    host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' || host === '[::]' ? '[::1]' : host;
+  const bracketed = probe.includes(':') && !probe.startsWith('[') ? `[${probe}]` : probe;
+  return `http://${bracketed}:${port}/readyz`;
+}
+
+export async function runHealth(cli: CliOverrides, pid: string | undefined, io: CliOutput): Promise<number> {
+  const url = readyzUrl(pid !== undefined ? addressOfProcess(pid) : resolveListenAddress(cli));
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
+    await res.body?.cancel();
+    if (res.status === 200) {
+      io.out(`ready: ${url}\n`);
+      return 0;
+    }
+    io.err(`not ready: ${url} answered ${res.status}\n`);
+  } catch (err) {
+    io.err(
+      `not ready: ${url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}\n`,
+    );
+  }
+  return 1;
+}

@@ -1,0 +1,60 @@
+/** Parsed serve/capabilities/check flags → the overrides the settings resolver takes. */
+import type { CliOverrides } from '../config/settings.js';
+import { UserError } from '../errors.js';
+import type { LogLevel } from '../log.js';
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+export function toOverrides(values: {
+  spec?: string[];
+  upstream?: string[];
+  config?: string;
+  host?: string;
+  port?: string;
+  issuer?: string;
+  db?: string;
+  policy?: string;
+  'admin-token'?: string;
+  'admin-token-file'?: string;
+  'introspection-token'?: string;
+  'introspection-token-file'?: string;
+  'upstream-header'?: string[];
+  'upstream-timeout'?: string;
+  'mock-upstream'?: boolean;
+  'allow-remote-refs'?: boolean;
+  'allow-http-specs'?: boolean;
+  'log-level'?: string;
+}): CliOverrides {
+  const port = values.port;
+  if (port !== undefined && (!/^\d{1,5}$/.test(port) || Number(port) > 65535)) {
+    throw new UserError(`--port ${JSON.stringify(port)}: must be a number from 0 to 65535`);
+  }
+  const level = values['log-level'];
+  if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
+    throw new UserError(`--log-level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return {
+    ...(values.config !== undefined ? { config: values.config } : {}),
+    ...(values.spec ? { specs: values.spec } : {}),
+    ...(values.upstream ? { upstreams: values.upstream } : {}),
+    ...(values.host !== undefined ? { host: values.host } : {}),
+    ...(port !== undefined ? { port: Number(port) } : {}),
+    ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
+    ...(values.db !== undefined ? { db: values.db } : {}),
+    ...(values.policy !== undefined ? { policy: values.policy } : {}),
+    ...(values['admin-token'] !== undefined ? { adminToken: values['admin-token'] } : {}),
+    ...(values['admin-token-file'] !== undefined ? { adminTokenFile: values['admin-token-file'] } : {}),
+    ...(values['introspection-token'] !== undefined
+      ? { introspectionToken: values['introspection-token'] }
+      : {}),
+    ...(values['introspection-token-file'] !== undefined
+      ? { introspectionTokenFile: values['introspection-token-file'] }
+      : {}),
+    ...(values['upstream-header'] ? { upstreamHeaders: values['upstream-header'] } : {}),
+    ...(values['upstream-timeout'] !== undefined ? { upstreamTimeout: values['upstream-timeout'] } : {}),
+    ...(values['mock-upstream'] ? { mockUpstream: true } : {}),
+    ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
+    ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
+    ...(level !== undefined ? { logLevel: level as LogLevel } : {}),
+  };
+}

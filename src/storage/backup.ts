@@ -1,0 +1,60 @@
+/**
+ * An online backup of the SQLite database (`agent-auth-proxy db backup FILE`): SQLite's backup
+ * API copies a consistent snapshot page by page while a running proxy keeps writing (WAL), then
+ * the copy is checked. The replay journal beside the database is not copied: its entries expire
+ * within lifetimes.max_jwt_lifetime (README "Backups").
+ */
+import { existsSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { UserError } from '../errors.js';
+import { MIGRATIONS } from './migrations.js';
+
+export interface BackupResult {
+  readonly schemaVersion: number;
+  readonly bytes: number;
+}
+
+export async function backupDatabase(source: string, destination: string): Promise<BackupResult> {
+  if (source === ':memory:') throw new UserError('an in-memory database (:memory:) has nothing to back up');
+  if (existsSync(destination)) {
+    throw new UserError(`${destination}: already exists; name a new file (a backup never overwrites)`);
+  }
+  if (!existsSync(dirname(destination))) {
+    throw new UserError(`${destination}: the directory ${dirname(destination)} does not exist`);
+  }
+  let db: Database.Database;
+  try {
+    // Never creates the source: a mistyped path is an error, not an empty backup.
+    db = new Database(source, { fileMustExist: true });
+  } catch (err) {
+    throw new UserError(`${source}: cannot open the database (${(err as Error).message})`);
+  }
+  try {
+    db.pragma('busy_timeout = 5000');
+    const schemaVersion = db.pragma('user_version', { simple: true }) as number;
+    if (schemaVersion > MIGRATIONS.length) {
+      throw new UserError(
+        `${source}: database schema version ${schemaVersion} is newer than this proxy supports (${MIGRATIONS.length}); back it up with the proxy that wrote it`,
+      );
+    }
+    try {
+      await db.backup(destination);
+    } catch (err) {
+      throw new UserError(`${destination}: the backup failed (${(err as Error).message})`);
+    }
+  } finally {
+    db.close();
+  }
+  const copy = new Database(destination, { fileMustExist: true, readonly: true });
+  try {
+    const check = copy.pragma('integrity_check', { simple: true }) as string;
+    if (check !== 'ok') throw new UserError(`${destination}: the copy fails its integrity check (${check})`);
+    return {
+      schemaVersion: copy.pragma('user_version', { simple: true }) as number,
+      bytes: statSync(destination).size,
+    };
+  } finally {
+    copy.close();
+  }
+}
