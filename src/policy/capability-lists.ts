@@ -15,6 +15,7 @@ export interface CapabilityClasses {
   readonly defaults: ReadonlySet<string>;
   readonly highRisk: ReadonlySet<string>;
   readonly blocked: ReadonlySet<string>;
+  readonly perCall: ReadonlySet<string>;
   readonly public: ReadonlySet<string>;
   readonly constraints: ReadonlyMap<string, Constraints>;
   readonly autonomousGrants: ReadonlySet<string>;
@@ -36,6 +37,9 @@ export function resolveCapabilityClasses(
   const neverByDefault = (names: Set<string>): Set<string> =>
     new Set([...names].filter((n) => !highRisk.has(n) && !blocked.has(n)));
   const defaults = neverByDefault(listedDefaults);
+  const perCall = new Set(
+    [...list(caps.per_call, 'capabilities.per_call')].filter((n) => !blocked.has(n)),
+  );
   const publicNames = new Set([...list(caps.public, 'capabilities.public')].filter((n) => !blocked.has(n)));
   const constraints = resolveConstraints(caps.constraints, catalog, problems);
   const autonomousGrants = neverByDefault(list(raw.autonomous.grants, 'autonomous.grants'));
@@ -43,6 +47,7 @@ export function resolveCapabilityClasses(
     defaults,
     highRisk,
     blocked,
+    perCall,
     public: publicNames,
     constraints,
     autonomousGrants,

@@ -60,6 +60,8 @@ describe('config/policy.example.yaml', () => {
       approvers: ['alice@example.com'],
       verificationUri: null,
       requirePresence: 'data_changing',
+      perCallExpiresInMs: 300_000,
+      perCallMaxResultBytes: 262_144,
     });
     expect(policy.lifetimes).toEqual({
       sessionTtlMs: 30 * 60_000,
@@ -73,6 +75,7 @@ describe('config/policy.example.yaml', () => {
     expect(sorted(policy.defaults)).toEqual(['get_pet', 'list_pets']);
     expect(sorted(policy.highRisk)).toEqual(['delete_pet', 'place_order']);
     expect(sorted(policy.blocked)).toEqual(['get_inventory']);
+    expect(sorted(policy.perCall)).toEqual(['place_order']);
     expect(sorted(policy.public)).toEqual(['get_pet', 'list_pets']);
     expect(Object.fromEntries(policy.constraints)).toEqual({
       place_order: { quantity: { min: 1, max: 10 } },
@@ -150,6 +153,8 @@ describe('defaults', () => {
         approvers: [],
         verificationUri: null,
         requirePresence: 'data_changing',
+        perCallExpiresInMs: 300_000,
+        perCallMaxResultBytes: 262_144,
       });
       expect(policy.lifetimes).toEqual({
         sessionTtlMs: 1_800_000,
@@ -163,6 +168,7 @@ describe('defaults', () => {
         policy.defaults,
         policy.highRisk,
         policy.blocked,
+        policy.perCall,
         policy.public,
         policy.autonomousGrants,
       ])
