@@ -186,4 +186,34 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX passkeys_user ON passkeys (user_id, created_at);
   `,
+  // 10: per-call approvals (issue 16 §1, §5.11): an execution of a `capabilities.per_call`
+  // capability waits here, with its exact arguments, until its addressee approves it with a
+  // passkey; then its outcome waits for the agent's poll. `user_id` is the addressee (the
+  // agent's user); NULL addresses `approval.approvers` (an autonomous agent). Every query has
+  // its index: by id; an addressee's open ones (inbox); the operator's list, newest first, with
+  // and without a status; pending ones past their deadline and rows past `keep_until` (sweep).
+  `
+  CREATE TABLE per_call_approvals (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    host_id TEXT NOT NULL,
+    user_id TEXT,
+    capability TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'executing', 'completed', 'failed')),
+    result TEXT,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    decided_at INTEGER,
+    decided_by TEXT,
+    keep_until INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX per_call_agent ON per_call_approvals (agent_id);
+  CREATE INDEX per_call_addressee ON per_call_approvals (user_id, status, created_at, id);
+  CREATE INDEX per_call_listing ON per_call_approvals (created_at, id);
+  CREATE INDEX per_call_status ON per_call_approvals (status, created_at, id);
+  CREATE INDEX per_call_deadline ON per_call_approvals (status, expires_at);
+  CREATE INDEX per_call_keep ON per_call_approvals (keep_until);
+  `,
 ];
