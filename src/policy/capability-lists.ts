@@ -37,9 +37,7 @@ export function resolveCapabilityClasses(
   const neverByDefault = (names: Set<string>): Set<string> =>
     new Set([...names].filter((n) => !highRisk.has(n) && !blocked.has(n)));
   const defaults = neverByDefault(listedDefaults);
-  const perCall = new Set(
-    [...list(caps.per_call, 'capabilities.per_call')].filter((n) => !blocked.has(n)),
-  );
+  const perCall = new Set([...list(caps.per_call, 'capabilities.per_call')].filter((n) => !blocked.has(n)));
   const publicNames = new Set([...list(caps.public, 'capabilities.public')].filter((n) => !blocked.has(n)));
   const constraints = resolveConstraints(caps.constraints, catalog, problems);
   const autonomousGrants = neverByDefault(list(raw.autonomous.grants, 'autonomous.grants'));

@@ -554,7 +554,8 @@ class SqliteStore implements Store {
   }
 
   perCalls(query: PerCallQuery): PerCallRecord[] {
-    const keyset = '(@beforeAt IS NULL OR created_at < @beforeAt OR (created_at = @beforeAt AND id < @beforeId))';
+    const keyset =
+      '(@beforeAt IS NULL OR created_at < @beforeAt OR (created_at = @beforeAt AND id < @beforeId))';
     const values = {
       beforeAt: query.before?.createdAt ?? null,
       beforeId: query.before?.id ?? null,
@@ -587,8 +588,9 @@ class SqliteStore implements Store {
     }
     if (sets.length === 0) return false;
     return (
-      this.stmt(`UPDATE per_call_approvals SET ${sets.join(', ')} WHERE id = @id AND status = @from`).run(values)
-        .changes > 0
+      this.stmt(`UPDATE per_call_approvals SET ${sets.join(', ')} WHERE id = @id AND status = @from`).run(
+        values,
+      ).changes > 0
     );
   }
 

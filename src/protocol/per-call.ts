@@ -1,0 +1,269 @@
+/**
+ * Per-call approval (issue 16 §1): an execution of a `capabilities.per_call` capability passes
+ * every §5.11 check and then waits, as an async execution (`202 {status: "pending", status_url}`),
+ * for a person to approve its exact arguments with a passkey (§8.11). The row holds the arguments
+ * shown, then the outcome the agent polls for once; it is deleted once delivered or past
+ * `keep_until`.
+ *
+ * Addressee: the agent's user (or its host's); an agent acting for nobody (autonomous, §2.2.2)
+ * is addressed to the policy's `approval.approvers`, and refused when there are none.
+ *
+ * What the passkey confirms: `shownHash`, a SHA-256 over a canonical JSON of the approval id,
+ * the capability, the arguments (keys sorted) and the deadline. The page shows it, the challenge
+ * is derived from it, and Approve recomputes it from the stored row (per-call-decide.ts).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { ProtocolError } from '../errors.js';
+import type { PerCallRecord } from '../storage/types.js';
+import { protocolEvent } from './activity.js';
+import type { AgentAuth } from './authenticate.js';
+import { statusUrlOf } from './async-jobs.js';
+import type { ProtocolContext } from './context.js';
+import { perCallNotice } from './notifications.js';
+
+export const PER_CALL_PREFIX = 'call_';
+
+/** How long an outcome waits for the agent's poll after the call ended (then it is deleted). */
+export const PER_CALL_RESULT_TTL_MS = 15 * 60_000;
+
+/** Rows the periodic sweep expires or deletes per run, so one run never holds the database long. */
+export const PER_CALL_SWEEP_BATCH = 100;
+
+export function isPerCallId(id: string): boolean {
+  return id.startsWith(PER_CALL_PREFIX);
+}
+
+/** JSON with object keys sorted at every depth: one spelling per value, whatever the agent sent. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** What the approver is shown and the passkey confirms, as a SHA-256 (base64url). */
+export function shownHash(r: Pick<PerCallRecord, 'id' | 'capability' | 'arguments' | 'expiresAt'>): string {
+  const shown = canonicalJson({
+    approval_id: r.id,
+    capability: r.capability,
+    arguments: r.arguments,
+    expires_at: r.expiresAt,
+  });
+  return createHash('sha256').update(shown).digest('base64url');
+}
+
+/** Whether `userId` is the addressee of `r`. */
+export function mayDecide(ctx: ProtocolContext, r: PerCallRecord, userId: string): boolean {
+  return r.userId === null ? ctx.policy.approval.approvers.includes(userId) : r.userId === userId;
+}
+
+/**
+ * Stores a per-call execution that passed every check and returns its status URL (§5.11). Nothing
+ * is stored for an agent nobody can approve for.
+ */
+export function openPerCall(
+  ctx: ProtocolContext,
+  auth: AgentAuth,
+  request: { capability: string; args: Readonly<Record<string, unknown>> },
+): string {
+  const userId = auth.agent.userId ?? auth.host.userId ?? null;
+  if (userId === null && ctx.policy.approval.approvers.length === 0) {
+    throw new ProtocolError(
+      'capability_not_granted',
+      `${request.capability} needs a person to approve each call, and this agent acts for no user while the policy lists no approval.approvers; nothing was executed.`,
+    );
+  }
+  const now = ctx.clock.now();
+  const expiresAt = now + ctx.policy.approval.perCallExpiresInMs;
+  const record: PerCallRecord = {
+    id: `${PER_CALL_PREFIX}${randomBytes(18).toString('base64url')}`,
+    agentId: auth.agent.id,
+    hostId: auth.host.id,
+    userId,
+    capability: request.capability,
+    arguments: request.args,
+    status: 'pending',
+    result: null,
+    error: null,
+    createdAt: now,
+    expiresAt,
+    decidedAt: null,
+    decidedBy: null,
+    keepUntil: expiresAt + PER_CALL_RESULT_TTL_MS,
+  };
+  ctx.write((tx) => {
+    tx.insertPerCall(record);
+    tx.appendActivity(event(record, now, 'per_call.opened', 'pending', { expires_at: expiresAt }));
+    const notice = perCallNotice(ctx, tx, record, auth.agent);
+    ctx.afterCommit(() => ctx.notifier?.approvalRequested(notice));
+  });
+  return statusUrlOf(ctx, record.id);
+}
+
+/** The open per-call approval `id` if `userId` may decide it; for anyone else, nothing. */
+export function lookUpPerCall(ctx: ProtocolContext, id: string, userId: string): PerCallRecord | undefined {
+  if (!isPerCallId(id)) return undefined;
+  const r = ctx.store.perCall(id.slice(0, 100));
+  if (!r || r.status !== 'pending' || r.expiresAt <= ctx.clock.now() || !mayDecide(ctx, r, userId)) {
+    return undefined;
+  }
+  return r;
+}
+
+/** Who decided and how they authenticated (§11: on the activity record). */
+export interface PerCallDecider {
+  readonly actor: string;
+  readonly authMethod: string;
+}
+
+/** Denies a pending call; false when it was no longer pending. Nothing is executed. */
+export function denyPerCall(ctx: ProtocolContext, r: PerCallRecord, by: PerCallDecider): boolean {
+  const now = ctx.clock.now();
+  return ctx.write((tx) => {
+    const moved = tx.updatePerCall(r.id, 'pending', {
+      status: 'failed',
+      error: new ProtocolError('approval_denied').toBody(),
+      decidedAt: now,
+      decidedBy: by.actor,
+      keepUntil: now + PER_CALL_RESULT_TTL_MS,
+    });
+    if (moved) {
+      tx.appendActivity(
+        event(r, now, 'per_call.denied', 'denied', { by: by.actor, auth_method: by.authMethod }),
+      );
+    }
+    return moved;
+  });
+}
+
+/**
+ * Approve, before anything is sent: the stored row must still hash to `hash` (what the passkey
+ * confirmed) and still be pending and in time; it becomes `executing` in the same transaction,
+ * so a second submit (or a second approver) finds nothing to run.
+ */
+export function claimPerCall(
+  ctx: ProtocolContext,
+  id: string,
+  hash: string,
+  by: PerCallDecider,
+): PerCallRecord | undefined {
+  const now = ctx.clock.now();
+  return ctx.write((tx) => {
+    const r = tx.perCall(id);
+    if (!r || r.status !== 'pending' || r.expiresAt <= now || shownHash(r) !== hash) return undefined;
+    if (!tx.updatePerCall(id, 'pending', { status: 'executing', decidedAt: now, decidedBy: by.actor })) {
+      return undefined;
+    }
+    tx.appendActivity(
+      event(r, now, 'per_call.approved', 'approved', {
+        by: by.actor,
+        auth_method: by.authMethod,
+        content_hash: hash,
+      }),
+    );
+    return r;
+  });
+}
+
+/** Stores the outcome of a claimed call for the agent's poll. */
+export function finishPerCall(
+  ctx: ProtocolContext,
+  r: PerCallRecord,
+  outcome: { readonly result: unknown; readonly upstreamStatus: number } | { readonly error: ProtocolError },
+): void {
+  const now = ctx.clock.now();
+  const failed = 'error' in outcome;
+  ctx.write((tx) => {
+    tx.updatePerCall(r.id, 'executing', {
+      status: failed ? 'failed' : 'completed',
+      ...(failed ? { error: outcome.error.toBody() } : { result: outcome.result }),
+      keepUntil: now + PER_CALL_RESULT_TTL_MS,
+    });
+    tx.appendActivity(
+      event(r, now, 'per_call.executed', failed ? outcome.error.code : 'success', {
+        ...(failed ? {} : { upstream_status: outcome.upstreamStatus }),
+      }),
+    );
+  });
+}
+
+/** A pending call past its deadline fails with approval_expired (§5.11 `failed`). */
+function expire(ctx: ProtocolContext, r: PerCallRecord): void {
+  const now = ctx.clock.now();
+  ctx.write((tx) => {
+    const moved = tx.updatePerCall(r.id, 'pending', {
+      status: 'failed',
+      error: new ProtocolError('approval_expired').toBody(),
+      keepUntil: now + PER_CALL_RESULT_TTL_MS,
+    });
+    if (moved) tx.appendActivity(event(r, now, 'per_call.expired', 'expired', {}));
+  });
+}
+
+export type PerCallState =
+  | { readonly status: 'pending' }
+  | { readonly status: 'completed'; readonly result: unknown }
+  | { readonly status: 'failed'; readonly error: Readonly<Record<string, unknown>> };
+
+/**
+ * §5.11 polling of a per-call status URL by `auth`'s agent (the token step has checked a fresh
+ * JWT). A final state is delivered once: the row is deleted as it is read.
+ */
+export function pollPerCall(ctx: ProtocolContext, auth: AgentAuth, id: string): PerCallState {
+  let r = ctx.store.perCall(id);
+  if (!r) {
+    throw new ProtocolError(
+      'execution_not_found',
+      'No execution with that id exists: it expired, or its outcome was already delivered.',
+    );
+  }
+  if (r.agentId !== auth.agent.id) {
+    throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
+  }
+  if (r.status === 'pending' && r.expiresAt <= ctx.clock.now()) {
+    expire(ctx, r);
+    r = ctx.store.perCall(id) ?? r;
+  }
+  if (r.status === 'pending' || r.status === 'executing') return { status: 'pending' };
+  const delivered = r;
+  const gone = ctx.write((tx) => {
+    if (!tx.perCall(id)) return false;
+    tx.deletePerCall(id);
+    return true;
+  });
+  if (!gone) throw new ProtocolError('execution_not_found', 'This outcome was already delivered.');
+  return delivered.status === 'completed'
+    ? { status: 'completed', result: delivered.result }
+    : { status: 'failed', error: delivered.error ?? new ProtocolError('internal_error').toBody() };
+}
+
+/** Maintenance: overdue approvals fail, undelivered outcomes past keep_until go; small batches. */
+export function sweepPerCalls(ctx: ProtocolContext): { expired: number; deleted: number } {
+  const now = ctx.clock.now();
+  const overdue = ctx.store.overduePerCalls(now, PER_CALL_SWEEP_BATCH);
+  for (const r of overdue) expire(ctx, r);
+  return { expired: overdue.length, deleted: ctx.store.deleteStalePerCalls(now, PER_CALL_SWEEP_BATCH) };
+}
+
+function event(
+  r: PerCallRecord,
+  at: number,
+  type: string,
+  outcome: string,
+  detail: Record<string, unknown>,
+): ReturnType<typeof protocolEvent> {
+  return protocolEvent({
+    at,
+    type,
+    agentId: r.agentId,
+    hostId: r.hostId,
+    userId: r.userId,
+    capability: r.capability,
+    outcome,
+    detail: { call_id: r.id, ...detail },
+  });
+}
