@@ -114,10 +114,30 @@ export function lookUpPerCall(ctx: ProtocolContext, id: string, userId: string):
   return r;
 }
 
+/** Per-call approvals shown in one inbox page, at most. */
+export const PER_CALL_INBOX_SIZE = 20;
+
+/**
+ * The open calls waiting for `userId`: those of the user's agents, and, for a listed approver,
+ * those of agents acting for nobody; newest first, at most PER_CALL_INBOX_SIZE.
+ */
+export function perCallInbox(ctx: ProtocolContext, userId: string): PerCallRecord[] {
+  const now = ctx.clock.now();
+  const own = ctx.store.perCallsAddressedTo(userId, now, PER_CALL_INBOX_SIZE);
+  const shared = ctx.policy.approval.approvers.includes(userId)
+    ? ctx.store.perCallsAddressedTo(null, now, PER_CALL_INBOX_SIZE)
+    : [];
+  return [...own, ...shared]
+    .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
+    .slice(0, PER_CALL_INBOX_SIZE);
+}
+
 /** Who decided and how they authenticated (§11: on the activity record). */
 export interface PerCallDecider {
   readonly actor: string;
   readonly authMethod: string;
+  /** Deny only: the approver's reason, plain text, capped. */
+  readonly reason?: string;
 }
 
 /** Denies a pending call; false when it was no longer pending. Nothing is executed. */
@@ -133,7 +153,11 @@ export function denyPerCall(ctx: ProtocolContext, r: PerCallRecord, by: PerCallD
     });
     if (moved) {
       tx.appendActivity(
-        event(r, now, 'per_call.denied', 'denied', { by: by.actor, auth_method: by.authMethod }),
+        event(r, now, 'per_call.denied', 'denied', {
+          by: by.actor,
+          auth_method: by.authMethod,
+          ...(by.reason ? { reason: by.reason } : {}),
+        }),
       );
     }
     return moved;

@@ -16,6 +16,9 @@ import { perIp } from '../steps/limits.js';
 import { page, session } from '../steps/page.js';
 import { whoAmI } from '../views/device.js';
 import { inboxView } from '../views/inbox.js';
+import { perCallCard, perCallSection } from '../views/per-call.js';
+import { perCallInbox } from '../../protocol/per-call.js';
+import { partiesOf } from './per-call.js';
 
 export interface ApprovalsRouteOptions {
   readonly ctx: ProtocolContext;
@@ -45,8 +48,11 @@ export function approvalsRoutes(
       } else {
         const cursor = (x.url.searchParams.get('before') ?? '').slice(0, 100) || null;
         const listed = inboxPage(ctx, s.userId, cursor);
+        const now = ctx.clock.now();
+        const calls = perCallInbox(ctx, s.userId).map((r) => perCallCard(r, partiesOf(ctx, r), now));
         body.push(
           whoAmI(s),
+          perCallSection(calls),
           inboxView(s, listed, (r) => requestWarnings(ctx, r, serverName).length, ctx.clock.now()),
           '<p><a href="/device">Enter a code from an agent</a></p>',
         );
