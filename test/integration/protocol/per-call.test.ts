@@ -14,6 +14,7 @@ import {
   startPerCallProxy,
   type PerCallProxy,
 } from '../../helpers/per-call.js';
+import { TestUpstream } from '../../helpers/upstream.js';
 import type { SoftAuthenticator } from '../../helpers/webauthn.js';
 
 const ALICE = 'alice@example.com';
@@ -270,16 +271,29 @@ rate_limits:
     }
   });
 
-  it('with approvers it waits in each approver’s inbox, and any of them may approve', async () => {
+  it('with approvers it waits in each approver’s inbox, is announced by a webhook with a link only, and any of them may approve', async () => {
+    const receiver = await TestUpstream.start();
     const q = await startPerCallProxy({
       policy: `${AUTONOMOUS}approval:\n  approvers: [${ALICE}, ${BOB}]\n`,
       users: [ALICE, BOB],
+      config: `notifications:\n  webhook:\n    url: ${receiver.url}/hook\n    secret: webhook-secret-0123456789abcdef\n`,
     });
     try {
       const a = await autonomousAgent(q.p);
       const reply = await q.p.execute(a.agent, a.agentId, 'send_transfer', { to: 'acct-9', amount: 4 });
       expect(reply.status).toBe(202);
       const id = callIdOf(reply.body.status_url as string);
+      await q.p.proxy.notifier?.whenIdle();
+      const [hook] = receiver.received('/hook');
+      const notice = JSON.parse(hook?.body.toString('utf8') ?? '{}');
+      expect(notice).toMatchObject({
+        type: 'approval.requested',
+        event: 'per_call',
+        approval: { id, kind: 'per_call', url: `${q.p.issuer}/approvals/calls/${id}` },
+        user_id: null,
+        capability: { name: 'send_transfer', method: 'POST' },
+      });
+      expect(JSON.stringify(notice)).not.toContain('acct-9');
       const bob = await PageClient.signIn(q.p.issuer, BOB);
       const aliceInbox = await PageClient.signIn(q.p.issuer, ALICE);
       expect((await aliceInbox.get('/approvals')).html).toContain(`call-${id}`);
@@ -287,6 +301,7 @@ rate_limits:
       expect(q.upstream.received('/transfers')).toHaveLength(1);
     } finally {
       await q.close();
+      await receiver.close();
     }
   });
 });
