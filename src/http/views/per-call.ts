@@ -52,8 +52,7 @@ function valueHtml(value: unknown, field: string): string {
 /** The input fields in schema order, then any others the agent sent (the schema allowed them). */
 function fieldsOf(capability: Capability | undefined, args: Readonly<Record<string, unknown>>): string[] {
   const properties = capability?.input?.properties;
-  const declared =
-    typeof properties === 'object' && properties !== null ? Object.keys(properties) : [];
+  const declared = typeof properties === 'object' && properties !== null ? Object.keys(properties) : [];
   return [...declared.filter((f) => f in args), ...Object.keys(args).filter((f) => !declared.includes(f))];
 }
 
