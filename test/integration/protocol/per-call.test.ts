@@ -5,8 +5,9 @@
  * test/integration/pages/per-call.browser.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin } from '../../../src/cli/admin.js';
 import type { TestKey } from '../../helpers/keys.js';
-import type { TestProtocol } from '../../helpers/protocol.js';
+import { ADMIN_TOKEN, type TestProtocol } from '../../helpers/protocol.js';
 import {
   callIdOf,
   PageClient,
@@ -232,6 +233,23 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     expect(denied.body.status).toBe('failed');
     expect((await poll(a, statusUrl)).body.error.error).toBe('approval_denied');
     expect((await p.admin('POST', `/admin/per-call-approvals/${second}/deny`, {})).status).toBe(404);
+  });
+});
+
+describe('admin CLI', () => {
+  it('admin calls list / calls deny drive the operator API', async () => {
+    const a = await aliceAgent();
+    const statusUrl = await pending(a, { to: 'acct-cli', amount: 8 });
+    const id = callIdOf(statusUrl);
+    const out: string[] = [];
+    const io = { out: (t: string) => void out.push(t), err: (t: string) => void out.push(t) };
+    const env = { AGENT_AUTH_PROXY_URL: p.proxy.url, AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN };
+    expect(await runAdmin(['calls', 'list', '--status', 'pending', '--limit', '200'], env, io)).toBe(0);
+    expect(out.join('')).toContain(id);
+    expect(out.join('')).toContain('acct-cli');
+    expect(await runAdmin(['calls', 'deny', id, '--reason', 'no'], env, io)).toBe(0);
+    expect(out.at(-1)).toContain(`denied call ${id}`);
+    expect((await poll(a, statusUrl)).body.error.error).toBe('approval_denied');
   });
 });
 
