@@ -555,13 +555,14 @@ class SqliteStore implements Store {
   }
 
   perCalls(query: PerCallQuery): PerCallRecord[] {
-    const keyset =
-      '(@beforeAt IS NULL OR created_at < @beforeAt OR (created_at = @beforeAt AND id < @beforeId))';
+    // A row-value keyset, so that each page is one range of its index (the first page starts
+    // below the largest time).
     const values = {
-      beforeAt: query.before?.createdAt ?? null,
-      beforeId: query.before?.id ?? null,
+      beforeAt: query.before?.createdAt ?? Number.MAX_SAFE_INTEGER,
+      beforeId: query.before?.id ?? '',
       limit: query.limit,
     };
+    const keyset = '(created_at, id) < (@beforeAt, @beforeId)';
     if (query.status === undefined) {
       return this.many(
         PER_CALL,
