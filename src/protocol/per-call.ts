@@ -97,7 +97,13 @@ export function openPerCall(
   };
   ctx.write((tx) => {
     tx.insertPerCall(record);
-    tx.appendActivity(event(record, now, 'per_call.opened', 'pending', { expires_at: expiresAt }));
+    tx.appendActivity(
+      event(record, now, 'per_call.opened', 'pending', {
+        expires_at: expiresAt,
+        // §11: arguments can hold personal data; recorded only when the policy says so.
+        ...(ctx.policy.audit.logArguments ? { arguments: request.args } : {}),
+      }),
+    );
     const notice = perCallNotice(ctx, tx, record, auth.agent);
     ctx.afterCommit(() => ctx.notifier?.approvalRequested(notice));
   });

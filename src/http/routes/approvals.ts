@@ -1,6 +1,7 @@
 /**
  * `GET {issuer}/approvals` (issue 11): the signed-in approver's inbox of open requests addressed
- * to them (src/protocol/inbox.ts). It only lists: each card opens the request in the device
+ * to them (src/protocol/inbox.ts), and the per-call approvals waiting for them (issue 16 §1;
+ * each card links to its own page, routes/per-call.ts). It only lists: each card opens the request in the device
  * page's request view (POST /device), and the decision goes through the same Approve and Deny
  * steps, with the same Origin, CSRF, fresh-authentication and content-hash checks.
  */

@@ -1,9 +1,11 @@
 /**
  * §5.11 `POST /capability/execute` and the async status URL `GET /capability/status/{id}`.
  * Execute's steps: agent token (audience: the execute location) → limits → replay record →
- * body → authorization (grant) → validation → constraints → capability limit → the upstream call →
- * the answer (`{data}`, an event stream, or `202 {status: "pending", status_url}`); every
- * accepted attempt leaves an activity record (§11).
+ * body → authorization (grant) → validation → constraints → capability limit → per-call approval
+ * (policy `capabilities.per_call`: `202` pending, nothing sent until a person approves these exact
+ * arguments; protocol/per-call.ts) → the upstream call → the answer (`{data}`, an event stream,
+ * or `202 {status: "pending", status_url}`); every accepted attempt leaves an activity record
+ * (§11). The status URL serves async jobs (`job_…`) and per-call approvals (`call_…`) alike.
  */
 import type { ExecutionSettings } from '../../config/settings.js';
 import { ProtocolError, toProtocolError } from '../../errors.js';
