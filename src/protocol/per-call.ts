@@ -26,6 +26,9 @@ export const PER_CALL_PREFIX = 'call_';
 /** How long an outcome waits for the agent's poll after the call ended (then it is deleted). */
 export const PER_CALL_RESULT_TTL_MS = 15 * 60_000;
 
+/** Open per-call approvals one agent may have at once; more is `429 rate_limited`. */
+export const MAX_OPEN_PER_AGENT = 20;
+
 /** Rows the periodic sweep expires or deletes per run, so one run never holds the database long. */
 export const PER_CALL_SWEEP_BATCH = 100;
 
@@ -96,6 +99,14 @@ export function openPerCall(
     keepUntil: expiresAt + PER_CALL_RESULT_TTL_MS,
   };
   ctx.write((tx) => {
+    // Bounded: an agent cannot fill its user's inbox (or the table) faster than they decide.
+    if (tx.countOpenPerCalls(auth.agent.id, now) >= MAX_OPEN_PER_AGENT) {
+      throw new ProtocolError(
+        'rate_limited',
+        `This agent already has ${MAX_OPEN_PER_AGENT} calls waiting for approval; retry once one is decided.`,
+        { headers: { 'retry-after': '60' } },
+      );
+    }
     tx.insertPerCall(record);
     tx.appendActivity(
       event(record, now, 'per_call.opened', 'pending', {

@@ -190,8 +190,9 @@ export const MIGRATIONS: readonly string[] = [
   // capability waits here, with its exact arguments, until its addressee approves it with a
   // passkey; then its outcome waits for the agent's poll. `user_id` is the addressee (the
   // agent's user); NULL addresses `approval.approvers` (an autonomous agent). Every query has
-  // its index: by id; an addressee's open ones (inbox); the operator's list, newest first, with
-  // and without a status; pending ones past their deadline and rows past `keep_until` (sweep).
+  // its index: by id; an agent's open ones (the per-agent bound; also the FK cascade); an
+  // addressee's open ones (inbox); the operator's list, newest first, with and without a status;
+  // pending ones past their deadline and rows past `keep_until` (sweep).
   `
   CREATE TABLE per_call_approvals (
     id TEXT PRIMARY KEY,
@@ -209,7 +210,7 @@ export const MIGRATIONS: readonly string[] = [
     decided_by TEXT,
     keep_until INTEGER NOT NULL
   ) STRICT;
-  CREATE INDEX per_call_agent ON per_call_approvals (agent_id);
+  CREATE INDEX per_call_agent ON per_call_approvals (agent_id, status, expires_at);
   CREATE INDEX per_call_addressee ON per_call_approvals (user_id, status, created_at, id);
   CREATE INDEX per_call_listing ON per_call_approvals (created_at, id);
   CREATE INDEX per_call_status ON per_call_approvals (status, created_at, id);

@@ -600,6 +600,14 @@ class SqliteStore implements Store {
     this.stmt('DELETE FROM per_call_approvals WHERE id = ?').run(id);
   }
 
+  countOpenPerCalls(agentId: string, now: number): number {
+    return (
+      this.stmt(
+        "SELECT COUNT(*) AS n FROM per_call_approvals WHERE agent_id = ? AND status = 'pending' AND expires_at > ?",
+      ).get(agentId, now) as { n: number }
+    ).n;
+  }
+
   overduePerCalls(now: number, limit: number): PerCallRecord[] {
     return this.many(
       PER_CALL,
@@ -700,6 +708,7 @@ class SqliteStore implements Store {
       perCallsAddressedTo: (u, now, limit) => reader.perCallsAddressedTo(u, now, limit),
       perCalls: (q) => reader.perCalls(q),
       overduePerCalls: (now, limit) => reader.overduePerCalls(now, limit),
+      countOpenPerCalls: (a, now) => reader.countOpenPerCalls(a, now),
       insertPerCall: (r) => this.insertPerCall(r),
       updatePerCall: (id, from, patch) => this.updatePerCall(id, from, patch),
       deletePerCall: (id) => this.deletePerCall(id),

@@ -280,6 +280,8 @@ export interface StoreReader {
   perCallsAddressedTo(userId: string | null, now: number, limit: number): PerCallRecord[];
   /** The operator's list: see PerCallQuery. */
   perCalls(query: PerCallQuery): PerCallRecord[];
+  /** How many of an agent's per-call approvals are pending and not past `now`. */
+  countOpenPerCalls(agentId: string, now: number): number;
   /** At most `limit` pending per-call rows whose deadline is at or before `now`. */
   overduePerCalls(now: number, limit: number): PerCallRecord[];
 }

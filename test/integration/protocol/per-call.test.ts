@@ -253,6 +253,21 @@ describe('admin CLI', () => {
   });
 });
 
+describe('bounds', () => {
+  it('an agent has at most 20 calls waiting; the next is 429 and nothing more is stored', async () => {
+    const a = await aliceAgent();
+    for (let i = 0; i < 20; i++) await pending(a, { to: `acct-b${i}`, amount: 1 + i });
+    const over = await p.execute(a.agent, a.agentId, 'send_transfer', { to: 'acct-b20', amount: 21 });
+    expect(over.status).toBe(429);
+    expect(over.body.error).toBe('rate_limited');
+    expect(over.headers.get('retry-after')).toBe('60');
+    const open = await p.admin('GET', '/admin/per-call-approvals?status=pending&limit=200');
+    expect(
+      open.body.per_call_approvals.filter((r: { agent_id: string }) => r.agent_id === a.agentId),
+    ).toHaveLength(20);
+  });
+});
+
 describe('per-call approval for an agent acting for nobody', () => {
   const AUTONOMOUS = `modes: [delegated, autonomous]
 capabilities:
