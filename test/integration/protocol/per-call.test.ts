@@ -174,6 +174,30 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     expect(done.body.error.message).toContain('per_call_max_result_bytes');
   });
 
+  it('an upstream that answers with an event stream or an async 202 fails the call with upstream_error', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    s.upstream.on('GET /reports/sse', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: {"n":1}\n\nevent: done\ndata: {}\n\n');
+    });
+    s.upstream.on('GET /reports/slow', (_req, res) => {
+      res.writeHead(202, { location: '/reports/slow-status', 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    for (const [id, words] of [
+      ['sse', 'event stream'],
+      ['slow', '202'],
+    ] as const) {
+      const statusUrl = await pending(a, { id }, 'get_report');
+      await alice.approve(callIdOf(statusUrl), alicePasskey);
+      expect(s.upstream.received(`/reports/${id}`)).toHaveLength(1);
+      const done = await poll(a, statusUrl);
+      expect(done.body.error.error).toBe('upstream_error');
+      expect(done.body.error.message).toContain(words);
+    }
+  });
+
   it('a tampered shown hash is refused and nothing changes', async () => {
     const a = await aliceAgent();
     s.upstream.reset();
