@@ -4,13 +4,16 @@
  * arguments and approves with Chromium's virtual passkey; the agent's poll (a fresh JWT each time)
  * gets the upstream's result, and the recording upstream received exactly the approved
  * arguments exactly once. Also: deny, a revoked agent, and an assertion captured for one call
- * replayed on another. One server and one browser for the file.
+ * replayed on another. One server and one browser for the file. Screenshot:
+ * docs/screenshots/per-call-approval.png.
  */
+import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, submitForm } from '../../helpers/browser.js';
 import type { TestKey } from '../../helpers/keys.js';
 import { callIdOf, PASSWORD, startPerCallProxy, type PerCallProxy } from '../../helpers/per-call.js';
+import { ROOT } from '../../helpers/proxy.js';
 import { enrolOnPage, pageWithAuthenticator, signInOnPage } from '../../helpers/virtual-authenticator.js';
 
 const ALICE = 'alice@example.com';
@@ -79,6 +82,7 @@ describe('per-call approval in the browser', () => {
     expect(await page.textContent('#all-memo summary')).toBe(`Show all ${memo.length} characters`);
     expect(await page.locator('#all-memo pre').textContent()).toBe(memo);
     expect(s.upstream.requests).toHaveLength(0);
+    await page.screenshot({ path: join(ROOT, 'docs/screenshots/per-call-approval.png'), fullPage: true });
 
     expect(await submitForm(page, '#approve-form button')).toBe(200);
     expect(await page.textContent('#outcome')).toContain('ran once');
