@@ -71,7 +71,7 @@ export function argumentsList(r: PerCallRecord, capability: Capability | undefin
   const items = fields.map((f) => {
     const description = descriptionOf(capability, f);
     return `<dt><code>${escapeHtml(f)}</code></dt>
-<dd>${description ? `<span class="hint">${escapeHtml(description)}</span>` : ''}${valueHtml(r.arguments[f], f)}</dd>`;
+<dd>${description ? `<div class="hint">${escapeHtml(description)}</div>` : ''}${valueHtml(r.arguments[f], f)}</dd>`;
   });
   return `<dl id="arguments">\n${items.join('\n')}\n</dl>`;
 }
