@@ -26,7 +26,7 @@ import { accountPasskeyRoutes, passkeysAccountSection } from './http/routes/acco
 import { passkeyRoutes } from './http/routes/passkeys.js';
 import { perCallRoutes } from './http/routes/per-call.js';
 import { runPerCall } from './http/per-call-run.js';
-import { sweepPerCalls } from './protocol/per-call.js';
+import { sweepPerCalls } from './protocol/per-call-decide.js';
 import { PASSKEY_PAGE_HEADERS } from './http/views/passkey-script.js';
 import { PresenceGate } from './http/steps/presence.js';
 import { Passkeys, relyingParty } from './protocol/passkeys.js';

@@ -21,7 +21,7 @@ import {
 } from '../protocol/execute.js';
 import type { InFlightSlots } from '../protocol/in-flight.js';
 import { isGrantEffective } from '../protocol/lifecycle.js';
-import { finishPerCall } from '../protocol/per-call.js';
+import { finishPerCall } from '../protocol/per-call-decide.js';
 import type { PerCallRecord } from '../storage/types.js';
 import { discard } from '../upstream/answers.js';
 import type { Executor } from '../upstream/executor.js';

@@ -10,7 +10,8 @@
  */
 import { ProtocolError } from '../../errors.js';
 import { iso, type ProtocolContext } from '../../protocol/context.js';
-import { denyPerCall, isPerCallId, sweepPerCalls } from '../../protocol/per-call.js';
+import { isPerCallId } from '../../protocol/per-call.js';
+import { denyPerCall, sweepPerCalls } from '../../protocol/per-call-decide.js';
 import type { PerCallRecord, PerCallStatus } from '../../storage/types.js';
 import type { Exchange, SharedStep } from '../pipeline.js';
 import { sendJson } from '../respond.js';

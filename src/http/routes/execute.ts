@@ -11,7 +11,8 @@ import type { ExecutionSettings } from '../../config/settings.js';
 import { ProtocolError, toProtocolError } from '../../errors.js';
 import { executionRecord } from '../../protocol/execution-record.js';
 import { authorizeStatusRead, openAsyncJob, statusUrlOf } from '../../protocol/async-jobs.js';
-import { isPerCallId, openPerCall, pollPerCall } from '../../protocol/per-call.js';
+import { isPerCallId, openPerCall } from '../../protocol/per-call.js';
+import { pollPerCall } from '../../protocol/per-call-decide.js';
 import type { AgentAuth } from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import {
