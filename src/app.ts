@@ -24,6 +24,9 @@ import { accountAgentRoutes, agentsAccountSection } from './http/routes/account-
 import { oidcRoutes } from './http/routes/oidc.js';
 import { accountPasskeyRoutes, passkeysAccountSection } from './http/routes/account-passkeys.js';
 import { passkeyRoutes } from './http/routes/passkeys.js';
+import { perCallRoutes } from './http/routes/per-call.js';
+import { runPerCall } from './http/per-call-run.js';
+import { sweepPerCalls } from './protocol/per-call-decide.js';
 import { PASSKEY_PAGE_HEADERS } from './http/views/passkey-script.js';
 import { PresenceGate } from './http/steps/presence.js';
 import { Passkeys, relyingParty } from './protocol/passkeys.js';
@@ -146,6 +149,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     passkeys.sweep();
     const jobs = store.deleteExpiredAsyncJobs(clock.now());
     if (jobs) logger.info('expired async executions removed', { jobs });
+    const calls = sweepPerCalls(ctx);
+    if (calls.expired || calls.deleted) logger.info('per-call approvals swept', { ...calls });
     replayJournal?.sweep(clock.now());
   };
 
@@ -219,6 +224,14 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     accountAgentRoutes(router, { ctx, auth, limits, page: account, flushActivity });
     passkeyRoutes(router, { ctx, auth, limits, passkeys, presence });
     approvalsRoutes(router, { ctx, limits, auth, serverName: providerName });
+    perCallRoutes(router, {
+      ctx,
+      limits,
+      auth,
+      serverName: providerName,
+      passkeys,
+      run: (r, requestId) => runPerCall({ ctx, executor, inFlight, validators }, r, requestId),
+    });
   }
   const oidc = settings.signIn.oidc
     ? new OidcSignIn(
@@ -265,6 +278,11 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       maxBodyBytes: settings.maxBodyBytes,
       flushActivity: () => executionLog.flush(),
     });
+  }
+  if (policy.perCall.size > 0 && !auth.enabled) {
+    logger.warn(
+      'capabilities.per_call is set but sign_in is not configured: nobody can approve those calls on the pages; they expire (approval_expired)',
+    );
   }
   healthRoutes(router, { ready: () => ready, capabilities: catalog.capabilities.length });
 

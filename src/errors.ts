@@ -47,6 +47,8 @@ export const ERROR_CATALOGUE = {
   },
   already_granted: { status: 409, message: 'All requested capabilities are already granted.' },
   approval_closed: { status: 409, message: 'The approval request was already decided or has expired.' },
+  approval_denied: { status: 403, message: 'The person asked to approve this call denied it.' },
+  approval_expired: { status: 403, message: 'Nobody approved this call before its approval expired.' },
   rate_limited: { status: 429, message: 'Too many requests; retry later.' },
   execution_not_found: { status: 404, message: 'No async execution with that id exists, or it has expired.' },
   upstream_error: { status: 502, message: 'The upstream API answered with an error.' },

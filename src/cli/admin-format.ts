@@ -204,3 +204,23 @@ export function activityText(reply: unknown): string {
   const more = typeof r.next_cursor === 'string' ? `; more with --cursor ${cell(r.next_cursor)}` : '';
   return `${table(header, rows)}\n\n${count(rows.length, 'event')}${more}`;
 }
+
+/** Per-call approvals (issue 16 §1): one row each, newest first. */
+export function perCallsText(reply: unknown): string {
+  const r = rec(reply);
+  const rows = list(r.per_call_approvals)
+    .map(rec)
+    .map((c) => [
+      cell(c.id),
+      cell(c.status),
+      cell(c.capability),
+      cell(c.agent_id),
+      cell(c.user_id),
+      time(c.expires_at),
+      cell(c.arguments).slice(0, 80),
+    ]);
+  if (!rows.length) return 'no per-call approvals';
+  const header = ['ID', 'STATUS', 'CAPABILITY', 'AGENT', 'ADDRESSEE', 'EXPIRES', 'ARGUMENTS'];
+  const more = typeof r.next_cursor === 'string' ? `; more with --cursor ${cell(r.next_cursor)}` : '';
+  return `${table(header, rows)}\n\n${count(rows.length, 'call')}${more}`;
+}

@@ -8,7 +8,7 @@ import { processOutput, type CliOutput } from './output.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UserError } from '../errors.js';
-import type { AgentStatus, HostStatus } from '../storage/types.js';
+import type { AgentStatus, HostStatus, PerCallStatus } from '../storage/types.js';
 import { AdminApiError, adminClient, ConnectionError, parseBaseUrl } from './admin-api.js';
 import * as format from './admin-format.js';
 
@@ -17,6 +17,8 @@ export const ADMIN_USAGE = `Usage:
   agent-auth-proxy admin approvals approve ID [--user-id USER] [--capability NAME ...]
                          [--constraints JSON|@FILE] [--reason TEXT]
   agent-auth-proxy admin approvals deny ID [--reason TEXT]
+  agent-auth-proxy admin calls list [--status STATUS] [--limit N] [--cursor CURSOR]
+  agent-auth-proxy admin calls deny ID [--reason TEXT]
   agent-auth-proxy admin hosts list [--status STATUS] [--user-id USER]
   agent-auth-proxy admin hosts show ID
   agent-auth-proxy admin hosts add --public-key JWK|@FILE [--name NAME] [--user-id USER]
@@ -78,7 +80,7 @@ interface Call {
 
 interface Command {
   /** What the one positional argument names, if the command takes one. */
-  readonly id?: 'approval' | 'host' | 'agent';
+  readonly id?: 'approval' | 'call' | 'host' | 'agent';
   readonly flags: readonly Flag[];
   request(v: Values, id: string): Call;
   text(body: unknown, status: number): string;
@@ -94,7 +96,31 @@ const AGENT_STATUSES = [
   'claimed',
 ] as const satisfies readonly AgentStatus[];
 
+const CALL_STATUSES = [
+  'pending',
+  'executing',
+  'completed',
+  'failed',
+] as const satisfies readonly PerCallStatus[];
+
 const COMMANDS: Readonly<Record<string, Command>> = {
+  // Per-call approvals (issue 16 §1): listed and denied here; approving takes the user's passkey.
+  'calls list': {
+    flags: ['status', 'limit', 'cursor'],
+    request: (v) =>
+      get('/admin/per-call-approvals', {
+        status: oneOf('--status', v.status, CALL_STATUSES),
+        limit: limit(v.limit),
+        cursor: v.cursor,
+      }),
+    text: format.perCallsText,
+  },
+  'calls deny': {
+    id: 'call',
+    flags: ['reason'],
+    request: (v, id) => post(`/admin/per-call-approvals/${enc(id)}/deny`, { reason: v.reason }),
+    text: (body) => `denied call ${format.cell(format.rec(body).id)}: the agent is told approval_denied`,
+  },
   'approvals list': {
     flags: ['agent-id', 'code'],
     request: (v) => get('/admin/approvals', { agent_id: v['agent-id'], user_code: v.code }),

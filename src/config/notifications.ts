@@ -6,7 +6,7 @@ import { UserError } from '../errors.js';
 import { parseDuration } from './durations.js';
 import type { FileConfig, SecretConfig } from './schema.js';
 
-export type NotificationEvent = 'ciba' | 'device';
+export type NotificationEvent = 'ciba' | 'device' | 'per_call';
 
 export interface WebhookSettings {
   /** A secret in its own right (chat webhook URLs often are): log only its origin. */

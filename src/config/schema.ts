@@ -438,10 +438,10 @@ export const CONFIG_SCHEMA = {
               type: 'array',
               minItems: 1,
               uniqueItems: true,
-              items: { type: 'string', enum: ['ciba', 'device'] },
+              items: { type: 'string', enum: ['ciba', 'device', 'per_call'] },
               description:
-                'Which new approval requests are announced: ciba (addressed to one user, §7.2), device (device authorization, §7.1).',
-              default: ['ciba'],
+                'Which new approval requests are announced: ciba (addressed to one user, §7.2), device (device authorization, §7.1), per_call (one execution of a capabilities.per_call capability waiting for its approver).',
+              default: ['ciba', 'per_call'],
             },
             timeout: { ...duration, description: 'Each attempt, connect to response.', default: '5s' },
             max_attempts: {

@@ -52,6 +52,7 @@ select{font:inherit;padding:.4rem .5rem;max-width:100%}
 .warn{border-left:4px solid #a40000;background:#fff3f0;padding:.2rem .8rem;margin:.8rem 0}
 .cards{list-style:none;padding:0}
 .card{border:1px solid #c8c8c8;border-radius:6px;padding:.2rem .9rem .8rem;margin:.8rem 0}
+pre.value{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2rem 0;font-family:ui-monospace,monospace;background:#f4f4f4;padding:.3rem .5rem}
 `;
 
 /** The CSP allows exactly this inline stylesheet: no other style, and no script at all. */

@@ -19,7 +19,7 @@ import { Agent, type Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { WebhookSettings } from '../config/notifications.js';
 import type { Logger } from '../log.js';
-import type { ApprovalNotice, ApprovalNotifier } from '../protocol/notifications.js';
+import type { ApprovalNotice, ApprovalNotifier, PerCallNotice } from '../protocol/notifications.js';
 
 /** Attempts running at once. */
 export const MAX_IN_FLIGHT = 4;
@@ -115,7 +115,7 @@ export class WebhookNotifier implements ApprovalNotifier {
     return { ...this.#stats, waiting: this.#waiting.length };
   }
 
-  approvalRequested(notice: ApprovalNotice): void {
+  approvalRequested(notice: ApprovalNotice | PerCallNotice): void {
     if (this.#closed) return;
     if (!this.#settings.events.has(notice.event)) {
       this.#stats.skipped++;

@@ -8,6 +8,11 @@ export const MAX_CLOCK_SKEW_MS = 30_000;
 export function resolveApproval(approval: PolicyFile['approval'], problems: Problems): Policy['approval'] {
   const expiresInMs = problems.duration(approval.expires_in, 'approval.expires_in', 1000);
   const intervalMs = problems.duration(approval.interval, 'approval.interval', 1000);
+  const perCallExpiresInMs = problems.duration(
+    approval.per_call_expires_in,
+    'approval.per_call_expires_in',
+    1000,
+  );
   if (intervalMs > expiresInMs) {
     problems.add(
       'approval.interval',
@@ -33,6 +38,8 @@ export function resolveApproval(approval: PolicyFile['approval'], problems: Prob
     approvers: Object.freeze([...approval.approvers]),
     verificationUri: approval.verification_uri,
     requirePresence: approval.require_presence,
+    perCallExpiresInMs,
+    perCallMaxResultBytes: approval.per_call_max_result_bytes,
   });
 }
 

@@ -15,6 +15,7 @@ export interface CapabilityClasses {
   readonly defaults: ReadonlySet<string>;
   readonly highRisk: ReadonlySet<string>;
   readonly blocked: ReadonlySet<string>;
+  readonly perCall: ReadonlySet<string>;
   readonly public: ReadonlySet<string>;
   readonly constraints: ReadonlyMap<string, Constraints>;
   readonly autonomousGrants: ReadonlySet<string>;
@@ -36,6 +37,7 @@ export function resolveCapabilityClasses(
   const neverByDefault = (names: Set<string>): Set<string> =>
     new Set([...names].filter((n) => !highRisk.has(n) && !blocked.has(n)));
   const defaults = neverByDefault(listedDefaults);
+  const perCall = new Set([...list(caps.per_call, 'capabilities.per_call')].filter((n) => !blocked.has(n)));
   // §5.2: listing without authentication hides nothing a self-signed host key could not list, so
   // an omitted list means every capability (the documented default, as without a policy file).
   const listedPublic = caps.public
@@ -48,6 +50,7 @@ export function resolveCapabilityClasses(
     defaults,
     highRisk,
     blocked,
+    perCall,
     public: publicNames,
     constraints,
     autonomousGrants,

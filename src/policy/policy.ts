@@ -76,6 +76,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
     defaults: classes.defaults,
     highRisk: classes.highRisk,
     blocked: classes.blocked,
+    perCall: classes.perCall,
     public: classes.public,
     constraints: classes.constraints,
     autonomousGrants: classes.autonomousGrants,

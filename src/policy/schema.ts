@@ -183,6 +183,20 @@ export const POLICY_SCHEMA = {
             "When approving on the proxy's pages needs proof of presence: a passkey assertion with user verification (§8.11). data_changing: capabilities whose method is not GET/HEAD or that capabilities.high_risk lists. always: every approval.",
           default: 'data_changing',
         },
+        per_call_expires_in: {
+          $ref: '#/$defs/duration',
+          description:
+            'How long a per-call approval (capabilities.per_call) waits for its approver before the call fails with approval_expired (§5.11).',
+          default: '5m',
+        },
+        per_call_max_result_bytes: {
+          type: 'integer',
+          description:
+            "Largest upstream result (UTF-8 JSON bytes) kept for a per-call approval's status URL; a larger one fails the call with payload_too_large.",
+          minimum: 1024,
+          maximum: 16777216,
+          default: 262144,
+        },
       },
     },
     lifetimes: {
@@ -240,6 +254,12 @@ export const POLICY_SCHEMA = {
         high_risk: {
           $ref: '#/$defs/capabilityList',
           description: 'Never auto-approved, even for linked hosts (§8.10); wins over every default list.',
+          default: [],
+        },
+        per_call: {
+          $ref: '#/$defs/capabilityList',
+          description:
+            'Every execution waits for a person to approve its exact arguments with a passkey (§5.11 202 pending, then the status URL); same entry forms as high_risk.',
           default: [],
         },
         blocked: {

@@ -47,6 +47,10 @@ export interface Policy {
     readonly verificationUri: string | null;
     /** §8.11: which approvals on the pages need a passkey assertion (src/protocol/presence.ts). */
     readonly requirePresence: 'data_changing' | 'always';
+    /** How long a per-call approval waits for its approver (§5.11). */
+    readonly perCallExpiresInMs: number;
+    /** Largest upstream result kept for a per-call approval's status URL (UTF-8 JSON bytes). */
+    readonly perCallMaxResultBytes: number;
   };
   readonly lifetimes: {
     /** Sliding, from the last request (§2.4); null: disabled. */
@@ -63,6 +67,8 @@ export interface Policy {
   readonly defaults: ReadonlySet<string>;
   readonly highRisk: ReadonlySet<string>;
   readonly blocked: ReadonlySet<string>;
+  /** Policy `capabilities.per_call`: every execution waits for a person's approval of its arguments. */
+  readonly perCall: ReadonlySet<string>;
   readonly public: ReadonlySet<string>;
   /** Server-imposed constraints (§2.13) by capability name, validated against its input fields. */
   readonly constraints: ReadonlyMap<string, Constraints>;

@@ -8,16 +8,16 @@
  * decision still needs a sign-in, fresh authentication and, for data-changing grants, a passkey.
  * The agent's `reason` is left out (§9.5: it may hold personal data); the page shows it.
  */
-import type { AgentRecord, ApprovalRecord, StoreReader } from '../storage/types.js';
+import type { AgentRecord, ApprovalRecord, PerCallRecord, StoreReader } from '../storage/types.js';
 import { approvalObject } from './approvals.js';
 import { iso, type ProtocolContext } from './context.js';
 
 /** Which approval requests are announced (proxy config `notifications.webhook.events`). */
-export type NoticeEvent = 'ciba' | 'device';
+export type NoticeEvent = 'ciba' | 'device' | 'per_call';
 
 export interface ApprovalNotice {
   readonly type: 'approval.requested';
-  readonly event: NoticeEvent;
+  readonly event: Exclude<NoticeEvent, 'per_call'>;
   readonly approval: {
     readonly id: string;
     readonly kind: ApprovalRecord['kind'];
@@ -47,9 +47,61 @@ export interface ApprovalNotice {
   }[];
 }
 
+/**
+ * A per-call approval (issue 16 §1): one execution waits for its addressee. The arguments are
+ * left out (§9.5: they may hold personal data, and a chat channel is no place for them); the
+ * page at `approval.url` shows them and is where the person decides, with a passkey.
+ */
+export interface PerCallNotice {
+  readonly type: 'approval.requested';
+  readonly event: 'per_call';
+  readonly approval: {
+    readonly id: string;
+    readonly kind: 'per_call';
+    readonly url: string;
+    readonly created_at: string;
+    readonly expires_at: string;
+  };
+  /** The addressee; null: any of the policy's `approval.approvers` (an autonomous agent). */
+  readonly user_id: string | null;
+  readonly agent: ApprovalNotice['agent'];
+  readonly host: ApprovalNotice['host'];
+  readonly capability: { readonly name: string; readonly description?: string; readonly method: string };
+}
+
 /** Where notices go; it must return at once (delivery happens in the background). */
 export interface ApprovalNotifier {
-  approvalRequested(notice: ApprovalNotice): void;
+  approvalRequested(notice: ApprovalNotice | PerCallNotice): void;
+}
+
+/** What the addressee of a per-call approval is told (read inside its transaction). */
+export function perCallNotice(
+  ctx: ProtocolContext,
+  tx: StoreReader,
+  r: PerCallRecord,
+  agent: AgentRecord,
+): PerCallNotice {
+  const capability = ctx.catalog.get(r.capability);
+  const description = capability?.description.split('\n')[0]?.trim();
+  return {
+    type: 'approval.requested',
+    event: 'per_call',
+    approval: {
+      id: r.id,
+      kind: 'per_call',
+      url: `${ctx.issuer()}/approvals/calls/${r.id}`,
+      created_at: iso(r.createdAt) ?? '',
+      expires_at: iso(r.expiresAt) ?? '',
+    },
+    user_id: r.userId,
+    agent: { id: agent.id, name: agent.name, mode: agent.mode },
+    host: { id: r.hostId, name: tx.host(r.hostId)?.name ?? null },
+    capability: {
+      name: r.capability,
+      ...(description ? { description } : {}),
+      method: capability?.operation.method.toUpperCase() ?? 'POST',
+    },
+  };
 }
 
 /** What the approver is told about a new approval request (read inside its transaction). */

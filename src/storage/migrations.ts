@@ -186,7 +186,7 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX passkeys_user ON passkeys (user_id, created_at);
   `,
-  // 11 (issue 16, branch h16-record): every approval bound to what was shown and recorded.
+  // 10 (issue 16 §2, §3): every approval bound to what was shown and recorded.
   // Grants keep what the agent proposed and what the approver approved apart from what is in
   // effect (constraints); sessions keep an OIDC sign-in's acr and amr for decision records; hosts
   // keep the IP and user agent they registered from (RFC 8628 §5.4, shown on the device page).
@@ -198,11 +198,42 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE hosts ADD COLUMN registered_ip TEXT;
   ALTER TABLE hosts ADD COLUMN registered_user_agent TEXT;
   `,
-  // 12 (issue 16 §5; numbered after 10 and 11 of other branches at merge): per-grant use counters
+  // 11 (issue 16 §5): per-grant use counters
   // for the account page. Kept on the row and bumped in coalesced batches (Store.touch), so the
   // page never counts activity rows (millions) and an execution never waits for a write.
   `
   ALTER TABLE grants ADD COLUMN uses INTEGER NOT NULL DEFAULT 0 CHECK (uses >= 0);
   ALTER TABLE grants ADD COLUMN last_used_at INTEGER;
+  `,
+  // 12: per-call approvals (issue 16 §1, §5.11): an execution of a `capabilities.per_call`
+  // capability waits here, with its exact arguments, until its addressee approves it with a
+  // passkey; then its outcome waits for the agent's poll. `user_id` is the addressee (the
+  // agent's user); NULL addresses `approval.approvers` (an autonomous agent). Every query has
+  // its index: by id; an agent's open ones (the per-agent bound; also the FK cascade); an
+  // addressee's open ones (inbox); the operator's list, newest first, with and without a status;
+  // pending ones past their deadline and rows past `keep_until` (sweep).
+  `
+  CREATE TABLE per_call_approvals (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
+    host_id TEXT NOT NULL,
+    user_id TEXT,
+    capability TEXT NOT NULL,
+    arguments TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'executing', 'completed', 'failed')),
+    result TEXT,
+    error TEXT,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    decided_at INTEGER,
+    decided_by TEXT,
+    keep_until INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX per_call_agent ON per_call_approvals (agent_id, status, expires_at);
+  CREATE INDEX per_call_addressee ON per_call_approvals (user_id, status, created_at, id);
+  CREATE INDEX per_call_listing ON per_call_approvals (created_at, id);
+  CREATE INDEX per_call_status ON per_call_approvals (status, created_at, id);
+  CREATE INDEX per_call_deadline ON per_call_approvals (status, expires_at);
+  CREATE INDEX per_call_keep ON per_call_approvals (keep_until);
   `,
 ];

@@ -21,6 +21,9 @@ import type {
   InboxQuery,
   PasskeyRecord,
   Patch,
+  PerCallQuery,
+  PerCallRecord,
+  PerCallStatus,
   SessionRecord,
   Store,
   StoreWriter,
@@ -150,6 +153,23 @@ const PASSKEY: Columns<PasskeyRecord> = {
   name: { column: 'name' },
   createdAt: { column: 'created_at' },
   lastUsedAt: { column: 'last_used_at' },
+};
+
+const PER_CALL: Columns<PerCallRecord> = {
+  id: { column: 'id' },
+  agentId: { column: 'agent_id' },
+  hostId: { column: 'host_id' },
+  userId: { column: 'user_id' },
+  capability: { column: 'capability' },
+  arguments: { column: 'arguments', kind: 'json' },
+  status: { column: 'status' },
+  result: { column: 'result', kind: 'json' },
+  error: { column: 'error', kind: 'json' },
+  createdAt: { column: 'created_at' },
+  expiresAt: { column: 'expires_at' },
+  decidedAt: { column: 'decided_at' },
+  decidedBy: { column: 'decided_by' },
+  keepUntil: { column: 'keep_until' },
 };
 
 /** better-sqlite3 returns BLOBs as Buffers; WebAuthn verification wants a plain Uint8Array. */
@@ -525,6 +545,99 @@ class SqliteStore implements Store {
     return this.stmt('DELETE FROM passkeys WHERE id = ? AND user_id = ?').run(id, userId).changes > 0;
   }
 
+  insertPerCall(record: PerCallRecord): void {
+    const p = params(PER_CALL, record);
+    const names = Object.keys(p);
+    this.stmt(
+      `INSERT INTO per_call_approvals (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
+    ).run(p);
+  }
+
+  perCall(id: string): PerCallRecord | undefined {
+    return this.one(PER_CALL, 'SELECT * FROM per_call_approvals WHERE id = ?', id);
+  }
+
+  perCallsAddressedTo(userId: string | null, now: number, limit: number): PerCallRecord[] {
+    // Two statements, so that each is one range of the (user_id, status, created_at, id) index,
+    // read in order; `+expires_at` keeps the planner from the deadline index (all users' rows).
+    const sql = (who: string): string =>
+      `SELECT * FROM per_call_approvals WHERE user_id ${who} AND status = 'pending' AND +expires_at > ?
+        ORDER BY created_at DESC, id DESC LIMIT ?`;
+    return userId === null
+      ? this.many(PER_CALL, sql('IS NULL'), now, limit)
+      : this.many(PER_CALL, sql('= ?'), userId, now, limit);
+  }
+
+  perCalls(query: PerCallQuery): PerCallRecord[] {
+    // A row-value keyset, so that each page is one range of its index (the first page starts
+    // below the largest time).
+    const values = {
+      beforeAt: query.before?.createdAt ?? Number.MAX_SAFE_INTEGER,
+      beforeId: query.before?.id ?? '',
+      limit: query.limit,
+    };
+    const keyset = '(created_at, id) < (@beforeAt, @beforeId)';
+    if (query.status === undefined) {
+      return this.many(
+        PER_CALL,
+        `SELECT * FROM per_call_approvals WHERE ${keyset} ORDER BY created_at DESC, id DESC LIMIT @limit`,
+        values,
+      );
+    }
+    return this.many(
+      PER_CALL,
+      `SELECT * FROM per_call_approvals WHERE status = @status AND ${keyset}
+        ORDER BY created_at DESC, id DESC LIMIT @limit`,
+      { ...values, status: query.status },
+    );
+  }
+
+  updatePerCall(id: string, from: PerCallStatus, patch: Patch<PerCallRecord>): boolean {
+    const sets: string[] = [];
+    const values: Row = { id, from };
+    for (const [field, value] of Object.entries(patch)) {
+      if (value === undefined) continue;
+      const col = (PER_CALL as Record<string, Column | undefined>)[field];
+      if (!col) throw new Error(`unknown field per_call_approvals.${field}`);
+      sets.push(`${col.column} = @${col.column}`);
+      values[col.column] = toColumnValue(value, col.kind);
+    }
+    if (sets.length === 0) return false;
+    return (
+      this.stmt(`UPDATE per_call_approvals SET ${sets.join(', ')} WHERE id = @id AND status = @from`).run(
+        values,
+      ).changes > 0
+    );
+  }
+
+  deletePerCall(id: string): void {
+    this.stmt('DELETE FROM per_call_approvals WHERE id = ?').run(id);
+  }
+
+  countOpenPerCalls(agentId: string, now: number): number {
+    return (
+      this.stmt(
+        "SELECT COUNT(*) AS n FROM per_call_approvals WHERE agent_id = ? AND status = 'pending' AND expires_at > ?",
+      ).get(agentId, now) as { n: number }
+    ).n;
+  }
+
+  overduePerCalls(now: number, limit: number): PerCallRecord[] {
+    return this.many(
+      PER_CALL,
+      "SELECT * FROM per_call_approvals WHERE status = 'pending' AND expires_at <= ? LIMIT ?",
+      now,
+      limit,
+    );
+  }
+
+  deleteStalePerCalls(now: number, limit: number): number {
+    return this.stmt(
+      `DELETE FROM per_call_approvals WHERE id IN
+        (SELECT id FROM per_call_approvals WHERE keep_until <= ? LIMIT ?)`,
+    ).run(now, limit).changes;
+  }
+
   write<T>(fn: (tx: StoreWriter) => T): T {
     // IMMEDIATE: take the write lock up front, so a read-then-write cannot be invalidated midway.
     return this.db.transaction(() => fn(this.writer)).immediate();
@@ -620,6 +733,14 @@ class SqliteStore implements Store {
       asyncJob: (id) => reader.asyncJob(id),
       agentsOfUser: (u, page) => reader.agentsOfUser(u, page),
       countAgentsOfUser: (u) => reader.countAgentsOfUser(u),
+      perCall: (id) => reader.perCall(id),
+      perCallsAddressedTo: (u, now, limit) => reader.perCallsAddressedTo(u, now, limit),
+      perCalls: (q) => reader.perCalls(q),
+      overduePerCalls: (now, limit) => reader.overduePerCalls(now, limit),
+      countOpenPerCalls: (a, now) => reader.countOpenPerCalls(a, now),
+      insertPerCall: (r) => this.insertPerCall(r),
+      updatePerCall: (id, from, patch) => this.updatePerCall(id, from, patch),
+      deletePerCall: (id) => this.deletePerCall(id),
       insertHost: (h) => insert('hosts', HOST, h),
       updateHost: (id, p) => update('hosts', HOST, id, p),
       deleteHost: (id) => {

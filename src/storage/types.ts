@@ -162,6 +162,43 @@ export interface AsyncJobRecord {
   readonly expiresAt: number;
 }
 
+/** Where a per-call approval stands (issue 16 §1); `executing` is taken once, before the call. */
+export type PerCallStatus = 'pending' | 'executing' | 'completed' | 'failed';
+
+/**
+ * One execution of a `capabilities.per_call` capability waiting for, or past, its approval
+ * (§5.11 async): the exact arguments shown to the approver, then the outcome for the agent.
+ */
+export interface PerCallRecord {
+  readonly id: string;
+  readonly agentId: string;
+  readonly hostId: string;
+  /** The addressee: the agent's user; null for an autonomous agent (policy `approval.approvers`). */
+  readonly userId: string | null;
+  readonly capability: string;
+  /** The agent's arguments, as sent (validated, within the grant's constraints). */
+  readonly arguments: Readonly<Record<string, unknown>>;
+  readonly status: PerCallStatus;
+  /** `completed`: the upstream's data. */
+  readonly result: unknown;
+  /** `failed`: the §5.13 error object. */
+  readonly error: Readonly<Record<string, unknown>> | null;
+  readonly createdAt: number;
+  /** The approval's deadline. */
+  readonly expiresAt: number;
+  readonly decidedAt: number | null;
+  readonly decidedBy: string | null;
+  /** When the row is deleted even if the agent never fetched the outcome. */
+  readonly keepUntil: number;
+}
+
+/** The operator's list of per-call approvals: newest first, keyset paginated. */
+export interface PerCallQuery {
+  readonly status?: PerCallStatus;
+  readonly before?: { readonly createdAt: number; readonly id: string };
+  readonly limit: number;
+}
+
 /**
  * A JWT id accepted for `identity` (e.g. `agent:agt_…`), to be refused again until `expiresAt`
  * (replay-journal.ts keeps them across restarts).
@@ -266,6 +303,18 @@ export interface StoreReader {
    */
   agentsOfUser(userId: string, page: { readonly limit: number; readonly offset: number }): AgentRecord[];
   countAgentsOfUser(userId: string): number;
+  perCall(id: string): PerCallRecord | undefined;
+  /**
+   * Open (pending, not past `now`) per-call approvals addressed to `userId`, or with `userId`
+   * null to the policy's approvers; newest first, at most `limit`.
+   */
+  perCallsAddressedTo(userId: string | null, now: number, limit: number): PerCallRecord[];
+  /** The operator's list: see PerCallQuery. */
+  perCalls(query: PerCallQuery): PerCallRecord[];
+  /** How many of an agent's per-call approvals are pending and not past `now`. */
+  countOpenPerCalls(agentId: string, now: number): number;
+  /** At most `limit` pending per-call rows whose deadline is at or before `now`. */
+  overduePerCalls(now: number, limit: number): PerCallRecord[];
 }
 
 /** Everything a transaction may change; all calls inside one `write` commit or roll back together. */
@@ -287,6 +336,13 @@ export interface StoreWriter extends StoreReader {
   appendActivity(record: ActivityRecord): void;
   /** Deletes at most `limit` of an agent's activity rows, oldest first (§9.2); returns how many. */
   deleteAgentActivity(agentId: string, limit: number): number;
+  insertPerCall(record: PerCallRecord): void;
+  /**
+   * Moves a per-call row on only if its status is still `from`; returns whether it did (a
+   * compare-and-set: of two concurrent decisions only one moves it).
+   */
+  updatePerCall(id: string, from: PerCallStatus, patch: Patch<PerCallRecord>): boolean;
+  deletePerCall(id: string): void;
 }
 
 export interface Store extends StoreReader {
@@ -330,6 +386,8 @@ export interface Store extends StoreReader {
   recordPasskeyUse(id: string, counter: number, at: number): void;
   /** Deletes the passkey only if it is `userId`'s; returns whether one was deleted. */
   deletePasskey(id: string, userId: string): boolean;
+  /** Deletes at most `limit` per-call rows whose `keep_until` is at or before `now`; returns how many. */
+  deleteStalePerCalls(now: number, limit: number): number;
   /** Deletes pending agents and hosts created before `before` (§10.9); returns how many. */
   deleteStalePending(before: number): { agents: number; hosts: number };
   close(): void;

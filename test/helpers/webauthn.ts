@@ -37,10 +37,10 @@ export class SoftAuthenticator {
     return this.credentialId.toString('base64url');
   }
 
-  /** `navigator.credentials.create()`'s answer, as JSON text. */
-  register(input: CeremonyInput): string {
+  /** The COSE-encoded public key, as the server stores it after enrolment. */
+  cosePublicKey(): Uint8Array {
     const jwk = this.#publicKey.export({ format: 'jwk' });
-    const cose = isoCBOR.encode(
+    return isoCBOR.encode(
       new Map<number, number | Uint8Array>([
         [1, 2],
         [3, -7],
@@ -49,6 +49,11 @@ export class SoftAuthenticator {
         [-3, new Uint8Array(Buffer.from(jwk.y ?? '', 'base64url'))],
       ]),
     );
+  }
+
+  /** `navigator.credentials.create()`'s answer, as JSON text. */
+  register(input: CeremonyInput): string {
+    const cose = this.cosePublicKey();
     const idLength = Buffer.alloc(2);
     idLength.writeUInt16BE(this.credentialId.length);
     const authData = Buffer.concat([

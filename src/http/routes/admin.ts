@@ -19,6 +19,7 @@ import { agentView, hostView } from '../../protocol/views.js';
 import { currentAgent } from '../../protocol/lifecycle.js';
 import type { ActivityRecord, HostStatus } from '../../storage/types.js';
 import { need, step, type Exchange, type SharedStep } from '../pipeline.js';
+import { adminPerCallRoutes } from './admin-per-call.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
 import { jsonBody } from '../steps/body.js';
@@ -285,6 +286,8 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
       sendJson(rc.res, 200, revokeAgent(ctx, rc.params.id ?? '', { by: ACTOR }));
     }),
   );
+
+  adminPerCallRoutes(router, { ctx, read, change, reasonOf: (x) => optionalString(body(x), 'reason') });
 
   router.add(
     'GET',

@@ -1,6 +1,7 @@
 /**
  * `GET {issuer}/approvals` (issue 11): the signed-in approver's inbox of open requests addressed
- * to them (src/protocol/inbox.ts). It only lists: each card opens the request in the device
+ * to them (src/protocol/inbox.ts), and the per-call approvals waiting for them (issue 16 §1;
+ * each card links to its own page, routes/per-call.ts). It only lists: each card opens the request in the device
  * page's request view (POST /device), and the decision goes through the same Approve and Deny
  * steps, with the same Origin, CSRF, fresh-authentication and content-hash checks.
  */
@@ -18,6 +19,9 @@ import { perIp } from '../steps/limits.js';
 import { page, session } from '../steps/page.js';
 import { whoAmI } from '../views/device.js';
 import { inboxView } from '../views/inbox.js';
+import { perCallCard, perCallSection } from '../views/per-call.js';
+import { perCallInbox } from '../../protocol/per-call.js';
+import { partiesOf } from './per-call.js';
 
 export interface ApprovalsRouteOptions {
   readonly ctx: ProtocolContext;
@@ -47,8 +51,11 @@ export function approvalsRoutes(
       } else {
         const cursor = (x.url.searchParams.get('before') ?? '').slice(0, 100) || null;
         const listed = inboxPage(ctx, s.userId, cursor);
+        const now = ctx.clock.now();
+        const calls = perCallInbox(ctx, s.userId).map((r) => perCallCard(r, partiesOf(ctx, r), now));
         body.push(
           whoAmI(s),
+          perCallSection(calls),
           inboxView(
             s,
             listed,

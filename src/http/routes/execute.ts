@@ -1,14 +1,18 @@
 /**
  * §5.11 `POST /capability/execute` and the async status URL `GET /capability/status/{id}`.
  * Execute's steps: agent token (audience: the execute location) → limits → replay record →
- * body → authorization (grant) → validation → constraints → capability limit → the upstream call →
- * the answer (`{data}`, an event stream, or `202 {status: "pending", status_url}`); every
- * accepted attempt leaves an activity record (§11).
+ * body → authorization (grant) → validation → constraints → capability limit → per-call approval
+ * (policy `capabilities.per_call`: `202` pending, nothing sent until a person approves these exact
+ * arguments; protocol/per-call.ts) → the upstream call → the answer (`{data}`, an event stream,
+ * or `202 {status: "pending", status_url}`); every accepted attempt leaves an activity record
+ * (§11). The status URL serves async jobs (`job_…`) and per-call approvals (`call_…`) alike.
  */
 import type { ExecutionSettings } from '../../config/settings.js';
 import { ProtocolError, toProtocolError } from '../../errors.js';
 import { executionRecord } from '../../protocol/execution-record.js';
 import { authorizeStatusRead, openAsyncJob, statusUrlOf } from '../../protocol/async-jobs.js';
+import { isPerCallId, openPerCall } from '../../protocol/per-call.js';
+import { pollPerCall } from '../../protocol/per-call-decide.js';
 import type { AgentAuth } from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import {
@@ -69,6 +73,8 @@ interface Execution {
   slot?: Slot;
   abort?: AbortController;
   outcome?: ExecutionOutcome;
+  /** Per-call approval: answered 202; the upstream is called only once a person approves. */
+  deferred?: boolean;
 }
 
 export function executeRoutes(router: Router, options: ExecuteRouteOptions): ExecuteRoutes {
@@ -110,13 +116,24 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         const { capability, auth } = need(s.authorized, 'authorized');
         limits.capability(capability.name, auth.agent.id, auth.host.id, auth.agent.userId);
       }),
+      // Issue 16 §1: a per-call capability stops here, after every check, as a §5.11 async
+      // execution waiting for its addressee's approval of these exact arguments.
+      step('per-call', (x, s) => {
+        const { capability, auth, args } = need(s.authorized, 'authorized');
+        if (!ctx.policy.perCall.has(capability.name)) return;
+        const statusUrl = openPerCall(ctx, auth, { capability: capability.name, args });
+        s.deferred = true;
+        sendJson(x.res, 202, { status: 'pending', status_url: statusUrl });
+      }),
       // Fair share (issue 10 class 7): a slot for this agent and host, held until the call is
       // over (data, 202, failure, disconnect, stream end) and given back by the last word below.
       step('upstream-slot', (_x, s) => {
+        if (s.deferred) return;
         const { auth } = need(s.authorized, 'authorized');
         s.slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
       }),
       step('upstream', async (x, s) => {
+        if (s.deferred) return;
         const authorized = need(s.authorized, 'authorized');
         // The grant's use (account page), counted in memory and flushed in batches: no write here.
         ctx.usage.recordGrant(authorized.grant.id, ctx.clock.now());
@@ -136,6 +153,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         });
       }),
       step('respond', async (x, s) => {
+        if (s.deferred) return;
         const outcome = need(s.outcome, 'outcome');
         const authorized = need(s.authorized, 'authorized');
         if (outcome.kind === 'data') {
@@ -175,7 +193,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           auth: x.agent,
           capability: s.request.name,
           args: s.request.args,
-          outcome: e ? e.code : 'success',
+          outcome: e ? e.code : s.deferred ? 'pending_approval' : 'success',
           latencyMs: performance.now() - s.started,
           upstreamStatus,
           requestId: x.requestId,
@@ -193,6 +211,15 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     step('poll', async (x) => {
       const auth = need(x.agent, 'agent');
       const id = x.params.id ?? '';
+      if (isPerCallId(id)) {
+        const state = pollPerCall(ctx, auth, id);
+        sendJson(
+          x.res,
+          200,
+          state.status === 'pending' ? { ...state, status_url: statusUrlOf(ctx, id) } : state,
+        );
+        return;
+      }
       const { job, capability } = authorizeStatusRead(ctx, auth, id);
       x.decision.capability = capability.name;
       // A status poll is an upstream call too: it holds a slot while it runs.

@@ -1,7 +1,8 @@
 /**
  * Accessibility of the approval pages (issue 16, §5): axe-core's WCAG 2.0/2.1/2.2 A and AA rules
  * run in headless Chromium on every page a person meets (sign-in, the device page signed out and
- * signed in, a request with its decision form, the inbox, the account page), at desktop and phone
+ * signed in, a request with its decision form, the inbox, the account page, a per-call approval
+ * with its arguments, issue 16 §1), at desktop and phone
  * width; each must have 0 violations. axe is injected into the page, so these contexts bypass the
  * pages' CSP (which allows no such script); everything else is the real server.
  */
@@ -12,6 +13,7 @@ import { hashPassword } from '../../../src/util/password.js';
 import { freePort, launchChromium, submitForm as submit, writeConfig } from '../../helpers/browser.js';
 import { generateTestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
+import { softPasskey } from '../../helpers/per-call.js';
 import { PETSTORE } from '../../helpers/proxy.js';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -20,6 +22,7 @@ const PASSWORD = 'correct horse battery staple';
 const ALICE = 'alice@example.com';
 const POLICY = `capabilities:
   public: ["*"]
+  per_call: [place_order]
 approval:
   methods: [device_authorization, ciba]
   approvers: [${ALICE}]
@@ -33,6 +36,7 @@ let p: TestProtocol;
 let browser: Browser;
 let origin = '';
 let code = '';
+let callPath = '';
 
 beforeAll(async () => {
   const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
@@ -60,6 +64,13 @@ beforeAll(async () => {
     binding_message: 'Confirm code 4471',
   });
   expect(ciba.body.approval.method).toBe('ciba');
+  // A per-call execution waiting for alice (issue 16 §1).
+  const buyer = await p.activeAgent(['place_order'], { userId: ALICE });
+  const call = await p.execute(buyer.agent, buyer.agentId, 'place_order', { petId: 7, quantity: 2 });
+  expect(call.status).toBe(202);
+  callPath = `/approvals/calls/${String(call.body.status_url).split('/').pop() ?? ''}`;
+  // With a passkey the call page shows its Approve form (the passkey prompt), which is checked too.
+  softPasskey(p, ALICE);
 });
 afterAll(async () => {
   await browser?.close();
@@ -170,6 +181,19 @@ describe.each([
     expect(await violations(page)).toEqual([]);
     expect(await scrollsSideways(page)).toBe(false);
     await page.goto(`${origin}/account`);
+    expect(await violations(page)).toEqual([]);
+    expect(await scrollsSideways(page)).toBe(false);
+    await page.context().close();
+  });
+
+  it('a per-call approval with its arguments, and its inbox card, have 0 violations', async () => {
+    const page = await signedInPage(width, height, '/approvals');
+    expect(await page.locator('#calls li.card').count()).toBeGreaterThan(0);
+    expect(await violations(page)).toEqual([]);
+    expect(await scrollsSideways(page)).toBe(false);
+    await page.goto(`${origin}${callPath}`);
+    expect(await page.textContent('#arguments')).toContain('quantity');
+    expect(await page.locator('#approve-form button').count()).toBe(1);
     expect(await violations(page)).toEqual([]);
     expect(await scrollsSideways(page)).toBe(false);
     await page.context().close();

@@ -39,7 +39,7 @@ describe('notifications config', () => {
     expect(s.notifications.webhook).toEqual({
       url: 'https://chat.example/hooks/T0/B0/xyz',
       secret: SECRET,
-      events: new Set(['ciba']),
+      events: new Set(['ciba', 'per_call']),
       timeoutMs: 5000,
       maxAttempts: 6,
       retryBackoffMs: 1000,

@@ -60,6 +60,8 @@ describe('config/policy.example.yaml', () => {
       approvers: ['alice@example.com'],
       verificationUri: null,
       requirePresence: 'data_changing',
+      perCallExpiresInMs: 300_000,
+      perCallMaxResultBytes: 262_144,
     });
     expect(policy.lifetimes).toEqual({
       sessionTtlMs: 30 * 60_000,
@@ -73,6 +75,7 @@ describe('config/policy.example.yaml', () => {
     expect(sorted(policy.defaults)).toEqual(['get_pet', 'list_pets']);
     expect(sorted(policy.highRisk)).toEqual(['delete_pet', 'place_order']);
     expect(sorted(policy.blocked)).toEqual(['get_inventory']);
+    expect(sorted(policy.perCall)).toEqual(['place_order']);
     expect(sorted(policy.public)).toEqual(['get_pet', 'list_pets']);
     expect(Object.fromEntries(policy.constraints)).toEqual({
       place_order: { quantity: { min: 1, max: 10 } },
@@ -151,6 +154,8 @@ describe('defaults', () => {
         approvers: [],
         verificationUri: null,
         requirePresence: 'data_changing',
+        perCallExpiresInMs: 300_000,
+        perCallMaxResultBytes: 262_144,
       });
       expect(policy.lifetimes).toEqual({
         sessionTtlMs: 1_800_000,
@@ -160,7 +165,13 @@ describe('defaults', () => {
         clockSkewSec: 30,
         pendingCleanupMs: 86_400_000,
       });
-      for (const set of [policy.defaults, policy.highRisk, policy.blocked, policy.autonomousGrants])
+      for (const set of [
+        policy.defaults,
+        policy.highRisk,
+        policy.blocked,
+        policy.perCall,
+        policy.autonomousGrants,
+      ])
         expect(set.size).toBe(0);
       // Omitted, public means every capability (README policy table), as without a policy file.
       expect(policy.public.size).toBe(catalog.capabilities.length);

@@ -1,0 +1,153 @@
+/**
+ * Per-call approvals after they were opened (issue 16 §1; per-call.ts opens them): the
+ * addressee's Deny, Approve's once-only claim against the shown hash, the stored outcome, expiry,
+ * the agent's poll of the status URL (§5.11: a final state is delivered once, then deleted) and
+ * the maintenance sweep. Each change is a compare-and-set on the row's status with its §11
+ * activity record in the same transaction.
+ */
+import { ProtocolError } from '../errors.js';
+import type { PerCallRecord } from '../storage/types.js';
+import type { AgentAuth } from './authenticate.js';
+import type { ProtocolContext } from './context.js';
+import { PER_CALL_RESULT_TTL_MS, PER_CALL_SWEEP_BATCH, perCallEvent, shownHash } from './per-call.js';
+
+/** Who decided and how they authenticated (§11: on the activity record). */
+export interface PerCallDecider {
+  readonly actor: string;
+  readonly authMethod: string;
+  /** Deny only: the approver's reason, plain text, capped. */
+  readonly reason?: string;
+}
+
+/** Denies a pending call; false when it was no longer pending. Nothing is executed. */
+export function denyPerCall(ctx: ProtocolContext, r: PerCallRecord, by: PerCallDecider): boolean {
+  const now = ctx.clock.now();
+  return ctx.write((tx) => {
+    const moved = tx.updatePerCall(r.id, 'pending', {
+      status: 'failed',
+      error: new ProtocolError('approval_denied').toBody(),
+      decidedAt: now,
+      decidedBy: by.actor,
+      keepUntil: now + PER_CALL_RESULT_TTL_MS,
+    });
+    if (moved) {
+      tx.appendActivity(
+        perCallEvent(r, now, 'per_call.denied', 'denied', {
+          by: by.actor,
+          auth_method: by.authMethod,
+          ...(by.reason ? { reason: by.reason } : {}),
+        }),
+      );
+    }
+    return moved;
+  });
+}
+
+/**
+ * Approve, before anything is sent: the stored row must still hash to `hash` (what the passkey
+ * confirmed) and still be pending and in time; it becomes `executing` in the same transaction,
+ * so a second submit (or a second approver) finds nothing to run.
+ */
+export function claimPerCall(
+  ctx: ProtocolContext,
+  id: string,
+  hash: string,
+  by: PerCallDecider,
+): PerCallRecord | undefined {
+  const now = ctx.clock.now();
+  return ctx.write((tx) => {
+    const r = tx.perCall(id);
+    if (!r || r.status !== 'pending' || r.expiresAt <= now || shownHash(r) !== hash) return undefined;
+    if (!tx.updatePerCall(id, 'pending', { status: 'executing', decidedAt: now, decidedBy: by.actor })) {
+      return undefined;
+    }
+    tx.appendActivity(
+      perCallEvent(r, now, 'per_call.approved', 'approved', {
+        by: by.actor,
+        auth_method: by.authMethod,
+        content_hash: hash,
+      }),
+    );
+    return r;
+  });
+}
+
+/** Stores the outcome of a claimed call for the agent's poll. */
+export function finishPerCall(
+  ctx: ProtocolContext,
+  r: PerCallRecord,
+  outcome: { readonly result: unknown; readonly upstreamStatus: number } | { readonly error: ProtocolError },
+): void {
+  const now = ctx.clock.now();
+  const failed = 'error' in outcome;
+  ctx.write((tx) => {
+    tx.updatePerCall(r.id, 'executing', {
+      status: failed ? 'failed' : 'completed',
+      ...(failed ? { error: outcome.error.toBody() } : { result: outcome.result }),
+      keepUntil: now + PER_CALL_RESULT_TTL_MS,
+    });
+    tx.appendActivity(
+      perCallEvent(r, now, 'per_call.executed', failed ? outcome.error.code : 'success', {
+        ...(failed ? {} : { upstream_status: outcome.upstreamStatus }),
+      }),
+    );
+  });
+}
+
+/** A pending call past its deadline fails with approval_expired (§5.11 `failed`). */
+function expire(ctx: ProtocolContext, r: PerCallRecord): void {
+  const now = ctx.clock.now();
+  ctx.write((tx) => {
+    const moved = tx.updatePerCall(r.id, 'pending', {
+      status: 'failed',
+      error: new ProtocolError('approval_expired').toBody(),
+      keepUntil: now + PER_CALL_RESULT_TTL_MS,
+    });
+    if (moved) tx.appendActivity(perCallEvent(r, now, 'per_call.expired', 'expired', {}));
+  });
+}
+
+export type PerCallState =
+  | { readonly status: 'pending' }
+  | { readonly status: 'completed'; readonly result: unknown }
+  | { readonly status: 'failed'; readonly error: Readonly<Record<string, unknown>> };
+
+/**
+ * §5.11 polling of a per-call status URL by `auth`'s agent (the token step has checked a fresh
+ * JWT). A final state is delivered once: the row is deleted as it is read.
+ */
+export function pollPerCall(ctx: ProtocolContext, auth: AgentAuth, id: string): PerCallState {
+  let r = ctx.store.perCall(id);
+  if (!r) {
+    throw new ProtocolError(
+      'execution_not_found',
+      'No execution with that id exists: it expired, or its outcome was already delivered.',
+    );
+  }
+  if (r.agentId !== auth.agent.id) {
+    throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
+  }
+  if (r.status === 'pending' && r.expiresAt <= ctx.clock.now()) {
+    expire(ctx, r);
+    r = ctx.store.perCall(id) ?? r;
+  }
+  if (r.status === 'pending' || r.status === 'executing') return { status: 'pending' };
+  const delivered = r;
+  const gone = ctx.write((tx) => {
+    if (!tx.perCall(id)) return false;
+    tx.deletePerCall(id);
+    return true;
+  });
+  if (!gone) throw new ProtocolError('execution_not_found', 'This outcome was already delivered.');
+  return delivered.status === 'completed'
+    ? { status: 'completed', result: delivered.result }
+    : { status: 'failed', error: delivered.error ?? new ProtocolError('internal_error').toBody() };
+}
+
+/** Maintenance: overdue approvals fail, undelivered outcomes past keep_until go; small batches. */
+export function sweepPerCalls(ctx: ProtocolContext): { expired: number; deleted: number } {
+  const now = ctx.clock.now();
+  const overdue = ctx.store.overduePerCalls(now, PER_CALL_SWEEP_BATCH);
+  for (const r of overdue) expire(ctx, r);
+  return { expired: overdue.length, deleted: ctx.store.deleteStalePerCalls(now, PER_CALL_SWEEP_BATCH) };
+}

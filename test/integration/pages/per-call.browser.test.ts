@@ -1,0 +1,177 @@
+/**
+ * Per-call approval in headless Chromium (issue 16 §1, §5.11, §8.11): an agent's execute through
+ * the real proxy answers 202; the user signs in, opens the call from the inbox, reads the exact
+ * arguments and approves with Chromium's virtual passkey; the agent's poll (a fresh JWT each time)
+ * gets the upstream's result, and the recording upstream received exactly the approved
+ * arguments exactly once. Also: deny, a revoked agent, and an assertion captured for one call
+ * replayed on another. One server and one browser for the file. Screenshot:
+ * docs/screenshots/per-call-approval.png.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, screenshot, submitForm } from '../../helpers/browser.js';
+import type { TestKey } from '../../helpers/keys.js';
+import { callIdOf, PASSWORD, startPerCallProxy, type PerCallProxy } from '../../helpers/per-call.js';
+import { enrolOnPage, pageWithAuthenticator, signInOnPage } from '../../helpers/virtual-authenticator.js';
+
+const ALICE = 'alice@example.com';
+const POLICY = `capabilities:
+  per_call: [send_transfer]
+rate_limits:
+  unknown_host_registration: null
+`;
+
+let s: PerCallProxy;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  s = await startPerCallProxy({ policy: POLICY, users: [ALICE] });
+  browser = await launchChromium();
+  page = await pageWithAuthenticator(browser);
+  await signInOnPage(page, s.p.issuer, ALICE, PASSWORD);
+  await enrolOnPage(page, s.p.issuer, 'This browser');
+});
+afterAll(async () => {
+  await browser?.close();
+  await s?.close();
+});
+
+interface Agent {
+  readonly agent: TestKey;
+  readonly agentId: string;
+}
+
+async function poll(a: Agent, statusUrl: string): Promise<{ status: number; body: any }> {
+  return s.p.request('GET', new URL(statusUrl).pathname, { token: await s.p.agentToken(a.agent, a.agentId) });
+}
+
+async function pending(a: Agent, args: Record<string, unknown>): Promise<string> {
+  const reply = await s.p.execute(a.agent, a.agentId, 'send_transfer', args);
+  expect(reply.status).toBe(202);
+  expect(reply.body.status).toBe('pending');
+  return reply.body.status_url as string;
+}
+
+async function openCall(id: string): Promise<void> {
+  await page.goto(`${s.p.issuer}/approvals/calls/${id}`);
+  expect(await page.textContent('#call-title')).toBe('Approve one call');
+}
+
+describe('per-call approval in the browser', () => {
+  it('execute → 202 → approve from the inbox with the passkey → the poll returns the result; the upstream got exactly these arguments once', async () => {
+    const a = await s.p.activeAgent(['send_transfer'], { userId: ALICE });
+    s.upstream.reset();
+    const memo = `Deposit for the flat at 12 Rue des Lilas. ${'Keep this note. '.repeat(20)}`;
+    const args = { to: 'acct-42', amount: 125000, memo };
+    const statusUrl = await pending(a, args);
+    const id = callIdOf(statusUrl);
+
+    await page.goto(`${s.p.issuer}/approvals`);
+    const card = page.locator(`#call-${id}`);
+    expect(await card.textContent()).toContain('send_transfer');
+    await Promise.all([page.waitForEvent('load'), card.locator('a.button').click()]);
+    const shown = (await page.textContent('#arguments')) ?? '';
+    expect(shown).toContain('Destination account');
+    expect(shown).toContain('acct-42');
+    expect(shown).toContain('Amount in cents');
+    expect(shown).toContain('125000');
+    // The long memo is folded, with the whole value one click away (no script needed).
+    expect(await page.textContent('#all-memo summary')).toBe(`Show all ${memo.length} characters`);
+    expect(await page.locator('#all-memo pre').textContent()).toBe(memo);
+    expect(s.upstream.requests).toHaveLength(0);
+    await screenshot(page, 'per-call-approval');
+
+    expect(await submitForm(page, '#approve-form button')).toBe(200);
+    expect(await page.textContent('#outcome')).toContain('ran once');
+    const sent = s.upstream.received('/transfers');
+    expect(sent).toHaveLength(1);
+    expect(JSON.parse(sent[0]?.body.toString('utf8') ?? '')).toEqual(args);
+
+    const done = await poll(a, statusUrl);
+    expect(done.body.status).toBe('completed');
+    expect(JSON.parse(done.body.result.body)).toEqual(args);
+    // Delivered once; the page and a second poll find nothing; the upstream saw one call.
+    expect((await poll(a, statusUrl)).status).toBe(404);
+    await page.goto(`${s.p.issuer}/approvals/calls/${id}`);
+    expect(await page.textContent('#outcome')).toContain('No open call of yours');
+    expect(s.upstream.requests).toHaveLength(1);
+  });
+
+  it('deny → the poll says failed with approval_denied, and nothing reached the upstream', async () => {
+    const a = await s.p.activeAgent(['send_transfer'], { userId: ALICE });
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-13', amount: 999 });
+    await openCall(callIdOf(statusUrl));
+    await page.fill('#deny-reason', 'Not a payee I know');
+    expect(await submitForm(page, '#deny-form button')).toBe(200);
+    expect(await page.textContent('#outcome')).toContain('Denied');
+    const done = await poll(a, statusUrl);
+    expect(done.body).toEqual({
+      status: 'failed',
+      error: { error: 'approval_denied', message: expect.any(String) },
+    });
+    expect(s.upstream.requests).toHaveLength(0);
+  });
+
+  it('expiry (test clock) → the page no longer offers it, the poll says failed with approval_expired', async () => {
+    const a = await s.p.activeAgent(['send_transfer'], { userId: ALICE });
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-16', amount: 3 });
+    const id = callIdOf(statusUrl);
+    await openCall(id);
+    expect(await page.textContent('#time-left')).toContain('5 minutes left');
+    s.clock.advance(5 * 60_000);
+    await page.reload();
+    expect(await page.textContent('#outcome')).toContain('No open call of yours');
+    const done = await poll(a, statusUrl);
+    expect(done.body).toEqual({
+      status: 'failed',
+      error: { error: 'approval_expired', message: expect.any(String) },
+    });
+    expect(s.upstream.requests).toHaveLength(0);
+  });
+
+  it('an agent revoked before the approval: nothing is executed and the call fails with agent_revoked', async () => {
+    const a = await s.p.activeAgent(['send_transfer'], { userId: ALICE });
+    s.upstream.reset();
+    const id = callIdOf(await pending(a, { to: 'acct-14', amount: 5 }));
+    expect((await s.p.admin('POST', `/admin/agents/${a.agentId}/revoke`, {})).status).toBe(200);
+    await openCall(id);
+    expect(await submitForm(page, '#approve-form button')).toBe(200);
+    expect(await page.textContent('#outcome')).toContain('could not be completed');
+    expect(s.upstream.requests).toHaveLength(0);
+    const listed = await s.p.admin('GET', '/admin/per-call-approvals?status=failed&limit=200');
+    const row = listed.body.per_call_approvals.find((r: { id: string }) => r.id === id);
+    expect(row.error.error).toBe('agent_revoked');
+  });
+
+  it('a passkey assertion captured for one call is refused for another: the challenge commits to what was shown', async () => {
+    const a = await s.p.activeAgent(['send_transfer'], { userId: ALICE });
+    s.upstream.reset();
+    const first = callIdOf(await pending(a, { to: 'acct-15', amount: 1 }));
+    const second = callIdOf(await pending(a, { to: 'acct-evil', amount: 100000 }));
+    // The ceremony for the first call, run as the page script would, but kept instead of sent.
+    await openCall(first);
+    const captured = await page.evaluate<string>(`(async () => {
+      const form = document.getElementById('approve-form');
+      const res = await fetch(form.getAttribute('data-options'), { method: 'POST', body: new URLSearchParams(new FormData(form)) });
+      const json = await res.json();
+      const answer = await window.SimpleWebAuthnBrowser.startAuthentication({ optionsJSON: json.assertion });
+      return JSON.stringify(answer);
+    })()`);
+    // …posted with the second call's own form (its CSRF token and shown hash).
+    await openCall(second);
+    const status = await page.evaluate<number>(`(async () => {
+      const form = document.getElementById('approve-form');
+      const body = new URLSearchParams(new FormData(form));
+      body.set('assertion', ${JSON.stringify(captured)});
+      const res = await fetch(form.getAttribute('action'), { method: 'POST', body });
+      return res.status;
+    })()`);
+    expect(status).toBe(403);
+    expect(s.p.proxy.protocol.store.perCall(second)?.status).toBe('pending');
+    expect(s.p.proxy.protocol.store.perCall(first)?.status).toBe('pending');
+    expect(s.upstream.requests).toHaveLength(0);
+  });
+});

@@ -1,0 +1,379 @@
+/**
+ * Per-call approval over real HTTP (issue 16 §1, §5.11): a real proxy (SQLite file, issuer
+ * http://localhost:PORT), a recording upstream, really signed agent JWTs, approvers working the
+ * pages with a software passkey (test/helpers/per-call.ts). The Chromium flow is in
+ * test/integration/pages/per-call.browser.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin } from '../../../src/cli/admin.js';
+import type { TestKey } from '../../helpers/keys.js';
+import { ADMIN_TOKEN, type TestProtocol } from '../../helpers/protocol.js';
+import {
+  callIdOf,
+  PageClient,
+  softPasskey,
+  startPerCallProxy,
+  type PerCallProxy,
+} from '../../helpers/per-call.js';
+import { TestUpstream } from '../../helpers/upstream.js';
+import type { SoftAuthenticator } from '../../helpers/webauthn.js';
+
+const ALICE = 'alice@example.com';
+const BOB = 'bob@example.com';
+const POLICY = `capabilities:
+  per_call: [send_transfer, {paths: ['/reports/*']}]
+approval:
+  per_call_expires_in: 5m
+  per_call_max_result_bytes: 1024
+rate_limits:
+  unknown_host_registration: null
+`;
+
+let s: PerCallProxy;
+let p: TestProtocol;
+let alice: PageClient;
+let alicePasskey: SoftAuthenticator;
+
+beforeAll(async () => {
+  s = await startPerCallProxy({ policy: POLICY, users: [ALICE, BOB] });
+  p = s.p;
+  alice = await PageClient.signIn(p.issuer, ALICE);
+  alicePasskey = softPasskey(p, ALICE);
+});
+afterAll(() => s?.close());
+
+interface Agent {
+  readonly agent: TestKey;
+  readonly agentId: string;
+}
+
+async function aliceAgent(): Promise<Agent> {
+  return p.activeAgent(['send_transfer', 'get_report'], { userId: ALICE });
+}
+
+async function poll(a: Agent, statusUrl: string): Promise<{ status: number; body: any }> {
+  return p.request('GET', new URL(statusUrl).pathname, { token: await p.agentToken(a.agent, a.agentId) });
+}
+
+/** A per-call execute: 202 with a status URL on the proxy (§5.11). */
+async function pending(
+  a: Agent,
+  args: Record<string, unknown>,
+  capability = 'send_transfer',
+): Promise<string> {
+  const reply = await p.execute(a.agent, a.agentId, capability, args);
+  expect(reply.status).toBe(202);
+  expect(Object.keys(reply.body).sort()).toEqual(['status', 'status_url']);
+  expect(reply.body.status).toBe('pending');
+  return reply.body.status_url as string;
+}
+
+describe('per-call approval (§5.11 async, issue 16 §1)', () => {
+  it('waits without calling the upstream, then runs the approved arguments exactly once', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    const args = { to: 'acct-42', amount: 1250, memo: 'rent' };
+    const statusUrl = await pending(a, args);
+    expect(statusUrl).toMatch(new RegExp(`^${p.issuer}/capability/status/call_`));
+    expect(s.upstream.requests).toHaveLength(0);
+    expect((await poll(a, statusUrl)).body).toEqual({ status: 'pending', status_url: statusUrl });
+
+    const approved = await alice.approve(callIdOf(statusUrl), alicePasskey);
+    expect(approved.status).toBe(200);
+    expect(approved.text).toContain('ran once');
+    const sent = s.upstream.received('/transfers');
+    expect(sent).toHaveLength(1);
+    expect(JSON.parse(sent[0]?.body.toString('utf8') ?? '')).toEqual(args);
+
+    const done = await poll(a, statusUrl);
+    expect(done.status).toBe(200);
+    expect(done.body.status).toBe('completed');
+    expect(JSON.parse(done.body.result.body)).toEqual(args);
+    expect(Object.keys(done.body).sort()).toEqual(['result', 'status']);
+    // Delivered once: the row is gone; a second poll or a re-submitted approval runs nothing.
+    expect(p.proxy.protocol.store.perCall(callIdOf(statusUrl))).toBeUndefined();
+    expect((await poll(a, statusUrl)).body.error).toBe('execution_not_found');
+    const again = await alice.post(`/approvals/calls/${callIdOf(statusUrl)}/approve`, {
+      csrf: 'x',
+      shown: 'y',
+    });
+    expect(again.status).not.toBe(200);
+    expect(s.upstream.requests).toHaveLength(1);
+    const types = p.proxy.protocol.store
+      .activity({ agentId: a.agentId, limit: 50 })
+      .map((r) => r.type)
+      .filter((t) => t.startsWith('per_call.'));
+    expect(types.sort()).toEqual(['per_call.approved', 'per_call.executed', 'per_call.opened']);
+    const approval = p.proxy.protocol.store
+      .activity({ agentId: a.agentId, limit: 50 })
+      .find((r) => r.type === 'per_call.approved');
+    expect(approval?.detail).toMatchObject({
+      by: ALICE,
+      auth_method: 'passkey',
+      content_hash: expect.any(String),
+    });
+  });
+
+  it('polling needs a fresh JWT of the same agent: another agent is refused', async () => {
+    const a = await aliceAgent();
+    const other = await aliceAgent();
+    const statusUrl = await pending(a, { to: 'acct-1', amount: 1 });
+    const foreign = await poll(other, statusUrl);
+    expect(foreign.status).toBe(403);
+    expect(foreign.body.error).toBe('unauthorized');
+    expect((await poll(a, statusUrl)).body.status).toBe('pending');
+  });
+
+  it('expires: failed with approval_expired, nothing executed', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-2', amount: 5 });
+    const form = await alice.callForm(callIdOf(statusUrl));
+    p.clock.advance(5 * 60_000 + 1);
+    const late = await alice.post(`/approvals/calls/${callIdOf(statusUrl)}/approve`, {
+      csrf: form.csrf,
+      shown: form.shown,
+      assertion: '{}',
+    });
+    expect(late.status).toBe(404);
+    const done = await poll(a, statusUrl);
+    expect(done.body).toEqual({
+      status: 'failed',
+      error: { error: 'approval_expired', message: expect.any(String) },
+    });
+    expect(s.upstream.requests).toHaveLength(0);
+  });
+
+  it('the maintenance sweep expires an unanswered call, then deletes its undelivered outcome', async () => {
+    const a = await aliceAgent();
+    const id = callIdOf(await pending(a, { to: 'acct-sweep', amount: 6 }));
+    const store = p.proxy.protocol.store;
+    p.clock.advance(5 * 60_000);
+    p.proxy.maintain();
+    expect(store.perCall(id)).toMatchObject({ status: 'failed', error: { error: 'approval_expired' } });
+    expect(store.activity({ agentId: a.agentId, limit: 20 }).map((r) => r.type)).toContain(
+      'per_call.expired',
+    );
+    p.clock.advance(15 * 60_000);
+    p.proxy.maintain();
+    expect(store.perCall(id)).toBeUndefined();
+  });
+
+  it('a grant revoked before approval: nothing executed, failed with capability_not_granted', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-3', amount: 7 });
+    const store = p.proxy.protocol.store;
+    const grant = store.grants(a.agentId).find((g) => g.capability === 'send_transfer');
+    p.proxy.protocol.write((tx) =>
+      tx.updateGrant(grant?.id ?? '', { status: 'revoked', updatedAt: p.clock.now() }),
+    );
+    expect((await alice.approve(callIdOf(statusUrl), alicePasskey)).status).toBe(200);
+    expect(s.upstream.requests).toHaveLength(0);
+    expect((await poll(a, statusUrl)).body.error.error).toBe('capability_not_granted');
+  });
+
+  it('a result over approval.per_call_max_result_bytes fails with payload_too_large', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    s.upstream.on('GET /reports/big', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ rows: 'x'.repeat(4000) }));
+    });
+    const statusUrl = await pending(a, { id: 'big' }, 'get_report');
+    await alice.approve(callIdOf(statusUrl), alicePasskey);
+    expect(s.upstream.received('/reports/big')).toHaveLength(1);
+    const done = await poll(a, statusUrl);
+    expect(done.body.status).toBe('failed');
+    expect(done.body.error.error).toBe('payload_too_large');
+    expect(done.body.error.message).toContain('per_call_max_result_bytes');
+  });
+
+  it('an upstream that answers with an event stream or an async 202 fails the call with upstream_error', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    s.upstream.on('GET /reports/sse', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: {"n":1}\n\nevent: done\ndata: {}\n\n');
+    });
+    s.upstream.on('GET /reports/slow', (_req, res) => {
+      res.writeHead(202, { location: '/reports/slow-status', 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    for (const [id, words] of [
+      ['sse', 'event stream'],
+      ['slow', '202'],
+    ] as const) {
+      const statusUrl = await pending(a, { id }, 'get_report');
+      await alice.approve(callIdOf(statusUrl), alicePasskey);
+      expect(s.upstream.received(`/reports/${id}`)).toHaveLength(1);
+      const done = await poll(a, statusUrl);
+      expect(done.body.error.error).toBe('upstream_error');
+      expect(done.body.error.message).toContain(words);
+    }
+  });
+
+  it('a tampered shown hash is refused and nothing changes', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-4', amount: 9 });
+    const id = callIdOf(statusUrl);
+    const form = await alice.callForm(id);
+    const assertion = await alice.assertion(id, alicePasskey, form);
+    const tampered = await alice.post(`/approvals/calls/${id}/approve`, {
+      csrf: form.csrf,
+      shown: `${form.shown.slice(0, -2)}AA`,
+      assertion,
+    });
+    expect(tampered.status).toBe(409);
+    expect(p.proxy.protocol.store.perCall(id)?.status).toBe('pending');
+    expect(s.upstream.requests).toHaveLength(0);
+  });
+
+  it('another user gets 404 on the page and on approve/deny, and nothing changes', async () => {
+    const a = await aliceAgent();
+    const statusUrl = await pending(a, { to: 'acct-5', amount: 11 });
+    const id = callIdOf(statusUrl);
+    const bob = await PageClient.signIn(p.issuer, BOB);
+    const page = await bob.callForm(id);
+    expect(page.status).toBe(404);
+    expect(page.html).not.toContain('acct-5');
+    const bobForm = await bob.callForm('call_nothing');
+    const deny = await bob.post(`/approvals/calls/${id}/deny`, { csrf: bobForm.csrf || 'x', shown: 'x' });
+    expect([403, 404]).toContain(deny.status);
+    expect((await bob.get('/approvals')).html).not.toContain(id);
+    expect((await alice.get('/approvals')).html).toContain(`call-${id}`);
+    expect(p.proxy.protocol.store.perCall(id)?.status).toBe('pending');
+  });
+
+  it('the operator lists per-call approvals (keyset pages) and can deny one', async () => {
+    const a = await aliceAgent();
+    const first = callIdOf(await pending(a, { to: 'acct-6', amount: 1 }));
+    p.clock.advance(1);
+    const statusUrl = await pending(a, { to: 'acct-7', amount: 2 });
+    const second = callIdOf(statusUrl);
+    const page1 = await p.admin('GET', '/admin/per-call-approvals?status=pending&limit=1');
+    expect(page1.status).toBe(200);
+    expect(page1.body.per_call_approvals).toHaveLength(1);
+    const page2 = await p.admin(
+      'GET',
+      `/admin/per-call-approvals?status=pending&limit=1&cursor=${encodeURIComponent(page1.body.next_cursor)}`,
+    );
+    const ids = [page1.body.per_call_approvals[0].id, page2.body.per_call_approvals[0].id];
+    expect(new Set(ids).size).toBe(2);
+    const listed = await p.admin('GET', '/admin/per-call-approvals?limit=200');
+    const mine = listed.body.per_call_approvals.filter((r: { id: string }) => [first, second].includes(r.id));
+    expect(mine.map((r: { arguments: unknown }) => r.arguments)).toEqual([
+      { to: 'acct-7', amount: 2 },
+      { to: 'acct-6', amount: 1 },
+    ]);
+    const denied = await p.admin('POST', `/admin/per-call-approvals/${second}/deny`, { reason: 'not today' });
+    expect(denied.status).toBe(200);
+    expect(denied.body.status).toBe('failed');
+    expect((await poll(a, statusUrl)).body.error.error).toBe('approval_denied');
+    expect((await p.admin('POST', `/admin/per-call-approvals/${second}/deny`, {})).status).toBe(404);
+  });
+});
+
+describe('admin CLI', () => {
+  it('admin calls list / calls deny drive the operator API', async () => {
+    const a = await aliceAgent();
+    const statusUrl = await pending(a, { to: 'acct-cli', amount: 8 });
+    const id = callIdOf(statusUrl);
+    const out: string[] = [];
+    const io = { out: (t: string) => void out.push(t), err: (t: string) => void out.push(t) };
+    const env = { AGENT_AUTH_PROXY_URL: p.proxy.url, AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN };
+    expect(await runAdmin(['calls', 'list', '--status', 'pending', '--limit', '200'], env, io)).toBe(0);
+    expect(out.join('')).toContain(id);
+    expect(out.join('')).toContain('acct-cli');
+    expect(await runAdmin(['calls', 'deny', id, '--reason', 'no'], env, io)).toBe(0);
+    expect(out.at(-1)).toContain(`denied call ${id}`);
+    expect((await poll(a, statusUrl)).body.error.error).toBe('approval_denied');
+  });
+});
+
+describe('bounds', () => {
+  it('an agent has at most 20 calls waiting; the next is 429 and nothing more is stored', async () => {
+    const a = await aliceAgent();
+    for (let i = 0; i < 20; i++) await pending(a, { to: `acct-b${i}`, amount: 1 + i });
+    const over = await p.execute(a.agent, a.agentId, 'send_transfer', { to: 'acct-b20', amount: 21 });
+    expect(over.status).toBe(429);
+    expect(over.body.error).toBe('rate_limited');
+    expect(over.headers.get('retry-after')).toBe('60');
+    const open = await p.admin('GET', '/admin/per-call-approvals?status=pending&limit=200');
+    expect(
+      open.body.per_call_approvals.filter((r: { agent_id: string }) => r.agent_id === a.agentId),
+    ).toHaveLength(20);
+  });
+});
+
+describe('per-call approval for an agent acting for nobody', () => {
+  const AUTONOMOUS = `modes: [delegated, autonomous]
+capabilities:
+  per_call: [send_transfer]
+autonomous:
+  bootstrap: policy
+  grants: [send_transfer]
+rate_limits:
+  unknown_host_registration: null
+`;
+
+  async function autonomousAgent(q: TestProtocol): Promise<Agent> {
+    const { generateTestKey } = await import('../../helpers/keys.js');
+    const reg = await q.register(await generateTestKey(), {
+      mode: 'autonomous',
+      capabilities: ['send_transfer'],
+    });
+    expect(reg.body.status).toBe('active');
+    return { agent: reg.agent, agentId: reg.body.agent_id as string };
+  }
+
+  it('without approval.approvers the execute is refused and nothing is stored', async () => {
+    const q = await startPerCallProxy({ policy: AUTONOMOUS, users: [ALICE] });
+    try {
+      const a = await autonomousAgent(q.p);
+      const reply = await q.p.execute(a.agent, a.agentId, 'send_transfer', { to: 'acct-8', amount: 3 });
+      expect(reply.status).toBe(403);
+      expect(reply.body.error).toBe('capability_not_granted');
+      expect(reply.body.message).toContain('approval.approvers');
+      expect(q.p.proxy.protocol.store.perCalls({ limit: 10 })).toHaveLength(0);
+      expect(q.upstream.requests).toHaveLength(0);
+    } finally {
+      await q.close();
+    }
+  });
+
+  it('with approvers it waits in each approver’s inbox, is announced by a webhook with a link only, and any of them may approve', async () => {
+    const receiver = await TestUpstream.start();
+    const q = await startPerCallProxy({
+      policy: `${AUTONOMOUS}approval:\n  approvers: [${ALICE}, ${BOB}]\n`,
+      users: [ALICE, BOB],
+      config: `notifications:\n  webhook:\n    url: ${receiver.url}/hook\n    secret: webhook-secret-0123456789abcdef\n`,
+    });
+    try {
+      const a = await autonomousAgent(q.p);
+      const reply = await q.p.execute(a.agent, a.agentId, 'send_transfer', { to: 'acct-9', amount: 4 });
+      expect(reply.status).toBe(202);
+      const id = callIdOf(reply.body.status_url as string);
+      await q.p.proxy.notifier?.whenIdle();
+      const [hook] = receiver.received('/hook');
+      const notice = JSON.parse(hook?.body.toString('utf8') ?? '{}');
+      expect(notice).toMatchObject({
+        type: 'approval.requested',
+        event: 'per_call',
+        approval: { id, kind: 'per_call', url: `${q.p.issuer}/approvals/calls/${id}` },
+        user_id: null,
+        capability: { name: 'send_transfer', method: 'POST' },
+      });
+      expect(JSON.stringify(notice)).not.toContain('acct-9');
+      const bob = await PageClient.signIn(q.p.issuer, BOB);
+      const aliceInbox = await PageClient.signIn(q.p.issuer, ALICE);
+      expect((await aliceInbox.get('/approvals')).html).toContain(`call-${id}`);
+      expect((await bob.approve(id, softPasskey(q.p, BOB))).status).toBe(200);
+      expect(q.upstream.received('/transfers')).toHaveLength(1);
+    } finally {
+      await q.close();
+      await receiver.close();
+    }
+  });
+});
