@@ -167,6 +167,32 @@ describe('deciding on the device page', () => {
     expect(decided?.detail?.user_agent).toMatch(/HeadlessChrome/);
   });
 
+  it('the agent listening on notification_url hears the decision made on the page: one approval event (§10.10.2)', async () => {
+    const host = await generateTestKey();
+    const reg = await p.register(host, { name: 'Listening helper', capabilities: ['list_pets'] });
+    expect(reg.status).toBe(200);
+    const res = await fetch(reg.body.approval.notification_url as string, {
+      headers: { authorization: `Bearer ${await p.hostToken(host)}` },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const page = await newPage();
+    await openRequest(page, reg.body.approval.user_code as string);
+    await submit(page, '#approve');
+    expect(await page.textContent('#outcome')).toContain('Approved.');
+    await page.context().close();
+    // The stream sends its one event and ends.
+    const events = (await res.text()).split('\n\n').filter((b) => b.startsWith('event: approval'));
+    expect(events).toHaveLength(1);
+    const data = JSON.parse(
+      (events[0] ?? '')
+        .split('\n')
+        .find((l) => l.startsWith('data: '))
+        ?.slice(6) ?? '{}',
+    );
+    expect(data).toMatchObject({ status: 'approved', agent_id: reg.body.agent_id });
+  });
+
   it("shows the host's key thumbprint (short form), when and from where it registered (RFC 8628 §5.4)", async () => {
     // The host registers with a user agent of its choosing: markup and control characters in it
     // are stripped or escaped, and it is capped.
