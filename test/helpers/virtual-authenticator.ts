@@ -2,19 +2,29 @@
  * Chromium's virtual platform authenticator (CDP WebAuthn domain: ctap2, internal transport,
  * resident keys, user verification), and the page steps around it: sign in with a password,
  * add a passkey on /account through the page script. For browser tests that approve with a
- * passkey (test/integration/pages/passkeys.browser.test.ts keeps its own richer variant).
+ * passkey.
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, CDPSession, Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { submitForm } from './browser.js';
 
-/** A page in a fresh context with a virtual authenticator that verifies the user. */
-export async function pageWithAuthenticator(browser: Browser, width = 1280, height = 800): Promise<Page> {
+/** The virtual authenticator of a page: its CDP session and id (to read its credentials). */
+export interface VirtualAuthenticator {
+  readonly cdp: CDPSession;
+  readonly id: string;
+}
+
+/** A page in a fresh context with a virtual authenticator that verifies the user, and that authenticator. */
+export async function pageAndAuthenticator(
+  browser: Browser,
+  width = 1280,
+  height = 800,
+): Promise<{ page: Page; authenticator: VirtualAuthenticator }> {
   const context = await browser.newContext({ viewport: { width, height } });
   const page = await context.newPage();
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
     options: {
       protocol: 'ctap2',
       transport: 'internal',
@@ -24,7 +34,12 @@ export async function pageWithAuthenticator(browser: Browser, width = 1280, heig
       automaticPresenceSimulation: true,
     },
   });
-  return page;
+  return { page, authenticator: { cdp, id: authenticatorId } };
+}
+
+/** A page in a fresh context with a virtual authenticator that verifies the user. */
+export async function pageWithAuthenticator(browser: Browser, width = 1280, height = 800): Promise<Page> {
+  return (await pageAndAuthenticator(browser, width, height)).page;
 }
 
 export async function signInOnPage(

@@ -110,6 +110,20 @@ function expectOperatorError(result: Exited): void {
 }
 
 let tmp = '';
+
+/** A config with two mistakes (written at run time into the temp directory), and what names them. */
+function invalidConfig(name: string): string {
+  const config = join(tmp, name);
+  writeFileSync(config, 'server:\n  port: abc\napis:\n  - spec: petstore.yaml\n    upstream: ftp://legacy\n');
+  return config;
+}
+function invalidConfigErrors(config: string): string {
+  return [
+    `agent-auth-proxy: ${config}: server.port: must be an integer (got "abc")`,
+    `${config}: apis[0].upstream: must be an http(s) URL (got "ftp://legacy")`,
+    '',
+  ].join('\n');
+}
 beforeAll(() => {
   expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
   tmp = mkdtempSync(join(tmpdir(), 'aap-cli-'));
@@ -307,20 +321,10 @@ describe('operator mistakes exit 2 with a message and no stack trace', () => {
   });
 
   it('an invalid config file: the file and the key path of every problem', async () => {
-    const config = join(tmp, 'invalid.yaml');
-    writeFileSync(
-      config,
-      'server:\n  port: abc\napis:\n  - spec: petstore.yaml\n    upstream: ftp://legacy\n',
-    );
+    const config = invalidConfig('invalid.yaml');
     const result = await run(['capabilities', '--config', config]);
     expectOperatorError(result);
-    expect(result.stderr).toBe(
-      [
-        `agent-auth-proxy: ${config}: server.port: must be an integer (got "abc")`,
-        `${config}: apis[0].upstream: must be an http(s) URL (got "ftp://legacy")`,
-        '',
-      ].join('\n'),
-    );
+    expect(result.stderr).toBe(invalidConfigErrors(config));
   });
 
   it('a config file with a duplicate key: the file and the line', async () => {
@@ -451,21 +455,11 @@ describe('check', () => {
   });
 
   it('an invalid config: exit 1 and every problem with the file and its key path', async () => {
-    const config = join(tmp, 'check-invalid.yaml');
-    writeFileSync(
-      config,
-      'server:\n  port: abc\napis:\n  - spec: petstore.yaml\n    upstream: ftp://legacy\n',
-    );
+    const config = invalidConfig('check-invalid.yaml');
     const result = await run(['check', '--config', config]);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toBe(
-      [
-        `agent-auth-proxy: ${config}: server.port: must be an integer (got "abc")`,
-        `${config}: apis[0].upstream: must be an http(s) URL (got "ftp://legacy")`,
-        '',
-      ].join('\n'),
-    );
+    expect(result.stderr).toBe(invalidConfigErrors(config));
   });
 
   it('a policy naming a capability the documents lack: exit 1 with the policy key path', async () => {

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { MIGRATIONS } from '../../src/storage/migrations.js';
+import { activityRecord } from '../helpers/activity.js';
 import { generateTestKey } from '../helpers/keys.js';
 import { startProtocol, type TestProtocol } from '../helpers/protocol.js';
 import { PETSTORE } from '../helpers/proxy.js';
@@ -122,19 +123,8 @@ describe('db backup', () => {
 
 describe('activity retention (§9.2)', () => {
   const DAY = 86_400_000;
-  const at = (q: TestProtocol, daysAgo: number) => ({
-    at: q.clock.now() - daysAgo * DAY,
-    type: `test.${daysAgo}`,
-    agentId: null,
-    hostId: null,
-    userId: null,
-    capability: null,
-    outcome: 'success',
-    detail: null,
-    jti: null,
-    latencyMs: null,
-    upstreamStatus: null,
-  });
+  const at = (q: TestProtocol, daysAgo: number) =>
+    activityRecord(q.clock.now() - daysAgo * DAY, `test.${daysAgo}`);
   const types = (q: TestProtocol): string[] =>
     q.proxy.protocol.store
       .activity({ limit: 100 })

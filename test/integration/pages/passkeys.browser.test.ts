@@ -11,7 +11,7 @@
  * docs/screenshots/device-passkey-required.png.
  */
 import { createHash } from 'node:crypto';
-import type { Browser, CDPSession, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/util/password.js';
 import {
@@ -24,6 +24,7 @@ import {
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 import { PETSTORE } from '../../helpers/proxy.js';
+import { pageAndAuthenticator, type VirtualAuthenticator } from '../../helpers/virtual-authenticator.js';
 
 const PASSWORD = 'correct horse battery staple';
 // CIBA to alice (§7.5) for the inbox test; requests without a login_hint use the device flow.
@@ -59,29 +60,11 @@ afterAll(async () => {
   await p?.close();
 });
 
-interface Authenticator {
-  readonly cdp: CDPSession;
-  readonly id: string;
-}
+type Authenticator = VirtualAuthenticator;
 
 /** A page with Chromium's virtual platform authenticator: resident keys, user verification. */
-async function newPage(width = 1280, height = 800): Promise<{ page: Page; authenticator: Authenticator }> {
-  const context = await browser.newContext({ viewport: { width, height } });
-  const page = await context.newPage();
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  });
-  return { page, authenticator: { cdp, id: authenticatorId } };
-}
+const newPage = (width = 1280, height = 800): Promise<{ page: Page; authenticator: Authenticator }> =>
+  pageAndAuthenticator(browser, width, height);
 
 async function signIn(page: Page, user: string, back = '/account'): Promise<void> {
   await page.goto(`${origin}/sign-in?return=${encodeURIComponent(back)}`);

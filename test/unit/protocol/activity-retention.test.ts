@@ -6,7 +6,8 @@ import {
   RETENTION_BATCHES_PER_RUN,
 } from '../../../src/protocol/activity-retention.js';
 import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
-import type { ActivityRecord, Store } from '../../../src/storage/types.js';
+import type { Store } from '../../../src/storage/types.js';
+import { activityRecord } from '../../helpers/activity.js';
 import { TestClock } from '../../helpers/protocol.js';
 import { tempDbFile } from '../../helpers/proxy.js';
 
@@ -14,21 +15,7 @@ const DAY = 86_400_000;
 let store: Store | undefined;
 afterEach(() => store?.close());
 
-function record(at: number, type: string): ActivityRecord {
-  return {
-    at,
-    type,
-    agentId: null,
-    hostId: null,
-    userId: null,
-    capability: null,
-    outcome: 'success',
-    detail: null,
-    jti: null,
-    latencyMs: null,
-    upstreamStatus: null,
-  };
-}
+const record = activityRecord;
 
 const count = (s: Store, type: string): number =>
   s.activity({ limit: 100_000 }).filter((r) => r.type === type).length;
