@@ -12,6 +12,7 @@ import { loadCatalog } from './openapi/load-catalog.js';
 import type { ApiInfo } from './openapi/types.js';
 import { Router } from './http/router.js';
 import { ClientAddress } from './http/client-address.js';
+import { Drain } from './http/drain.js';
 import { createHttpServer } from './http/server.js';
 import { capabilityRoutes } from './http/routes/capabilities.js';
 import { discoveryRoutes } from './http/routes/discovery.js';
@@ -286,8 +287,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   healthRoutes(router, { ready: () => ready, capabilities: catalog.capabilities.length });
 
-  // Set once shutdown begins (see close below); the server drains keep-alive connections then.
+  // Set once shutdown begins (see close below): from then on the drain turns new requests away.
   let closing: Promise<void> | undefined;
+  const drain = new Drain();
+  const timers = deps.timers ?? systemTimers;
   const server = createHttpServer({
     router,
     logger,
@@ -296,7 +299,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     connections: settings.connections,
     requestIdHeader: settings.requestIdHeader,
     issuer: () => issuer,
-    draining: () => closing !== undefined,
+    drain,
   });
   try {
     await listen(server, settings.port, settings.host);
@@ -374,12 +377,26 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     approvalStreams,
     close: () => {
       closing ??= (async () => {
+        // Unready first and new requests refused, while the listener stays open (a probe gets
+        // 503, not a refused connection); streams end; then requests in progress get up to
+        // server.shutdown_grace to finish before their connections are closed.
         ready = false;
+        drain.begin();
         execution.closeStreams();
         approvalStreams.closeStreams();
         await new Promise<void>((resolve) => {
+          const cancel = timers.set(resolve, settings.connections.shutdownGraceMs);
+          void drain.idle().then(() => {
+            cancel();
+            resolve();
+          });
+        });
+        const cut = drain.inProgress;
+        if (cut > 0)
+          logger.warn('shutdown grace over; closing requests still in progress', { requests: cut });
+        await new Promise<void>((resolve) => {
           server.close(() => resolve());
-          server.closeIdleConnections();
+          server.closeAllConnections();
         });
         clearInterval(maintenance);
         clearInterval(pruning);

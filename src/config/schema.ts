@@ -169,6 +169,12 @@ export const CONFIG_SCHEMA = {
           description: 'Request line plus headers.',
           default: 16384,
         },
+        shutdown_grace: {
+          ...duration,
+          description:
+            'On SIGTERM: readiness turns 503 and new requests are refused at once; requests in progress get this long to finish before their connections are closed. Keep it below the orchestrator’s grace period (Kubernetes terminationGracePeriodSeconds, minus any preStop).',
+          default: '25s',
+        },
       },
     },
     provider: {

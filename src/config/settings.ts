@@ -74,6 +74,8 @@ export interface ConnectionSettings {
   readonly keepAliveTimeoutMs: number;
   /** Request line plus headers. */
   readonly maxHeaderBytes: number;
+  /** SIGTERM: how long requests in progress may take to finish (server.shutdown_grace). */
+  readonly shutdownGraceMs: number;
 }
 
 export interface ExecutionSettings {
@@ -380,6 +382,7 @@ export function resolveSettings(
       requestTimeoutMs: duration(config.server.request_timeout, `${where}: server.request_timeout`),
       keepAliveTimeoutMs: duration(config.server.keep_alive_timeout, `${where}: server.keep_alive_timeout`),
       maxHeaderBytes: config.server.max_header_bytes,
+      shutdownGraceMs: duration(config.server.shutdown_grace, `${where}: server.shutdown_grace`),
     }),
     ...(providerName !== undefined ? { providerName } : {}),
     ...(providerDescription !== undefined ? { providerDescription } : {}),

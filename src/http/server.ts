@@ -10,6 +10,7 @@ import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError, toProtocolError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ClientAddress } from './client-address.js';
+import type { Drain } from './drain.js';
 import { newDecision, roundMs, type DecisionRecord, type Exchange } from './pipeline.js';
 import { sendError } from './respond.js';
 import { sendErrorPage } from './html.js';
@@ -26,8 +27,11 @@ export interface HttpServerOptions {
   readonly requestIdHeader: string;
   /** Read per request: the §5.14 challenge points at this issuer's discovery document. */
   readonly issuer: () => string;
-  /** True once shutdown began: each keep-alive connection then serves its current request and closes. */
-  readonly draining?: () => boolean;
+  /**
+   * Shutdown's drain: counts requests in progress; once begun, new requests (but liveness and
+   * readiness) get 503 and every connection closes after its current answer.
+   */
+  readonly drain?: Drain;
   /** Each finished request's decision record; the access log line is written from it too. */
   readonly onDecision?: (decision: DecisionRecord) => void;
 }
@@ -88,9 +92,10 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
   const decision = newDecision(requestId, method, options.clientAddress.of(req));
   let path = '-';
   res.setHeader(options.requestIdHeader, requestId);
-  // A closing server stops accepting connections, but keep-alive clients would go on sending on
-  // the ones they hold; `Connection: close` sends them to a new connection, which is refused.
-  if (options.draining?.()) res.setHeader('connection', 'close');
+  options.drain?.track(res);
+  // Draining: keep-alive clients would go on sending on the connections they hold; `Connection:
+  // close` ends each after this answer.
+  if (options.drain?.draining) res.setHeader('connection', 'close');
   res.once('finish', () => {
     decision.status = res.statusCode;
     decision.total_ms = roundMs(performance.now() - started);
@@ -121,6 +126,15 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
         `The request body exceeds the ${maxBodyBytes}-byte limit.`,
         {
           headers: { connection: 'close' },
+        },
+      );
+    }
+    if (options.drain?.refuses(url.pathname)) {
+      throw new ProtocolError(
+        'temporarily_unavailable',
+        'The proxy is shutting down; retry on another instance.',
+        {
+          headers: { connection: 'close', 'retry-after': '1' },
         },
       );
     }

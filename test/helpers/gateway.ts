@@ -7,6 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../../src/log.js';
+import type { Timers } from '../../src/notify/webhook.js';
 import { ROOT, tempDbFile } from './proxy.js';
 import { startProtocol, type TestClock, type TestProtocol } from './protocol.js';
 import { TestUpstream } from './upstream.js';
@@ -35,6 +36,8 @@ export async function startGateway(
     policy?: string;
     env?: Readonly<Record<string, string>>;
     clock?: TestClock;
+    /** Timers the proxy's timeouts run on (e.g. ClockTimers, to advance by hand). */
+    timers?: Timers;
     db?: string;
     logger?: Logger;
   } = {},
@@ -61,6 +64,7 @@ export async function startGateway(
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.env ? { env: options.env } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.timers ? { timers: options.timers } : {}),
     });
     return {
       p,

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { startProxy } from '../../src/app.js';
 import { runCli } from '../../src/cli/main.js';
 import { CONFIG_SCHEMA } from '../../src/config/schema.js';
+import { parseDuration } from '../../src/config/durations.js';
 import { parseConfig, resolveSettings } from '../../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
 import { parsePolicy } from '../../src/policy/policy.js';
@@ -105,6 +106,13 @@ describe('examples/kubernetes/sidecar.yaml', () => {
     expect(proxy.args).toEqual(['serve', '--config', '/etc/agent-auth-proxy/proxy.yaml']);
     expect(proxy.readinessProbe.httpGet.path).toBe('/readyz');
     expect(proxy.livenessProbe.httpGet.path).toBe('/healthz');
+    // Drain: the preStop pause plus the proxy's own grace fit in the pod's termination grace.
+    const preStop = proxy.lifecycle.preStop.exec.command as string[];
+    expect(preStop[0]).toBe('sleep');
+    const grace = parseDuration(config.server.shutdown_grace, 'server.shutdown_grace') / 1000;
+    expect(Number(preStop[1]) + grace).toBeLessThan(
+      deployment?.spec.template.spec.terminationGracePeriodSeconds,
+    );
   });
 });
 
