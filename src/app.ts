@@ -58,10 +58,15 @@ import { OAuthTokens } from './upstream/oauth.js';
 import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js';
 import { approvalEventRoutes } from './http/routes/approval-events.js';
 import { ApprovalEvents } from './protocol/approval-events.js';
+import { Metrics } from './metrics.js';
+import { metricsRoutes } from './http/routes/metrics.js';
+import { recordRequestMetrics } from './http/request-metrics.js';
 
 export interface RunningProxy {
   /** Where the server listens, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;
+  /** Where the internal listener (server.internal_port) listens, when configured. */
+  readonly internalUrl?: string;
   readonly issuer: string;
   readonly catalog: Catalog;
   readonly mock?: MockUpstream;
@@ -103,7 +108,11 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   for (const warning of catalog.warnings) logger.warn('openapi', { detail: warning });
 
   const policy = settings.policyFile ? loadPolicyFile(settings.policyFile, catalog) : defaultPolicy(catalog);
-  const store = openSqliteStore({ file: settings.dbFile });
+  const metrics = new Metrics({
+    capabilities: catalog.capabilities.map((c) => c.name),
+    apis: catalog.apis.map((a) => a.id),
+  });
+  const store = openSqliteStore({ file: settings.dbFile, onWrite: (s) => metrics.databaseWrite(s) });
   let replayJournal: ReplayJournal | undefined;
   try {
     replayJournal = openReplayJournal(settings.dbFile, clock.now());
@@ -131,6 +140,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     ...(replayJournal ? { replayJournal } : {}),
     ...(notifier ? { notifier } : {}),
     approvalEvents: new ApprovalEvents(),
+  });
+  metrics.watch({
+    pendingApprovals: () => store.countPendingApprovals(clock.now()),
+    replayCacheSize: () => ctx.replay.size,
   });
   try {
     await applyPolicyHosts(ctx);
@@ -169,6 +182,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     client,
     oauth: new OAuthTokens(clock, client.dispatcher),
     requestIdHeader: settings.requestIdHeader,
+    observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
   });
   const problems = executor.problems(catalog);
   if (problems.errors.length > 0) {
@@ -192,7 +206,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     modes: policy.modes,
     approvalMethods: policy.approval.methods,
   });
-  const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits);
+  const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits, (limit) =>
+    metrics.rateLimited(limit),
+  );
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
   capabilityRoutes(router, { catalog, ctx, limits, logger });
   const auth = new PageAuth(
@@ -256,22 +272,31 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     maxBodyBytes: settings.maxBodyBytes,
     logger,
   });
-  if (settings.adminToken !== undefined) {
-    adminRoutes(router, {
+  // The operator's endpoints: on the internal listener when there is one, else on the public port
+  // (/metrics there only with the admin token, README "Metrics").
+  const internalRouter = settings.internal ? new Router() : undefined;
+  const operatorRouter = internalRouter ?? router;
+  const { adminToken } = settings;
+  if (adminToken !== undefined) {
+    adminRoutes(operatorRouter, {
       ctx,
       limits,
       logger,
-      adminToken: settings.adminToken,
+      adminToken,
       maxBodyBytes: settings.maxBodyBytes,
       flushActivity: () => executionLog.flush(),
     });
   }
-  healthRoutes(router, { ready: () => ready, capabilities: catalog.capabilities.length });
+  if (internalRouter) metricsRoutes(internalRouter, { metrics });
+  else if (adminToken !== undefined)
+    metricsRoutes(router, { metrics, guard: { ctx, limits, logger, adminToken } });
+  for (const r of [router, internalRouter]) {
+    if (r) healthRoutes(r, { ready: () => ready, capabilities: catalog.capabilities.length });
+  }
 
   // Set once shutdown begins (see close below); the server drains keep-alive connections then.
   let closing: Promise<void> | undefined;
-  const server = createHttpServer({
-    router,
+  const serverOptions = {
     logger,
     maxBodyBytes: settings.maxBodyBytes,
     clientAddress: new ClientAddress(settings.trustedProxies),
@@ -279,9 +304,18 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     requestIdHeader: settings.requestIdHeader,
     issuer: () => issuer,
     draining: () => closing !== undefined,
-  });
+    onDecision: recordRequestMetrics(metrics),
+  };
+  const server = createHttpServer({ router, ...serverOptions });
+  const internal = internalRouter && createHttpServer({ router: internalRouter, ...serverOptions });
   try {
     await listen(server, settings.port, settings.host);
+    if (internal && settings.internal) {
+      await listen(internal, settings.internal.port, settings.internal.host).catch(async (err: unknown) => {
+        await closeServer(server);
+        throw err;
+      });
+    }
   } catch (err) {
     await mock?.close();
     await executor.close();
@@ -317,6 +351,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     );
   }, 60_000).unref();
   const url = `http://${hostForUrl(settings.host)}:${(server.address() as AddressInfo).port}`;
+  const internalUrl =
+    internal && settings.internal
+      ? `http://${hostForUrl(settings.internal.host)}:${(internal.address() as AddressInfo).port}`
+      : undefined;
   issuer ||= url;
   ready = true;
 
@@ -333,6 +371,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   logger.info('listening', {
     url,
+    ...(internalUrl ? { internal_url: internalUrl } : {}),
     issuer,
     capabilities: catalog.capabilities.length,
     database: settings.dbFile,
@@ -342,6 +381,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
 
   return {
     url,
+    ...(internalUrl ? { internalUrl } : {}),
     issuer,
     catalog,
     ...(mock ? { mock } : {}),
@@ -359,10 +399,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         ready = false;
         execution.closeStreams();
         approvalStreams.closeStreams();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+        await Promise.all([closeServer(server), internal && closeServer(internal)]);
         clearInterval(maintenance);
         clearInterval(pruning);
         warmup.abort();
@@ -432,6 +469,14 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       server.off('error', onError);
       resolve();
     });
+  });
+}
+
+/** Stops accepting, closes idle keep-alive connections, and waits for the busy ones to finish. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
   });
 }
 

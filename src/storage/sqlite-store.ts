@@ -194,6 +194,8 @@ export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
   readonly file: string;
   readonly busyTimeoutMs?: number;
+  /** Each write transaction's duration, commit included (the database latency metric). */
+  readonly onWrite?: (seconds: number) => void;
 }
 
 export function openSqliteStore(options: SqliteStoreOptions): Store {
@@ -216,7 +218,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
   db.pragma('foreign_keys = ON');
   migrate(db, options.file);
-  return new SqliteStore(db);
+  return new SqliteStore(db, options.onWrite);
 }
 
 function migrate(db: Database.Database, file: string): void {
@@ -238,7 +240,10 @@ class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly writer: StoreWriter;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly onWrite?: (seconds: number) => void,
+  ) {
     this.writer = this.createWriter();
   }
 
@@ -337,6 +342,15 @@ class SqliteStore implements Store {
       this.stmt(
         "SELECT count(*) AS n FROM approvals WHERE host_id = ? AND status = 'pending' AND expires_at > ?",
       ).get(hostId, now) as { n: number }
+    ).n;
+  }
+
+  countPendingApprovals(now: number): number {
+    // The approvals_status (status, created_at) index narrows this to the pending rows.
+    return (
+      this.stmt("SELECT count(*) AS n FROM approvals WHERE status = 'pending' AND expires_at > ?").get(
+        now,
+      ) as { n: number }
     ).n;
   }
 
@@ -527,7 +541,13 @@ class SqliteStore implements Store {
 
   write<T>(fn: (tx: StoreWriter) => T): T {
     // IMMEDIATE: take the write lock up front, so a read-then-write cannot be invalidated midway.
-    return this.db.transaction(() => fn(this.writer)).immediate();
+    if (!this.onWrite) return this.db.transaction(() => fn(this.writer)).immediate();
+    const started = performance.now();
+    try {
+      return this.db.transaction(() => fn(this.writer)).immediate();
+    } finally {
+      this.onWrite((performance.now() - started) / 1000);
+    }
   }
 
   touch(
@@ -616,6 +636,7 @@ class SqliteStore implements Store {
       countHosts: (status) => reader.countHosts(status),
       countPolicyAdmittedHosts: () => reader.countPolicyAdmittedHosts(),
       countOpenApprovals: (h, now) => reader.countOpenApprovals(h, now),
+      countPendingApprovals: (now) => reader.countPendingApprovals(now),
       activity: (q) => reader.activity(q),
       asyncJob: (id) => reader.asyncJob(id),
       agentsOfUser: (u, page) => reader.agentsOfUser(u, page),
