@@ -55,8 +55,11 @@ export class Metrics {
   readonly #configReloads: Counter<'result'>;
   readonly #upstream: Histogram<'api'>;
   readonly #database: Histogram;
-  // Label children resolved once per label combination: the per-request path is a Map lookup.
-  readonly #children = new Map<string, Child>();
+  // Label children resolved once per label combination, in nested maps so that the per-request
+  // path is two Map lookups and allocates nothing.
+  readonly #requestChildren = new Map<string, Map<number, Child>>();
+  readonly #executionChildren = new Map<string, Map<string, Child>>();
+  readonly #registrationChildren = new Map<string, Child>();
   readonly #upstreamChildren = new Map<string, Timer>();
   #sources: MetricSources | undefined;
 
@@ -139,19 +142,21 @@ export class Metrics {
 
   /** One finished HTTP request: `route` is the router's pattern, or `other`. */
   request(route: string, status: number): void {
-    this.#child(`r\0${route}\0${status}`, () => this.#requests.labels(route, String(status))).inc();
+    const byStatus = memo(this.#requestChildren, route, () => new Map<number, Child>());
+    memo(byStatus, status, () => this.#requests.labels(route, String(status))).inc();
   }
 
   /** One execution attempt; `code` null when it succeeded. */
   execution(capability: string | null, code: ErrorCode | null): void {
     const name = capability !== null && this.#capabilities.has(capability) ? capability : 'unknown';
     const outcome = code ?? 'success';
-    this.#child(`e\0${name}\0${outcome}`, () => this.#executions.labels(name, outcome)).inc();
+    const byOutcome = memo(this.#executionChildren, name, () => new Map<string, Child>());
+    memo(byOutcome, outcome, () => this.#executions.labels(name, outcome)).inc();
   }
 
   registration(code: ErrorCode | null): void {
     const outcome = code ?? 'success';
-    this.#child(`g\0${outcome}`, () => this.#registrations.labels(outcome)).inc();
+    memo(this.#registrationChildren, outcome, () => this.#registrations.labels(outcome)).inc();
   }
 
   rateLimited(limit: LimitName): void {
@@ -174,13 +179,14 @@ export class Metrics {
   async exposition(): Promise<{ contentType: string; text: string }> {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
   }
+}
 
-  #child(key: string, make: () => Child): Child {
-    let child = this.#children.get(key);
-    if (child === undefined) {
-      child = make();
-      this.#children.set(key, child);
-    }
-    return child;
+/** The value cached under `key`, made once. */
+function memo<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let found = map.get(key);
+  if (found === undefined) {
+    found = make();
+    map.set(key, found);
   }
+  return found;
 }

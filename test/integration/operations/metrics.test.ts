@@ -3,6 +3,7 @@
  * recording upstream with really signed JWTs. The exposition text is parsed and exact values are
  * asserted; label values must stay within closed sets whatever the clients send.
  */
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
@@ -213,6 +214,30 @@ describe('without --internal-port', () => {
       expect(await registrations(b)).toBe(0);
     } finally {
       await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
+
+describe('internal port taken', () => {
+  it('fails the start, naming the address, and releases the public port', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const taken = (blocker.address() as AddressInfo).port;
+    const publicPort = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    try {
+      await expect(startTestProxy({ port: publicPort, internalPort: taken })).rejects.toThrow(
+        `cannot listen on 127.0.0.1:${taken}: EADDRINUSE`,
+      );
+      // The public listener was closed again: the same port can be taken now.
+      const again = await startTestProxy({ port: publicPort });
+      await again.close();
+    } finally {
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
     }
   });
 });
