@@ -112,7 +112,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     capabilities: catalog.capabilities.map((c) => c.name),
     apis: catalog.apis.map((a) => a.id),
   });
-  const store = openSqliteStore({ file: settings.dbFile, onWrite: (s) => metrics.databaseWrite(s) });
+  const store = openSqliteStore({
+    file: settings.dbFile,
+    onWrite: (kind, s) => metrics.databaseWrite(kind, s),
+  });
   let replayJournal: ReplayJournal | undefined;
   try {
     replayJournal = openReplayJournal(settings.dbFile, clock.now());

@@ -54,13 +54,15 @@ export class Metrics {
   readonly #rateLimited: Counter<'limit'>;
   readonly #configReloads: Counter<'result'>;
   readonly #upstream: Histogram<'api'>;
-  readonly #database: Histogram;
+  readonly #database: Histogram<'transaction'>;
   // Label children resolved once per label combination, in nested maps so that the per-request
   // path is two Map lookups and allocates nothing.
   readonly #requestChildren = new Map<string, Map<number, Child>>();
   readonly #executionChildren = new Map<string, Map<string, Child>>();
   readonly #registrationChildren = new Map<string, Child>();
   readonly #upstreamChildren = new Map<string, Timer>();
+  readonly #stateWrites: Timer;
+  readonly #activityWrites: Timer;
   #sources: MetricSources | undefined;
 
   constructor(options: MetricsOptions) {
@@ -106,7 +108,8 @@ export class Metrics {
     });
     this.#database = new Histogram({
       name: `${METRIC_PREFIX}database_write_duration_seconds`,
-      help: 'Duration of SQLite write transactions, commit (fsync) included.',
+      help: 'Duration of SQLite write transactions, commit included: state (fsynced) or activity (group-committed).',
+      labelNames: ['transaction'],
       buckets: DATABASE_BUCKETS,
       registers,
     });
@@ -132,6 +135,8 @@ export class Metrics {
     // Closed label sets start at 0, so a rate() over them works before the first event.
     for (const limit of LIMIT_NAMES) this.#rateLimited.inc({ limit }, 0);
     for (const result of ['success', 'failure']) this.#configReloads.inc({ result }, 0);
+    this.#stateWrites = this.#database.labels('state');
+    this.#activityWrites = this.#database.labels('activity');
     for (const api of options.apis) this.#upstreamChildren.set(api, this.#upstream.labels(api));
   }
 
@@ -171,8 +176,8 @@ export class Metrics {
     (this.#upstreamChildren.get(api) ?? this.#upstream.labels(api)).observe(seconds);
   }
 
-  databaseWrite(seconds: number): void {
-    this.#database.observe(seconds);
+  databaseWrite(transaction: 'state' | 'activity', seconds: number): void {
+    (transaction === 'state' ? this.#stateWrites : this.#activityWrites).observe(seconds);
   }
 
   /** The exposition text (Prometheus text format 0.0.4) and its content type. */

@@ -194,9 +194,14 @@ export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
   readonly file: string;
   readonly busyTimeoutMs?: number;
-  /** Each write transaction's duration, commit included (the database latency metric). */
-  readonly onWrite?: (seconds: number) => void;
+  /**
+   * Each write transaction's duration, commit included (the database latency metric): `state`
+   * for `write` (fsynced), `activity` for the group-committed activity batches (not fsynced).
+   */
+  readonly onWrite?: (kind: WriteKind, seconds: number) => void;
 }
+
+export type WriteKind = 'state' | 'activity';
 
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   if (options.file !== ':memory:') {
@@ -242,7 +247,7 @@ class SqliteStore implements Store {
 
   constructor(
     private readonly db: Database.Database,
-    private readonly onWrite?: (seconds: number) => void,
+    private readonly onWrite?: (kind: WriteKind, seconds: number) => void,
   ) {
     this.writer = this.createWriter();
   }
@@ -411,9 +416,11 @@ class SqliteStore implements Store {
     // state change's commit (synchronous=FULL syncs the whole WAL) or checkpoint, so only an OS
     // crash or power loss can take the last few seconds of activity, never a grant or a status.
     this.db.pragma('synchronous = NORMAL');
+    const started = performance.now();
     try {
       this.appendInTransaction(insert, records);
     } finally {
+      this.onWrite?.('activity', (performance.now() - started) / 1000);
       this.db.pragma('synchronous = FULL');
     }
   }
@@ -546,7 +553,7 @@ class SqliteStore implements Store {
     try {
       return this.db.transaction(() => fn(this.writer)).immediate();
     } finally {
-      this.onWrite((performance.now() - started) / 1000);
+      this.onWrite('state', (performance.now() - started) / 1000);
     }
   }
 

@@ -120,6 +120,7 @@ describe('with --internal-port (server.internal_port)', () => {
     // per_ip 2/1m on anonymous calls: the third is refused.
     for (let i = 0; i < 3; i++) await gw.p.request('GET', '/capability/list');
 
+    gw.p.proxy.flushActivity();
     const samples = parseExposition((await get(internal, '/metrics')).text);
     const executions = (capability: string, outcome: string): number | undefined =>
       value(samples, `${P}executions_total`, { capability, outcome });
@@ -154,7 +155,10 @@ describe('with --internal-port (server.internal_port)', () => {
         api: gw.p.proxy.catalog.apis[0]?.id ?? '',
       }),
     ).toBeGreaterThan(0);
-    expect(value(samples, `${P}database_write_duration_seconds_count`)).toBeGreaterThan(0);
+    const writes = (transaction: string): number | undefined =>
+      value(samples, `${P}database_write_duration_seconds_count`, { transaction });
+    expect(writes('state')).toBeGreaterThan(0);
+    expect(writes('activity')).toBeGreaterThan(0);
     expect(value(samples, `${P}replay_cache_entries`)).toBeGreaterThan(0);
     expect(value(samples, `${P}process_cpu_seconds_total`)).toBeGreaterThan(0);
     expect(value(samples, `${P}process_resident_memory_bytes`)).toBeGreaterThan(0);
