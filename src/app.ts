@@ -62,10 +62,15 @@ import { OAuthTokens } from './upstream/oauth.js';
 import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js';
 import { approvalEventRoutes } from './http/routes/approval-events.js';
 import { ApprovalEvents } from './protocol/approval-events.js';
+import { Metrics } from './metrics.js';
+import { metricsRoutes } from './http/routes/metrics.js';
+import { recordRequestMetrics } from './http/request-metrics.js';
 
 export interface RunningProxy {
   /** Where the server listens, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;
+  /** Where the internal listener (server.internal_port) listens, when configured. */
+  readonly internalUrl?: string;
   readonly issuer: string;
   readonly catalog: Catalog;
   readonly mock?: MockUpstream;
@@ -107,7 +112,14 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   for (const warning of catalog.warnings) logger.warn('openapi', { detail: warning });
 
   const policy = settings.policyFile ? loadPolicyFile(settings.policyFile, catalog) : defaultPolicy(catalog);
-  const store = openSqliteStore({ file: settings.dbFile });
+  const metrics = new Metrics({
+    capabilities: catalog.capabilities.map((c) => c.name),
+    apis: catalog.apis.map((a) => a.id),
+  });
+  const store = openSqliteStore({
+    file: settings.dbFile,
+    onWrite: (kind, s) => metrics.databaseWrite(kind, s),
+  });
   let replayJournal: ReplayJournal | undefined;
   try {
     replayJournal = openReplayJournal(settings.dbFile, clock.now());
@@ -135,6 +147,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     ...(replayJournal ? { replayJournal } : {}),
     ...(notifier ? { notifier } : {}),
     approvalEvents: new ApprovalEvents(),
+  });
+  metrics.watch({
+    pendingApprovals: () => store.countPendingApprovals(clock.now()),
+    replayCacheSize: () => ctx.replay.size,
   });
   try {
     await applyPolicyHosts(ctx);
@@ -175,6 +191,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     client,
     oauth: new OAuthTokens(clock, client.dispatcher),
     requestIdHeader: settings.requestIdHeader,
+    observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
   });
   const problems = executor.problems(catalog);
   if (problems.errors.length > 0) {
@@ -198,7 +215,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     modes: policy.modes,
     approvalMethods: policy.approval.methods,
   });
-  const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits);
+  const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits, (limit) =>
+    metrics.rateLimited(limit),
+  );
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
   capabilityRoutes(router, { catalog, ctx, limits, logger });
   const auth = new PageAuth(
@@ -270,12 +289,17 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     maxBodyBytes: settings.maxBodyBytes,
     logger,
   });
-  if (settings.adminToken !== undefined) {
-    adminRoutes(router, {
+  // The operator's endpoints: on the internal listener when there is one, else on the public port
+  // (/metrics there only with the admin token, README "Metrics").
+  const internalRouter = settings.internal ? new Router() : undefined;
+  const operatorRouter = internalRouter ?? router;
+  const { adminToken } = settings;
+  if (adminToken !== undefined) {
+    adminRoutes(operatorRouter, {
       ctx,
       limits,
       logger,
-      adminToken: settings.adminToken,
+      adminToken,
       maxBodyBytes: settings.maxBodyBytes,
       flushActivity: () => executionLog.flush(),
     });
@@ -285,24 +309,38 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       'capabilities.per_call is set but sign_in is not configured: nobody can approve those calls on the pages; they expire (approval_expired)',
     );
   }
-  healthRoutes(router, { ready: () => ready, capabilities: catalog.capabilities.length });
+  if (internalRouter) metricsRoutes(internalRouter, { metrics });
+  else if (adminToken !== undefined)
+    metricsRoutes(router, { metrics, guard: { ctx, limits, logger, adminToken } });
+  for (const r of [router, internalRouter]) {
+    if (r) healthRoutes(r, { ready: () => ready, capabilities: catalog.capabilities.length });
+  }
 
   // Set once shutdown begins (see close below): from then on the drain turns new requests away.
   let closing: Promise<void> | undefined;
   const drain = new Drain();
   const timers = deps.timers ?? systemTimers;
-  const server = createHttpServer({
-    router,
+  const serverOptions = {
     logger,
     maxBodyBytes: settings.maxBodyBytes,
     clientAddress: new ClientAddress(settings.trustedProxies),
     connections: settings.connections,
     requestIdHeader: settings.requestIdHeader,
     issuer: () => issuer,
+    // One drain for both listeners: shutdown waits for requests on either.
     drain,
-  });
+    onDecision: recordRequestMetrics(metrics),
+  };
+  const server = createHttpServer({ router, ...serverOptions });
+  const internal = internalRouter && createHttpServer({ router: internalRouter, ...serverOptions });
   try {
     await listen(server, settings.port, settings.host);
+    if (internal && settings.internal) {
+      await listen(internal, settings.internal.port, settings.internal.host).catch(async (err: unknown) => {
+        await closeServer(server);
+        throw err;
+      });
+    }
   } catch (err) {
     await mock?.close();
     await executor.close();
@@ -338,6 +376,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     );
   }, 60_000).unref();
   const url = `http://${hostForUrl(settings.host)}:${(server.address() as AddressInfo).port}`;
+  const internalUrl =
+    internal && settings.internal
+      ? `http://${hostForUrl(settings.internal.host)}:${(internal.address() as AddressInfo).port}`
+      : undefined;
   issuer ||= url;
   ready = true;
 
@@ -354,6 +396,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   logger.info('listening', {
     url,
+    ...(internalUrl ? { internal_url: internalUrl } : {}),
     issuer,
     capabilities: catalog.capabilities.length,
     database: settings.dbFile,
@@ -363,6 +406,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
 
   return {
     url,
+    ...(internalUrl ? { internalUrl } : {}),
     issuer,
     catalog,
     ...(mock ? { mock } : {}),
@@ -394,10 +438,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         const cut = drain.inProgress;
         if (cut > 0)
           logger.warn('shutdown grace over; closing requests still in progress', { requests: cut });
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
+        await Promise.all([closeServer(server), internal && closeServer(internal)]);
         clearInterval(maintenance);
         clearInterval(pruning);
         warmup.abort();
@@ -467,6 +508,15 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       server.off('error', onError);
       resolve();
     });
+  });
+}
+
+/** Stops accepting, closes idle keep-alive connections, and waits for the busy ones to finish. */
+/** Stops listening and closes every connection (after the drain: whatever still runs is cut off). */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
   });
 }
 

@@ -41,6 +41,12 @@ export const FLAGS = {
     arg: 'PORT',
     help: 'listen port (default 8080; 0 picks a free one)',
   },
+  'internal-port': {
+    type: 'string',
+    only: 'serve',
+    arg: 'PORT',
+    help: 'serve /metrics, /healthz, /readyz and /admin/ on this port (server.internal_host, default 127.0.0.1); the public port then answers 404 for /metrics and /admin/',
+  },
   issuer: {
     type: 'string',
     only: 'serve',

@@ -11,6 +11,7 @@ export function toOverrides(values: {
   config?: string;
   host?: string;
   port?: string;
+  'internal-port'?: string;
   issuer?: string;
   db?: string;
   policy?: string;
@@ -25,10 +26,8 @@ export function toOverrides(values: {
   'allow-http-specs'?: boolean;
   'log-level'?: string;
 }): CliOverrides {
-  const port = values.port;
-  if (port !== undefined && (!/^\d{1,5}$/.test(port) || Number(port) > 65535)) {
-    throw new UserError(`--port ${JSON.stringify(port)}: must be a number from 0 to 65535`);
-  }
+  const port = portFlag('--port', values.port);
+  const internalPort = portFlag('--internal-port', values['internal-port']);
   const level = values['log-level'];
   if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
     throw new UserError(`--log-level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(', ')}`);
@@ -38,7 +37,8 @@ export function toOverrides(values: {
     ...(values.spec ? { specs: values.spec } : {}),
     ...(values.upstream ? { upstreams: values.upstream } : {}),
     ...(values.host !== undefined ? { host: values.host } : {}),
-    ...(port !== undefined ? { port: Number(port) } : {}),
+    ...(port !== undefined ? { port } : {}),
+    ...(internalPort !== undefined ? { internalPort } : {}),
     ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
     ...(values.db !== undefined ? { db: values.db } : {}),
     ...(values.policy !== undefined ? { policy: values.policy } : {}),
@@ -57,4 +57,12 @@ export function toOverrides(values: {
     ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
     ...(level !== undefined ? { logLevel: level as LogLevel } : {}),
   };
+}
+
+function portFlag(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
+    throw new UserError(`${flag} ${JSON.stringify(value)}: must be a number from 0 to 65535`);
+  }
+  return Number(value);
 }

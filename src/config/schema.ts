@@ -119,6 +119,19 @@ export const CONFIG_SCHEMA = {
         host: { type: 'string', minLength: 1, default: '127.0.0.1' },
         port: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
         issuer: { ...httpUrl, description: 'Public base URL of the proxy; default http://{host}:{port}.' },
+        internal_port: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 65535,
+          description:
+            'Port of the internal listener (/metrics, /healthz, /readyz, /admin/); when set, /metrics and /admin/ are not served on the public port.',
+        },
+        internal_host: {
+          type: 'string',
+          minLength: 1,
+          default: '127.0.0.1',
+          description: 'Listen address of the internal listener (server.internal_port).',
+        },
         max_body_bytes: { type: 'integer', minimum: 1024, maximum: 104857600, default: 1048576 },
         trusted_proxies: {
           type: 'array',

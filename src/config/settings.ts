@@ -95,6 +95,11 @@ export interface AuditSettings {
 export interface Settings {
   readonly host: string;
   readonly port: number;
+  /**
+   * The internal listener (/metrics, /healthz, /readyz, /admin/), when configured: operators'
+   * endpoints off the public port (issue 12).
+   */
+  readonly internal?: { readonly host: string; readonly port: number };
   /** Explicit issuer; when absent it follows the address the server actually listens on. */
   readonly issuer?: string;
   readonly maxBodyBytes: number;
@@ -138,6 +143,7 @@ export interface CliOverrides {
   readonly upstreams?: readonly string[];
   readonly host?: string;
   readonly port?: number;
+  readonly internalPort?: number;
   readonly issuer?: string;
   readonly mockUpstream?: boolean;
   readonly allowRemoteRefs?: boolean;
@@ -319,6 +325,7 @@ export function resolveSettings(
   });
 
   const port = cli.port ?? config.server.port;
+  const internalPort = cli.internalPort ?? config.server.internal_port;
   const issuer = cli.issuer ?? config.server.issuer;
   if (issuer !== undefined && !/^https?:\/\/[^/\s?#]+(\/[^\s?#]*)?$/i.test(issuer)) {
     throw new UserError(
@@ -371,6 +378,9 @@ export function resolveSettings(
   return Object.freeze({
     host,
     port,
+    ...(internalPort !== undefined
+      ? { internal: Object.freeze({ host: config.server.internal_host, port: internalPort }) }
+      : {}),
     ...(issuer !== undefined ? { issuer: issuer.replace(/\/+$/, '') } : {}),
     maxBodyBytes: config.server.max_body_bytes,
     trustedProxies: Object.freeze(trustedProxies(config.server.trusted_proxies, where)),

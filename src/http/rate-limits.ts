@@ -8,25 +8,35 @@
 import { ProtocolError } from '../errors.js';
 import type { Policy, RateLimitSpec } from '../policy/policy.js';
 import type { RateLimiter } from '../util/rate-limit.js';
+import type { LimitName } from '../metrics.js';
 
 export class RateLimits {
   constructor(
     private readonly limiter: RateLimiter,
     private readonly limits: Policy['rateLimits'],
+    /** Told which limit refused a request (the rate_limited_total metric). */
+    private readonly onRefused: (limit: LimitName) => void = () => {},
   ) {}
 
-  private take(key: string, spec: RateLimitSpec | null, who: string): void {
+  private take(key: string, spec: RateLimitSpec | null, who: string, limit: LimitName): void {
     if (!spec) return;
     const result = this.limiter.take(key, spec);
-    if (!result.ok) throw limited(spec, who, result.retryAfterSec);
+    if (result.ok) return;
+    this.onRefused(limit);
+    throw limited(spec, who, result.retryAfterSec);
   }
 
   ip(ip: string): void {
-    this.take(`ip:${ip}`, this.limits.perIp, `Client ${ip}`);
+    this.take(`ip:${ip}`, this.limits.perIp, `Client ${ip}`, 'per_ip');
   }
 
   unknownHostRegistration(ip: string): void {
-    this.take(`reg:${ip}`, this.limits.unknownHostRegistration, `Registrations of new hosts from ${ip}`);
+    this.take(
+      `reg:${ip}`,
+      this.limits.unknownHostRegistration,
+      `Registrations of new hosts from ${ip}`,
+      'unknown_host_registration',
+    );
   }
 
   /** Refuses a client that has used up its failed-authentication budget (nothing is charged). */
@@ -35,6 +45,7 @@ export class RateLimits {
     if (!spec) return;
     const result = this.limiter.check(`authfail:${ip}`, spec);
     if (!result.ok) {
+      this.onRefused('failed_auth_per_ip');
       throw new ProtocolError(
         'rate_limited',
         `Too many failed authentications from ${ip}; retry in ${result.retryAfterSec} s.`,
@@ -50,13 +61,13 @@ export class RateLimits {
   }
 
   host(hostId: string): void {
-    this.take(`host:${hostId}`, this.limits.perHost, `Host ${hostId}`);
+    this.take(`host:${hostId}`, this.limits.perHost, `Host ${hostId}`, 'per_host');
   }
 
   agent(agentId: string, hostId: string, userId: string | null): void {
-    this.take(`agent:${agentId}`, this.limits.perAgent, `Agent ${agentId}`);
+    this.take(`agent:${agentId}`, this.limits.perAgent, `Agent ${agentId}`, 'per_agent');
     this.host(hostId);
-    if (userId !== null) this.take(`user:${userId}`, this.limits.perUser, `User ${userId}`);
+    if (userId !== null) this.take(`user:${userId}`, this.limits.perUser, `User ${userId}`, 'per_user');
   }
 
   /**
@@ -67,10 +78,12 @@ export class RateLimits {
   capability(name: string, agentId: string, hostId: string, userId: string | null): void {
     const limits = this.limits.perCapability.get(name);
     if (!limits) return;
-    this.take(`cap:${name}:agent:${agentId}`, limits.perAgent, `Agent ${agentId} on ${name}`);
-    this.take(`cap:${name}:host:${hostId}`, limits.perHost, `Host ${hostId} on ${name}`);
-    if (userId !== null) this.take(`cap:${name}:user:${userId}`, limits.perUser, `User ${userId} on ${name}`);
-    this.take(`cap:${name}`, limits.global, `Capability ${name}`);
+    const per = 'per_capability';
+    this.take(`cap:${name}:agent:${agentId}`, limits.perAgent, `Agent ${agentId} on ${name}`, per);
+    this.take(`cap:${name}:host:${hostId}`, limits.perHost, `Host ${hostId} on ${name}`, per);
+    if (userId !== null)
+      this.take(`cap:${name}:user:${userId}`, limits.perUser, `User ${userId} on ${name}`, per);
+    this.take(`cap:${name}`, limits.global, `Capability ${name}`, per);
   }
 }
 

@@ -214,7 +214,14 @@ export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
   readonly file: string;
   readonly busyTimeoutMs?: number;
+  /**
+   * Each write transaction's duration, commit included (the database latency metric): `state`
+   * for `write` (fsynced), `activity` for the group-committed activity batches (not fsynced).
+   */
+  readonly onWrite?: (kind: WriteKind, seconds: number) => void;
 }
+
+export type WriteKind = 'state' | 'activity';
 
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   if (options.file !== ':memory:') {
@@ -236,7 +243,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
   db.pragma('foreign_keys = ON');
   migrate(db, options.file);
-  return new SqliteStore(db);
+  return new SqliteStore(db, options.onWrite);
 }
 
 function migrate(db: Database.Database, file: string): void {
@@ -258,7 +265,10 @@ class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly writer: StoreWriter;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly onWrite?: (kind: WriteKind, seconds: number) => void,
+  ) {
     this.writer = this.createWriter();
   }
 
@@ -360,6 +370,15 @@ class SqliteStore implements Store {
     ).n;
   }
 
+  countPendingApprovals(now: number): number {
+    // The approvals_status (status, created_at) index narrows this to the pending rows.
+    return (
+      this.stmt("SELECT count(*) AS n FROM approvals WHERE status = 'pending' AND expires_at > ?").get(
+        now,
+      ) as { n: number }
+    ).n;
+  }
+
   activity(query: ActivityQuery): ActivityRecord[] {
     return this.many(
       ACTIVITY,
@@ -417,9 +436,11 @@ class SqliteStore implements Store {
     // state change's commit (synchronous=FULL syncs the whole WAL) or checkpoint, so only an OS
     // crash or power loss can take the last few seconds of activity, never a grant or a status.
     this.db.pragma('synchronous = NORMAL');
+    const started = performance.now();
     try {
       this.appendInTransaction(insert, records);
     } finally {
+      this.onWrite?.('activity', (performance.now() - started) / 1000);
       this.db.pragma('synchronous = FULL');
     }
   }
@@ -640,7 +661,13 @@ class SqliteStore implements Store {
 
   write<T>(fn: (tx: StoreWriter) => T): T {
     // IMMEDIATE: take the write lock up front, so a read-then-write cannot be invalidated midway.
-    return this.db.transaction(() => fn(this.writer)).immediate();
+    if (!this.onWrite) return this.db.transaction(() => fn(this.writer)).immediate();
+    const started = performance.now();
+    try {
+      return this.db.transaction(() => fn(this.writer)).immediate();
+    } finally {
+      this.onWrite('state', (performance.now() - started) / 1000);
+    }
   }
 
   touch(
@@ -729,6 +756,7 @@ class SqliteStore implements Store {
       countHosts: (status) => reader.countHosts(status),
       countPolicyAdmittedHosts: () => reader.countPolicyAdmittedHosts(),
       countOpenApprovals: (h, now) => reader.countOpenApprovals(h, now),
+      countPendingApprovals: (now) => reader.countPendingApprovals(now),
       activity: (q) => reader.activity(q),
       asyncJob: (id) => reader.asyncJob(id),
       agentsOfUser: (u, page) => reader.agentsOfUser(u, page),

@@ -295,6 +295,8 @@ export interface StoreReader {
   countPolicyAdmittedHosts(): number;
   /** Pending approvals of a host's agents not yet expired at `now`. */
   countOpenApprovals(hostId: string, now: number): number;
+  /** All pending approvals not yet expired at `now` (the approvals_pending gauge). */
+  countPendingApprovals(now: number): number;
   activity(query: ActivityQuery): ActivityRecord[];
   asyncJob(id: string): AsyncJobRecord | undefined;
   /**

@@ -85,6 +85,8 @@ export interface ExecutorOptions {
   readonly oauth: OAuthTokens;
   /** Lower case; the header the proxy's request id goes upstream in (config server.request_id_header). */
   readonly requestIdHeader: string;
+  /** Receives each upstream call's duration (the upstream latency metric). */
+  readonly observeUpstream?: (apiId: string, seconds: number) => void;
 }
 
 export class Executor {
@@ -94,7 +96,7 @@ export class Executor {
 
   constructor(options: ExecutorOptions) {
     this.apis = apiRuntimes(options.catalog, options.settings, options.baseUrlFor, options.oauth);
-    this.sender = new Sender(options.client, options.requestIdHeader);
+    this.sender = new Sender(options.client, options.requestIdHeader, options.observeUpstream);
     this.requestIdHeader = options.requestIdHeader;
   }
 

@@ -23,6 +23,8 @@ export class Sender {
     private readonly client: UpstreamClient,
     /** Lower case: the header the proxy's request id goes upstream in. */
     private readonly requestIdHeader: string,
+    /** Each call's time to its answer's headers (or failure), per API: the upstream latency metric. */
+    private readonly observe?: (apiId: string, seconds: number) => void,
   ) {}
 
   async send(
@@ -58,6 +60,7 @@ export class Sender {
         `No upstream URL is configured for API ${api.info.id}.`,
       );
     }
+    const started = performance.now();
     try {
       const reply = await this.client.send({
         origin: api.origin,
@@ -73,6 +76,8 @@ export class Sender {
       return { reply, creds };
     } catch (err) {
       throw callFailure(err, timeoutMs);
+    } finally {
+      this.observe?.(api.info.id, (performance.now() - started) / 1000);
     }
   }
 }

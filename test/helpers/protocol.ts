@@ -99,7 +99,14 @@ export class TestProtocol {
   async request(
     method: string,
     path: string,
-    options: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+    options: {
+      token?: string;
+      body?: unknown;
+      rawBody?: string;
+      headers?: Record<string, string>;
+      /** Another listener of the proxy (the internal one); default the public URL. */
+      base?: string;
+    } = {},
   ): Promise<Reply> {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
@@ -108,7 +115,7 @@ export class TestProtocol {
       body = JSON.stringify(options.body);
       headers['content-type'] = 'application/json';
     }
-    const res = await fetch(`${this.proxy.url}${path}`, {
+    const res = await fetch(`${options.base ?? this.proxy.url}${path}`, {
       method,
       headers,
       ...(body !== undefined ? { body } : {}),
@@ -123,8 +130,13 @@ export class TestProtocol {
     return { status: res.status, headers: res.headers, body: parsed };
   }
 
+  /** The operator API, on the internal listener when the proxy has one (server.internal_port). */
   admin(method: string, path: string, body?: unknown): Promise<Reply> {
-    return this.request(method, path, { token: ADMIN_TOKEN, ...(body !== undefined ? { body } : {}) });
+    return this.request(method, path, {
+      token: ADMIN_TOKEN,
+      ...(body !== undefined ? { body } : {}),
+      ...(this.proxy.internalUrl !== undefined ? { base: this.proxy.internalUrl } : {}),
+    });
   }
 
   hostToken(

@@ -113,6 +113,14 @@ describe('examples/kubernetes/sidecar.yaml', () => {
     expect(Number(preStop[1]) + grace).toBeLessThan(
       deployment?.spec.template.spec.terminationGracePeriodSeconds,
     );
+    // Prometheus scrapes the internal listener, which the Service leaves out.
+    const internalPort = config.server.internal_port;
+    const annotations = deployment?.spec.template.metadata.annotations;
+    expect(annotations['prometheus.io/port']).toBe(String(internalPort));
+    expect(annotations['prometheus.io/path']).toBe('/metrics');
+    expect(proxy.ports).toContainEqual({ name: 'internal', containerPort: internalPort });
+    const service = docs.find((d) => d.kind === 'Service');
+    expect(service?.spec.ports.map((p: { targetPort: string }) => p.targetPort)).toEqual(['agent-auth']);
   });
 });
 

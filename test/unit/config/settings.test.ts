@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, readConfigFile, resolveSettings } from '../../../src/config/settings.js';
+import { toOverrides } from '../../../src/cli/overrides.js';
 import { UserError } from '../../../src/errors.js';
 
 /** Runs `fn`, which must throw a UserError, and returns that error. */
@@ -575,5 +576,35 @@ describe('audit group commit (issue 10 class 14)', () => {
       );
       expect(userError(() => resolveSettings({ config: file }, dir, {})).message).toContain(message);
     }
+  });
+});
+
+describe('internal listener (server.internal_port, --internal-port)', () => {
+  it('is off by default', () => {
+    expect(resolveSettings({ specs: ['x.yaml'] }, dir).internal).toBeUndefined();
+  });
+
+  it('listens on server.internal_host (default 127.0.0.1); the flag overrides the config port', () => {
+    const config = writeConfig(
+      'internal/proxy.yaml',
+      'server:\n  internal_port: 9090\napis:\n  - spec: x.yaml\n',
+    );
+    expect(resolveSettings({ config }, dir).internal).toEqual({ host: '127.0.0.1', port: 9090 });
+    expect(resolveSettings({ config, internalPort: 0 }, dir).internal).toEqual({
+      host: '127.0.0.1',
+      port: 0,
+    });
+    const pod = writeConfig(
+      'internal/pod.yaml',
+      'server:\n  internal_port: 9090\n  internal_host: 0.0.0.0\napis:\n  - spec: x.yaml\n',
+    );
+    expect(resolveSettings({ config: pod }, dir).internal).toEqual({ host: '0.0.0.0', port: 9090 });
+  });
+
+  it('--internal-port takes a port number', () => {
+    expect(toOverrides({ 'internal-port': '0' })).toEqual({ internalPort: 0 });
+    expect(() => toOverrides({ 'internal-port': '70000' })).toThrow(
+      '--internal-port "70000": must be a number from 0 to 65535',
+    );
   });
 });

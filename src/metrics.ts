@@ -1,0 +1,197 @@
+/**
+ * Prometheus metrics (issue 12), all named `agent_auth_proxy_*`, in a registry of their own: the
+ * global one would be shared by every proxy of a process (tests run several). Label values come
+ * from closed sets only (catalog capability names, route patterns, error codes, limit names, API
+ * ids), never from ids or anything a client sends, so the series count stays bounded.
+ *
+ * Nothing here knows HTTP, protocol or storage: the composition root passes the recording
+ * methods down as callbacks, and the gauges read what they show through `watch` at scrape time.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ErrorCode } from './errors.js';
+
+export const METRIC_PREFIX = 'agent_auth_proxy_';
+
+/** Which rate limit refused a request (policy `rate_limits.*`, README "Metrics"). */
+export const LIMIT_NAMES = [
+  'per_ip',
+  'unknown_host_registration',
+  'failed_auth_per_ip',
+  'per_host',
+  'per_agent',
+  'per_user',
+  'per_capability',
+] as const;
+export type LimitName = (typeof LIMIT_NAMES)[number];
+
+/** What the gauges read when Prometheus scrapes (cheap: a counter in memory, an indexed count). */
+export interface MetricSources {
+  readonly pendingApprovals: () => number;
+  readonly replayCacheSize: () => number;
+}
+
+export interface MetricsOptions {
+  /** Capability names of the catalog: any other name is counted as `unknown`. */
+  readonly capabilities: Iterable<string>;
+  /** API ids (config), whose upstream histogram children are resolved once here. */
+  readonly apis: Iterable<string>;
+}
+
+// Upstream answers range from a few milliseconds to the 30 s default timeout.
+const UPSTREAM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+// A WAL commit with synchronous=FULL is an fsync: sub-millisecond to tens of milliseconds.
+const DATABASE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+type Child = { inc(): void };
+type Timer = { observe(seconds: number): void };
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #capabilities: ReadonlySet<string>;
+  readonly #requests: Counter<'route' | 'status'>;
+  readonly #executions: Counter<'capability' | 'outcome'>;
+  readonly #registrations: Counter<'outcome'>;
+  readonly #rateLimited: Counter<'limit'>;
+  readonly #configReloads: Counter<'result'>;
+  readonly #upstream: Histogram<'api'>;
+  readonly #database: Histogram<'transaction'>;
+  // Label children resolved once per label combination, in nested maps so that the per-request
+  // path is two Map lookups and allocates nothing.
+  readonly #requestChildren = new Map<string, Map<number, Child>>();
+  readonly #executionChildren = new Map<string, Map<string, Child>>();
+  readonly #registrationChildren = new Map<string, Child>();
+  readonly #upstreamChildren = new Map<string, Timer>();
+  readonly #stateWrites: Timer;
+  readonly #activityWrites: Timer;
+  #sources: MetricSources | undefined;
+
+  constructor(options: MetricsOptions) {
+    const registers = [this.registry];
+    this.#capabilities = new Set(options.capabilities);
+    collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
+    this.#requests = new Counter({
+      name: `${METRIC_PREFIX}requests_total`,
+      help: 'HTTP requests by route pattern (other: no route matched) and status.',
+      labelNames: ['route', 'status'],
+      registers,
+    });
+    this.#executions = new Counter({
+      name: `${METRIC_PREFIX}executions_total`,
+      help: 'POST /capability/execute by capability (unknown: not in the catalog) and outcome (success or the error code).',
+      labelNames: ['capability', 'outcome'],
+      registers,
+    });
+    this.#registrations = new Counter({
+      name: `${METRIC_PREFIX}registrations_total`,
+      help: 'POST /agent/register by outcome (success or the error code).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.#rateLimited = new Counter({
+      name: `${METRIC_PREFIX}rate_limited_total`,
+      help: 'Requests refused by a rate limit, by the limit that refused.',
+      labelNames: ['limit'],
+      registers,
+    });
+    this.#configReloads = new Counter({
+      name: `${METRIC_PREFIX}config_reloads_total`,
+      help: 'Configuration reloads by result.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.#upstream = new Histogram({
+      name: `${METRIC_PREFIX}upstream_request_duration_seconds`,
+      help: 'Time from sending an upstream request to its response headers (or failure), by API.',
+      labelNames: ['api'],
+      buckets: UPSTREAM_BUCKETS,
+      registers,
+    });
+    this.#database = new Histogram({
+      name: `${METRIC_PREFIX}database_write_duration_seconds`,
+      help: 'Duration of SQLite write transactions, commit included: state (fsynced) or activity (group-committed).',
+      labelNames: ['transaction'],
+      buckets: DATABASE_BUCKETS,
+      registers,
+    });
+    const sources = (): MetricSources | undefined => this.#sources;
+    new Gauge({
+      name: `${METRIC_PREFIX}approvals_pending`,
+      help: 'Approval requests waiting for a decision and not yet expired.',
+      registers,
+      collect() {
+        const s = sources();
+        if (s) this.set(s.pendingApprovals());
+      },
+    });
+    new Gauge({
+      name: `${METRIC_PREFIX}replay_cache_entries`,
+      help: 'JWT ids held by the replay cache (§8.4).',
+      registers,
+      collect() {
+        const s = sources();
+        if (s) this.set(s.replayCacheSize());
+      },
+    });
+    // Closed label sets start at 0, so a rate() over them works before the first event.
+    for (const limit of LIMIT_NAMES) this.#rateLimited.inc({ limit }, 0);
+    for (const result of ['success', 'failure']) this.#configReloads.inc({ result }, 0);
+    this.#stateWrites = this.#database.labels('state');
+    this.#activityWrites = this.#database.labels('activity');
+    for (const api of options.apis) this.#upstreamChildren.set(api, this.#upstream.labels(api));
+  }
+
+  /** The gauges' sources, known once the store and protocol state exist. */
+  watch(sources: MetricSources): void {
+    this.#sources = sources;
+  }
+
+  /** One finished HTTP request: `route` is the router's pattern, or `other`. */
+  request(route: string, status: number): void {
+    const byStatus = memo(this.#requestChildren, route, () => new Map<number, Child>());
+    memo(byStatus, status, () => this.#requests.labels(route, String(status))).inc();
+  }
+
+  /** One execution attempt; `code` null when it succeeded. */
+  execution(capability: string | null, code: ErrorCode | null): void {
+    const name = capability !== null && this.#capabilities.has(capability) ? capability : 'unknown';
+    const outcome = code ?? 'success';
+    const byOutcome = memo(this.#executionChildren, name, () => new Map<string, Child>());
+    memo(byOutcome, outcome, () => this.#executions.labels(name, outcome)).inc();
+  }
+
+  registration(code: ErrorCode | null): void {
+    const outcome = code ?? 'success';
+    memo(this.#registrationChildren, outcome, () => this.#registrations.labels(outcome)).inc();
+  }
+
+  rateLimited(limit: LimitName): void {
+    this.#rateLimited.inc({ limit });
+  }
+
+  configReload(result: 'success' | 'failure'): void {
+    this.#configReloads.inc({ result });
+  }
+
+  upstreamCall(api: string, seconds: number): void {
+    (this.#upstreamChildren.get(api) ?? this.#upstream.labels(api)).observe(seconds);
+  }
+
+  databaseWrite(transaction: 'state' | 'activity', seconds: number): void {
+    (transaction === 'state' ? this.#stateWrites : this.#activityWrites).observe(seconds);
+  }
+
+  /** The exposition text (Prometheus text format 0.0.4) and its content type. */
+  async exposition(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+}
+
+/** The value cached under `key`, made once. */
+function memo<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let found = map.get(key);
+  if (found === undefined) {
+    found = make();
+    map.set(key, found);
+  }
+  return found;
+}
