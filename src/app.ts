@@ -97,7 +97,7 @@ export interface ProxyDeps {
 }
 
 export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
-  const logger = deps.logger ?? createLogger(settings.logLevel);
+  const logger = deps.logger ?? createLogger(settings.logLevel, undefined, Date.now, settings.logFormat);
   const clock = deps.clock ?? systemClock;
   const { catalog, formats } = await loadServedCatalog(settings);
   for (const warning of catalog.warnings) logger.warn('openapi', { detail: warning });
