@@ -24,14 +24,15 @@ import {
 import type { ExecutionLog } from '../../protocol/execution-log.js';
 import type { InFlightSlots, Slot } from '../../protocol/in-flight.js';
 import {
-  validTraceparent,
+  traceContext,
   type CallerIdentity,
   type ExecutionOutcome,
   type Executor,
   type PreparedCall,
+  type TraceContext,
 } from '../../upstream/executor.js';
 import { takeUpstreamSlot } from '../in-flight.js';
-import { need, step } from '../pipeline.js';
+import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
@@ -69,6 +70,7 @@ interface Execution {
   slot?: Slot;
   abort?: AbortController;
   outcome?: ExecutionOutcome;
+  trace?: TraceContext;
 }
 
 export function executeRoutes(router: Router, options: ExecuteRouteOptions): ExecuteRoutes {
@@ -126,14 +128,14 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         x.res.once('close', () => {
           if (!x.res.writableFinished) abort.abort();
         });
-        const traceparent = validTraceparent(x.req.headers.traceparent);
         s.outcome = await executor.execute({
           call: need(s.call, 'call'),
           caller: callerOf(authorized.auth),
           requestId: x.requestId,
-          ...(traceparent ? { traceparent } : {}),
+          traceparent: traceOf(x, s).traceparent,
           controller: abort,
         });
+        x.decision.upstream_status = s.outcome.upstreamStatus;
       }),
       step('respond', async (x, s) => {
         const outcome = need(s.outcome, 'outcome');
@@ -162,6 +164,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     () => ({ started: performance.now() }),
     (x, s, failure) => {
       s.slot?.release();
+      // Every execute's record carries a trace id, also one refused before the upstream call.
+      traceOf(x, s);
       // Recorded once the token was accepted and the body read: refusals before that (bad token,
       // replay, limits) are not the agent's acts and must not cost storage.
       if (!s.request || !x.agent) return;
@@ -195,6 +199,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       const id = x.params.id ?? '';
       const { job, capability } = authorizeStatusRead(ctx, auth, id);
       x.decision.capability = capability.name;
+      const trace = traceContext(x.req.headers.traceparent);
+      x.decision.trace_id = trace.traceId;
       // A status poll is an upstream call too: it holds a slot while it runs.
       const slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
       let state: Awaited<ReturnType<Executor['poll']>>;
@@ -204,6 +210,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           statusCapability: job.statusCapability,
           caller: callerOf(auth),
           requestId: x.requestId,
+          traceparent: trace.traceparent,
           // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
           // agent could make itself: its grant for that GET capability, and the grant's constraints.
           authorize: (call) =>
@@ -238,4 +245,11 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
 
 function callerOf(auth: AgentAuth): CallerIdentity {
   return { agentId: auth.agent.id, hostId: auth.host.id, userId: auth.agent.userId };
+}
+
+/** The execution's trace context, made once (the agent's trace id if valid) and noted in its record. */
+function traceOf(x: Exchange, s: Execution): TraceContext {
+  s.trace ??= traceContext(x.req.headers.traceparent);
+  x.decision.trace_id = s.trace.traceId;
+  return s.trace;
 }
