@@ -37,6 +37,7 @@ export async function startGateway(
     clock?: TestClock;
     db?: string;
     logger?: Logger;
+    logSink?: (line: string) => void;
   } = {},
 ): Promise<Gateway> {
   const upstream = await TestUpstream.start();
@@ -61,6 +62,7 @@ export async function startGateway(
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.env ? { env: options.env } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.logSink ? { logSink: options.logSink } : {}),
     });
     return {
       p,

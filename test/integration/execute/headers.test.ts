@@ -355,7 +355,7 @@ describe('nothing from the agent request reaches the upstream (RFC 9110 §7.6.1)
       { headers: { traceparent: TRACEPARENT } },
     );
     expect(reply.status).toBe(200);
-    const sent = gw.upstream.requests[0]?.headers.traceparent ?? '';
+    const sent = String(gw.upstream.requests[0]?.headers.traceparent);
     const [version, traceId, spanId, flags] = sent.split('-');
     expect(version).toBe('00');
     expect(traceId).toBe('0af7651916cd43dd8448eb211c80319c');
