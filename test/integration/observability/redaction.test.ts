@@ -44,7 +44,7 @@ describe('no secret reaches the log', () => {
         body: { name: 'logged agent', capabilities: ['ping', 'get_item'] },
       });
       expect(reg.status).toBe(200);
-      const agentId = String((reg.body as { agent_id: string }).agent_id);
+      const agentId = (reg.body as { agent_id: string }).agent_id;
       const approval = (await p.pendingApproval(agentId)) as { id: string };
       expect((await p.admin('POST', `/admin/approvals/${approval.id}/approve`, {})).status).toBe(200);
 
