@@ -96,6 +96,8 @@ export interface RunningProxy {
 
 export interface ProxyDeps {
   readonly logger?: Logger;
+  /** Where the log lines go when no `logger` is given (default standard output); tests capture them. */
+  readonly logSink?: (line: string) => void;
   /** Tests pass a controllable clock; production uses the system clock. */
   readonly clock?: Clock;
   /**
@@ -106,7 +108,7 @@ export interface ProxyDeps {
 }
 
 export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
-  const logger = deps.logger ?? createLogger(settings.logLevel);
+  const logger = deps.logger ?? createLogger(settings.logLevel, deps.logSink, Date.now, settings.logFormat);
   const clock = deps.clock ?? systemClock;
   const { catalog, formats } = await loadServedCatalog(settings);
   for (const warning of catalog.warnings) logger.warn('openapi', { detail: warning });

@@ -78,10 +78,16 @@ export class ProtocolError extends Error {
   constructor(
     code: ErrorCode,
     message?: string,
-    options: { fields?: Record<string, unknown>; headers?: Record<string, string>; status?: number } = {},
+    options: {
+      fields?: Record<string, unknown>;
+      headers?: Record<string, string>;
+      status?: number;
+      /** What went wrong underneath (e.g. an upstream transport error): for the log, never the body. */
+      cause?: unknown;
+    } = {},
   ) {
     const entry = ERROR_CATALOGUE[code];
-    super(message ?? entry.message);
+    super(message ?? entry.message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ProtocolError';
     this.code = code;
     // Only upstream_error overrides its status: an upstream 4xx keeps its meaning for the agent.

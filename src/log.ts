@@ -1,10 +1,17 @@
 /**
- * Structured logging: one JSON object per line. Callers pass fields explicitly; nothing here
- * serializes request headers or bodies, so credentials cannot reach the log by accident.
+ * Structured logging, backed by pino: one JSON object per line with `level` (a label such as
+ * "info"), `time` (ISO 8601) and `msg`, then the caller's fields; or, with the `pretty` format,
+ * the same record as human text through pino-pretty (in-process and synchronous, so a test's
+ * `write` sees each line at once). Callers pass flat fields explicitly; nothing here serializes
+ * request headers or bodies, so credentials cannot reach the log by accident (§11).
  */
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+import { pino, type DestinationStream, type Logger as Pino } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+export type LogFormat = 'json' | 'pretty';
+
+export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
 
 export type LogFields = Record<string, string | number | boolean | null | undefined | readonly string[]>;
 
@@ -15,22 +22,46 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
 }
 
+/**
+ * A logger at `level` writing whole lines to `write` (default: standard output, synchronously,
+ * so the last lines before an exit are not lost). `now` is the clock of `time` (tests pass
+ * theirs).
+ */
 export function createLogger(
   level: LogLevel,
-  write: (line: string) => void = (line) => process.stdout.write(line),
+  write?: (line: string) => void,
   now: () => number = Date.now,
+  format: LogFormat = 'json',
 ): Logger {
-  const min = RANK[level];
-  const emit = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: LogFields): void => {
-    if (RANK[lvl] < min) return;
-    write(`${JSON.stringify({ time: new Date(now()).toISOString(), level: lvl, msg, ...fields })}\n`);
-  };
+  const p = pino(
+    {
+      level,
+      // No pid/hostname: the container already says where a line comes from.
+      base: undefined,
+      messageKey: 'msg',
+      timestamp: () => `,"time":"${new Date(now()).toISOString()}"`,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination(write, format),
+  );
+  return wrap(p);
+}
+
+function destination(write: ((line: string) => void) | undefined, format: LogFormat): DestinationStream {
+  const out = write ? { write } : pino.destination({ dest: 1, sync: true });
+  if (format === 'json') return out;
+  // String levels are not pino's numbers: pino-pretty prints the label it finds as is.
+  const pretty = prettyFactory({ colorize: false, translateTime: false, ignore: '' });
+  return { write: (line: string) => void out.write(pretty(line)) };
+}
+
+function wrap(p: Pino): Logger {
   return {
-    debug: (m, f) => emit('debug', m, f),
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
+    debug: (m, f) => p.debug(f ?? {}, m),
+    info: (m, f) => p.info(f ?? {}, m),
+    warn: (m, f) => p.warn(f ?? {}, m),
+    error: (m, f) => p.error(f ?? {}, m),
   };
 }
 
-export const silentLogger: Logger = createLogger('silent');
+export const silentLogger: Logger = createLogger('silent', () => undefined);

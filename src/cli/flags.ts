@@ -103,6 +103,12 @@ export const FLAGS = {
   'allow-remote-refs': { type: 'boolean', help: 'allow $refs to http(s) URLs inside specs' },
   'allow-http-specs': { type: 'boolean', help: 'allow plain-http spec URLs' },
   'log-level': { type: 'string', arg: 'LEVEL', help: 'debug | info | warn | error | silent (default info)' },
+  'log-format': {
+    type: 'string',
+    only: 'serve',
+    arg: 'FORMAT',
+    help: 'json (one object per line) | pretty (human-readable) (default json)',
+  },
   json: { type: 'boolean', only: 'capabilities', help: 'machine-readable output' },
   pid: {
     type: 'string',

@@ -1,7 +1,7 @@
 /** Parsed serve/capabilities/check flags → the overrides the settings resolver takes. */
 import type { CliOverrides } from '../config/settings.js';
 import { UserError } from '../errors.js';
-import type { LogLevel } from '../log.js';
+import { LOG_FORMATS, type LogFormat, type LogLevel } from '../log.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
@@ -25,12 +25,17 @@ export function toOverrides(values: {
   'allow-remote-refs'?: boolean;
   'allow-http-specs'?: boolean;
   'log-level'?: string;
+  'log-format'?: string;
 }): CliOverrides {
   const port = portFlag('--port', values.port);
   const internalPort = portFlag('--internal-port', values['internal-port']);
   const level = values['log-level'];
   if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
     throw new UserError(`--log-level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const format = values['log-format'];
+  if (format !== undefined && !LOG_FORMATS.includes(format as LogFormat)) {
+    throw new UserError(`--log-format ${JSON.stringify(format)}: must be one of ${LOG_FORMATS.join(', ')}`);
   }
   return {
     ...(values.config !== undefined ? { config: values.config } : {}),
@@ -56,6 +61,7 @@ export function toOverrides(values: {
     ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
     ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
     ...(level !== undefined ? { logLevel: level as LogLevel } : {}),
+    ...(format !== undefined ? { logFormat: format as LogFormat } : {}),
   };
 }
 

@@ -512,6 +512,12 @@ export const CONFIG_SCHEMA = {
     },
     mock_upstream: { type: 'boolean', default: false },
     log_level: { type: 'string', enum: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
+    log_format: {
+      type: 'string',
+      enum: ['json', 'pretty'],
+      default: 'json',
+      description: 'json: one JSON object per line; pretty: human-readable text (development).',
+    },
   },
 } as const;
 

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { UserError } from '../errors.js';
-import type { LogLevel } from '../log.js';
+import type { LogFormat, LogLevel } from '../log.js';
 import type { OperationSelector } from '../openapi/selectors.js';
 import { parseDuration } from './durations.js';
 import { parseCidr } from './cidr.js';
@@ -120,6 +120,7 @@ export interface Settings {
   readonly apis: readonly ApiSettings[];
   readonly mockUpstream: boolean;
   readonly logLevel: LogLevel;
+  readonly logFormat: LogFormat;
   /** SQLite file (absolute path) or `:memory:`. */
   readonly dbFile: string;
   /** Policy YAML (absolute path); absent: the built-in default policy. */
@@ -149,6 +150,7 @@ export interface CliOverrides {
   readonly allowRemoteRefs?: boolean;
   readonly allowHttpSpecs?: boolean;
   readonly logLevel?: LogLevel;
+  readonly logFormat?: LogFormat;
   readonly db?: string;
   readonly policy?: string;
   readonly adminToken?: string;
@@ -403,6 +405,7 @@ export function resolveSettings(
     apis: Object.freeze(apis.map((a) => Object.freeze(a))),
     mockUpstream: cli.mockUpstream ?? config.mock_upstream,
     logLevel: cli.logLevel ?? config.log_level,
+    logFormat: cli.logFormat ?? config.log_format,
     dbFile,
     ...(policyFile !== undefined ? { policyFile } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),

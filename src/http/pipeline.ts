@@ -36,6 +36,12 @@ export interface DecisionRecord {
   host_id: string | null;
   user_id: string | null;
   capability: string | null;
+  /** The W3C trace id of the upstream call (the agent's, or one the proxy started). */
+  trace_id: string | null;
+  /** The upstream's HTTP status, when it answered. */
+  upstream_status: number | null;
+  /** Why the upstream call failed underneath (ECONNREFUSED, timeout …; src/upstream/answers.ts). */
+  upstream_cause: string | null;
   /** Milliseconds spent in each step that ran, in order. */
   readonly timings: Record<string, number>;
   total_ms: number;
@@ -56,6 +62,9 @@ export function newDecision(requestId: string, method: string, clientIp: string)
     host_id: null,
     user_id: null,
     capability: null,
+    trace_id: null,
+    upstream_status: null,
+    upstream_cause: null,
     timings: {},
     total_ms: 0,
   };

@@ -8,9 +8,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError, toProtocolError } from '../errors.js';
+import { upstreamCause } from '../upstream/answers.js';
 import type { Logger } from '../log.js';
 import type { ClientAddress } from './client-address.js';
 import type { Drain } from './drain.js';
+import { decisionFields } from './decision-log.js';
 import { newDecision, roundMs, type DecisionRecord, type Exchange } from './pipeline.js';
 import { sendError } from './respond.js';
 import { sendErrorPage } from './html.js';
@@ -100,20 +102,7 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
     decision.status = res.statusCode;
     decision.total_ms = roundMs(performance.now() - started);
     options.onDecision?.(decision);
-    logger.info('request', {
-      request_id: requestId,
-      method,
-      path,
-      route: decision.route,
-      status: res.statusCode,
-      step: decision.step,
-      outcome: decision.outcome,
-      code: decision.code,
-      agent_id: decision.agent_id,
-      host_id: decision.host_id,
-      client_ip: decision.client_ip,
-      duration_ms: decision.total_ms,
-    });
+    logger.info('request', decisionFields(decision, path));
   });
   let exchange: Exchange | undefined;
   try {
@@ -152,6 +141,8 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
     decision.outcome = e.status >= 500 ? 'error' : 'deny';
     decision.code = e.code;
     decision.reason = e.message;
+    decision.upstream_cause = upstreamCause(err);
+    if (typeof e.fields.upstream_status === 'number') decision.upstream_status = e.fields.upstream_status;
     if (!(err instanceof ProtocolError) || e.status === 500) {
       // The cause is logged for the operator with the request id, never sent to the client.
       logger.error('unhandled error', {

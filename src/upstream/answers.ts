@@ -9,6 +9,7 @@ import { essence } from '../openapi/media.js';
 import { readBody, UpstreamCallError, type UpstreamReply } from './client.js';
 import { contentCodings, decodeBody, decodingStream } from './content-coding.js';
 import { redactEventStream } from './event-redaction.js';
+import { TokenError } from './oauth.js';
 import {
   bodyText,
   decodeData,
@@ -89,19 +90,37 @@ function codingsOrDiscard(reply: UpstreamReply): ReturnType<typeof contentCoding
 
 export function callFailure(err: unknown, timeoutMs: number): ProtocolError {
   if (err instanceof ProtocolError) return err;
+  const cause = { cause: err };
   if (err instanceof UpstreamCallError) {
     if (err.kind === 'timeout') {
-      return new ProtocolError('upstream_timeout', `The upstream API did not answer within ${timeoutMs} ms.`);
+      return new ProtocolError(
+        'upstream_timeout',
+        `The upstream API did not answer within ${timeoutMs} ms.`,
+        cause,
+      );
     }
-    if (err.kind === 'too_large') return new ProtocolError('upstream_error', `${err.detail}.`);
+    if (err.kind === 'too_large') return new ProtocolError('upstream_error', `${err.detail}.`, cause);
     if (err.kind === 'aborted')
-      return new ProtocolError('upstream_unavailable', 'The request was cancelled.');
+      return new ProtocolError('upstream_unavailable', 'The request was cancelled.', cause);
     return new ProtocolError(
       'upstream_unavailable',
       `The upstream API could not be reached (${err.detail}).`,
+      cause,
     );
   }
-  return new ProtocolError('upstream_unavailable', 'The upstream API could not be reached.');
+  return new ProtocolError('upstream_unavailable', 'The upstream API could not be reached.', cause);
+}
+
+/**
+ * Why an upstream call failed, for the decision record: the transport's code for an unreachable
+ * upstream (ECONNREFUSED, ENOTFOUND …), else the kind (timeout, too_large, aborted), or
+ * oauth_token when the service's token could not be had; null when nothing failed underneath.
+ */
+export function upstreamCause(err: unknown): string | null {
+  const cause = err instanceof ProtocolError ? err.cause : undefined;
+  if (cause instanceof TokenError) return 'oauth_token';
+  if (!(cause instanceof UpstreamCallError)) return null;
+  return cause.kind === 'unreachable' && cause.detail !== '' ? cause.detail : cause.kind;
 }
 
 export function discard(reply: UpstreamReply): void {

@@ -24,15 +24,8 @@ import type { ApiRuntime, CallerIdentity } from './runtime.js';
 export interface RequestContext {
   readonly caller: CallerIdentity;
   readonly requestId: string;
-  /** A valid W3C traceparent from the agent's request, propagated as is. */
+  /** The outgoing W3C traceparent (trace-context.ts): the agent's trace id, the proxy's span id. */
   readonly traceparent?: string;
-}
-
-const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-
-export function validTraceparent(value: string | string[] | undefined): string | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
-  return v !== undefined && TRACEPARENT.test(v) && !v.startsWith('ff') ? v : undefined;
 }
 
 /** The arguments with the operator's pinned values in place of anything the agent sent. */

@@ -95,6 +95,7 @@ async function credentials(
       throw new ProtocolError(
         'upstream_unavailable',
         `Could not obtain the service's OAuth token: ${err.message}.`,
+        { cause: err },
       );
     }
     throw err;

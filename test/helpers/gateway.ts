@@ -40,6 +40,7 @@ export async function startGateway(
     timers?: Timers;
     db?: string;
     logger?: Logger;
+    logSink?: (line: string) => void;
   } = {},
 ): Promise<Gateway> {
   const upstream = await TestUpstream.start();
@@ -65,6 +66,7 @@ export async function startGateway(
       ...(options.env ? { env: options.env } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.timers ? { timers: options.timers } : {}),
+      ...(options.logSink ? { logSink: options.logSink } : {}),
     });
     return {
       p,

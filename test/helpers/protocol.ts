@@ -251,6 +251,8 @@ export async function startProtocol(
     env?: Readonly<Record<string, string>>;
     /** Receives the proxy's log (default: silent), e.g. to check that no secret is logged. */
     logger?: Logger;
+    /** Receives the lines of the proxy's own logger (config log_level, log_format) instead. */
+    logSink?: (line: string) => void;
     /** Timers run by hand (ClockTimers), e.g. notification streams' expiry and heartbeats. */
     timers?: Timers;
   } = {},
@@ -267,6 +269,7 @@ export async function startProtocol(
       clock,
       ...(options.env ? { env: options.env } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.logSink ? { logSink: options.logSink } : {}),
       ...(options.timers ? { timers: options.timers } : {}),
     },
   );

@@ -19,7 +19,14 @@ export function tempDbFile(): string {
 
 export async function startTestProxy(
   overrides: CliOverrides = {},
-  deps: { clock?: Clock; env?: Readonly<Record<string, string>>; logger?: Logger; timers?: Timers } = {},
+  deps: {
+    clock?: Clock;
+    env?: Readonly<Record<string, string>>;
+    logger?: Logger;
+    /** Receives the lines of the proxy's own logger (config log_level, log_format) instead. */
+    logSink?: (line: string) => void;
+    timers?: Timers;
+  } = {},
 ): Promise<RunningProxy> {
   const settings = resolveSettings(
     {
@@ -33,7 +40,7 @@ export async function startTestProxy(
     deps.env ?? {},
   );
   return startProxy(settings, {
-    logger: deps.logger ?? silentLogger,
+    ...(deps.logSink ? { logSink: deps.logSink } : { logger: deps.logger ?? silentLogger }),
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.timers ? { timers: deps.timers } : {}),
   });

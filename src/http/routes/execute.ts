@@ -28,14 +28,15 @@ import {
 import type { ExecutionLog } from '../../protocol/execution-log.js';
 import type { InFlightSlots, Slot } from '../../protocol/in-flight.js';
 import {
-  validTraceparent,
+  traceContext,
   type CallerIdentity,
   type ExecutionOutcome,
   type Executor,
   type PreparedCall,
+  type TraceContext,
 } from '../../upstream/executor.js';
 import { takeUpstreamSlot } from '../in-flight.js';
-import { need, step } from '../pipeline.js';
+import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
@@ -75,6 +76,7 @@ interface Execution {
   outcome?: ExecutionOutcome;
   /** Per-call approval: answered 202; the upstream is called only once a person approves. */
   deferred?: boolean;
+  trace?: TraceContext;
 }
 
 export function executeRoutes(router: Router, options: ExecuteRouteOptions): ExecuteRoutes {
@@ -143,14 +145,14 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         x.res.once('close', () => {
           if (!x.res.writableFinished) abort.abort();
         });
-        const traceparent = validTraceparent(x.req.headers.traceparent);
         s.outcome = await executor.execute({
           call: need(s.call, 'call'),
           caller: callerOf(authorized.auth),
           requestId: x.requestId,
-          ...(traceparent ? { traceparent } : {}),
+          traceparent: traceOf(x, s).traceparent,
           controller: abort,
         });
+        x.decision.upstream_status = s.outcome.upstreamStatus;
       }),
       step('respond', async (x, s) => {
         if (s.deferred) return;
@@ -180,6 +182,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     () => ({ started: performance.now() }),
     (x, s, failure) => {
       s.slot?.release();
+      // Every execute's record carries a trace id, also one refused before the upstream call.
+      traceOf(x, s);
       // Recorded once the token was accepted and the body read: refusals before that (bad token,
       // replay, limits) are not the agent's acts and must not cost storage.
       if (!s.request || !x.agent) return;
@@ -222,6 +226,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       }
       const { job, capability } = authorizeStatusRead(ctx, auth, id);
       x.decision.capability = capability.name;
+      const trace = traceContext(x.req.headers.traceparent);
+      x.decision.trace_id = trace.traceId;
       // A status poll is an upstream call too: it holds a slot while it runs.
       const slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
       let state: Awaited<ReturnType<Executor['poll']>>;
@@ -231,6 +237,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           statusCapability: job.statusCapability,
           caller: callerOf(auth),
           requestId: x.requestId,
+          traceparent: trace.traceparent,
           // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
           // agent could make itself: its grant for that GET capability, and the grant's constraints.
           authorize: (call) =>
@@ -265,4 +272,11 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
 
 function callerOf(auth: AgentAuth): CallerIdentity {
   return { agentId: auth.agent.id, hostId: auth.host.id, userId: auth.agent.userId };
+}
+
+/** The execution's trace context, made once (the agent's trace id if valid) and noted in its record. */
+function traceOf(x: Exchange, s: Execution): TraceContext {
+  s.trace ??= traceContext(x.req.headers.traceparent);
+  x.decision.trace_id = s.trace.traceId;
+  return s.trace;
 }

@@ -1,6 +1,7 @@
 /**
  * What the proxy sends upstream besides the arguments (issue 4, §5.11): the operator's static
- * headers (config `headers`, CLI `--upstream-header`), a request id, a valid W3C traceparent,
+ * headers (config `headers`, CLI `--upstream-header`), a request id, a W3C traceparent (the agent's
+ * trace id under the proxy's span id, or a new trace),
  * optional identity headers, and pinned arguments; and what it never sends: anything from the
  * agent's own request (its JWT, cookies, DPoP proof, forwarding and custom headers, hop-by-hop
  * headers per RFC 9110 §7.6.1).
@@ -266,13 +267,20 @@ describe('nothing from the agent request reaches the upstream (RFC 9110 §7.6.1)
     expect(gw.upstream.requests).toHaveLength(3);
     const [ping, item, created] = gw.upstream.requests as [RecordedRequest, RecordedRequest, RecordedRequest];
     // ping has no security: exactly the proxy's own headers, nothing else.
-    expect(Object.keys(ping.headers).sort()).toEqual(['accept', 'connection', 'host', 'x-request-id']);
+    expect(Object.keys(ping.headers).sort()).toEqual([
+      'accept',
+      'connection',
+      'host',
+      'traceparent',
+      'x-request-id',
+    ]);
     expect(ping.headers.connection).toBe('keep-alive');
     expect(ping.headers.host).toBe(new URL(gw.upstream.url).host);
     expect(Object.keys(item.headers).sort()).toEqual([
       'accept',
       'connection',
       'host',
+      'traceparent',
       'x-api-key',
       'x-request-id',
     ]);
@@ -283,6 +291,7 @@ describe('nothing from the agent request reaches the upstream (RFC 9110 §7.6.1)
       'content-length',
       'content-type',
       'host',
+      'traceparent',
       'x-request-id',
     ]);
     for (const r of gw.upstream.requests) {
@@ -337,7 +346,7 @@ describe('nothing from the agent request reaches the upstream (RFC 9110 §7.6.1)
     expect(gw.upstream.requests[0]?.headers['x-request-id']).toBe(reply.headers.get('x-request-id'));
   });
 
-  it('a valid W3C traceparent is propagated as is', async () => {
+  it('a valid W3C traceparent goes on with its trace id and flags under a new span id', async () => {
     const reply = await gw.p.execute(
       agent.agent,
       agent.agentId,
@@ -346,14 +355,21 @@ describe('nothing from the agent request reaches the upstream (RFC 9110 §7.6.1)
       { headers: { traceparent: TRACEPARENT } },
     );
     expect(reply.status).toBe(200);
-    expect(gw.upstream.requests[0]?.headers.traceparent).toBe(TRACEPARENT);
+    const sent = String(gw.upstream.requests[0]?.headers.traceparent);
+    const [version, traceId, spanId, flags] = sent.split('-');
+    expect(version).toBe('00');
+    expect(traceId).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(spanId).toMatch(/^[0-9a-f]{16}$/);
+    expect(spanId).not.toBe('b7ad6b7169203331');
+    expect(flags).toBe('01');
   });
 
-  it('an invalid traceparent is not sent upstream', async () => {
+  it('an invalid traceparent is not passed on: the upstream gets a new trace', async () => {
     const invalid = [
       'garbage',
       '00-0AF7651916CD43DD8448EB211C80319C-B7AD6B7169203331-01', // upper case
       'ff-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', // forbidden version
+      '00-00000000000000000000000000000000-b7ad6b7169203331-01', // zero trace id
       `${TRACEPARENT}\tX-Injected: yes`,
     ];
     for (const traceparent of invalid) {
@@ -361,7 +377,14 @@ describe('nothing from the agent request reaches the upstream (RFC 9110 §7.6.1)
       expect(reply.status, traceparent).toBe(200);
     }
     expect(gw.upstream.requests).toHaveLength(invalid.length);
-    for (const r of gw.upstream.requests) expect(r.headers.traceparent).toBeUndefined();
+    const traceIds = new Set<string>();
+    for (const r of gw.upstream.requests) {
+      const sent = String(r.headers.traceparent);
+      expect(sent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+      expect(sent).not.toContain('0af7651916cd43dd8448eb211c80319c');
+      traceIds.add(sent.slice(3, 35));
+    }
+    expect(traceIds.size).toBe(invalid.length);
   });
 
   it('no identity headers unless the operator enables them', async () => {

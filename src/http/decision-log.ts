@@ -1,0 +1,34 @@
+/**
+ * The `request` log line, built once from the decision record when the response is finished
+ * (§11: agent, capability, time and result of every call, and more). Only ids, names, codes and
+ * numbers go in: never a header, a token or a body, so no secret can reach the log through it.
+ */
+import type { LogFields } from '../log.js';
+import type { DecisionRecord } from './pipeline.js';
+
+export function decisionFields(d: DecisionRecord, path: string): LogFields {
+  return {
+    request_id: d.request_id,
+    method: d.method,
+    path,
+    route: d.route,
+    status: d.status,
+    step: d.step,
+    // allow or deny, as an operator asks it; `outcome` keeps "error" apart (the proxy or the
+    // upstream failed, rather than a rule refusing).
+    decision: d.outcome === 'allow' ? 'allow' : 'deny',
+    outcome: d.outcome,
+    code: d.code,
+    reason: d.reason,
+    agent_id: d.agent_id,
+    host_id: d.host_id,
+    user_id: d.user_id,
+    capability: d.capability,
+    client_ip: d.client_ip,
+    trace_id: d.trace_id,
+    upstream_status: d.upstream_status,
+    upstream_cause: d.upstream_cause,
+    duration_ms: d.total_ms,
+    upstream_ms: d.timings.upstream ?? null,
+  };
+}
