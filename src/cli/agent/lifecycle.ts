@@ -76,8 +76,6 @@ export async function revoke(s: Session): Promise<number> {
   const { body } = await call('POST', endpoint(s.discovery, 'revoke', '/agent/revoke'), s.hostToken(), {
     agent_id: s.agentId(),
   });
-  s.io.out(
-    s.json ? `${JSON.stringify(body, null, 2)}\n` : `agent ${s.agentId()}: ${String(body.status)}\n`,
-  );
+  s.io.out(s.json ? `${JSON.stringify(body, null, 2)}\n` : `agent ${s.agentId()}: ${String(body.status)}\n`);
   return 0;
 }

@@ -147,7 +147,12 @@ function dispatch(s: Session, name: string, positional: string, v: Values): Prom
     case 'request':
       return requestCapability(s, requested(v, true), v.reason, v.wait === true);
     case 'execute':
-      return execute(s, positional, v.args === undefined ? undefined : jsonObject('--args', v.args), v.wait === true);
+      return execute(
+        s,
+        positional,
+        v.args === undefined ? undefined : jsonObject('--args', v.args),
+        v.wait === true,
+      );
     default:
       return revoke(s);
   }

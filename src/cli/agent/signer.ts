@@ -40,12 +40,7 @@ function signJwt(key: PrivateJwk, typ: 'host+jwt' | 'agent+jwt', claims: object,
  * §4.2: aud is the issuer; host_public_key always (the proxy may not know the host yet, and
  * must compare it when it does); agent_public_key only for registration (§5.3).
  */
-export function hostJwt(
-  host: PrivateJwk,
-  issuer: string,
-  nowMs: number,
-  agentKey?: PrivateJwk,
-): string {
+export function hostJwt(host: PrivateJwk, issuer: string, nowMs: number, agentKey?: PrivateJwk): string {
   return signJwt(
     host,
     'host+jwt',

@@ -36,7 +36,8 @@ export async function capabilities(s: Session): Promise<number> {
   const width = Math.max(4, ...listed.map((c) => String(c.name).length));
   for (const c of listed) {
     const grant = typeof c.grant_status === 'string' ? c.grant_status.padEnd(12) : '';
-    const description = (String(c.description ?? '').split('\n')[0] ?? '').slice(0, 60);
+    const description =
+      typeof c.description === 'string' ? (c.description.split('\n')[0] ?? '').slice(0, 60) : '';
     s.io.out(`${String(c.name).padEnd(width)}  ${grant}${description}`.trimEnd() + '\n');
   }
   return 0;
@@ -105,7 +106,7 @@ export async function execute(
     s.io.out(`pending: poll ${String(body.status_url)} (or run again with --wait)\n`);
   } else if (body.status === 'failed') {
     const e = (body.error ?? {}) as Record<string, unknown>;
-    s.io.err(`error: ${String(e.error)}: ${String(e.message ?? '')}\n`);
+    s.io.err(`error: ${String(e.error)}: ${typeof e.message === 'string' ? e.message : ''}\n`);
     return 1;
   } else {
     s.io.out(`${JSON.stringify('data' in body ? body.data : body.result, null, 2)}\n`);
