@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { CLI, ensureBuiltCli, ROOT } from '../helpers/cli-process.js';
+import { startGateway } from '../helpers/gateway.js';
 import { startProtocol, type TestProtocol } from '../helpers/protocol.js';
+import { json } from '../helpers/upstream.js';
 
 interface Ran {
   code: number;
@@ -42,14 +44,18 @@ afterAll(async () => {
  * Runs `agent-auth-proxy agent …` in process. The CLI sleeps by moving the proxy's clock;
  * `duringSleep` runs at each sleep with the output so far, as a user acting meanwhile would.
  */
-async function agent(args: readonly string[], duringSleep?: (stdout: string) => Promise<void>): Promise<Ran> {
+async function agent(
+  args: readonly string[],
+  duringSleep?: (stdout: string) => Promise<void>,
+  proxy: TestProtocol = p,
+): Promise<Ran> {
   const ran = { code: 0, stdout: '', stderr: '' };
   const io = { out: (t: string) => void (ran.stdout += t), err: (t: string) => void (ran.stderr += t) };
   const runtime = {
-    now: () => p.clock.now(),
+    now: () => proxy.clock.now(),
     sleep: async (ms: number) => {
       sleeps.push(ms);
-      p.clock.advance(ms);
+      proxy.clock.advance(ms);
       if (duringSleep) await duringSleep(ran.stdout);
     },
   };
@@ -58,15 +64,15 @@ async function agent(args: readonly string[], duringSleep?: (stdout: string) => 
 }
 
 /** The operator approves the approval whose user code the CLI printed (§7.1). */
-function approveFromOutput(userId = 'alice'): (stdout: string) => Promise<void> {
+function approveFromOutput(proxy: TestProtocol = p): (stdout: string) => Promise<void> {
   let done = false;
   return async (stdout) => {
     if (done) return;
     const code = /enter the code (\S+)\)/.exec(stdout)?.[1];
     expect(code, stdout).toBeDefined();
-    const list = await p.admin('GET', `/admin/approvals?user_code=${encodeURIComponent(code ?? '')}`);
+    const list = await proxy.admin('GET', `/admin/approvals?user_code=${encodeURIComponent(code ?? '')}`);
     const approval = list.body.approvals[0];
-    const ok = await p.admin('POST', `/admin/approvals/${approval.id}/approve`, { user_id: userId });
+    const ok = await proxy.admin('POST', `/admin/approvals/${approval.id}/approve`, { user_id: 'alice' });
     expect(ok.status, JSON.stringify(ok.body)).toBe(200);
     done = true;
   };
@@ -247,5 +253,50 @@ describe('agent usage and bounds', () => {
     expect(init.status).toBe(0);
     expect(init.stdout).toContain(`created ${file} (mode 0600)`);
     expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe('agent execute --wait on an async capability (§5.11)', () => {
+  it('follows the 202 status_url with a fresh JWT per poll, backing off, and prints the result', async () => {
+    const gw = await startGateway();
+    try {
+      const file = join(dir, 'async.json');
+      expect((await agent(['init', '--file', file, '--url', gw.p.proxy.url], undefined, gw.p)).code).toBe(0);
+      const registered = await agent(
+        // Polling the status URL needs the grant of the operation it maps to (get_job).
+        ['register', '--file', file, '--capability', 'start_job', '--capability', 'get_job', '--wait'],
+        approveFromOutput(gw.p),
+        gw.p,
+      );
+      expect(registered.code, registered.stderr).toBe(0);
+      gw.upstream.on('POST /v1/jobs', (_req, res) => json(res, 202, {}, { location: '/v1/jobs/9' }));
+      let polls = 0;
+      gw.upstream.on('GET /v1/jobs/9', (_req, res) => {
+        polls += 1;
+        if (polls < 3) json(res, 200, { status: 'running' });
+        else json(res, 200, { status: 'completed', result: { rows: 9 } });
+      });
+      const pending = await agent(
+        ['execute', 'start_job', '--file', file, '--args', '{"size": 1}'],
+        undefined,
+        gw.p,
+      );
+      expect(pending.code).toBe(0);
+      expect(pending.stdout).toMatch(
+        /^pending: poll http:\/\/.+\/capability\/status\/\S+ \(or run again with --wait\)\n$/,
+      );
+      sleeps.length = 0;
+      const ran = await agent(
+        ['execute', 'start_job', '--file', file, '--args', '{"size": 1}', '--wait'],
+        undefined,
+        gw.p,
+      );
+      expect(ran.stderr).toBe('');
+      expect(ran.code).toBe(0);
+      expect(JSON.parse(ran.stdout)).toEqual({ rows: 9 });
+      expect(sleeps).toEqual([1000, 2000, 4000]);
+    } finally {
+      await gw.close();
+    }
   });
 });

@@ -42,6 +42,9 @@ export async function register(s: Session, o: RegisterOptions): Promise<number> 
   }
   if (body.status !== 'pending' || !o.wait) {
     if (!s.json) s.io.out(`capabilities:\n${format.grantsText(body)}`);
+    // §5.3: registering again with the same keys while pending is an idempotent retry.
+    if (!s.json && body.status === 'pending')
+      s.io.out('Check with agent-auth-proxy agent status, or run register again with --wait.\n');
     return 0;
   }
   return finishWait(s, body.approval, body);

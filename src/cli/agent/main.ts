@@ -107,6 +107,11 @@ export async function runAgent(
   } catch (err) {
     if (err instanceof ProxyError) {
       io.err(`error: ${err.code}: ${err.message}\n`);
+      // §5.3: a key registers once; a new attempt needs a new agent key.
+      if (err.code === 'agent_exists')
+        io.err(
+          `This agent key is already registered: see agent status, or agent init --force for new keys.\n`,
+        );
       return 1;
     }
     if (err instanceof ConnectionError) {

@@ -35,7 +35,7 @@ export async function capabilities(s: Session): Promise<number> {
   }
   const width = Math.max(4, ...listed.map((c) => String(c.name).length));
   for (const c of listed) {
-    const grant = typeof c.grant_status === 'string' ? c.grant_status.padEnd(12) : '';
+    const grant = typeof c.grant_status === 'string' ? c.grant_status.padEnd(13) : '';
     const description =
       typeof c.description === 'string' ? (c.description.split('\n')[0] ?? '').slice(0, 60) : '';
     s.io.out(`${String(c.name).padEnd(width)}  ${grant}${description}`.trimEnd() + '\n');
