@@ -8,6 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -187,6 +188,10 @@ describe('agent register → approve → execute → revoke', () => {
     const ran = await agent(['execute', 'get_pet', '--file', file(), '--args', '{"petId": 7}']);
     expect(ran.code).toBe(1);
     expect(ran.stderr).toMatch(/^error: agent_revoked: /);
+    // §5.3: the same agent key cannot register again; the CLI says what to do.
+    const again = await agent(['register', '--file', file(), '--capability', 'get_pet']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^error: agent_exists: .+\n.*agent init --force/);
   });
 });
 
@@ -226,6 +231,9 @@ describe('agent usage and bounds', () => {
       expect(ran.code, args.join(' ')).toBe(2);
       expect(ran.stderr).toMatch(/^agent-auth-proxy: /);
     }
+    const bad = await agent(['register', '--file', file, '--capability', 'a', '--constraints', '{"b": {}}']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--constraints names "b", which is not one of the --capability names');
     const unregistered = await agent(['status', '--file', file]);
     expect(unregistered.code).toBe(2);
     expect(unregistered.stderr).toContain('run agent-auth-proxy agent register first');
@@ -239,6 +247,37 @@ describe('agent usage and bounds', () => {
     let top = '';
     expect(await runCli(['--help'], { out: (t) => void (top += t), err: () => undefined })).toBe(0);
     expect(top).toContain('agent-auth-proxy agent init|register|');
+  });
+
+  it('an unreachable proxy is an error (exit 1), not a crash', async () => {
+    // A port that was free a moment ago: nothing listens there.
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const file = join(dir, 'unreachable.json');
+    expect((await agent(['init', '--file', file, '--url', `http://127.0.0.1:${port}`])).code).toBe(0);
+    const ran = await agent(['register', '--file', file]);
+    expect(ran.code).toBe(1);
+    expect(ran.stderr).toBe(
+      `error: cannot reach http://127.0.0.1:${port}/.well-known/agent-configuration: connection refused (is the proxy running?)\n`,
+    );
+  });
+
+  it('register passes --constraints per capability (§2.13) and --mode', async () => {
+    const file = join(dir, 'constrained.json');
+    expect((await agent(['init', '--file', file, '--url', p.proxy.url])).code).toBe(0);
+    const ran = await agent(
+      ['register', '--file', file, '--capability', 'get_pet', '--mode', 'delegated', '--json'].concat([
+        '--constraints',
+        '{"get_pet": {"petId": {"max": 10}}}',
+      ]),
+    );
+    expect(ran.code, ran.stderr).toBe(0);
+    const body = JSON.parse(ran.stdout);
+    expect(body.status).toBe('pending');
+    const approval = await p.pendingApproval(body.agent_id);
+    expect(JSON.stringify(approval)).toContain('"max":10');
   });
 
   it('the built CLI runs agent init as a process, the file from $AGENT_AUTH_FILE', () => {

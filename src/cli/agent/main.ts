@@ -4,11 +4,11 @@
  * src/storage). Exit codes: 0 done, 1 the proxy refused or could not be reached (printed as
  * `error: <code>: <message>`), 2 a usage mistake (a UserError, printed by main.ts).
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UserError } from '../../errors.js';
 import { ConnectionError, parseBaseUrl } from '../admin-api.js';
 import type { CliOutput } from '../output.js';
+import { jsonObject, oneOf, requested } from './args.js';
 import { ProxyError } from './client.js';
 import { createKeyFile, keyFilePath } from './key-file.js';
 import { register, revoke, status } from './lifecycle.js';
@@ -161,43 +161,4 @@ function dispatch(s: Session, name: string, positional: string, v: Values): Prom
     default:
       return revoke(s);
   }
-}
-
-/** --capability names, each with its entry of --constraints (§2.13) when there is one. */
-function requested(v: Values, required: boolean): (string | { name: string; constraints: unknown })[] {
-  const names = v.capability ?? [];
-  if (required && names.length === 0) throw new UserError(`agent request: --capability is required\n${HELP}`);
-  const constraints = v.constraints === undefined ? {} : jsonObject('--constraints', v.constraints);
-  for (const key of Object.keys(constraints)) {
-    if (!names.includes(key))
-      throw new UserError(`--constraints names "${key}", which is not one of the --capability names`);
-  }
-  return names.map((n) => (constraints[n] !== undefined ? { name: n, constraints: constraints[n] } : n));
-}
-
-function oneOf(flag: string, value: string | undefined, allowed: readonly string[]): string | undefined {
-  if (value !== undefined && !allowed.includes(value))
-    throw new UserError(`${flag} must be one of ${allowed.join(', ')}`);
-  return value;
-}
-
-/** A JSON object given inline or as @FILE. */
-function jsonObject(flag: string, value: string): Record<string, unknown> {
-  let text = value;
-  if (value.startsWith('@')) {
-    try {
-      text = readFileSync(value.slice(1), 'utf8');
-    } catch (err) {
-      throw new UserError(`${flag}: cannot read ${value.slice(1)}: ${(err as Error).message}`);
-    }
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    throw new UserError(`${flag}: not JSON: ${(err as Error).message}`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-    throw new UserError(`${flag} must be a JSON object`);
-  return parsed as Record<string, unknown>;
 }
