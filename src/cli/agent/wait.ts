@@ -18,6 +18,7 @@ export interface Waited {
 /** §7.1 does not fix defaults; these are RFC 8628 §3.2's interval and a common expiry. */
 const DEFAULT_INTERVAL_SEC = 5;
 const DEFAULT_EXPIRES_SEC = 300;
+const MAX_WAIT_MS = 3_600_000;
 
 export async function fetchStatus(s: Session): Promise<Status> {
   const url = new URL(endpoint(s.discovery, 'status', '/agent/status'));
@@ -32,7 +33,10 @@ export async function waitForApproval(
 ): Promise<Waited> {
   const a = (typeof approval === 'object' && approval !== null ? approval : {}) as Record<string, unknown>;
   let intervalMs = 1000 * positive(a.interval, DEFAULT_INTERVAL_SEC);
-  const deadline = s.runtime.now() + 1000 * positive(a.expires_in, DEFAULT_EXPIRES_SEC);
+  let deadline = s.runtime.now() + 1000 * positive(a.expires_in, DEFAULT_EXPIRES_SEC);
+  // The approver may extend the request (the status's approval.expires_in grows); the server
+  // bounds that, and so does the client, should a server not.
+  const limit = Math.max(deadline, s.runtime.now() + MAX_WAIT_MS);
   let status: Status = {};
   while (s.runtime.now() < deadline) {
     await s.runtime.sleep(Math.min(intervalMs, Math.max(0, deadline - s.runtime.now())));
@@ -45,6 +49,10 @@ export async function waitForApproval(
       continue;
     }
     if (done(status)) return { status, timedOut: false };
+    const open = status.approval as { expires_in?: unknown } | undefined;
+    if (typeof open?.expires_in === 'number' && Number.isFinite(open.expires_in)) {
+      deadline = Math.min(limit, s.runtime.now() + 1000 * Math.max(0, open.expires_in));
+    }
   }
   return { status, timedOut: true };
 }

@@ -7,9 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { createKeyFile } from '../../../src/cli/agent/key-file.js';
 import { agentJwt, hostJwt, thumbprint } from '../../../src/cli/agent/signer.js';
 import { decodeJwt, verifyJwt } from '../../../src/protocol/jwt.js';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const POLICY = { clockSkewSec: 30, maxLifetimeSec: 60 };
 const NOW = 1_710_000_000_000;
@@ -52,5 +53,18 @@ describe('agent CLI signer', () => {
     });
     expect(agentClaims).toMatchObject({ sub: 'agt_1', iss: thumbprint(file.host_key), aud: location });
     expect(agentJwt(file.agent_key, file.host_key, 'agt_1', location, NOW)).not.toBe(agent);
+  });
+});
+
+describe('agent CLI boundaries', () => {
+  it('is a client: no module of src/cli/agent imports the server side (src/protocol, src/storage)', () => {
+    const dir = fileURLToPath(new URL('../../../src/cli/agent/', import.meta.url));
+    const files = readdirSync(dir).filter((f) => f.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(5);
+    for (const f of files) {
+      const imports = [...readFileSync(join(dir, f), 'utf8').matchAll(/from '([^']+)'/g)].map((m) => m[1]);
+      for (const spec of imports)
+        expect(spec, `${f} imports ${spec}`).not.toMatch(/\/(protocol|storage|http)\//);
+    }
   });
 });
