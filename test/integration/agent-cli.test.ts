@@ -110,7 +110,7 @@ describe('agent init', () => {
     chmodSync(file, 0o644);
     const ran = await agent(['status', '--file', file]);
     expect(ran.code).toBe(2);
-    expect(ran.stderr).toContain('its mode is 0644, readable by others: run chmod 600');
+    expect(ran.stderr).toContain('its mode is 0644, open to group or others: run chmod 600');
   });
 });
 

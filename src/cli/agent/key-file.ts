@@ -5,7 +5,16 @@
  * (§10.7: the security of the system depends on the client protecting its keys).
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { UserError } from '../../errors.js';
 
@@ -82,7 +91,16 @@ export function loadKeyFile(path: string): AgentFile {
 export function saveKeyFile(path: string, file: AgentFile): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: 'w' });
+  // 'wx' never follows a link planted at the temporary name (a shared directory such as /tmp);
+  // a leftover of a crashed run is removed (unlinking removes a link, not its target) and retried.
+  const text = `${JSON.stringify(file, null, 2)}\n`;
+  try {
+    writeFileSync(temporary, text, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    unlinkSync(temporary);
+    writeFileSync(temporary, text, { mode: 0o600, flag: 'wx' });
+  }
   // The mode given to writeFileSync is masked by the umask and ignored for an existing file.
   chmodSync(temporary, 0o600);
   renameSync(temporary, path);
@@ -94,7 +112,7 @@ function checkMode(path: string): void {
   const mode = statSync(path).mode & 0o777;
   if ((mode & 0o077) !== 0) {
     throw new UserError(
-      `${path} holds private keys but its mode is ${mode.toString(8).padStart(4, '0')}, readable by others: run chmod 600 ${path} (and consider the keys exposed).`,
+      `${path} holds private keys but its mode is ${mode.toString(8).padStart(4, '0')}, open to group or others: run chmod 600 ${path} (and consider the keys exposed).`,
     );
   }
 }
