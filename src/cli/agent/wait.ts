@@ -3,8 +3,7 @@
  * `interval`, never past its `expires_in`, a little slower when the proxy says `rate_limited`.
  * The sleep is the session's, so tests move a test clock instead of waiting.
  */
-import { endpoint, ProxyError } from './client.js';
-import { call } from './client.js';
+import { call, endpoint, ProxyError } from './client.js';
 import type { Session } from './session.js';
 
 export type Status = Record<string, unknown>;
