@@ -1,5 +1,5 @@
 /**
- * The command line's commands: argv → serve, capabilities, admin, hash-password. Parses and
+ * The command line's commands: argv → serve, capabilities, admin, agent, hash-password. Parses and
  * prints through a CliOutput; the work happens in app.ts, the OpenAPI layer and (admin) the
  * operator API. Operator mistakes exit with code 2 and one clear message.
  */
@@ -13,6 +13,8 @@ import { loadServedCatalog, startProxy } from '../app.js';
 import { checkSettings } from '../check.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { runAdmin } from './admin.js';
+import { runAgent } from './agent/main.js';
+import { realRuntime, type AgentRuntime } from './agent/session.js';
 import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
 import { runHealth } from './health.js';
 import { toOverrides } from './overrides.js';
@@ -25,6 +27,9 @@ const USAGE = `Usage:
                                                 print the capability catalog and exit
   agent-auth-proxy admin approvals|hosts|agents|activity ... [--url URL] [--json]
                                                 drive the operator API of a running proxy
+  agent-auth-proxy agent init|register|status|capabilities|request|execute|revoke ... [--json]
+                                                a small agent client: keys, registration, approval
+                                                polling, execution (for trying and smoke tests)
   agent-auth-proxy check [options]              validate config, policy and OpenAPI documents as serve
                                                 would, without starting; exit 0 or 1
   agent-auth-proxy db backup FILE [--db FILE | --config FILE]
@@ -96,9 +101,14 @@ scrypt hash for sign_in.local.users[].password_hash. Example:
  * report), 2 an operator mistake (one line, no stack). The entry point (src/cli.ts) and in-process
  * tests both call this.
  */
-export async function runCli(argv: readonly string[], io: CliOutput = processOutput): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  io: CliOutput = processOutput,
+  // The agent client's clock and sleep: tests pass the proxy's test clock so polling never waits.
+  agentRuntime: AgentRuntime = realRuntime,
+): Promise<number> {
   try {
-    return await main(argv, io);
+    return await main(argv, io, agentRuntime);
   } catch (err) {
     if (err instanceof UserError) {
       io.err(userErrorLine(err.message));
@@ -111,13 +121,14 @@ export async function runCli(argv: readonly string[], io: CliOutput = processOut
   }
 }
 
-async function main(argv: readonly string[], io: CliOutput): Promise<number> {
+async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentRuntime): Promise<number> {
   // Every command answers --version the same way, before its own arguments are read.
   if (argv.includes('--version')) {
     io.out(`${packageVersion()}\n`);
     return 0;
   }
   if (argv[0] === 'admin') return runAdmin(argv.slice(1), process.env, io);
+  if (argv[0] === 'agent') return runAgent(argv.slice(1), process.env, io, agentRuntime);
   if (argv[0] === 'hash-password') {
     if (argv.length === 2 && (argv[1] === '--help' || argv[1] === '-h')) {
       io.out(`${HASH_PASSWORD_USAGE}\n`);

@@ -1,0 +1,89 @@
+/**
+ * What every agent command after `init` works with: the key file, the proxy it registered with
+ * (discovered afresh each run, §5.1), a clock and a sleep (injected, so tests drive polling on
+ * the proxy's test clock), and where to print.
+ */
+import { UserError } from '../../errors.js';
+import { parseBaseUrl } from '../admin-api.js';
+import type { CliOutput } from '../output.js';
+import { discover, type Discovery } from './client.js';
+import { loadKeyFile, saveKeyFile, type AgentFile } from './key-file.js';
+import { agentJwt, hostJwt } from './signer.js';
+
+/** Time as the CLI sees it. */
+export interface AgentRuntime {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export const realRuntime: AgentRuntime = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
+export interface Session {
+  readonly path: string;
+  file: AgentFile;
+  readonly url: string;
+  readonly discovery: Discovery;
+  readonly runtime: AgentRuntime;
+  readonly io: CliOutput;
+  readonly json: boolean;
+  /** A fresh host JWT (§4.2) for one request; with the agent key for registration. */
+  hostToken(withAgentKey?: boolean): string;
+  /** A fresh agent JWT (§4.3) addressed to `aud` (default: the issuer). */
+  agentToken(aud?: string): string;
+  /** The registered agent's id, or a usage error saying to register first. */
+  agentId(): string;
+  /** Merges `changes` into the key file (still 0600). */
+  save(changes: Partial<AgentFile>): void;
+}
+
+export interface SessionOptions {
+  readonly path: string;
+  /** --url; else the key file's, else $AGENT_AUTH_PROXY_URL. */
+  readonly url: string | undefined;
+  readonly env: NodeJS.ProcessEnv;
+  readonly runtime: AgentRuntime;
+  readonly io: CliOutput;
+  readonly json: boolean;
+}
+
+export async function openSession(o: SessionOptions): Promise<Session> {
+  const file = loadKeyFile(o.path);
+  const given = o.url ?? file.url ?? o.env.AGENT_AUTH_PROXY_URL;
+  if (given === undefined) {
+    throw new UserError(`no proxy URL: pass --url URL (it is then stored in ${o.path})`);
+  }
+  const url = parseBaseUrl(given, o.url !== undefined ? '--url' : 'the proxy URL');
+  const discovery = await discover(url);
+  const session: Session = {
+    path: o.path,
+    file,
+    url,
+    discovery,
+    runtime: o.runtime,
+    io: o.io,
+    json: o.json,
+    hostToken: (withAgentKey = false) =>
+      hostJwt(
+        session.file.host_key,
+        discovery.issuer,
+        o.runtime.now(),
+        withAgentKey ? session.file.agent_key : undefined,
+      ),
+    agentToken: (aud = discovery.issuer) =>
+      agentJwt(session.file.agent_key, session.file.host_key, session.agentId(), aud, o.runtime.now()),
+    agentId: () => {
+      if (session.file.agent_id === undefined) {
+        throw new UserError(`${o.path} has no agent yet: run agent-auth-proxy agent register first`);
+      }
+      return session.file.agent_id;
+    },
+    save: (changes) => {
+      session.file = { ...session.file, ...changes };
+      saveKeyFile(o.path, session.file);
+    },
+  };
+  return session;
+}
