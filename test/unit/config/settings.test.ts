@@ -349,7 +349,7 @@ describe('config validation messages name the file, the key path and what was ex
     expect(message).toMatch(
       /^proxy\.yaml: serverz: unknown key; allowed keys: server, provider, specs, apis, /,
     );
-    expect(message).toMatch(/, mock_upstream, log_level$/);
+    expect(message).toMatch(/, mock_upstream, log_level, log_format$/);
   });
 
   it('lists every problem, one per line', () => {
