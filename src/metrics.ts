@@ -152,7 +152,8 @@ export class Metrics {
   }
 
   /** One execution attempt; `code` null when it succeeded. */
-  execution(capability: string | null, code: ErrorCode | null): void {
+  /** `code`: the error, or 'pending_approval' for a per-call execution waiting for a person; null: success. */
+  execution(capability: string | null, code: ErrorCode | 'pending_approval' | null): void {
     const name = capability !== null && this.#capabilities.has(capability) ? capability : 'unknown';
     const outcome = code ?? 'success';
     const byOutcome = memo(this.#executionChildren, name, () => new Map<string, Child>());

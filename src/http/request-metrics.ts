@@ -6,6 +6,7 @@
  */
 import type { Metrics } from '../metrics.js';
 import type { DecisionRecord } from './pipeline.js';
+import { PENDING_APPROVAL } from './routes/execute.js';
 
 const EXECUTE = 'POST /capability/execute';
 const REGISTER = 'POST /agent/register';
@@ -25,7 +26,10 @@ export function recordRequestMetrics(metrics: Metrics): (decision: DecisionRecor
   };
   return (decision) => {
     metrics.request(patternOf(decision.route), decision.status ?? 0);
-    if (decision.route === EXECUTE) metrics.execution(decision.capability, decision.code);
+    if (decision.route === EXECUTE) {
+      const pending = decision.code === null && decision.reason === PENDING_APPROVAL;
+      metrics.execution(decision.capability, pending ? PENDING_APPROVAL : decision.code);
+    }
     else if (decision.route === REGISTER) metrics.registration(decision.code);
   };
 }

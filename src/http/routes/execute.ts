@@ -46,6 +46,9 @@ import { principalLimits } from '../steps/limits.js';
 import { replayRecord } from '../steps/replay.js';
 import { agentToken, type TokenStepOptions } from '../steps/tokens.js';
 
+/** The outcome of a per-call execution that waits for its approval (issue 16 §1). */
+export const PENDING_APPROVAL = 'pending_approval';
+
 export interface ExecuteRouteOptions extends TokenStepOptions {
   readonly ctx: ProtocolContext;
   readonly limits: RateLimits;
@@ -125,6 +128,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         if (!ctx.policy.perCall.has(capability.name)) return;
         const statusUrl = openPerCall(ctx, auth, { capability: capability.name, args });
         s.deferred = true;
+        // The request log and executions_total say "waiting for a person", not "executed".
+        x.decision.reason = PENDING_APPROVAL;
         sendJson(x.res, 202, { status: 'pending', status_url: statusUrl });
       }),
       // Fair share (issue 10 class 7): a slot for this agent and host, held until the call is
@@ -197,7 +202,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           auth: x.agent,
           capability: s.request.name,
           args: s.request.args,
-          outcome: e ? e.code : s.deferred ? 'pending_approval' : 'success',
+          outcome: e ? e.code : s.deferred ? PENDING_APPROVAL : 'success',
           latencyMs: performance.now() - s.started,
           upstreamStatus,
           requestId: x.requestId,

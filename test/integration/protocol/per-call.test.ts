@@ -77,6 +77,13 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     expect(statusUrl).toMatch(new RegExp(`^${p.issuer}/capability/status/call_`));
     expect(s.upstream.requests).toHaveLength(0);
     expect((await poll(a, statusUrl)).body).toEqual({ status: 'pending', status_url: statusUrl });
+    // Counted as waiting for a person, not as executed (issue 12 metrics).
+    const metrics = await fetch(`${p.proxy.url}/metrics`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(await metrics.text()).toMatch(
+      /^agent_auth_proxy_executions_total\{capability="send_transfer",outcome="pending_approval"\} [1-9]/m,
+    );
 
     const approved = await alice.approve(callIdOf(statusUrl), alicePasskey);
     expect(approved.status).toBe(200);
