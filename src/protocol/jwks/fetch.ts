@@ -42,7 +42,11 @@ async function systemResolve(hostname: string): Promise<readonly ResolvedAddress
 }
 
 /** Resolves once and checks every address: one private answer refuses the URL (§8.12). */
-async function checkedAddress(url: URL, options: JwksFetchOptions): Promise<ResolvedAddress> {
+async function checkedAddress(
+  url: URL,
+  options: JwksFetchOptions,
+  deadline: AbortSignal,
+): Promise<ResolvedAddress> {
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && options.allowHttp)) {
     throw new JwksFetchError(`${url.protocol}// URLs are refused: JWKS URLs must use https (§8.12)`);
   }
@@ -55,8 +59,16 @@ async function checkedAddress(url: URL, options: JwksFetchOptions): Promise<Reso
     addresses = [{ address: host, family: literal === 6 ? 6 : 4 }];
   } else {
     try {
-      addresses = await (options.resolve ?? systemResolve)(host);
+      // The resolver cannot be cancelled: the deadline is raced, so a slow DNS answer is not waited for.
+      addresses = await Promise.race([
+        (options.resolve ?? systemResolve)(host),
+        new Promise<never>((_resolve, reject) => {
+          deadline.addEventListener('abort', () => reject(new Error('deadline')), { once: true });
+        }),
+      ]);
     } catch {
+      if (deadline.aborted)
+        throw new JwksFetchError(`the JWKS URL did not answer within ${options.timeoutMs} ms`);
       throw new JwksFetchError(`the JWKS host ${host} does not resolve`);
     }
   }
@@ -90,7 +102,7 @@ export async function fetchJwksDocument(rawUrl: string, options: JwksFetchOption
   }
   try {
     for (let hop = 0; ; hop += 1) {
-      const pinned = await checkedAddress(url, options);
+      const pinned = await checkedAddress(url, options, deadline);
       const agent = new Agent({
         connect: {
           lookup: pinnedLookup(pinned),

@@ -127,6 +127,13 @@ describe('guarded JWKS fetch (§8.12)', () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
+  it('does not wait for a slow DNS answer past the deadline', async () => {
+    const resolve = (): Promise<readonly ResolvedAddress[]> => new Promise(() => undefined);
+    await expect(fetchJwksDocument(url('/jwks'), options({ resolve, timeoutMs: 100 }))).rejects.toThrow(
+      /did not answer within 100 ms/,
+    );
+  });
+
   it('refuses non-200 answers and non-JSON bodies', async () => {
     await expect(fetchJwksDocument(url('/missing'), options())).rejects.toThrow(/HTTP 404/);
     tls.route('/text', (_req, res) => res.end('not json'));
