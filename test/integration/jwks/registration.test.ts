@@ -127,6 +127,29 @@ describe('hosts and agents registered by JWKS URL (§4.2, §5.3)', () => {
     expect(status.body.host_id).toBe(hostId);
   });
 
+  it('§8.7 the key delivery mode is fixed: a JWKS host cannot present an inline key or rotate inline', async () => {
+    const { host, agentId } = await registeredPair('mode');
+    const inline = await signJwt(
+      host,
+      'host+jwt',
+      { iss: host.thumbprint, aud: p.issuer, host_public_key: host.publicJwk },
+      { nowMs: p.clock.now(), header: { kid: host.kid } },
+    );
+    const status = await p.request('GET', `/agent/status?agent_id=${agentId}`, { token: inline });
+    expect({ status: status.status, error: status.body.error }).toEqual({
+      status: 400,
+      error: 'invalid_request',
+    });
+    const rotate = await p.request('POST', '/host/rotate-key', {
+      token: await hostToken(host, { host_jwks_url: `${base()}/mode/host.json` }),
+      body: { public_key: (await generateTestKey()).publicJwk },
+    });
+    expect({ status: rotate.status, message: rotate.body.message }).toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/publish the new key there/),
+    });
+  });
+
   it('§10.4 keeps the last good keys while the URL is down', async () => {
     const { agent, agentId } = await registeredPair('down');
     server.route('/down/agent.json', (_req, res) => {
