@@ -125,6 +125,8 @@ describe('hosts and agents registered by JWKS URL (§4.2, §5.3)', () => {
     });
     expect(status.status, JSON.stringify(status.body)).toBe(200);
     expect(status.body.host_id).toBe(hostId);
+    const view = await p.admin('GET', `/admin/hosts/${hostId}`);
+    expect(view.body).toMatchObject({ thumbprint: next.thumbprint, jwks_url: `${base()}/hostrot/host.json` });
   });
 
   it('§8.7 the key delivery mode is fixed: a JWKS host cannot present an inline key or rotate inline', async () => {
