@@ -62,6 +62,7 @@ import { OAuthTokens } from './upstream/oauth.js';
 import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js';
 import { approvalEventRoutes } from './http/routes/approval-events.js';
 import { ApprovalEvents } from './protocol/approval-events.js';
+import { createJwksCache } from './protocol/jwks/index.js';
 import { Metrics } from './metrics.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { recordRequestMetrics } from './http/request-metrics.js';
@@ -149,6 +150,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     ...(replayJournal ? { replayJournal } : {}),
     ...(notifier ? { notifier } : {}),
     approvalEvents: new ApprovalEvents(),
+    jwks: createJwksCache(settings.jwks, clock),
   });
   metrics.watch({
     pendingApprovals: () => store.countPendingApprovals(clock.now()),

@@ -489,6 +489,51 @@ export const CONFIG_SCHEMA = {
         },
       },
     },
+    jwks: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description:
+        'Fetching the keys of hosts and agents that register with a JWKS URL (§4.1) under the §8.12 protections.',
+      properties: {
+        allow_http: {
+          type: 'boolean',
+          default: false,
+          description: 'Development only: accept http:// JWKS URLs (§8.12 requires https).',
+        },
+        allowed_cidrs: {
+          type: 'array',
+          items: { type: 'string', minLength: 1 },
+          default: [],
+          description:
+            'Private, loopback or link-local addresses or CIDR ranges a JWKS URL may resolve to (refused otherwise, §8.12).',
+        },
+        ca_file: {
+          type: 'string',
+          minLength: 1,
+          description:
+            'PEM file of extra CA certificates trusted for JWKS URLs (relative to this file): for a private PKI. The system store is always trusted.',
+        },
+        timeout: {
+          ...duration,
+          default: '5s',
+          description: 'One fetch, redirects included, from connect to the last byte.',
+        },
+        max_bytes: {
+          type: 'integer',
+          minimum: 1024,
+          maximum: 1048576,
+          default: 65536,
+          description: 'Largest JWKS document; a larger one is refused.',
+        },
+        refresh_interval: {
+          ...duration,
+          default: '30s',
+          description:
+            'Least time between two fetches of one URL on a kid miss or after a failure (cached sets are otherwise kept 5 min to 24 h per Cache-Control).',
+        },
+      },
+    },
     database: {
       type: 'string',
       minLength: 1,

@@ -12,6 +12,7 @@ import { parseDuration } from './durations.js';
 import { parseCidr } from './cidr.js';
 import { CONFIG_SCHEMA, type FileConfig, type SecretConfig } from './schema.js';
 import { resolveSignIn, type SignInSettings } from './sign-in.js';
+import { resolveJwks, type JwksSettings } from './jwks.js';
 import { resolveNotifications, type NotificationSettings } from './notifications.js';
 import { compileConfigSchema, validateOrThrow } from './validate.js';
 
@@ -135,6 +136,8 @@ export interface Settings {
   readonly signIn: SignInSettings;
   /** Who hears of new approval requests (§7.2); see src/config/notifications.ts. */
   readonly notifications: NotificationSettings;
+  /** Fetching keys from JWKS URLs (§8.12); see src/config/jwks.ts. */
+  readonly jwks: JwksSettings;
 }
 
 /** What the CLI parsed; every field optional so config-file values show through. */
@@ -430,6 +433,7 @@ export function resolveSettings(
     notifications: resolveNotifications(config.notifications, where, (value, at) =>
       resolveSecret(value, at, base, env),
     ),
+    jwks: resolveJwks(config.jwks, where, base),
   });
 }
 

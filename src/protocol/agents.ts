@@ -303,6 +303,13 @@ export async function rotateAgentKey(
   if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') {
     throw new ProtocolError(`agent_${agent.status}`);
   }
+  // §8.7: the key delivery mode is fixed at registration; a JWKS-based agent rotates at its URL.
+  if (agent.jwksUrl) {
+    throw new ProtocolError(
+      'invalid_request',
+      'This agent uses agent_jwks_url: publish the new key there (§8.7).',
+    );
+  }
   if (tp === auth.thumbprint)
     throw new ProtocolError('invalid_request', 'The agent key must differ from the host key.');
   return ctx.write((tx) => {

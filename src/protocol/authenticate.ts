@@ -11,6 +11,7 @@ import type { AgentRecord, HostRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
 import { decodeJwt, JwtError, replayHorizonMs, verifyJwt, type UnverifiedJwt } from './jwt.js';
 import { parsePublicJwk, publicKeyObject, thumbprint, type Ed25519PublicJwk } from './keys.js';
+import { agentKey, jwksHostKey, storedHostKey } from './jwks-auth.js';
 import { currentAgent } from './lifecycle.js';
 import type { RememberOutcome } from './replay-cache.js';
 
@@ -22,6 +23,8 @@ export interface HostAuth {
   readonly thumbprint: string;
   /** The key that signed: the stored one, or for an unknown host the one in `host_public_key`. */
   readonly publicJwk: Ed25519PublicJwk;
+  /** The host's JWKS URL when its key comes from one (§4.2): stored with a new host. */
+  readonly jwksUrl?: string;
   readonly claims: Claims;
 }
 
@@ -172,16 +175,19 @@ export async function verifyHostJwt(
   const { payload } = jwt;
   const iss = payload.iss;
   if (typeof iss !== 'string' || iss === '') throw invalid('The host JWT needs an iss claim (§4.2).');
-  // JWKS-based keys need fetch protections (§8.12) this version does not have yet.
-  if (payload.host_jwks_url !== undefined) {
-    throw new ProtocolError(
-      'invalid_request',
-      'host_jwks_url is not supported by this server yet; register with an inline host_public_key.',
-    );
-  }
-  const host = cachedHostByThumbprint(ctx, iss);
+  let host = cachedHostByThumbprint(ctx, iss);
   let key: Ed25519PublicJwk;
-  if (host) {
+  let jwksUrl: string | undefined;
+  let rotated = false;
+  if (payload.host_jwks_url !== undefined) {
+    // §4.2, §4.5.1: the key is the one `kid` names at the URL (fetched under §8.12, cached).
+    const found = await jwksHostKey(ctx, jwt, iss, host, options.allowUnknown === true);
+    ({ host, key, rotated } = found);
+    jwksUrl = found.url;
+  } else if (host?.jwksUrl) {
+    key = await storedHostKey(ctx, jwt, { ...host, jwksUrl: host.jwksUrl });
+    jwksUrl = host.jwksUrl;
+  } else if (host) {
     key = host.publicJwk;
     // A presented key must be the stored one: a kid or an inline key is never trusted on its own.
     if (payload.host_public_key !== undefined) {
@@ -212,8 +218,25 @@ export async function verifyHostJwt(
       (host.status === 'pending' && options.allowPending) ||
       (host.status === 'rejected' && options.allowRejected);
     if (statusError && !tolerated) throw statusError;
+    if (rotated) host = recordRotation(ctx, host, iss, key);
   }
-  return { host, thumbprint: iss, publicJwk: key, claims };
+  return { host, thumbprint: iss, publicJwk: key, ...(jwksUrl !== undefined ? { jwksUrl } : {}), claims };
+}
+
+/**
+ * §4.5.1 step 4, §8.7: a JWKS-based host signed with a new key of its set; its stored identifier
+ * follows, so its agents' JWTs with the new `iss` resolve by it from now on.
+ */
+function recordRotation(
+  ctx: ProtocolContext,
+  host: HostRecord,
+  iss: string,
+  key: Ed25519PublicJwk,
+): HostRecord {
+  const now = ctx.clock.now();
+  ctx.write((tx) => tx.updateHost(host.id, { thumbprint: iss, publicJwk: key, updatedAt: now }));
+  ctx.logger.info('host key rotated via its JWKS URL', { host_id: host.id });
+  return { ...host, thumbprint: iss, publicJwk: key, updatedAt: now };
 }
 
 /** §4.6: the host's jti is used up (a replay throws) and its use recorded (§2.4). */
@@ -244,7 +267,11 @@ export function agentStatusError(agent: AgentRecord): ProtocolError | undefined 
  * execute location for execution (§4.3). Records nothing (see `acceptAgent`), except that an
  * agent whose lifetime has run out is stored as expired on the way (lifecycle.ts).
  */
-export function verifyAgentJwt(ctx: ProtocolContext, token: string, audiences: readonly string[]): AgentAuth {
+export async function verifyAgentJwt(
+  ctx: ProtocolContext,
+  token: string,
+  audiences: readonly string[],
+): Promise<AgentAuth> {
   const jwt = decode(token, 'agent+jwt');
   const { payload } = jwt;
   const sub = payload.sub;
@@ -256,10 +283,12 @@ export function verifyAgentJwt(ctx: ProtocolContext, token: string, audiences: r
   if (!stored) throw invalid('Unknown agent.');
   const host = cachedHost(ctx, stored.hostId);
   if (!host) throw invalid('Unknown agent.');
-  const claims = verify(ctx, jwt, stored.publicJwk, 'agent+jwt', audiences);
+  const claims = verify(ctx, jwt, await agentKey(ctx, jwt, stored), 'agent+jwt', audiences);
   // The reference SDK omits iss; when present it MUST name the agent's own host (§4.5 steps 4–5).
-  // Checked after the signature, so a forger cannot probe which host owns an agent.
-  if (iss !== undefined && iss !== host.thumbprint) {
+  // Checked after the signature, so a forger cannot probe which host owns an agent. A JWKS-based
+  // host's iss changes when it rotates, possibly before its next host JWT updates the stored one
+  // (§8.7 race): the agent, resolved by sub and proven by its own key, is then trusted (§4.5 step 4).
+  if (iss !== undefined && iss !== host.thumbprint && !host.jwksUrl) {
     throw invalid('iss does not identify the host this agent is registered under.');
   }
   // §4.3: string[]. A malformed claim must not read as "absent", which would mean every grant.

@@ -2,6 +2,7 @@
  * What every protocol operation works with: the store, the catalog, the policy, the clock and
  * the in-process caches. Built once by the composition root (app.ts).
  */
+import type { Ed25519PublicJwk } from './keys.js';
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -49,6 +50,13 @@ export interface ProtocolContext {
   readonly approvalLimiter: RateLimiter;
   /** §10.10.2: approvals decided or ended are published here after commit, for notification streams. */
   readonly approvalEvents: ApprovalEvents;
+  /** Keys from JWKS URLs (§4.1, §8.12, jwks/); absent: JWKS URLs are refused. */
+  readonly jwks?: JwksKeySource;
+}
+
+/** What verification needs of the JWKS cache: a key by URL and kid, or a JwksKeyError. */
+export interface JwksKeySource {
+  key(url: string, kid: string): Promise<Ed25519PublicJwk>;
 }
 
 /**
@@ -88,6 +96,7 @@ export interface ContextOptions {
   readonly notifier?: ApprovalNotifier;
   /** The composition root passes the hub its notification route listens on; default: a fresh one. */
   readonly approvalEvents?: ApprovalEvents;
+  readonly jwks?: JwksKeySource;
 }
 
 export function createContext(options: ContextOptions): ProtocolContext {
@@ -159,6 +168,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
     ...(options.notifier ? { notifier: options.notifier } : {}),
     approvalLimiter: new RateLimiter(options.clock, { maxKeys: APPROVAL_LIMITER_KEYS }),
     approvalEvents: options.approvalEvents ?? new ApprovalEvents(),
+    ...(options.jwks ? { jwks: options.jwks } : {}),
   };
 }
 

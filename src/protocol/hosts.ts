@@ -41,6 +41,13 @@ export async function rotateHostKey(
 ): Promise<Record<string, unknown>> {
   const host = auth.host;
   if (!host) throw new ProtocolError('host_not_found');
+  // §8.7: a JWKS-based host rotates by publishing a new key at its URL; the mode is fixed.
+  if (host.jwksUrl) {
+    throw new ProtocolError(
+      'invalid_request',
+      'This host uses host_jwks_url: publish the new key there (§8.7).',
+    );
+  }
   const parsed = parsePublicJwk(body.public_key);
   if (!parsed.ok) throw new ProtocolError(parsed.code, `public_key: ${parsed.message}`);
   const tp = await thumbprint(parsed.jwk);

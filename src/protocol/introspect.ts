@@ -8,13 +8,13 @@ import { iso, type ProtocolContext } from './context.js';
 import { cachedGrants, currentGrants } from './grants.js';
 import { agentClocks, isGrantEffective } from './lifecycle.js';
 
-export function introspect(ctx: ProtocolContext, token: unknown): Record<string, unknown> {
+export async function introspect(ctx: ProtocolContext, token: unknown): Promise<Record<string, unknown>> {
   if (typeof token !== 'string' || token === '')
     throw new ProtocolError('invalid_request', 'token is required.');
   let auth;
   try {
     // Resource servers receive tokens addressed to the execute location or to the issuer (§4.3).
-    auth = verifyAgentJwt(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
+    auth = await verifyAgentJwt(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
     // Introspection uses the token up, as execution would (§4.6): it cannot be replayed after.
     acceptAgent(ctx, auth);
   } catch (err) {

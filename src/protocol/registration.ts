@@ -17,6 +17,7 @@ import { approvalObject, createApproval, displayText, openApproval, readHints } 
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
 import { autoGrantable, parseCapabilityRequest, requestedFromGrant } from './grants.js';
+import { agentKeyFromUrl, type RegisteredAgentKey } from './jwks-auth.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { agentView } from './views.js';
 import { protocolEvent } from './activity.js';
@@ -40,18 +41,7 @@ export async function registerAgent(
   body: Readonly<Record<string, unknown>>,
   origin?: RegistrationOrigin,
 ): Promise<Record<string, unknown>> {
-  const { claims } = auth;
-  if (claims.agent_jwks_url !== undefined) {
-    throw new ProtocolError(
-      'invalid_request',
-      'agent_jwks_url is not supported by this server yet; register with an inline agent_public_key.',
-    );
-  }
-  if (claims.agent_public_key === undefined) {
-    throw new ProtocolError('invalid_request', 'Registration needs agent_public_key in the host JWT (§4.2).');
-  }
-  const agentKey = parsePublicJwk(claims.agent_public_key);
-  if (!agentKey.ok) throw new ProtocolError(agentKey.code, `agent_public_key: ${agentKey.message}`);
+  const agentKey = await registeredAgentKey(ctx, auth);
   const agentThumbprint = await thumbprint(agentKey.jwk);
   if (agentThumbprint === auth.thumbprint) {
     throw new ProtocolError('invalid_request', 'The agent key must differ from the host key.');
@@ -98,6 +88,7 @@ export async function registerAgent(
         id: newId('hst'),
         thumbprint: auth.thumbprint,
         publicJwk: auth.publicJwk,
+        jwksUrl: auth.jwksUrl ?? null,
         name: hostName ?? null,
         userId: null,
         defaultCapabilities: [],
@@ -174,6 +165,8 @@ export async function registerAgent(
       name,
       publicJwk: agentKey.jwk,
       keyThumbprint: agentThumbprint,
+      jwksUrl: agentKey.jwksUrl,
+      jwksKid: agentKey.jwksKid,
       mode,
       status: 'pending',
       lastUsedAt: null,
@@ -214,6 +207,21 @@ export async function registerAgent(
     const view = agentView(ctx, finalAgent, tx.grants(finalAgent.id), host);
     return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
   });
+}
+
+/** §4.2: the agent's key, inline (`agent_public_key`) or from `agent_jwks_url` by `agent_kid`. */
+async function registeredAgentKey(ctx: ProtocolContext, auth: HostAuth): Promise<RegisteredAgentKey> {
+  const { claims } = auth;
+  if (claims.agent_jwks_url !== undefined) return agentKeyFromUrl(ctx, claims, auth.jwksUrl);
+  if (claims.agent_public_key === undefined) {
+    throw new ProtocolError(
+      'invalid_request',
+      'Registration needs agent_public_key or agent_jwks_url in the host JWT (§4.2).',
+    );
+  }
+  const parsed = parsePublicJwk(claims.agent_public_key);
+  if (!parsed.ok) throw new ProtocolError(parsed.code, `agent_public_key: ${parsed.message}`);
+  return { jwk: parsed.jwk, jwksUrl: null, jwksKid: null };
 }
 
 /**

@@ -43,6 +43,8 @@ export function hostView(host: HostRecord): Record<string, unknown> {
     user_id: host.userId,
     thumbprint: host.thumbprint,
     public_key: host.publicJwk,
+    // §3.1: present for JWKS-based hosts; `public_key` is then the key they last signed with.
+    ...(host.jwksUrl ? { jwks_url: host.jwksUrl } : {}),
     default_capabilities: host.defaultCapabilities,
     pre_registered: host.preRegistered,
     admitted_by_policy: host.admittedByPolicy,

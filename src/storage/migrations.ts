@@ -236,4 +236,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX per_call_deadline ON per_call_approvals (status, expires_at);
   CREATE INDEX per_call_keep ON per_call_approvals (keep_until);
   `,
+  // 14 (issue 12): keys from JWKS URLs (§4.1, §4.2). A JWKS-based host is found by its URL
+  // (unique: one host per URL), an agent's key by the JWT's kid or the registration's agent_kid.
+  `
+  ALTER TABLE hosts ADD COLUMN jwks_url TEXT;
+  CREATE UNIQUE INDEX hosts_jwks_url ON hosts (jwks_url) WHERE jwks_url IS NOT NULL;
+  ALTER TABLE agents ADD COLUMN jwks_url TEXT;
+  ALTER TABLE agents ADD COLUMN jwks_kid TEXT;
+  `,
 ];

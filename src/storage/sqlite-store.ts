@@ -50,6 +50,7 @@ const HOST: Columns<HostRecord> = {
   admittedByPolicy: { column: 'admitted_by_policy', kind: 'bool' },
   registeredIp: { column: 'registered_ip' },
   registeredUserAgent: { column: 'registered_user_agent' },
+  jwksUrl: { column: 'jwks_url' },
   activatedAt: { column: 'activated_at' },
   lastUsedAt: { column: 'last_used_at' },
   createdAt: { column: 'created_at' },
@@ -63,6 +64,8 @@ const AGENT: Columns<AgentRecord> = {
   name: { column: 'name' },
   publicJwk: { column: 'public_jwk', kind: 'json' },
   keyThumbprint: { column: 'key_thumbprint' },
+  jwksUrl: { column: 'jwks_url' },
+  jwksKid: { column: 'jwks_kid' },
   mode: { column: 'mode' },
   status: { column: 'status' },
   lastUsedAt: { column: 'last_used_at' },
@@ -295,6 +298,10 @@ class SqliteStore implements Store {
 
   hostByThumbprint(thumbprint: string): HostRecord | undefined {
     return this.one(HOST, 'SELECT * FROM hosts WHERE thumbprint = ?', thumbprint);
+  }
+
+  hostByJwksUrl(url: string): HostRecord | undefined {
+    return this.one(HOST, 'SELECT * FROM hosts WHERE jwks_url = ?', url);
   }
 
   hosts(filter: { status?: string; userId?: string } = {}): HostRecord[] {
@@ -745,6 +752,7 @@ class SqliteStore implements Store {
     return {
       host: (id) => reader.host(id),
       hostByThumbprint: (t) => reader.hostByThumbprint(t),
+      hostByJwksUrl: (u) => reader.hostByJwksUrl(u),
       hosts: (f) => reader.hosts(f),
       agent: (id) => reader.agent(id),
       agentByKey: (h, k) => reader.agentByKey(h, k),

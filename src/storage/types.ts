@@ -39,6 +39,11 @@ export interface HostRecord {
    */
   readonly registeredIp?: string | null;
   readonly registeredUserAgent?: string | null;
+  /**
+   * §4.2: a JWKS-based host is identified by this URL (stable across rotations); `thumbprint` and
+   * `publicJwk` then hold its current signing key, updated on rotation (§8.7). Null for inline keys.
+   */
+  readonly jwksUrl?: string | null;
   readonly activatedAt: number | null;
   readonly lastUsedAt: number | null;
   readonly createdAt: number;
@@ -57,6 +62,13 @@ export interface AgentRecord {
   readonly publicJwk: StoredJwk;
   /** Thumbprint of `publicJwk`: with `hostId`, the registration's idempotency key (§5.3). */
   readonly keyThumbprint: string;
+  /**
+   * A JWKS-based agent (§4.2 `agent_jwks_url`): its keys come from this URL by the JWT's `kid`,
+   * `jwksKid` (the registration's `agent_kid`) when the JWT names none. `publicJwk` is the key
+   * registered. Null for inline keys.
+   */
+  readonly jwksUrl?: string | null;
+  readonly jwksKid?: string | null;
   readonly mode: AgentMode;
   readonly status: AgentStatus;
   readonly lastUsedAt: number | null;
@@ -280,6 +292,8 @@ export type Patch<T> = Partial<Omit<T, 'id' | 'createdAt'>>;
 export interface StoreReader {
   host(id: string): HostRecord | undefined;
   hostByThumbprint(thumbprint: string): HostRecord | undefined;
+  /** The JWKS-based host registered with this URL (§4.2, §4.5.1 step 4). */
+  hostByJwksUrl(url: string): HostRecord | undefined;
   hosts(filter?: { status?: HostStatus; userId?: string }): HostRecord[];
   agent(id: string): AgentRecord | undefined;
   agentByKey(hostId: string, keyThumbprint: string): AgentRecord | undefined;

@@ -116,6 +116,6 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
     perIp(limits),
     secretToken(options, 'introspection token', options.introspectionTokens),
     jsonBody(maxBodyBytes),
-    step('introspect', (x) => answer(x, introspect(ctx, body(x).token))),
+    step('introspect', async (x) => answer(x, await introspect(ctx, body(x).token))),
   ]);
 }

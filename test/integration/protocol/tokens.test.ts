@@ -958,18 +958,18 @@ describe('§4.1 / §8.1 / §8.7 keys presented in tokens and bodies', () => {
     return p.request('POST', '/agent/register', { token, body: { name: 'keys' } });
   }
 
-  it('host_jwks_url in a registration → 400 invalid_request naming the limitation', async () => {
+  it('host_jwks_url beside host_public_key → 400 invalid_request (§4.2: one or the other)', async () => {
     const reply = await registerWith({ host_jwks_url: 'https://keys.example/host.json' });
-    expectError(reply, 400, 'invalid_request', /host_jwks_url is not supported/);
+    expectError(reply, 400, 'invalid_request', /not both/);
   });
 
-  it('agent_jwks_url in a registration → 400 invalid_request naming the limitation', async () => {
+  it('agent_jwks_url over plain http → 400 invalid_request (§8.12 https only; more in test/integration/jwks)', async () => {
     const reply = await registerWith({
       agent_public_key: undefined,
-      agent_jwks_url: 'https://keys.example/agent.json',
+      agent_jwks_url: 'http://keys.example/agent.json',
       agent_kid: 'a1',
     });
-    expectError(reply, 400, 'invalid_request', /agent_jwks_url is not supported/);
+    expectError(reply, 400, 'invalid_request', /must use https/);
   });
 
   it('§8.7 an inline-key host presenting host_jwks_url later → 400 invalid_request', async () => {

@@ -1,0 +1,101 @@
+/**
+ * Keys from JWKS URLs, kept in memory per URL so that the hot path never fetches (§10.4): a set
+ * is fresh for its Cache-Control max-age clamped to [5 min, 24 h] (§8.12), a `kid` miss refreshes
+ * at most once per `refreshIntervalMs` per URL (§8.7 rotation without cache-busting), and when the
+ * URL fails the last good keys stay in use (§10.4) while retries stay bounded the same way.
+ */
+import type { Clock } from '../../clock.js';
+import type { Ed25519PublicJwk } from '../keys.js';
+import type { FetchedDocument } from './fetch.js';
+import { JwksFetchError } from './fetch.js';
+import { JwksContentError, parseJwks } from './parse.js';
+
+export const CACHE_MIN_MS = 5 * 60_000;
+export const CACHE_MAX_MS = 24 * 60 * 60_000;
+/** Enough for every registered host and agent of a sidecar; the oldest URL is dropped beyond. */
+const MAX_URLS = 10_000;
+
+/** §8.12: max-age within [5 min, 24 h]; no max-age (or no-store, no-cache) means the minimum. */
+export function cacheTtlMs(cacheControl: string | undefined): number {
+  if (cacheControl === undefined) return CACHE_MIN_MS;
+  const directives = cacheControl
+    .toLowerCase()
+    .split(',')
+    .map((d) => d.trim());
+  if (directives.some((d) => d === 'no-store' || d === 'no-cache')) return CACHE_MIN_MS;
+  const maxAge = directives.map((d) => /^max-age="?(\d+)"?$/.exec(d)?.[1]).find((v) => v !== undefined);
+  if (maxAge === undefined) return CACHE_MIN_MS;
+  return Math.min(CACHE_MAX_MS, Math.max(CACHE_MIN_MS, Number(maxAge) * 1000));
+}
+
+/** The URL cannot give a key for this `kid`: the message is safe to show the client. */
+export class JwksKeyError extends Error {}
+
+interface Entry {
+  keys: ReadonlyMap<string, Ed25519PublicJwk> | undefined;
+  freshUntil: number;
+  lastAttemptAt: number;
+  lastError: string | undefined;
+  inFlight: Promise<void> | undefined;
+}
+
+export interface JwksCacheOptions {
+  readonly clock: Clock;
+  readonly fetch: (url: string) => Promise<FetchedDocument>;
+  /** The least time between two fetches of one URL outside its TTL expiry (kid miss, failure). */
+  readonly refreshIntervalMs: number;
+}
+
+export class JwksCache {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly options: JwksCacheOptions) {}
+
+  /** The key for `kid` at `url`, fetching only when the set is stale or misses the kid (bounded). */
+  async key(url: string, kid: string): Promise<Ed25519PublicJwk> {
+    const now = this.options.clock.now();
+    let entry = this.entries.get(url);
+    if (!entry) {
+      entry = {
+        keys: undefined,
+        freshUntil: 0,
+        lastAttemptAt: -Infinity,
+        lastError: undefined,
+        inFlight: undefined,
+      };
+      if (this.entries.size >= MAX_URLS) this.entries.delete(this.entries.keys().next().value ?? '');
+      this.entries.set(url, entry);
+    }
+    const fresh = now < entry.freshUntil;
+    const hit = entry.keys?.get(kid);
+    if (fresh && hit) return hit;
+    if (entry.inFlight) {
+      await entry.inFlight;
+    } else if (now - entry.lastAttemptAt >= this.options.refreshIntervalMs) {
+      entry.inFlight = this.refresh(url, entry).finally(() => {
+        if (entry) entry.inFlight = undefined;
+      });
+      await entry.inFlight;
+    }
+    const key = entry.keys?.get(kid);
+    if (key) return key;
+    if (entry.keys === undefined) {
+      throw new JwksKeyError(`the JWKS URL gives no keys: ${entry.lastError ?? 'not fetched yet'}`);
+    }
+    throw new JwksKeyError(`the JWKS at the URL has no Ed25519 key with kid ${JSON.stringify(kid)}`);
+  }
+
+  private async refresh(url: string, entry: Entry): Promise<void> {
+    entry.lastAttemptAt = this.options.clock.now();
+    try {
+      const document = await this.options.fetch(url);
+      entry.keys = parseJwks(document.body);
+      entry.freshUntil = this.options.clock.now() + cacheTtlMs(document.cacheControl);
+      entry.lastError = undefined;
+    } catch (err) {
+      if (!(err instanceof JwksFetchError || err instanceof JwksContentError)) throw err;
+      // §10.4: the last good keys (if any) stay; the next attempt waits refreshIntervalMs.
+      entry.lastError = err.message;
+    }
+  }
+}
