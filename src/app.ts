@@ -42,6 +42,7 @@ import { ActivityRetention } from './protocol/activity-retention.js';
 import { expireApprovals } from './protocol/approvals.js';
 import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
+import { applyDrift, logDrift } from './protocol/drift.js';
 import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './util/rate-limit.js';
 import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
@@ -156,6 +157,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   });
   try {
     await applyPolicyHosts(ctx);
+    logDrift(logger, applyDrift(ctx));
   } catch (err) {
     closeStorage();
     throw err;
@@ -221,7 +223,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     metrics.rateLimited(limit),
   );
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
-  capabilityRoutes(router, { catalog, ctx, limits, logger });
+  capabilityRoutes(router, { ctx, limits, logger });
   const auth = new PageAuth(
     settings.signIn,
     new Sessions(store, clock, settings.signIn.sessionLifetimeMs),
