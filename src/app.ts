@@ -51,19 +51,17 @@ import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { executeRoutes } from './http/routes/execute.js';
-import type { ApiExecutionSettings } from './config/settings.js';
 import { pinArguments, PinError } from './openapi/pins.js';
 import { withoutProxyHeaders } from './openapi/proxy-headers.js';
-import { CompiledValidators } from './protocol/argument-validators.js';
 import { ExecutionLog } from './protocol/execution-log.js';
-import { resolveBaseUrl } from './upstream/base-url.js';
 import { UpstreamClient } from './upstream/client.js';
-import { Executor } from './upstream/executor.js';
+import { buildEngine, type BuiltEngine, type EngineShared } from './engine.js';
 import { OAuthTokens } from './upstream/oauth.js';
 import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js';
 import { approvalEventRoutes } from './http/routes/approval-events.js';
 import { ApprovalEvents } from './protocol/approval-events.js';
 import { Metrics } from './metrics.js';
+import { reloader, type ReloadResult } from './reload.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { recordRequestMetrics } from './http/request-metrics.js';
 
@@ -92,6 +90,11 @@ export interface RunningProxy {
   readonly notifier?: Pick<WebhookNotifier, 'stats' | 'whenIdle'>;
   /** §10.10.2 notification streams open now (tests check that none is left behind). */
   readonly approvalStreams: { readonly open: number };
+  /**
+   * Re-reads the config's API list, the OpenAPI documents and the policy, and swaps them in
+   * atomically (SIGHUP, `--watch`; README "Live changes"); an invalid version is refused whole.
+   */
+  reload(): Promise<ReloadResult>;
   close(): Promise<void>;
 }
 
@@ -106,6 +109,8 @@ export interface ProxyDeps {
    * heartbeats (§10.10.2), by hand; production uses real timers.
    */
   readonly timers?: Timers;
+  /** Reads the settings again for a reload (the CLI: same flags, config file re-read); default: unchanged. */
+  readonly rereadSettings?: () => Settings;
 }
 
 export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
@@ -164,7 +169,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   const maintain = (): void => {
     expireApprovals(ctx);
-    const removed = store.deleteStalePending(clock.now() - policy.lifetimes.pendingCleanupMs);
+    const removed = store.deleteStalePending(clock.now() - ctx.policy.lifetimes.pendingCleanupMs);
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
     store.deleteExpiredSessions(clock.now());
     passkeys.sweep();
@@ -175,37 +180,26 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     replayJournal?.sweep(clock.now());
   };
 
-  const executionSettings = new Map<string, ApiExecutionSettings>(
-    catalog.apis.map((api, i) => [api.id, (settings.apis[i] as (typeof settings.apis)[number]).execution]),
-  );
-  const baseUrls = new Map(
-    catalog.apis.map((api, i) => [
-      api.id,
-      resolveBaseUrl(api, executionSettings.get(api.id)?.serverVariables ?? {}, `apis[${i}] (${api.id})`),
-    ]),
-  );
   const mock = settings.mockUpstream ? await startMockUpstream(catalog, { logger }) : undefined;
-  const upstreamFor = (apiId: string): string | undefined =>
-    mock ? mock.baseUrlFor(apiId) : baseUrls.get(apiId);
   const client = new UpstreamClient();
-  const executor = new Executor({
-    catalog,
-    settings: executionSettings,
-    baseUrlFor: upstreamFor,
+  const shared: EngineShared = {
     client,
     oauth: new OAuthTokens(clock, client.dispatcher),
-    requestIdHeader: settings.requestIdHeader,
+    ...(mock ? { mockUrlFor: (apiId: string) => mock.baseUrlFor(apiId) } : {}),
     observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
-  });
-  const problems = executor.problems(catalog);
-  if (problems.errors.length > 0) {
+  };
+  let engine: BuiltEngine;
+  try {
+    engine = buildEngine(settings, catalog, formats, shared);
+  } catch (err) {
     closeStorage();
     await notifier?.close();
     await mock?.close();
-    await executor.close();
-    throw new UserError(problems.errors.join('\n'));
+    await client.close();
+    throw err;
   }
-  const validators = new CompiledValidators(formats);
+  const upstreamFor = (apiId: string): string | undefined => engine.upstreamFor(apiId);
+  const problems = { warnings: engine.warnings };
   const executionLog = new ExecutionLog(store, logger, settings.audit);
   const warmup = new AbortController();
 
@@ -254,7 +248,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       auth,
       serverName: providerName,
       passkeys,
-      run: (r, requestId) => runPerCall({ ctx, executor, inFlight, validators }, r, requestId),
+      run: (r, requestId) =>
+        runPerCall({ ctx, executor: engine.executor, inFlight, validators: engine.validators }, r, requestId),
     });
   }
   const oidc = settings.signIn.oidc
@@ -286,8 +281,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     ctx,
     limits,
     inFlight,
-    executor,
-    validators,
+    engine: () => engine,
     log: executionLog,
     settings: settings.execution,
     maxBodyBytes: settings.maxBodyBytes,
@@ -347,7 +341,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     }
   } catch (err) {
     await mock?.close();
-    await executor.close();
+    await engine.executor.close();
     await notifier?.close();
     closeStorage();
     throw err;
@@ -356,7 +350,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   executionLog.start();
   // The provider's metadata, fetched in the background: a provider that is down delays nothing.
   oidc?.warm();
-  void validators.warm(catalog, warmup.signal);
+  void engine.validators.warm(catalog, warmup.signal);
   const maintenance = setInterval(() => {
     try {
       maintain();
@@ -379,6 +373,26 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       logger.error('activity retention failed', { error: err instanceof Error ? err.message : String(err) }),
     );
   }, 60_000).unref();
+  const reload = reloader({
+    ctx,
+    logger,
+    counted: (result) => metrics.configReload(result),
+    settings: deps.rereadSettings ?? (() => settings),
+    build: async (next) => {
+      const served = await loadServedCatalog(next);
+      const nextPolicy = next.policyFile
+        ? loadPolicyFile(next.policyFile, served.catalog)
+        : defaultPolicy(served.catalog);
+      const built = buildEngine(next, served.catalog, served.formats, shared);
+      // Compiled in the background from now: the first calls after the swap need not pay for it.
+      void built.validators.warm(served.catalog, warmup.signal);
+      return { catalog: served.catalog, policy: nextPolicy, engine: built };
+    },
+    engine: () => engine,
+    install: (next) => {
+      engine = next;
+    },
+  });
   const url = `http://${hostForUrl(settings.host)}:${(server.address() as AddressInfo).port}`;
   const internalUrl =
     internal && settings.internal
@@ -412,10 +426,16 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     url,
     ...(internalUrl ? { internalUrl } : {}),
     issuer,
-    catalog,
+    // The documents in force: a reload replaces them on the context.
+    get catalog() {
+      return ctx.catalog;
+    },
     ...(mock ? { mock } : {}),
-    policy,
+    get policy() {
+      return ctx.policy;
+    },
     protocol: ctx,
+    reload,
     maintain,
     pruneActivity,
     upstreamFor,
@@ -450,7 +470,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         executionLog.stop();
         closeStorage();
         await notifier?.close();
-        await executor.close();
+        await engine.executor.close();
         await mock?.close();
       })();
       return closing;

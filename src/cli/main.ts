@@ -47,7 +47,7 @@ ${flagsHelp('serve')}`;
 const SERVE_USAGE = `Usage: agent-auth-proxy [serve] [options]
 
 Serves the Agent Auth Protocol for the APIs of --spec (with --upstream) or --config, until
-SIGTERM or SIGINT.
+SIGTERM or SIGINT; SIGHUP re-reads the config's APIs, the OpenAPI documents and the policy.
 
 Options:
 ${flagsHelp('serve')}`;
@@ -188,11 +188,16 @@ async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentR
 }
 
 async function serve(cli: CliOverrides): Promise<number> {
-  const proxy = await startProxy(resolveSettings(cli));
+  // A reload reads the config file again with the same flags and environment (README "Live changes").
+  const proxy = await startProxy(resolveSettings(cli), { rereadSettings: () => resolveSettings(cli) });
+  // The outcome is logged and counted by the reload itself; a signal has nobody to answer.
+  const reload = (): void => void proxy.reload();
+  process.on('SIGHUP', reload);
   await new Promise<void>((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
+      process.off('SIGHUP', reload);
       resolve();
     };
     process.once('SIGINT', stop);

@@ -4,43 +4,10 @@
  * capability_not_granted saying so; a changed input schema suspends the grant until re-approved;
  * an unchanged capability keeps working; `version` moves exactly when the hashed parts move.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
 import { TestClock } from '../../helpers/protocol.js';
-
-/** A small API: `get_note` and `list_notes`; `noteInput` is get_note's query parameter schema. */
-export function notesSpec(
-  options: { withList?: boolean; noteInput?: string; summary?: string } = {},
-): string {
-  const lines = [
-    'openapi: 3.0.3',
-    'info: { title: Notes, version: 1.0.0 }',
-    'paths:',
-    '  /notes/{id}:',
-    '    get:',
-    '      operationId: getNote',
-    `      summary: ${options.summary ?? 'Get a note'}`,
-    '      parameters:',
-    '        - { name: id, in: path, required: true, schema: { type: string } }',
-    `        - { name: fields, in: query, schema: ${options.noteInput ?? '{ type: string }'} }`,
-    "      responses: { '200': { description: ok, content: { application/json: { schema: { type: object } } } } }",
-  ];
-  if (options.withList ?? true) {
-    lines.push(
-      '  /notes:',
-      '    get:',
-      '      operationId: listNotes',
-      '      summary: List notes',
-      "      responses: { '200': { description: ok, content: { application/json: { schema: { type: array } } } } }",
-    );
-  }
-  const file = join(mkdtempSync(join(tmpdir(), 'aap-notes-')), 'notes.yaml');
-  writeFileSync(file, `${lines.join('\n')}\n`);
-  return file;
-}
+import { notesSpec } from '../../helpers/notes-spec.js';
 
 let gw: Gateway | undefined;
 afterEach(async () => {
