@@ -124,15 +124,82 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     capabilities: catalog.capabilities.map((c) => c.name),
     apis: catalog.apis.map((a) => a.id),
   });
-  const store = openSqliteStore({
-    file: settings.dbFile,
-    onWrite: (kind, s) => metrics.databaseWrite(kind, s),
-  });
+  // Listeners first, then every other check that can fail, then storage: a failed start writes
+  // nothing (no database file, no directory). Routes are added to the routers below; until
+  // start-up ends, /readyz is not there either (issue 12).
+  let issuer = settings.issuer ?? '';
+  const router = new Router();
+  const internalRouter = settings.internal ? new Router() : undefined;
+  let closing: Promise<void> | undefined;
+  const drain = new Drain();
+  const timers = deps.timers ?? systemTimers;
+  const serverOptions = {
+    logger,
+    maxBodyBytes: settings.maxBodyBytes,
+    clientAddress: new ClientAddress(settings.trustedProxies),
+    connections: settings.connections,
+    requestIdHeader: settings.requestIdHeader,
+    issuer: () => issuer,
+    // One drain for both listeners: shutdown waits for requests on either.
+    drain,
+    onDecision: recordRequestMetrics(metrics),
+  };
+  const server = createHttpServer({ router, ...serverOptions });
+  const internal = internalRouter && createHttpServer({ router: internalRouter, ...serverOptions });
+  try {
+    await listen(server, settings.port, settings.host);
+    if (internal && settings.internal) {
+      await listen(internal, settings.internal.port, settings.internal.host).catch(async (err: unknown) => {
+        await closeServer(server);
+        throw err;
+      });
+    }
+  } catch (err) {
+    // Nothing else exists yet: a taken port leaves no database behind.
+    await closeServer(server);
+    throw err;
+  }
+  const closeListeners = async (): Promise<void> => {
+    await Promise.all([closeServer(server), internal && closeServer(internal)]);
+  };
+  const mock = settings.mockUpstream ? await startMockUpstream(catalog, { logger }) : undefined;
+  const client = new UpstreamClient();
+  const shared: EngineShared = {
+    client,
+    oauth: new OAuthTokens(clock, client.dispatcher),
+    ...(mock ? { mockUrlFor: (apiId: string) => mock.baseUrlFor(apiId) } : {}),
+    observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
+  };
+  let engine: BuiltEngine;
+  try {
+    engine = buildEngine(settings, catalog, formats, shared);
+  } catch (err) {
+    await mock?.close();
+    await client.close();
+    await closeListeners();
+    throw err;
+  }
+  const closeStarted = async (): Promise<void> => {
+    await mock?.close();
+    await engine.executor.close();
+    await closeListeners();
+  };
+  let store: ReturnType<typeof openSqliteStore>;
+  try {
+    store = openSqliteStore({
+      file: settings.dbFile,
+      onWrite: (kind, s) => metrics.databaseWrite(kind, s),
+    });
+  } catch (err) {
+    await closeStarted();
+    throw err;
+  }
   let replayJournal: ReplayJournal | undefined;
   try {
     replayJournal = openReplayJournal(settings.dbFile, clock.now());
   } catch (err) {
     store.close();
+    await closeStarted();
     throw err;
   }
   /** The journal first: its last lines are fsynced before the database closes. */
@@ -140,7 +207,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     replayJournal?.close();
     store.close();
   };
-  let issuer = settings.issuer ?? '';
   const webhook = settings.notifications.webhook;
   const notifier = webhook
     ? new WebhookNotifier(webhook, { clock, logger, ...(deps.timers ? { timers: deps.timers } : {}) })
@@ -165,6 +231,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     logDrift(logger, applyDrift(ctx));
   } catch (err) {
     closeStorage();
+    await closeStarted();
     throw err;
   }
   const maintain = (): void => {
@@ -180,31 +247,12 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     replayJournal?.sweep(clock.now());
   };
 
-  const mock = settings.mockUpstream ? await startMockUpstream(catalog, { logger }) : undefined;
-  const client = new UpstreamClient();
-  const shared: EngineShared = {
-    client,
-    oauth: new OAuthTokens(clock, client.dispatcher),
-    ...(mock ? { mockUrlFor: (apiId: string) => mock.baseUrlFor(apiId) } : {}),
-    observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
-  };
-  let engine: BuiltEngine;
-  try {
-    engine = buildEngine(settings, catalog, formats, shared);
-  } catch (err) {
-    closeStorage();
-    await notifier?.close();
-    await mock?.close();
-    await client.close();
-    throw err;
-  }
   const upstreamFor = (apiId: string): string | undefined => engine.upstreamFor(apiId);
   const problems = { warnings: engine.warnings };
   const executionLog = new ExecutionLog(store, logger, settings.audit);
   const warmup = new AbortController();
 
   let ready = false;
-  const router = new Router();
   const providerName = settings.providerName ?? defaultProviderName(catalog.apis);
   discoveryRoutes(router, {
     issuer: () => issuer,
@@ -289,7 +337,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   });
   // The operator's endpoints: on the internal listener when there is one, else on the public port
   // (/metrics there only with the admin token, README "Metrics").
-  const internalRouter = settings.internal ? new Router() : undefined;
   const operatorRouter = internalRouter ?? router;
   const { adminToken } = settings;
   if (adminToken !== undefined) {
@@ -315,37 +362,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
 
   // Set once shutdown begins (see close below): from then on the drain turns new requests away.
-  let closing: Promise<void> | undefined;
-  const drain = new Drain();
-  const timers = deps.timers ?? systemTimers;
-  const serverOptions = {
-    logger,
-    maxBodyBytes: settings.maxBodyBytes,
-    clientAddress: new ClientAddress(settings.trustedProxies),
-    connections: settings.connections,
-    requestIdHeader: settings.requestIdHeader,
-    issuer: () => issuer,
-    // One drain for both listeners: shutdown waits for requests on either.
-    drain,
-    onDecision: recordRequestMetrics(metrics),
-  };
-  const server = createHttpServer({ router, ...serverOptions });
-  const internal = internalRouter && createHttpServer({ router: internalRouter, ...serverOptions });
-  try {
-    await listen(server, settings.port, settings.host);
-    if (internal && settings.internal) {
-      await listen(internal, settings.internal.port, settings.internal.host).catch(async (err: unknown) => {
-        await closeServer(server);
-        throw err;
-      });
-    }
-  } catch (err) {
-    await mock?.close();
-    await engine.executor.close();
-    await notifier?.close();
-    closeStorage();
-    throw err;
-  }
   ctx.usage.start();
   executionLog.start();
   // The provider's metadata, fetched in the background: a provider that is down delays nothing.
