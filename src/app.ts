@@ -405,8 +405,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       return { catalog: served.catalog, policy: nextPolicy, engine: built };
     },
     engine: () => engine,
-    install: (next) => {
+    install: (next, nextCatalog) => {
       engine = next;
+      metrics.catalogChanged(nextCatalog.capabilities.map((c) => c.name));
     },
   });
   const url = `http://${hostForUrl(settings.host)}:${(server.address() as AddressInfo).port}`;

@@ -36,7 +36,7 @@ export interface ReloadDeps {
   readonly build: (settings: Settings) => Promise<Generation>;
   /** The engine in use, and its replacement (the composition root's holder). */
   readonly engine: () => BuiltEngine;
-  readonly install: (engine: BuiltEngine) => void;
+  readonly install: (engine: BuiltEngine, catalog: Catalog) => void;
 }
 
 /** One reload at a time: a signal during a reload waits for it, then reads the files again. */
@@ -62,13 +62,13 @@ async function reloadOnce(deps: ReloadDeps): Promise<ReloadResult> {
   }
   // Synchronous from here: no request runs between the swap and drift.
   const previous = { catalog: ctx.catalog, policy: ctx.policy, engine: deps.engine() };
-  deps.install(next.engine);
+  deps.install(next.engine, next.catalog);
   swapDocuments(ctx, { catalog: next.catalog, policy: next.policy });
   try {
     logDrift(logger, applyDrift(ctx));
   } catch (err) {
     // Without drift a changed capability would run on its old approval: back to the last good.
-    deps.install(previous.engine);
+    deps.install(previous.engine, previous.catalog);
     swapDocuments(ctx, { catalog: previous.catalog, policy: previous.policy });
     const error = `drift could not be applied: ${err instanceof Error ? err.message : String(err)}`;
     deps.counted('failure');
