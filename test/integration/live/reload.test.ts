@@ -3,11 +3,14 @@
  * without a restart; an invalid new version is refused whole (the last good one serves on, the
  * failure is logged and counted, /readyz stays ready); drift (§2.12) applies on reload as at start.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
 import { startProtocol, writePolicy, type TestProtocol } from '../../helpers/protocol.js';
 import { notesSpec } from '../../helpers/notes-spec.js';
+import { PETSTORE } from '../../helpers/proxy.js';
 
 let open: { close(): Promise<void> } | undefined;
 afterEach(async () => {
@@ -72,6 +75,28 @@ describe('reload()', () => {
     expect(removed.body.message).toMatch(/removed/);
     const list = await g.p.request('GET', '/capability/list');
     expect(list.body.capabilities.map((c: { name: string }) => c.name)).toEqual(['get_note']);
+  });
+});
+
+describe('reload() of the config file', () => {
+  it("re-reads the config's API list", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'aap-reload-config-')), 'proxy.yaml');
+    const config = (spec: string): string =>
+      `apis:\n  - spec: ${JSON.stringify(spec)}\n    upstream: http://127.0.0.1:9\n`;
+    writeFileSync(file, config(notesSpec()));
+    const p = await startProtocol({ overrides: { config: file } });
+    open = p;
+    const names = async (): Promise<string[]> => {
+      const listed = (await p.request('GET', '/capability/list')).body as {
+        capabilities: { name: string }[];
+      };
+      return listed.capabilities.map((c) => c.name);
+    };
+    expect(await names()).toEqual(['get_note', 'list_notes']);
+    writeFileSync(file, config(PETSTORE));
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect(await names()).toContain('list_pets');
+    expect(await names()).not.toContain('get_note');
   });
 });
 
