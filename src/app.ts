@@ -42,6 +42,7 @@ import { ActivityRetention } from './protocol/activity-retention.js';
 import { expireApprovals } from './protocol/approvals.js';
 import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
+import { applyDrift, logDrift } from './protocol/drift.js';
 import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './util/rate-limit.js';
 import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
@@ -50,20 +51,18 @@ import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { executeRoutes } from './http/routes/execute.js';
-import type { ApiExecutionSettings } from './config/settings.js';
 import { pinArguments, PinError } from './openapi/pins.js';
 import { withoutProxyHeaders } from './openapi/proxy-headers.js';
-import { CompiledValidators } from './protocol/argument-validators.js';
 import { ExecutionLog } from './protocol/execution-log.js';
-import { resolveBaseUrl } from './upstream/base-url.js';
 import { UpstreamClient } from './upstream/client.js';
-import { Executor } from './upstream/executor.js';
+import { buildEngine, type BuiltEngine, type EngineShared } from './engine.js';
 import { OAuthTokens } from './upstream/oauth.js';
 import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js';
 import { approvalEventRoutes } from './http/routes/approval-events.js';
 import { ApprovalEvents } from './protocol/approval-events.js';
 import { createJwksCache } from './protocol/jwks/index.js';
 import { Metrics } from './metrics.js';
+import { reloader, type ReloadResult } from './reload.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { recordRequestMetrics } from './http/request-metrics.js';
 
@@ -92,6 +91,11 @@ export interface RunningProxy {
   readonly notifier?: Pick<WebhookNotifier, 'stats' | 'whenIdle'>;
   /** §10.10.2 notification streams open now (tests check that none is left behind). */
   readonly approvalStreams: { readonly open: number };
+  /**
+   * Re-reads the config's API list, the OpenAPI documents and the policy, and swaps them in
+   * atomically (SIGHUP, `--watch`; README "Live changes"); an invalid version is refused whole.
+   */
+  reload(): Promise<ReloadResult>;
   close(): Promise<void>;
 }
 
@@ -106,6 +110,8 @@ export interface ProxyDeps {
    * heartbeats (§10.10.2), by hand; production uses real timers.
    */
   readonly timers?: Timers;
+  /** Reads the settings again for a reload (the CLI: same flags, config file re-read); default: unchanged. */
+  readonly rereadSettings?: () => Settings;
 }
 
 export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
@@ -119,15 +125,82 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     capabilities: catalog.capabilities.map((c) => c.name),
     apis: catalog.apis.map((a) => a.id),
   });
-  const store = openSqliteStore({
-    file: settings.dbFile,
-    onWrite: (kind, s) => metrics.databaseWrite(kind, s),
-  });
+  // Listeners first, then every other check that can fail, then storage: a failed start writes
+  // nothing (no database file, no directory). Routes are added to the routers below; until
+  // start-up ends, /readyz is not there either (issue 12).
+  let issuer = settings.issuer ?? '';
+  const router = new Router();
+  const internalRouter = settings.internal ? new Router() : undefined;
+  let closing: Promise<void> | undefined;
+  const drain = new Drain();
+  const timers = deps.timers ?? systemTimers;
+  const serverOptions = {
+    logger,
+    maxBodyBytes: settings.maxBodyBytes,
+    clientAddress: new ClientAddress(settings.trustedProxies),
+    connections: settings.connections,
+    requestIdHeader: settings.requestIdHeader,
+    issuer: () => issuer,
+    // One drain for both listeners: shutdown waits for requests on either.
+    drain,
+    onDecision: recordRequestMetrics(metrics),
+  };
+  const server = createHttpServer({ router, ...serverOptions });
+  const internal = internalRouter && createHttpServer({ router: internalRouter, ...serverOptions });
+  try {
+    await listen(server, settings.port, settings.host);
+    if (internal && settings.internal) {
+      await listen(internal, settings.internal.port, settings.internal.host).catch(async (err: unknown) => {
+        await closeServer(server);
+        throw err;
+      });
+    }
+  } catch (err) {
+    // Nothing else exists yet: a taken port leaves no database behind.
+    await closeServer(server);
+    throw err;
+  }
+  const closeListeners = async (): Promise<void> => {
+    await Promise.all([closeServer(server), internal && closeServer(internal)]);
+  };
+  const mock = settings.mockUpstream ? await startMockUpstream(catalog, { logger }) : undefined;
+  const client = new UpstreamClient();
+  const shared: EngineShared = {
+    client,
+    oauth: new OAuthTokens(clock, client.dispatcher),
+    ...(mock ? { mockUrlFor: (apiId: string) => mock.baseUrlFor(apiId) } : {}),
+    observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
+  };
+  let engine: BuiltEngine;
+  try {
+    engine = buildEngine(settings, catalog, formats, shared);
+  } catch (err) {
+    await mock?.close();
+    await client.close();
+    await closeListeners();
+    throw err;
+  }
+  const closeStarted = async (): Promise<void> => {
+    await mock?.close();
+    await engine.executor.close();
+    await closeListeners();
+  };
+  let store: ReturnType<typeof openSqliteStore>;
+  try {
+    store = openSqliteStore({
+      file: settings.dbFile,
+      onWrite: (kind, s) => metrics.databaseWrite(kind, s),
+    });
+  } catch (err) {
+    await closeStarted();
+    throw err;
+  }
   let replayJournal: ReplayJournal | undefined;
   try {
     replayJournal = openReplayJournal(settings.dbFile, clock.now());
   } catch (err) {
     store.close();
+    await closeStarted();
     throw err;
   }
   /** The journal first: its last lines are fsynced before the database closes. */
@@ -135,7 +208,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     replayJournal?.close();
     store.close();
   };
-  let issuer = settings.issuer ?? '';
   const webhook = settings.notifications.webhook;
   const notifier = webhook
     ? new WebhookNotifier(webhook, { clock, logger, ...(deps.timers ? { timers: deps.timers } : {}) })
@@ -158,13 +230,15 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   });
   try {
     await applyPolicyHosts(ctx);
+    logDrift(logger, applyDrift(ctx));
   } catch (err) {
     closeStorage();
+    await closeStarted();
     throw err;
   }
   const maintain = (): void => {
     expireApprovals(ctx);
-    const removed = store.deleteStalePending(clock.now() - policy.lifetimes.pendingCleanupMs);
+    const removed = store.deleteStalePending(clock.now() - ctx.policy.lifetimes.pendingCleanupMs);
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
     store.deleteExpiredSessions(clock.now());
     passkeys.sweep();
@@ -175,42 +249,12 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     replayJournal?.sweep(clock.now());
   };
 
-  const executionSettings = new Map<string, ApiExecutionSettings>(
-    catalog.apis.map((api, i) => [api.id, (settings.apis[i] as (typeof settings.apis)[number]).execution]),
-  );
-  const baseUrls = new Map(
-    catalog.apis.map((api, i) => [
-      api.id,
-      resolveBaseUrl(api, executionSettings.get(api.id)?.serverVariables ?? {}, `apis[${i}] (${api.id})`),
-    ]),
-  );
-  const mock = settings.mockUpstream ? await startMockUpstream(catalog, { logger }) : undefined;
-  const upstreamFor = (apiId: string): string | undefined =>
-    mock ? mock.baseUrlFor(apiId) : baseUrls.get(apiId);
-  const client = new UpstreamClient();
-  const executor = new Executor({
-    catalog,
-    settings: executionSettings,
-    baseUrlFor: upstreamFor,
-    client,
-    oauth: new OAuthTokens(clock, client.dispatcher),
-    requestIdHeader: settings.requestIdHeader,
-    observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
-  });
-  const problems = executor.problems(catalog);
-  if (problems.errors.length > 0) {
-    closeStorage();
-    await notifier?.close();
-    await mock?.close();
-    await executor.close();
-    throw new UserError(problems.errors.join('\n'));
-  }
-  const validators = new CompiledValidators(formats);
+  const upstreamFor = (apiId: string): string | undefined => engine.upstreamFor(apiId);
+  const problems = { warnings: engine.warnings };
   const executionLog = new ExecutionLog(store, logger, settings.audit);
   const warmup = new AbortController();
 
   let ready = false;
-  const router = new Router();
   const providerName = settings.providerName ?? defaultProviderName(catalog.apis);
   discoveryRoutes(router, {
     issuer: () => issuer,
@@ -223,7 +267,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     metrics.rateLimited(limit),
   );
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
-  capabilityRoutes(router, { catalog, ctx, limits, logger });
+  capabilityRoutes(router, { ctx, limits, logger });
   const auth = new PageAuth(
     settings.signIn,
     new Sessions(store, clock, settings.signIn.sessionLifetimeMs),
@@ -254,7 +298,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       auth,
       serverName: providerName,
       passkeys,
-      run: (r, requestId) => runPerCall({ ctx, executor, inFlight, validators }, r, requestId),
+      run: (r, requestId) =>
+        runPerCall({ ctx, executor: engine.executor, inFlight, validators: engine.validators }, r, requestId),
     });
   }
   const oidc = settings.signIn.oidc
@@ -286,8 +331,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     ctx,
     limits,
     inFlight,
-    executor,
-    validators,
+    engine: () => engine,
     log: executionLog,
     settings: settings.execution,
     maxBodyBytes: settings.maxBodyBytes,
@@ -295,7 +339,6 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   });
   // The operator's endpoints: on the internal listener when there is one, else on the public port
   // (/metrics there only with the admin token, README "Metrics").
-  const internalRouter = settings.internal ? new Router() : undefined;
   const operatorRouter = internalRouter ?? router;
   const { adminToken } = settings;
   if (adminToken !== undefined) {
@@ -321,42 +364,11 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
 
   // Set once shutdown begins (see close below): from then on the drain turns new requests away.
-  let closing: Promise<void> | undefined;
-  const drain = new Drain();
-  const timers = deps.timers ?? systemTimers;
-  const serverOptions = {
-    logger,
-    maxBodyBytes: settings.maxBodyBytes,
-    clientAddress: new ClientAddress(settings.trustedProxies),
-    connections: settings.connections,
-    requestIdHeader: settings.requestIdHeader,
-    issuer: () => issuer,
-    // One drain for both listeners: shutdown waits for requests on either.
-    drain,
-    onDecision: recordRequestMetrics(metrics),
-  };
-  const server = createHttpServer({ router, ...serverOptions });
-  const internal = internalRouter && createHttpServer({ router: internalRouter, ...serverOptions });
-  try {
-    await listen(server, settings.port, settings.host);
-    if (internal && settings.internal) {
-      await listen(internal, settings.internal.port, settings.internal.host).catch(async (err: unknown) => {
-        await closeServer(server);
-        throw err;
-      });
-    }
-  } catch (err) {
-    await mock?.close();
-    await executor.close();
-    await notifier?.close();
-    closeStorage();
-    throw err;
-  }
   ctx.usage.start();
   executionLog.start();
   // The provider's metadata, fetched in the background: a provider that is down delays nothing.
   oidc?.warm();
-  void validators.warm(catalog, warmup.signal);
+  void engine.validators.warm(catalog, warmup.signal);
   const maintenance = setInterval(() => {
     try {
       maintain();
@@ -379,6 +391,27 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       logger.error('activity retention failed', { error: err instanceof Error ? err.message : String(err) }),
     );
   }, 60_000).unref();
+  const reload = reloader({
+    ctx,
+    logger,
+    counted: (result) => metrics.configReload(result),
+    settings: deps.rereadSettings ?? (() => settings),
+    build: async (next) => {
+      const served = await loadServedCatalog(next);
+      const nextPolicy = next.policyFile
+        ? loadPolicyFile(next.policyFile, served.catalog)
+        : defaultPolicy(served.catalog);
+      const built = buildEngine(next, served.catalog, served.formats, shared);
+      // Compiled in the background from now: the first calls after the swap need not pay for it.
+      void built.validators.warm(served.catalog, warmup.signal);
+      return { catalog: served.catalog, policy: nextPolicy, engine: built };
+    },
+    engine: () => engine,
+    install: (next, nextCatalog) => {
+      engine = next;
+      metrics.catalogChanged(nextCatalog.capabilities.map((c) => c.name));
+    },
+  });
   const url = `http://${hostForUrl(settings.host)}:${(server.address() as AddressInfo).port}`;
   const internalUrl =
     internal && settings.internal
@@ -412,10 +445,16 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     url,
     ...(internalUrl ? { internalUrl } : {}),
     issuer,
-    catalog,
+    // The documents in force: a reload replaces them on the context.
+    get catalog() {
+      return ctx.catalog;
+    },
     ...(mock ? { mock } : {}),
-    policy,
+    get policy() {
+      return ctx.policy;
+    },
     protocol: ctx,
+    reload,
     maintain,
     pruneActivity,
     upstreamFor,
@@ -450,7 +489,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         executionLog.stop();
         closeStorage();
         await notifier?.close();
-        await executor.close();
+        await engine.executor.close();
         await mock?.close();
       })();
       return closing;

@@ -47,7 +47,7 @@ type Timer = { observe(seconds: number): void };
 
 export class Metrics {
   readonly registry = new Registry();
-  readonly #capabilities: ReadonlySet<string>;
+  #capabilities: ReadonlySet<string>;
   readonly #requests: Counter<'route' | 'status'>;
   readonly #executions: Counter<'capability' | 'outcome'>;
   readonly #registrations: Counter<'outcome'>;
@@ -149,6 +149,14 @@ export class Metrics {
   request(route: string, status: number): void {
     const byStatus = memo(this.#requestChildren, route, () => new Map<number, Child>());
     memo(byStatus, status, () => this.#requests.labels(route, String(status))).inc();
+  }
+
+  /**
+   * A reload's catalog (issue 12): its capabilities get their own label; series of removed ones
+   * stay (counters do not go back), so the label set grows only by what the operator configured.
+   */
+  catalogChanged(capabilities: Iterable<string>): void {
+    this.#capabilities = new Set([...this.#capabilities, ...capabilities]);
   }
 
   /** One execution attempt; `code` null when it succeeded. */

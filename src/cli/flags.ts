@@ -95,6 +95,11 @@ export const FLAGS = {
     arg: 'DURATION',
     help: 'upstream timeout for the --spec APIs, e.g. 10s or 500ms (default 30s)',
   },
+  watch: {
+    type: 'boolean',
+    only: 'serve',
+    help: 'reload when the config, policy or a local OpenAPI file changes (as SIGHUP)',
+  },
   'mock-upstream': {
     type: 'boolean',
     only: 'serve',

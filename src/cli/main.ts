@@ -10,6 +10,7 @@ import { resolveDatabaseFile, resolveSettings, type CliOverrides } from '../conf
 import { backupDatabase } from '../storage/backup.js';
 import { UserError } from '../errors.js';
 import { loadServedCatalog, startProxy } from '../app.js';
+import { watchedFiles, watchFiles } from '../watch.js';
 import { checkSettings } from '../check.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { runAdmin } from './admin.js';
@@ -47,7 +48,7 @@ ${flagsHelp('serve')}`;
 const SERVE_USAGE = `Usage: agent-auth-proxy [serve] [options]
 
 Serves the Agent Auth Protocol for the APIs of --spec (with --upstream) or --config, until
-SIGTERM or SIGINT.
+SIGTERM or SIGINT; SIGHUP re-reads the config's APIs, the OpenAPI documents and the policy.
 
 Options:
 ${flagsHelp('serve')}`;
@@ -184,15 +185,25 @@ async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentR
   rejectForeignFlags(command as FlagCommand, values);
   const cli = toOverrides(values);
   if (command === 'check') return check(cli, io);
-  return command === 'serve' ? serve(cli) : printCapabilities(cli, values.json === true, io);
+  return command === 'serve'
+    ? serve(cli, values.watch === true)
+    : printCapabilities(cli, values.json === true, io);
 }
 
-async function serve(cli: CliOverrides): Promise<number> {
-  const proxy = await startProxy(resolveSettings(cli));
+async function serve(cli: CliOverrides, watching: boolean): Promise<number> {
+  // A reload reads the config file again with the same flags and environment (README "Live changes").
+  const settings = resolveSettings(cli);
+  const proxy = await startProxy(settings, { rereadSettings: () => resolveSettings(cli) });
+  // The outcome is logged and counted by the reload itself; a signal has nobody to answer.
+  const reload = (): void => void proxy.reload();
+  process.on('SIGHUP', reload);
+  const unwatch = watching ? watchFiles(watchedFiles(settings, cli.config), reload) : undefined;
   await new Promise<void>((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
+      process.off('SIGHUP', reload);
+      unwatch?.();
       resolve();
     };
     process.once('SIGINT', stop);

@@ -122,7 +122,7 @@ export function requestCapability(
     const approval = needsApproval.length
       ? createApproval(ctx, tx, 'capability_request', agent, needsApproval, hints)
       : undefined;
-    const written = putRequestedGrants(tx, agent.id, fresh, auto, approval, now, hints.reason ?? null);
+    const written = putRequestedGrants(ctx, tx, agent.id, fresh, auto, approval, now, hints.reason ?? null);
     tx.appendActivity(
       protocolEvent({
         at: now,
@@ -225,7 +225,7 @@ export function reactivate(
       needsApproval.length > 0 || pending
         ? createApproval(ctx, tx, 'reactivation', updated, needsApproval, hints)
         : undefined;
-    putRequestedGrants(tx, agent.id, baseline, auto, approval, now, null);
+    putRequestedGrants(ctx, tx, agent.id, baseline, auto, approval, now, null);
     tx.appendActivity(
       protocolEvent({
         at: now,

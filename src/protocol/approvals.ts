@@ -22,6 +22,7 @@ import { userCodeFor } from './approval-codes.js';
 import { protocolEvent } from './activity.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import { approvalNotice } from './notifications.js';
+import { currentVersion } from './drift.js';
 import { chargeApprovalRequest } from './approval-limits.js';
 import { notificationUrl } from './approval-events.js';
 
@@ -341,6 +342,8 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
           approvedConstraints: constraints ?? null,
           expiresAt,
           grantedBy: actor,
+          // §2.12: the approver approved the capability as it is now (drift.ts compares later).
+          capabilityVersion: currentVersion(ctx, grant.capability),
           updatedAt: now,
         };
         tx.updateGrant(grant.id, patch);

@@ -99,7 +99,26 @@ export interface ContextOptions {
   readonly jwks?: JwksKeySource;
 }
 
+/**
+ * The catalog and policy in force, per context: a reload replaces both in one assignment
+ * (swapDocuments), so no request sees a catalog with another catalog's policy.
+ */
+interface Documents {
+  readonly catalog: Catalog;
+  readonly policy: Policy;
+}
+const documents = new WeakMap<ProtocolContext, { current: Documents }>();
+
+/** Live changes (issue 12): every later `ctx.catalog` / `ctx.policy` read sees `next`. */
+export function swapDocuments(ctx: ProtocolContext, next: Documents): void {
+  const holder = documents.get(ctx);
+  if (!holder) throw new Error('swapDocuments: not a context made by createContext');
+  holder.current = next;
+  ctx.cache.clear();
+}
+
 export function createContext(options: ContextOptions): ProtocolContext {
+  const holder = { current: { catalog: options.catalog, policy: options.policy } };
   const cache = new HotCache(options.clock, options.cacheTtlMs ?? 5_000);
   const journal = options.replayJournal;
   const replay = new ReplayCache(options.clock, {
@@ -131,10 +150,15 @@ export function createContext(options: ContextOptions): ProtocolContext {
       }
     }
   };
-  return {
+  const ctx: ProtocolContext = {
     store: options.store,
-    catalog: options.catalog,
-    policy: options.policy,
+    // Getters over one holder: a property read per request, and a swap is one assignment.
+    get catalog() {
+      return holder.current.catalog;
+    },
+    get policy() {
+      return holder.current.policy;
+    },
     clock: options.clock,
     logger: options.logger,
     issuer: options.issuer,
@@ -170,6 +194,8 @@ export function createContext(options: ContextOptions): ProtocolContext {
     approvalEvents: options.approvalEvents ?? new ApprovalEvents(),
     ...(options.jwks ? { jwks: options.jwks } : {}),
   };
+  documents.set(ctx, holder);
+  return ctx;
 }
 
 /** Opaque, unguessable identifiers with a readable prefix (`agt_…`, `hst_…`). */

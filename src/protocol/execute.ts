@@ -109,6 +109,16 @@ export function authorizeCapability(
     );
   }
   if (!grant) {
+    // drift.ts: a pending grant that carries a version was approved once, for another version.
+    const suspended = cachedGrants(ctx, auth.agent.id).some(
+      (g) => g.capability === name && g.status === 'pending' && g.capabilityVersion,
+    );
+    if (suspended) {
+      throw new ProtocolError(
+        'capability_not_granted',
+        `Capability ${name} changed since its grant was approved; re-approval is needed (§2.12).`,
+      );
+    }
     throw new ProtocolError('capability_not_granted', `The agent has no active grant for ${name} (§5.11).`);
   }
   return { capability, grant };

@@ -4,6 +4,7 @@
  * §8.10 rule that an unknown host gets nothing until a human approves, and may store only so much
  * until then (pending-hosts.ts).
  */
+import { currentVersion } from './drift.js';
 import { ProtocolError } from '../errors.js';
 import type {
   AgentMode,
@@ -186,7 +187,7 @@ export async function registerAgent(
       needsApproval.length > 0 || !activeNow
         ? createApproval(ctx, tx, 'registration', finalAgent, needsApproval, hints)
         : undefined;
-    putRequestedGrants(tx, finalAgent.id, requested, auto, approval, now, hints.reason ?? null);
+    putRequestedGrants(ctx, tx, finalAgent.id, requested, auto, approval, now, hints.reason ?? null);
     tx.appendActivity(
       protocolEvent({
         at: now,
@@ -230,6 +231,7 @@ async function registeredAgentKey(ctx: ProtocolContext, auth: HostAuth): Promise
  * grants this way.
  */
 export function putRequestedGrants(
+  ctx: ProtocolContext,
   tx: StoreWriter,
   agentId: string,
   requested: readonly RequestedCapability[],
@@ -253,6 +255,8 @@ export function putRequestedGrants(
       reason,
       expiresAt: null,
       approvalId: granted ? null : (approval?.id ?? null),
+      // §2.12: what the policy granted is the capability as it is now.
+      capabilityVersion: granted ? currentVersion(ctx, r.name) : null,
       createdAt: now,
       updatedAt: now,
     };

@@ -236,6 +236,13 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX per_call_deadline ON per_call_approvals (status, expires_at);
   CREATE INDEX per_call_keep ON per_call_approvals (keep_until);
   `,
+  // 13 (issue 12, §2.12): each grant keeps the version (content hash) of the capability it was
+  // approved at; start-up and reloads find active grants of a capability at another version
+  // through grants_version, and suspend them until re-approved (protocol/drift.ts).
+  `
+  ALTER TABLE grants ADD COLUMN capability_version TEXT;
+  CREATE INDEX grants_version ON grants (capability, status, capability_version);
+  `,
   // 14 (issue 12): keys from JWKS URLs (§4.1, §4.2). A JWKS-based host is found by its URL
   // (unique: one host per URL), an agent's key by the JWT's kid or the registration's agent_kid.
   `

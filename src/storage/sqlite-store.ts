@@ -87,6 +87,7 @@ const GRANT: Columns<GrantRecord> = {
   reason: { column: 'reason' },
   expiresAt: { column: 'expires_at' },
   approvalId: { column: 'approval_id' },
+  capabilityVersion: { column: 'capability_version' },
   createdAt: { column: 'created_at' },
   updatedAt: { column: 'updated_at' },
 };
@@ -338,6 +339,17 @@ class SqliteStore implements Store {
 
   grants(agentId: string): GrantRecord[] {
     return this.many(GRANT, 'SELECT * FROM grants WHERE agent_id = ? ORDER BY created_at, rowid', agentId);
+  }
+
+  grantsOffVersion(capability: string, version: string): GrantRecord[] {
+    // grants_version (capability, status, capability_version): the version test runs in the index.
+    return this.many(
+      GRANT,
+      `SELECT * FROM grants WHERE capability = ? AND status = 'active'
+        AND (capability_version IS NULL OR capability_version <> ?)`,
+      capability,
+      version,
+    );
   }
 
   approval(id: string): ApprovalRecord | undefined {
@@ -758,6 +770,7 @@ class SqliteStore implements Store {
       agentByKey: (h, k) => reader.agentByKey(h, k),
       agents: (f) => reader.agents(f),
       grants: (a) => reader.grants(a),
+      grantsOffVersion: (c, v) => reader.grantsOffVersion(c, v),
       approval: (id) => reader.approval(id),
       approvalByUserCode: (c) => reader.approvalByUserCode(c),
       approvals: (f) => reader.approvals(f),

@@ -106,6 +106,12 @@ export interface GrantRecord {
   readonly expiresAt: number | null;
   /** The approval request that will decide a pending grant. */
   readonly approvalId: string | null;
+  /**
+   * §2.12: the capability's version (capability-version.ts) when the grant was approved; null
+   * for grants never active and rows stored before migration 13 (adopted at start-up, drift.ts).
+   * A pending grant with a version was suspended by drift: it waits for re-approval.
+   */
+  readonly capabilityVersion?: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -300,6 +306,8 @@ export interface StoreReader {
   agents(filter?: { hostId?: string; status?: AgentStatus; userId?: string }): AgentRecord[];
   /** Every grant row of an agent, `revoked` ones included, in creation order. */
   grants(agentId: string): GrantRecord[];
+  /** Active grants of a capability not at `version` (drift, §2.12); NULL versions included. */
+  grantsOffVersion(capability: string, version: string): GrantRecord[];
   approval(id: string): ApprovalRecord | undefined;
   approvalByUserCode(userCode: string): ApprovalRecord | undefined;
   approvals(filter?: { status?: ApprovalStatus; agentId?: string }): ApprovalRecord[];

@@ -28,18 +28,17 @@ export async function startTestProxy(
     timers?: Timers;
   } = {},
 ): Promise<RunningProxy> {
-  const settings = resolveSettings(
-    {
-      ...(overrides.config === undefined ? { specs: [PETSTORE] } : {}),
-      host: '127.0.0.1',
-      port: 0,
-      db: tempDbFile(),
-      ...overrides,
-    },
-    ROOT,
-    deps.env ?? {},
-  );
+  const cli: CliOverrides = {
+    ...(overrides.config === undefined ? { specs: [PETSTORE] } : {}),
+    host: '127.0.0.1',
+    port: 0,
+    db: tempDbFile(),
+    ...overrides,
+  };
+  const settings = resolveSettings(cli, ROOT, deps.env ?? {});
   return startProxy(settings, {
+    // reload() reads the config file again, as the CLI's SIGHUP does.
+    rereadSettings: () => resolveSettings(cli, ROOT, deps.env ?? {}),
     ...(deps.logSink ? { logSink: deps.logSink } : { logger: deps.logger ?? silentLogger }),
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.timers ? { timers: deps.timers } : {}),

@@ -17,11 +17,11 @@ describe('GET /capability/list (§5.2)', () => {
   const list = (query = ''): Promise<{ status: number; headers: Headers; body: any }> =>
     getJson(`${proxy.url}/capability/list${query}`);
 
-  it('returns 50 entries by default, each with only name and description, and is cacheable for 5 minutes (§10.6)', async () => {
+  it('returns 50 entries by default, each with only name, description and version (§2.12), and is cacheable for 5 minutes (§10.6)', async () => {
     const { status, body, headers } = await list();
     expect(status).toBe(200);
     expect(body.capabilities).toHaveLength(50);
-    expect(Object.keys(body.capabilities[0]).sort()).toEqual(['description', 'name']);
+    expect(Object.keys(body.capabilities[0]).sort()).toEqual(['description', 'name', 'version']);
     expect(body.has_more).toBe(true);
     expect(typeof body.next_cursor).toBe('string');
     expect(headers.get('cache-control')).toMatch(/max-age=300/);
@@ -126,7 +126,7 @@ describe('GET /capability/describe (§5.2.1)', () => {
     const { status, body, headers } = await getJson(`${proxy.url}/capability/describe?name=get_pet`);
     expect(status).toBe(200);
     expect(headers.get('cache-control')).toMatch(/max-age=300/);
-    expect(Object.keys(body).sort()).toEqual(['description', 'input', 'name', 'output']);
+    expect(Object.keys(body).sort()).toEqual(['description', 'input', 'name', 'output', 'version']);
     expect(body.name).toBe('get_pet');
     expect(body.input).toMatchObject({ type: 'object', required: ['petId'], additionalProperties: false });
     expect(body.output.properties.status).toEqual({ type: 'string', enum: ['available', 'pending', 'sold'] });

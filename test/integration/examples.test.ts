@@ -15,7 +15,7 @@ import { parsePolicy } from '../../src/policy/policy.js';
 import { POLICY_SCHEMA } from '../../src/policy/schema.js';
 import { silentLogger } from '../../src/log.js';
 import { loadCatalog } from '../../src/openapi/load-catalog.js';
-import { getJson, ROOT } from '../helpers/proxy.js';
+import { getJson, ROOT, tempDbFile } from '../helpers/proxy.js';
 
 const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8');
 const loadOptions = { allowRemoteRefs: false, allowHttp: false };
@@ -61,7 +61,8 @@ describe('config/proxy.example.yaml', () => {
 
 describe('config/proxy.yaml (the Docker image default)', () => {
   it('starts the bundled example behind the mock upstream', async () => {
-    const settings = resolveSettings({ config: 'config/proxy.yaml', port: 0 }, ROOT);
+    // A temp database: the config's own (data/ in the checkout) is for the image, not for tests.
+    const settings = resolveSettings({ config: 'config/proxy.yaml', port: 0, db: tempDbFile() }, ROOT);
     const proxy = await startProxy(settings, { logger: silentLogger });
     try {
       expect((await getJson(`${proxy.url}/readyz`)).body).toEqual({ status: 'ready', capabilities: 6 });

@@ -5,7 +5,8 @@
  * capabilities are never shown.
  */
 import { ProtocolError } from '../../errors.js';
-import { matchesQuery, paginate, type Catalog } from '../../openapi/catalog.js';
+import { capabilityVersion } from '../../protocol/capability-version.js';
+import { matchesQuery, paginate } from '../../openapi/catalog.js';
 import type { Capability } from '../../openapi/types.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { cachedGrants } from '../../protocol/grants.js';
@@ -23,7 +24,6 @@ export const MAX_LIMIT = 200;
 const MAX_QUERY_LENGTH = 256;
 
 export interface CapabilityRouteOptions extends TokenStepOptions {
-  readonly catalog: Catalog;
   readonly ctx: ProtocolContext;
   readonly limits: RateLimits;
 }
@@ -57,7 +57,8 @@ function viewerOf(ctx: ProtocolContext, x: Exchange): Viewer {
 }
 
 export function capabilityRoutes(router: Router, options: CapabilityRouteOptions): void {
-  const { catalog, ctx, limits } = options;
+  // The catalog is read per request from the context: a reload swaps it there (reload.ts).
+  const { ctx, limits } = options;
   const viewing = [optionalListingToken(options), principalLimits(limits), replayRecord(ctx)];
 
   router.add('GET', '/capability/list', [
@@ -71,7 +72,7 @@ export function capabilityRoutes(router: Router, options: CapabilityRouteOptions
       const limit = parseLimit(single(url, 'limit'));
       const after = decodeCursor(single(url, 'cursor'));
       const who = viewerOf(ctx, x);
-      const matching = catalog.capabilities.filter(
+      const matching = ctx.catalog.capabilities.filter(
         (c) => who.visible(c) && (!query || matchesQuery(c, query)),
       );
       const page = paginate(matching, after, limit);
@@ -82,6 +83,8 @@ export function capabilityRoutes(router: Router, options: CapabilityRouteOptions
           capabilities: page.items.map((c) => ({
             name: c.name,
             description: c.description,
+            // §2.12: the content hash an approval covers; it changes exactly when they do.
+            version: capabilityVersion(c),
             ...(who.granted ? { grant_status: who.granted(c.name) ? 'granted' : 'not_granted' } : {}),
           })),
           next_cursor: page.after === null ? null : encodeCursor(page.after),
@@ -98,7 +101,7 @@ export function capabilityRoutes(router: Router, options: CapabilityRouteOptions
       const name = single(x.url, 'name');
       if (!name) throw new ProtocolError('invalid_request', 'The name query parameter is required.');
       const who = viewerOf(ctx, x);
-      const capability = catalog.get(name);
+      const capability = ctx.catalog.get(name);
       // §5.2.1: an unknown name MUST be 404; one the caller may not see is indistinguishable.
       if (!capability || !who.visible(capability)) {
         throw new ProtocolError('capability_not_found', `No capability named "${name}".`);
@@ -109,6 +112,7 @@ export function capabilityRoutes(router: Router, options: CapabilityRouteOptions
         {
           name: capability.name,
           description: capability.description,
+          version: capabilityVersion(capability),
           ...(capability.input ? { input: capability.input } : {}),
           ...(capability.output ? { output: capability.output } : {}),
           ...(who.granted ? { grant_status: who.granted(capability.name) ? 'granted' : 'not_granted' } : {}),

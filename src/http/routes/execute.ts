@@ -54,11 +54,17 @@ export interface ExecuteRouteOptions extends TokenStepOptions {
   readonly limits: RateLimits;
   /** Fair share: caps on upstream calls in flight per agent, per host and in total. */
   readonly inFlight: InFlightSlots;
-  readonly executor: Executor;
-  readonly validators: ArgumentValidators;
+  /** The executor and validators of the catalog in force, swapped together on reload. */
+  readonly engine: () => ExecutionEngine;
   readonly log: ExecutionLog;
   readonly settings: ExecutionSettings;
   readonly maxBodyBytes: number;
+}
+
+/** Built from one catalog: a request keeps the pair it started with across a reload. */
+export interface ExecutionEngine {
+  readonly executor: Executor;
+  readonly validators: ArgumentValidators;
 }
 
 /** What the composition root needs at shutdown. */
@@ -70,6 +76,7 @@ export interface ExecuteRoutes {
 /** One execution's state, filled step by step. */
 interface Execution {
   readonly started: number;
+  engine?: ExecutionEngine;
   request?: { name: string; args: Readonly<Record<string, unknown>> };
   authorized?: AuthorizedExecution;
   call?: PreparedCall;
@@ -83,7 +90,7 @@ interface Execution {
 }
 
 export function executeRoutes(router: Router, options: ExecuteRouteOptions): ExecuteRoutes {
-  const { ctx, limits, executor, validators, log, settings } = options;
+  const { ctx, limits, engine, log, settings } = options;
   const streams = new Set<(error?: ProtocolError) => void>();
 
   router.addWithState<Execution>(
@@ -96,6 +103,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       jsonBody(options.maxBodyBytes),
       step('parse', (x, s) => {
         s.request = readExecuteBody(need(x.body, 'body'));
+        s.engine = engine();
         x.decision.capability = ctx.catalog.get(s.request.name) ? s.request.name : null;
       }),
       step('authorize', (x, s) => {
@@ -105,11 +113,15 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       }),
       step('validate', (_x, s) => {
         const { capability, args } = need(s.authorized, 'authorized');
-        validateArguments(validators, capability, args);
+        validateArguments(need(s.engine, 'engine').validators, capability, args);
       }),
       step('prepare', (x, s) => {
         const { capability, args } = need(s.authorized, 'authorized');
-        s.call = executor.prepare({ capability, args, caller: callerOf(need(x.agent, 'agent')) });
+        s.call = need(s.engine, 'engine').executor.prepare({
+          capability,
+          args,
+          caller: callerOf(need(x.agent, 'agent')),
+        });
       }),
       // §2.13 on the arguments, then on what the upstream will actually receive (pins, styles).
       step('constraints', (_x, s) => {
@@ -150,7 +162,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         x.res.once('close', () => {
           if (!x.res.writableFinished) abort.abort();
         });
-        s.outcome = await executor.execute({
+        s.outcome = await need(s.engine, 'engine').executor.execute({
           call: need(s.call, 'call'),
           caller: callerOf(authorized.auth),
           requestId: x.requestId,
@@ -237,7 +249,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       const slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
       let state: Awaited<ReturnType<Executor['poll']>>;
       try {
-        state = await executor.poll({
+        const current = engine();
+        state = await current.executor.poll({
           upstreamUrl: job.upstreamUrl,
           statusCapability: job.statusCapability,
           caller: callerOf(auth),
@@ -246,7 +259,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
           // agent could make itself: its grant for that GET capability, and the grant's constraints.
           authorize: (call) =>
-            checkSentRequest(authorizeExecution(ctx, auth, call, validators).grant, call.sent),
+            checkSentRequest(authorizeExecution(ctx, auth, call, current.validators).grant, call.sent),
         });
       } finally {
         slot.release();

@@ -63,8 +63,8 @@ describe('§5.2 without authentication: only public capabilities', () => {
     expect(list.status).toBe(200);
     expect(list.body).toEqual({
       capabilities: [
-        { name: 'get_pet', description: expect.any(String) },
-        { name: 'list_pets', description: expect.any(String) },
+        { name: 'get_pet', description: expect.any(String), version: expect.any(String) },
+        { name: 'list_pets', description: expect.any(String), version: expect.any(String) },
       ],
       next_cursor: null,
       has_more: false,

@@ -1,0 +1,84 @@
+/**
+ * Live changes (issue 12): SIGHUP, `--watch` and tests call one reload. The config's API list,
+ * the OpenAPI documents and the policy are read and checked in full before anything changes;
+ * then catalog, policy and execution engine are swapped in one synchronous step, followed at
+ * once by drift (§2.12). An invalid new version is refused as a whole: the last good one keeps
+ * serving, the error is logged and counted, and readiness is untouched.
+ */
+import type { Settings } from './config/settings.js';
+import type { BuiltEngine } from './engine.js';
+import type { Logger } from './log.js';
+import type { Catalog } from './openapi/catalog.js';
+import type { Policy } from './policy/policy.js';
+import { applyDrift, logDrift } from './protocol/drift.js';
+import { swapDocuments, type ProtocolContext } from './protocol/context.js';
+
+export interface ReloadResult {
+  readonly ok: boolean;
+  /** Why the new version was refused (the key path or file is in the message). */
+  readonly error?: string;
+  readonly capabilities?: number;
+}
+
+export interface Generation {
+  readonly catalog: Catalog;
+  readonly policy: Policy;
+  readonly engine: BuiltEngine;
+}
+
+export interface ReloadDeps {
+  readonly ctx: ProtocolContext;
+  readonly logger: Logger;
+  readonly counted: (result: 'success' | 'failure') => void;
+  /** Reads the configuration again (same flags and environment as at start-up). */
+  readonly settings: () => Settings;
+  /** Everything that can fail: documents, policy, execution settings. Must not change state. */
+  readonly build: (settings: Settings) => Promise<Generation>;
+  /** The engine in use, and its replacement (the composition root's holder). */
+  readonly engine: () => BuiltEngine;
+  readonly install: (engine: BuiltEngine, catalog: Catalog) => void;
+}
+
+/** One reload at a time: a signal during a reload waits for it, then reads the files again. */
+export function reloader(deps: ReloadDeps): () => Promise<ReloadResult> {
+  let last: Promise<unknown> = Promise.resolve();
+  return () => {
+    const run = last.then(() => reloadOnce(deps));
+    last = run.catch(() => undefined);
+    return run;
+  };
+}
+
+async function reloadOnce(deps: ReloadDeps): Promise<ReloadResult> {
+  const { ctx, logger } = deps;
+  let next: Generation;
+  try {
+    next = await deps.build(deps.settings());
+  } catch (err) {
+    const error = err instanceof Error ? err.message : String(err);
+    deps.counted('failure');
+    logger.error('reload refused: the last good configuration stays in force', { error });
+    return { ok: false, error };
+  }
+  // Synchronous from here: no request runs between the swap and drift.
+  const previous = { catalog: ctx.catalog, policy: ctx.policy, engine: deps.engine() };
+  deps.install(next.engine, next.catalog);
+  swapDocuments(ctx, { catalog: next.catalog, policy: next.policy });
+  try {
+    logDrift(logger, applyDrift(ctx));
+  } catch (err) {
+    // Without drift a changed capability would run on its old approval: back to the last good.
+    deps.install(previous.engine, previous.catalog);
+    swapDocuments(ctx, { catalog: previous.catalog, policy: previous.policy });
+    const error = `drift could not be applied: ${err instanceof Error ? err.message : String(err)}`;
+    deps.counted('failure');
+    logger.error('reload refused: the last good configuration stays in force', { error });
+    return { ok: false, error };
+  }
+  for (const warning of [...next.catalog.warnings, ...next.engine.warnings]) {
+    logger.warn('reload', { detail: warning });
+  }
+  deps.counted('success');
+  logger.info('reloaded', { capabilities: next.catalog.capabilities.length });
+  return { ok: true, capabilities: next.catalog.capabilities.length };
+}

@@ -1,0 +1,56 @@
+/**
+ * `--watch` (issue 12): the config file, the policy file and local OpenAPI documents are watched,
+ * and a change calls the same reload as SIGHUP after `debounceMs` of quiet (an editor's save is
+ * several events; a deploy may write several files). Directories are watched, not files: editors
+ * and ConfigMap updates replace a file by renaming, which ends a watch on the file itself.
+ */
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, dirname, isAbsolute, resolve } from 'node:path';
+import type { Settings } from './config/settings.js';
+
+export const DEFAULT_WATCH_DEBOUNCE_MS = 300;
+
+/** The local files a reload reads: config, policy, documents (URLs are not watched). */
+export function watchedFiles(settings: Settings, configFile: string | undefined): string[] {
+  const files = [
+    ...(configFile ? [resolve(configFile)] : []),
+    ...(settings.policyFile ? [settings.policyFile] : []),
+    ...settings.apis.map((a) => a.spec).filter((s) => isAbsolute(s)),
+  ];
+  return [...new Set(files)];
+}
+
+/** Starts watching; the returned function stops it. */
+export function watchFiles(
+  files: readonly string[],
+  onChange: () => void,
+  debounceMs = DEFAULT_WATCH_DEBOUNCE_MS,
+): () => void {
+  const byDir = new Map<string, Set<string>>();
+  for (const f of files) {
+    const names = byDir.get(dirname(f)) ?? new Set<string>();
+    names.add(basename(f));
+    byDir.set(dirname(f), names);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const changed = (): void => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      onChange();
+    }, debounceMs);
+  };
+  const watchers: FSWatcher[] = [];
+  for (const [dir, names] of byDir) {
+    const w = watch(dir, (_event, name) => {
+      // Some platforms give no name: then any change in the directory counts.
+      if (name === null || names.has(name)) changed();
+    });
+    w.unref();
+    watchers.push(w);
+  }
+  return () => {
+    if (timer) clearTimeout(timer);
+    for (const w of watchers) w.close();
+  };
+}

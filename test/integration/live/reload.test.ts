@@ -1,0 +1,105 @@
+/**
+ * Issue 12, live changes: reload() re-reads the policy and the OpenAPI documents and swaps them in
+ * without a restart; an invalid new version is refused whole (the last good one serves on, the
+ * failure is logged and counted, /readyz stays ready); drift (§2.12) applies on reload as at start.
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startGateway, type Gateway } from '../../helpers/gateway.js';
+import { startProtocol, writePolicy, type TestProtocol } from '../../helpers/protocol.js';
+import { notesSpec } from '../../helpers/notes-spec.js';
+import { PETSTORE } from '../../helpers/proxy.js';
+
+let open: { close(): Promise<void> } | undefined;
+afterEach(async () => {
+  await open?.close();
+  open = undefined;
+});
+
+async function reloads(p: TestProtocol): Promise<{ success: number; failure: number }> {
+  const text: string = (await p.admin('GET', '/metrics')).body;
+  const count = (result: string): number =>
+    Number(
+      new RegExp(`agent_auth_proxy_config_reloads_total\\{result="${result}"\\} (\\d+)`).exec(text)?.[1],
+    );
+  return { success: count('success'), failure: count('failure') };
+}
+
+describe('reload()', () => {
+  it('applies a policy change, and refuses an invalid one keeping the last good', async () => {
+    const policy = writePolicy('capabilities:\n  defaults: [list_pets, get_pet]\n');
+    const lines: string[] = [];
+    const p = await startProtocol({ overrides: { policy }, logSink: (l) => lines.push(l) });
+    open = p;
+    const fx = await p.activeAgent(['list_pets']);
+    expect((await p.execute(fx.agent, fx.agentId, 'list_pets')).status).not.toBe(403);
+
+    writeFileSync(policy, 'capabilities:\n  defaults: [list_pets, get_pet]\n  blocked: [list_pets]\n');
+    expect(await p.proxy.reload()).toMatchObject({ ok: true });
+    const blocked = await p.execute(fx.agent, fx.agentId, 'list_pets');
+    expect(blocked.status).toBe(403);
+    expect(blocked.body.message).toMatch(/blocked/);
+
+    writeFileSync(policy, 'capabilities:\n  blocked: 7\n');
+    const refused = await p.proxy.reload();
+    expect(refused.ok).toBe(false);
+    expect(refused.error).toMatch(/blocked/);
+    expect(lines.some((l) => l.includes('reload refused') && l.includes('blocked'))).toBe(true);
+    // The last good policy still serves (list_pets blocked), and the proxy is ready.
+    expect((await p.execute(fx.agent, fx.agentId, 'list_pets')).status).toBe(403);
+    expect((await p.request('GET', '/readyz')).status).toBe(200);
+    expect(await reloads(p)).toEqual({ success: 1, failure: 1 });
+  });
+
+  it('refuses an invalid document, then applies drift when the document changes', async () => {
+    const spec = notesSpec();
+    const g: Gateway = await startGateway({ spec });
+    open = g;
+    const fx = await g.p.activeAgent(['get_note', 'list_notes']);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'get_note', { id: 'a' })).status).toBe(200);
+
+    writeFileSync(spec, 'openapi: 3.0.3\npaths: [not, a, map]\n');
+    expect((await g.p.proxy.reload()).ok).toBe(false);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'get_note', { id: 'a' })).status).toBe(200);
+    expect((await g.p.request('GET', '/readyz')).status).toBe(200);
+
+    writeFileSync(spec, readFile(notesSpec({ withList: false, noteInput: '{ type: integer }' })));
+    expect(await g.p.proxy.reload()).toMatchObject({ ok: true, capabilities: 1 });
+    const changed = await g.p.execute(fx.agent, fx.agentId, 'get_note', { id: 'a' });
+    expect(changed.status).toBe(403);
+    expect(changed.body.message).toMatch(/re-approval is needed/);
+    const removed = await g.p.execute(fx.agent, fx.agentId, 'list_notes');
+    expect(removed.status).toBe(403);
+    expect(removed.body.message).toMatch(/removed/);
+    const list = await g.p.request('GET', '/capability/list');
+    expect(list.body.capabilities.map((c: { name: string }) => c.name)).toEqual(['get_note']);
+  });
+});
+
+describe('reload() of the config file', () => {
+  it("re-reads the config's API list", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'aap-reload-config-')), 'proxy.yaml');
+    const config = (spec: string): string =>
+      `apis:\n  - spec: ${JSON.stringify(spec)}\n    upstream: http://127.0.0.1:9\n`;
+    writeFileSync(file, config(notesSpec()));
+    const p = await startProtocol({ overrides: { config: file } });
+    open = p;
+    const names = async (): Promise<string[]> => {
+      const listed = (await p.request('GET', '/capability/list')).body as {
+        capabilities: { name: string }[];
+      };
+      return listed.capabilities.map((c) => c.name);
+    };
+    expect(await names()).toEqual(['get_note', 'list_notes']);
+    writeFileSync(file, config(PETSTORE));
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect(await names()).toContain('list_pets');
+    expect(await names()).not.toContain('get_note');
+  });
+});
+
+function readFile(path: string): string {
+  return readFileSync(path, 'utf8');
+}
