@@ -131,6 +131,8 @@ async function loadThenSignal(
       } catch {
         return; // the proxy is gone (or going): this worker is done
       }
+      // After the signal the drain turns new requests away with 503 (README "Shutdown"): done.
+      if (status === 503 && !Number.isNaN(signalledAt)) return;
       if (status !== 200) throw new Error(`execution ${jti} answered ${status}`);
       answers.push({ jti, at: performance.now() });
       if (answers.length === SIGNAL_AFTER) {
