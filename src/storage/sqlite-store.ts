@@ -9,6 +9,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { UserError } from '../errors.js';
 import { MIGRATIONS } from './migrations.js';
+import { activityQuery, listing, type Built } from './sqlite-queries.js';
 import type {
   ActivityQuery,
   ActivityRecord,
@@ -19,6 +20,7 @@ import type {
   GrantUse,
   HostRecord,
   InboxQuery,
+  ListingPage,
   PasskeyRecord,
   Patch,
   PerCallQuery,
@@ -219,6 +221,11 @@ export interface SqliteStoreOptions {
    * for `write` (fsynced), `activity` for the group-committed activity batches (not fsynced).
    */
   readonly onWrite?: (kind: WriteKind, seconds: number) => void;
+  /**
+   * Called with the SQL of each statement the store prepares (once per distinct statement): the
+   * query-plan test runs EXPLAIN QUERY PLAN on each of them.
+   */
+  readonly onPrepare?: (sql: string) => void;
 }
 
 export type WriteKind = 'state' | 'activity';
@@ -243,7 +250,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
   db.pragma('foreign_keys = ON');
   migrate(db, options.file);
-  return new SqliteStore(db, options.onWrite);
+  return new SqliteStore(db, options.onWrite, options.onPrepare);
 }
 
 function migrate(db: Database.Database, file: string): void {
@@ -268,6 +275,7 @@ class SqliteStore implements Store {
   constructor(
     private readonly db: Database.Database,
     private readonly onWrite?: (kind: WriteKind, seconds: number) => void,
+    private readonly onPrepare?: (sql: string) => void,
   ) {
     this.writer = this.createWriter();
   }
@@ -277,6 +285,7 @@ class SqliteStore implements Store {
     if (!s) {
       s = this.db.prepare(sql);
       this.statements.set(sql, s);
+      this.onPrepare?.(sql);
     }
     return s;
   }
@@ -297,13 +306,12 @@ class SqliteStore implements Store {
     return this.one(HOST, 'SELECT * FROM hosts WHERE thumbprint = ?', thumbprint);
   }
 
-  hosts(filter: { status?: string; userId?: string } = {}): HostRecord[] {
-    return this.many(
-      HOST,
-      `SELECT * FROM hosts WHERE (@status IS NULL OR status = @status)
-        AND (@userId IS NULL OR user_id = @userId) ORDER BY created_at, id`,
-      { status: filter.status ?? null, userId: filter.userId ?? null },
-    );
+  private built<T>(columns: Columns<T>, { sql, params: values }: Built): T[] {
+    return this.many(columns, sql, values);
+  }
+
+  hosts(filter: { status?: string; userId?: string } & ListingPage = {}): HostRecord[] {
+    return this.built(HOST, listing('hosts', { status: filter.status, user_id: filter.userId }, filter));
   }
 
   agent(id: string): AgentRecord | undefined {
@@ -319,14 +327,9 @@ class SqliteStore implements Store {
     );
   }
 
-  agents(filter: { hostId?: string; status?: string; userId?: string } = {}): AgentRecord[] {
-    return this.many(
-      AGENT,
-      `SELECT * FROM agents WHERE (@hostId IS NULL OR host_id = @hostId)
-        AND (@status IS NULL OR status = @status) AND (@userId IS NULL OR user_id = @userId)
-        ORDER BY created_at, id`,
-      { hostId: filter.hostId ?? null, status: filter.status ?? null, userId: filter.userId ?? null },
-    );
+  agents(filter: { hostId?: string; status?: string; userId?: string } & ListingPage = {}): AgentRecord[] {
+    const by = { host_id: filter.hostId, status: filter.status, user_id: filter.userId };
+    return this.built(AGENT, listing('agents', by, filter));
   }
 
   grants(agentId: string): GrantRecord[] {
@@ -341,12 +344,17 @@ class SqliteStore implements Store {
     return this.one(APPROVAL, 'SELECT * FROM approvals WHERE user_code = ?', userCode);
   }
 
-  approvals(filter: { status?: string; agentId?: string } = {}): ApprovalRecord[] {
+  approvals(filter: { status?: string; agentId?: string } & ListingPage = {}): ApprovalRecord[] {
+    const by = { status: filter.status, agent_id: filter.agentId };
+    return this.built(APPROVAL, listing('approvals', by, filter));
+  }
+
+  overdueApprovals(now: number, limit: number): ApprovalRecord[] {
     return this.many(
       APPROVAL,
-      `SELECT * FROM approvals WHERE (@status IS NULL OR status = @status)
-        AND (@agentId IS NULL OR agent_id = @agentId) ORDER BY created_at, id`,
-      { status: filter.status ?? null, agentId: filter.agentId ?? null },
+      "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+      now,
+      limit,
     );
   }
 
@@ -380,23 +388,7 @@ class SqliteStore implements Store {
   }
 
   activity(query: ActivityQuery): ActivityRecord[] {
-    return this.many(
-      ACTIVITY,
-      `SELECT * FROM activity WHERE (@agentId IS NULL OR agent_id = @agentId)
-        AND (@hostId IS NULL OR host_id = @hostId) AND (@capability IS NULL OR capability = @capability)
-        AND (@since IS NULL OR at >= @since) AND (@until IS NULL OR at < @until)
-        AND (@beforeId IS NULL OR id < @beforeId)
-        ORDER BY id DESC LIMIT @limit`,
-      {
-        agentId: query.agentId ?? null,
-        hostId: query.hostId ?? null,
-        capability: query.capability ?? null,
-        since: query.since ?? null,
-        until: query.until ?? null,
-        beforeId: query.beforeId ?? null,
-        limit: query.limit,
-      },
-    );
+    return this.built(ACTIVITY, activityQuery(query));
   }
 
   agentsOfUser(userId: string, page: { limit: number; offset: number }): AgentRecord[] {
@@ -482,8 +474,12 @@ class SqliteStore implements Store {
     );
   }
 
-  deleteExpiredAsyncJobs(now: number): number {
-    return this.stmt('DELETE FROM async_jobs WHERE expires_at < ?').run(now).changes;
+  deleteExpiredAsyncJobs(now: number, limit: number): number {
+    // Oldest first along async_jobs_expiry, at most `limit`: a sweep never holds the event loop long.
+    return this.stmt(
+      `DELETE FROM async_jobs WHERE id IN
+        (SELECT id FROM async_jobs WHERE expires_at < ? ORDER BY expires_at LIMIT ?)`,
+    ).run(now, limit).changes;
   }
 
   deleteActivityBefore(before: number, limit: number): number {
@@ -509,8 +505,11 @@ class SqliteStore implements Store {
     this.stmt('DELETE FROM sessions WHERE id_hash = ?').run(idHash);
   }
 
-  deleteExpiredSessions(now: number): number {
-    return this.stmt('DELETE FROM sessions WHERE expires_at <= ?').run(now).changes;
+  deleteExpiredSessions(now: number, limit: number): number {
+    return this.stmt(
+      `DELETE FROM sessions WHERE id_hash IN
+        (SELECT id_hash FROM sessions WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+    ).run(now, limit).changes;
   }
 
   markOpened(approvalId: string, userId: string, at: number): void {
@@ -699,18 +698,20 @@ class SqliteStore implements Store {
     return new Map(rows.map((r) => [r.id, { uses: r.uses, lastUsedAt: r.last_used_at }]));
   }
 
-  deleteStalePending(before: number): { agents: number; hosts: number } {
+  deleteStalePending(before: number, limit: number): { agents: number; hosts: number } {
     return this.db
       .transaction(() => {
         // Never-activated agents only: one pending a reactivation approval was active before (§10.9).
+        // A range of agents_status_listing; each deletion cascades along indexed foreign keys.
         const agents = this.stmt(
-          "DELETE FROM agents WHERE status = 'pending' AND activated_at IS NULL AND created_at < ?",
-        ).run(before).changes;
+          `DELETE FROM agents WHERE id IN (SELECT id FROM agents WHERE status = 'pending'
+            AND created_at < ? AND activated_at IS NULL ORDER BY created_at LIMIT ?)`,
+        ).run(before, limit).changes;
         // A pending host is deleted only once no agent refers to it any more.
         const hosts = this.stmt(
-          `DELETE FROM hosts WHERE status = 'pending' AND created_at < ?
-            AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)`,
-        ).run(before).changes;
+          `DELETE FROM hosts WHERE id IN (SELECT id FROM hosts WHERE status = 'pending' AND created_at < ?
+            AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id) ORDER BY created_at LIMIT ?)`,
+        ).run(before, limit).changes;
         return { agents, hosts };
       })
       .immediate();
@@ -753,6 +754,7 @@ class SqliteStore implements Store {
       approval: (id) => reader.approval(id),
       approvalByUserCode: (c) => reader.approvalByUserCode(c),
       approvals: (f) => reader.approvals(f),
+      overdueApprovals: (now, limit) => reader.overdueApprovals(now, limit),
       countHosts: (status) => reader.countHosts(status),
       countPolicyAdmittedHosts: () => reader.countPolicyAdmittedHosts(),
       countOpenApprovals: (h, now) => reader.countOpenApprovals(h, now),
