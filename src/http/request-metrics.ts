@@ -29,7 +29,6 @@ export function recordRequestMetrics(metrics: Metrics): (decision: DecisionRecor
     if (decision.route === EXECUTE) {
       const pending = decision.code === null && decision.reason === PENDING_APPROVAL;
       metrics.execution(decision.capability, pending ? PENDING_APPROVAL : decision.code);
-    }
-    else if (decision.route === REGISTER) metrics.registration(decision.code);
+    } else if (decision.route === REGISTER) metrics.registration(decision.code);
   };
 }

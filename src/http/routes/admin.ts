@@ -21,7 +21,7 @@ import type { ActivityRecord, ApprovalRecord, HostStatus } from '../../storage/t
 import { need, step, type Exchange, type SharedStep } from '../pipeline.js';
 import { adminPerCallRoutes } from './admin-per-call.js';
 import { sendJson } from '../respond.js';
-import { nextAfter, pageOf } from '../listing-page.js';
+import { nextCursor, pageOf } from '../listing-page.js';
 import type { Router } from '../router.js';
 import { jsonBody } from '../steps/body.js';
 import { secretToken, type TokenStepOptions } from '../steps/tokens.js';
@@ -103,7 +103,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
                 a !== undefined && a.status === 'pending' && (!agentId || a.agentId === agentId),
             );
       sendJson(res, 200, {
-        ...nextAfter(listed, page.limit),
+        ...nextCursor(listed, page.limit),
         approvals: approvals.map((a) => ({
           id: a.id,
           kind: a.kind,
@@ -198,7 +198,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         ...(userId ? { userId } : {}),
         ...page,
       });
-      sendJson(res, 200, { hosts: hosts.map(hostView), ...nextAfter(hosts, page.limit) });
+      sendJson(res, 200, { hosts: hosts.map(hostView), ...nextCursor(hosts, page.limit) });
     }),
   );
 
@@ -269,7 +269,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
       });
       const agents = stored.map((a) => currentAgent(ctx, a)).filter((a) => !status || a.status === status);
       sendJson(res, 200, {
-        ...nextAfter(stored, page.limit),
+        ...nextCursor(stored, page.limit),
         agents: agents.map((a) => ({
           agent_id: a.id,
           host_id: a.hostId,
