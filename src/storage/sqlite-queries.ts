@@ -23,9 +23,11 @@ export function listing(
 ): Built {
   const where: string[] = [];
   const params: Record<string, unknown> = {};
-  if (page.limit === undefined && Object.values(filters).every((v) => v === undefined)) {
-    // Every row of a table that grows with use: only a page of it may be asked for.
-    throw new Error(`a listing of all ${table} needs a page limit`);
+  const owned = Object.entries(filters).some(([column, value]) => value !== undefined && column !== 'status');
+  if (page.limit === undefined && !owned) {
+    // All rows, or all rows of a status: a set that grows with the deployment, so only a page of
+    // it may be asked for. An owner's (a host's, an agent's, a user's) rows may be read whole.
+    throw new Error(`a listing of ${table} by status alone needs a page limit`);
   }
   for (const [column, value] of Object.entries(filters)) {
     if (value === undefined) continue;

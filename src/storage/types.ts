@@ -278,8 +278,9 @@ export interface InboxQuery {
 /**
  * A page of an operator listing (hosts, agents, approvals): oldest first by (createdAt, id),
  * starting after `after` (keyset pagination, so each page is one range of an index), at most
- * `limit` rows. Without `limit` every matching row is returned: only for sets bounded by their
- * filter (an agent's approvals, a host's agents), never for a whole table.
+ * `limit` rows. Without `limit` every matching row is returned: only for sets bounded by an owner
+ * (an agent's approvals, a host's agents, a user's hosts); a listing of all rows, or of all rows
+ * of a status, must give a `limit` (the SQLite store throws otherwise).
  */
 export interface ListingPage {
   readonly after?: { readonly createdAt: number; readonly id: string };

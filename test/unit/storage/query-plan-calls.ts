@@ -170,7 +170,7 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
   agentByKey: (s) => s.agentByKey('h1', 'tp-a1'),
   agents: (s) => [
     s.agents({ hostId: 'h1' }),
-    s.agents({ status: 'active' }),
+    s.agents({ status: 'active', limit: 100 }),
     s.agents({ userId: 'alice' }),
     s.agents({ hostId: 'h1', userId: 'alice' }),
     s.agents({ limit: 100 }),
@@ -183,7 +183,7 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
   approval: (s) => s.approval('p1'),
   approvalByUserCode: (s) => s.approvalByUserCode('code-p1'),
   approvals: (s) => [
-    s.approvals({ status: 'pending' }),
+    s.approvals({ status: 'pending', limit: 100 }),
     s.approvals({ limit: 100 }),
     s.approvals({ agentId: 'a1' }),
     s.approvals({ status: 'pending', agentId: 'a1' }),
