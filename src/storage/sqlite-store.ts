@@ -356,10 +356,12 @@ class SqliteStore implements Store {
   }
 
   inbox(query: InboxQuery): ApprovalRecord[] {
+    // `+expires_at`: the planner would otherwise take approvals_deadline (every user's open
+    // approvals, then a sort); this way it walks approvals_status_listing newest first under LIMIT.
     return this.many(
       APPROVAL,
       `SELECT * FROM approvals
-        WHERE status = 'pending' AND expires_at > @now
+        WHERE status = 'pending' AND +expires_at > @now
           AND ((method = 'ciba' AND login_hint = @userId)
             OR (method = 'device_authorization' AND id IN
               (SELECT approval_id FROM approval_openers WHERE user_id = @userId)))

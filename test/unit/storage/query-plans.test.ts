@@ -53,11 +53,6 @@ const ALLOWED: readonly { readonly sql: string; readonly plan: string; readonly 
     plan: 'USE TEMP B-TREE FOR ORDER BY',
     why: "sorts one user's agents only, found by two index searches (agents_user_listing, agents_host_listing)",
   },
-  {
-    sql: "SELECT * FROM approvals WHERE status = 'pending' AND expires_at > @now AND ((method = 'ciba'",
-    plan: 'USE TEMP B-TREE FOR ORDER BY',
-    why: "sorts one approver's open inbox only, found by index searches (login hint, approval_openers)",
-  },
 ];
 
 /**
