@@ -208,9 +208,10 @@ class SqliteStore implements Store {
   }
 
   countOpenApprovals(hostId: string, now: number): number {
+    // `+expires_at`: one host's range of approvals_host, not every host's open approvals by deadline.
     return (
       this.stmt(
-        "SELECT count(*) AS n FROM approvals WHERE host_id = ? AND status = 'pending' AND expires_at > ?",
+        "SELECT count(*) AS n FROM approvals WHERE host_id = ? AND status = 'pending' AND +expires_at > ?",
       ).get(hostId, now) as { n: number }
     ).n;
   }
