@@ -93,9 +93,28 @@ function dummyParams(sql: string): unknown[] {
   return Array.from(sql.matchAll(/\?/g), () => 'x');
 }
 
+/**
+ * A statement given an owner (`host_id = ?`, `agent_id = ?`, `user_id = ?`) must find its rows
+ * through that owner's index (or by primary key): a range of a global index (every host's open
+ * approvals by deadline, say) is a SEARCH, but it grows with the deployment, not with the owner.
+ */
+function ownerMissed(flat: string, plan: readonly string[]): boolean {
+  const owners = [...flat.matchAll(/\b(host_id|agent_id|user_id) = [?@]/g)].map((m) => m[1] as string);
+  if (owners.length === 0) return false;
+  return !plan.some((d) => owners.some((o) => d.includes(`${o}=`)) || /\((id|id_hash|rowid)=\?\)/.test(d));
+}
+
 function scans(sql: string, db: Database.Database): string[] {
   const plan = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...dummyParams(sql)) as { detail: string }[];
   const bad: string[] = [];
+  if (
+    ownerMissed(
+      sql.replace(/\s+/g, ' '),
+      plan.map((p) => p.detail),
+    )
+  ) {
+    bad.push(`not through its owner's index: ${plan.map((p) => p.detail).join(' | ')}`);
+  }
   for (const { detail } of plan) {
     const scan = /^SCAN (\w+)/.exec(detail);
     const flagged =
