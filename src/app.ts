@@ -40,6 +40,7 @@ import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
 import { ActivityRetention } from './protocol/activity-retention.js';
 import { expireApprovals } from './protocol/approvals.js';
+import { EXPIRY_BATCH, PENDING_BATCH, SWEEP_BATCH, inBatches } from './protocol/sweeps.js';
 import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
 import { applyDrift, logDrift } from './protocol/drift.js';
@@ -77,8 +78,11 @@ export interface RunningProxy {
   readonly policy: Policy;
   /** The protocol state (store, caches, clock); tests drive maintenance through it. */
   readonly protocol: ProtocolContext;
-  /** Expires unanswered approvals and deletes stale pending agents and hosts (§7.1, §10.9). */
-  maintain(): void;
+  /**
+   * Expires unanswered approvals and deletes stale pending agents and hosts (§7.1, §10.9),
+   * expired sessions and async jobs, each in bounded batches (sweeps.ts).
+   */
+  maintain(): Promise<void>;
   /** Deletes activity past `audit.retention` in batches (§9.2; every minute); how many. */
   pruneActivity(): Promise<number>;
   /** The base URL each API's operations are called at. */
@@ -236,13 +240,21 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     await closeStarted();
     throw err;
   }
-  const maintain = (): void => {
-    expireApprovals(ctx);
-    const removed = store.deleteStalePending(clock.now() - ctx.policy.lifetimes.pendingCleanupMs);
+  // Each sweep runs in bounded batches, yielding between them (sweeps.ts): no sweep holds the
+  // event loop for more than one batch.
+  const maintain = async (): Promise<void> => {
+    await inBatches(() => expireApprovals(ctx, EXPIRY_BATCH), EXPIRY_BATCH);
+    const removed = { agents: 0, hosts: 0 };
+    await inBatches(() => {
+      const n = store.deleteStalePending(clock.now() - ctx.policy.lifetimes.pendingCleanupMs, PENDING_BATCH);
+      removed.agents += n.agents;
+      removed.hosts += n.hosts;
+      return Math.max(n.agents, n.hosts);
+    }, PENDING_BATCH);
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
-    store.deleteExpiredSessions(clock.now());
+    await inBatches(() => store.deleteExpiredSessions(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
     passkeys.sweep();
-    const jobs = store.deleteExpiredAsyncJobs(clock.now());
+    const jobs = await inBatches(() => store.deleteExpiredAsyncJobs(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
     if (jobs) logger.info('expired async executions removed', { jobs });
     const calls = sweepPerCalls(ctx);
     if (calls.expired || calls.deleted) logger.info('per-call approvals swept', { ...calls });
@@ -369,12 +381,18 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   // The provider's metadata, fetched in the background: a provider that is down delays nothing.
   oidc?.warm();
   void engine.validators.warm(catalog, warmup.signal);
+  let maintaining = false;
   const maintenance = setInterval(() => {
-    try {
-      maintain();
-    } catch (err) {
-      logger.error('maintenance failed', { error: err instanceof Error ? err.message : String(err) });
-    }
+    // A run that is still going (a large backlog) is not overlapped by the next.
+    if (maintaining) return;
+    maintaining = true;
+    maintain()
+      .catch((err: unknown) => {
+        logger.error('maintenance failed', { error: err instanceof Error ? err.message : String(err) });
+      })
+      .finally(() => {
+        maintaining = false;
+      });
   }, 30_000).unref();
   // §9.2 retention: batched off the request path; a run that finds a backlog leaves the rest to the next.
   const retention =

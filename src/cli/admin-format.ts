@@ -56,6 +56,12 @@ function count(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** The hint to the next page of a paged listing (issue 17), or nothing on the last one. */
+function more(reply: unknown): string {
+  const next = rec(reply).next_cursor;
+  return typeof next === 'string' ? `; more with --cursor ${cell(next)}` : '';
+}
+
 export function approvalsText(reply: unknown): string {
   const approvals = list(rec(reply).approvals).map(rec);
   if (!approvals.length) return 'no pending approvals';
@@ -75,7 +81,7 @@ export function approvalsText(reply: unknown): string {
     ),
   ]);
   const header = ['ID', 'KIND', 'AGENT', 'AGENT NAME', 'HOST', 'USER CODE', 'EXPIRES', 'CAPABILITIES'];
-  return `${table(header, rows)}\n\n${count(approvals.length, 'pending approval')}`;
+  return `${table(header, rows)}\n\n${count(approvals.length, 'pending approval')}${more(reply)}`;
 }
 
 export function decisionText(verb: 'approved' | 'denied', reply: unknown): string {
@@ -101,7 +107,7 @@ export function hostsText(reply: unknown): string {
     names(h.default_capabilities),
   ]);
   const header = ['HOST ID', 'STATUS', 'USER', 'LAST USED', 'NAME', 'DEFAULT CAPABILITIES'];
-  return `${table(header, rows)}\n\n${count(hosts.length, 'host')}`;
+  return `${table(header, rows)}\n\n${count(hosts.length, 'host')}${more(reply)}`;
 }
 
 export function hostText(reply: unknown): string {
@@ -152,7 +158,7 @@ export function agentsText(reply: unknown): string {
     cell(a.name),
   ]);
   const header = ['AGENT ID', 'STATUS', 'MODE', 'HOST ID', 'USER', 'CREATED', 'NAME'];
-  return `${table(header, rows)}\n\n${count(agents.length, 'agent')}`;
+  return `${table(header, rows)}\n\n${count(agents.length, 'agent')}${more(reply)}`;
 }
 
 export function agentText(reply: unknown): string {
@@ -221,6 +227,5 @@ export function perCallsText(reply: unknown): string {
     ]);
   if (!rows.length) return 'no per-call approvals';
   const header = ['ID', 'STATUS', 'CAPABILITY', 'AGENT', 'ADDRESSEE', 'EXPIRES', 'ARGUMENTS'];
-  const more = typeof r.next_cursor === 'string' ? `; more with --cursor ${cell(r.next_cursor)}` : '';
-  return `${table(header, rows)}\n\n${count(rows.length, 'call')}${more}`;
+  return `${table(header, rows)}\n\n${count(rows.length, 'call')}${more(r)}`;
 }

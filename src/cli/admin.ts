@@ -14,12 +14,14 @@ import * as format from './admin-format.js';
 
 export const ADMIN_USAGE = `Usage:
   agent-auth-proxy admin approvals list [--agent-id ID] [--code USER-CODE]
+                         [--limit N] [--cursor CURSOR]
   agent-auth-proxy admin approvals approve ID [--user-id USER] [--capability NAME ...]
                          [--constraints JSON|@FILE] [--reason TEXT]
   agent-auth-proxy admin approvals deny ID [--reason TEXT]
   agent-auth-proxy admin calls list [--status STATUS] [--limit N] [--cursor CURSOR]
   agent-auth-proxy admin calls deny ID [--reason TEXT]
   agent-auth-proxy admin hosts list [--status STATUS] [--user-id USER]
+                         [--limit N] [--cursor CURSOR]
   agent-auth-proxy admin hosts show ID
   agent-auth-proxy admin hosts add --public-key JWK|@FILE [--name NAME] [--user-id USER]
                          [--default-capability NAME ...]
@@ -27,6 +29,7 @@ export const ADMIN_USAGE = `Usage:
   agent-auth-proxy admin hosts unlink ID
   agent-auth-proxy admin hosts revoke ID
   agent-auth-proxy admin agents list [--host-id ID] [--status STATUS] [--user-id USER]
+                         [--limit N] [--cursor CURSOR]
   agent-auth-proxy admin agents show ID
   agent-auth-proxy admin agents revoke ID
   agent-auth-proxy admin activity [--agent-id ID] [--host-id ID] [--capability NAME]
@@ -122,8 +125,14 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     text: (body) => `denied call ${format.cell(format.rec(body).id)}: the agent is told approval_denied`,
   },
   'approvals list': {
-    flags: ['agent-id', 'code'],
-    request: (v) => get('/admin/approvals', { agent_id: v['agent-id'], user_code: v.code }),
+    flags: ['agent-id', 'code', 'limit', 'cursor'],
+    request: (v) =>
+      get('/admin/approvals', {
+        agent_id: v['agent-id'],
+        user_code: v.code,
+        limit: limit(v.limit),
+        cursor: v.cursor,
+      }),
     text: format.approvalsText,
   },
   'approvals approve': {
@@ -145,9 +154,14 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     text: (body) => format.decisionText('denied', body),
   },
   'hosts list': {
-    flags: ['status', 'user-id'],
+    flags: ['status', 'user-id', 'limit', 'cursor'],
     request: (v) =>
-      get('/admin/hosts', { status: oneOf('--status', v.status, HOST_STATUSES), user_id: v['user-id'] }),
+      get('/admin/hosts', {
+        status: oneOf('--status', v.status, HOST_STATUSES),
+        user_id: v['user-id'],
+        limit: limit(v.limit),
+        cursor: v.cursor,
+      }),
     text: format.hostsText,
   },
   'hosts show': {
@@ -193,12 +207,14 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     text: (body) => format.hostChangeText('revoked', body),
   },
   'agents list': {
-    flags: ['host-id', 'status', 'user-id'],
+    flags: ['host-id', 'status', 'user-id', 'limit', 'cursor'],
     request: (v) =>
       get('/admin/agents', {
         host_id: v['host-id'],
         status: oneOf('--status', v.status, AGENT_STATUSES),
         user_id: v['user-id'],
+        limit: limit(v.limit),
+        cursor: v.cursor,
       }),
     text: format.agentsText,
   },

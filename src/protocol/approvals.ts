@@ -25,6 +25,7 @@ import { approvalNotice } from './notifications.js';
 import { currentVersion } from './drift.js';
 import { chargeApprovalRequest } from './approval-limits.js';
 import { notificationUrl } from './approval-events.js';
+import { EXPIRY_BATCH } from './sweeps.js';
 
 export interface ApprovalHints {
   readonly preferredMethod?: string;
@@ -556,9 +557,11 @@ const CLAIMABLE: ReadonlySet<AgentStatus> = new Set(['active', 'expired', 'pendi
  * reactivation that nobody answered leaves the agent `expired` again. A registration stays
  * pending (a retry refreshes it) until pending cleanup removes it (§10.9).
  */
-export function expireApprovals(ctx: ProtocolContext): number {
+export function expireApprovals(ctx: ProtocolContext, limit = EXPIRY_BATCH): number {
   const now = ctx.clock.now();
-  const due = ctx.store.approvals({ status: 'pending' }).filter((a) => a.expiresAt <= now);
+  // At most one batch (a range of approvals_deadline): called on request paths too, so it never
+  // reads every pending approval; the maintenance sweep repeats it until a batch comes back short.
+  const due = ctx.store.overdueApprovals(now, limit);
   if (due.length === 0) return 0;
   ctx.write((tx) => {
     for (const approval of due) {

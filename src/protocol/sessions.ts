@@ -62,9 +62,9 @@ export class Sessions {
     return this.clock.now() - session.authenticatedAt <= freshAuthMs;
   }
 
-  /** Removes expired sessions (run by the proxy's maintenance); returns how many. */
-  sweep(): number {
-    return this.store.deleteExpiredSessions(this.clock.now());
+  /** Removes at most `limit` expired sessions (one batch of the maintenance sweep); how many. */
+  sweep(limit: number): number {
+    return this.store.deleteExpiredSessions(this.clock.now(), limit);
   }
 }
 

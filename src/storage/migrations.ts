@@ -251,4 +251,33 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE agents ADD COLUMN jwks_url TEXT;
   ALTER TABLE agents ADD COLUMN jwks_kid TEXT;
   `,
+  // 15 (issue 17, storage that scales): every statement served by an index matching its filter
+  // and order (test/unit/storage/query-plans.test.ts checks each one's plan). Listings are keyset
+  // ranges of (filter…, created_at, id); the indexes they supersede (same leading columns) go.
+  // Foreign keys a cascade or SET NULL follows get an index, so deleting an agent or an approval
+  // does not scan async_jobs or grants. Overdue pending approvals are a range of (status, expires_at).
+  `
+  CREATE INDEX hosts_listing ON hosts (created_at, id);
+  CREATE INDEX hosts_status_listing ON hosts (status, created_at, id);
+  CREATE INDEX hosts_user_listing ON hosts (user_id, created_at, id);
+  DROP INDEX hosts_status;
+  DROP INDEX hosts_user;
+  CREATE INDEX agents_listing ON agents (created_at, id);
+  CREATE INDEX agents_status_listing ON agents (status, created_at, id);
+  CREATE INDEX agents_host_listing ON agents (host_id, created_at, id);
+  CREATE INDEX agents_user_listing ON agents (user_id, created_at, id);
+  DROP INDEX agents_status;
+  DROP INDEX agents_user;
+  CREATE INDEX grants_agent_listing ON grants (agent_id, created_at);
+  CREATE INDEX grants_approval ON grants (approval_id);
+  CREATE INDEX approvals_listing ON approvals (created_at, id);
+  CREATE INDEX approvals_status_listing ON approvals (status, created_at, id);
+  CREATE INDEX approvals_agent_listing ON approvals (agent_id, created_at, id);
+  CREATE INDEX approvals_deadline ON approvals (status, expires_at);
+  DROP INDEX approvals_status;
+  DROP INDEX approvals_agent;
+  CREATE INDEX async_jobs_agent ON async_jobs (agent_id);
+  CREATE INDEX passkeys_user_listing ON passkeys (user_id, created_at, id);
+  DROP INDEX passkeys_user;
+  `,
 ];

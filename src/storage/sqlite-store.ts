@@ -9,6 +9,25 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { UserError } from '../errors.js';
 import { MIGRATIONS } from './migrations.js';
+import { activityQuery, listing, type Built } from './sqlite-queries.js';
+import {
+  ACTIVITY,
+  AGENT,
+  APPROVAL,
+  ASYNC_JOB,
+  GRANT,
+  HOST,
+  PASSKEY,
+  PER_CALL,
+  SESSION,
+  fromRow,
+  params,
+  passkeyFromRow,
+  toColumnValue,
+  type Column,
+  type Columns,
+  type Row,
+} from './sqlite-columns.js';
 import type {
   ActivityQuery,
   ActivityRecord,
@@ -19,6 +38,7 @@ import type {
   GrantUse,
   HostRecord,
   InboxQuery,
+  ListingPage,
   PasskeyRecord,
   Patch,
   PerCallQuery,
@@ -29,191 +49,6 @@ import type {
   StoreWriter,
 } from './types.js';
 
-type Row = Record<string, unknown>;
-
-/** How one record field maps to a column: its name and whether it is stored as JSON or a 0/1. */
-interface Column {
-  readonly column: string;
-  readonly kind?: 'json' | 'bool';
-}
-type Columns<T> = { readonly [K in keyof T]-?: Column };
-
-const HOST: Columns<HostRecord> = {
-  id: { column: 'id' },
-  thumbprint: { column: 'thumbprint' },
-  publicJwk: { column: 'public_jwk', kind: 'json' },
-  name: { column: 'name' },
-  userId: { column: 'user_id' },
-  defaultCapabilities: { column: 'default_capabilities', kind: 'json' },
-  status: { column: 'status' },
-  preRegistered: { column: 'pre_registered', kind: 'bool' },
-  admittedByPolicy: { column: 'admitted_by_policy', kind: 'bool' },
-  registeredIp: { column: 'registered_ip' },
-  registeredUserAgent: { column: 'registered_user_agent' },
-  jwksUrl: { column: 'jwks_url' },
-  activatedAt: { column: 'activated_at' },
-  lastUsedAt: { column: 'last_used_at' },
-  createdAt: { column: 'created_at' },
-  updatedAt: { column: 'updated_at' },
-};
-
-const AGENT: Columns<AgentRecord> = {
-  id: { column: 'id' },
-  hostId: { column: 'host_id' },
-  userId: { column: 'user_id' },
-  name: { column: 'name' },
-  publicJwk: { column: 'public_jwk', kind: 'json' },
-  keyThumbprint: { column: 'key_thumbprint' },
-  jwksUrl: { column: 'jwks_url' },
-  jwksKid: { column: 'jwks_kid' },
-  mode: { column: 'mode' },
-  status: { column: 'status' },
-  lastUsedAt: { column: 'last_used_at' },
-  activatedAt: { column: 'activated_at' },
-  createdAt: { column: 'created_at' },
-  updatedAt: { column: 'updated_at' },
-};
-
-const GRANT: Columns<GrantRecord> = {
-  id: { column: 'id' },
-  agentId: { column: 'agent_id' },
-  capability: { column: 'capability' },
-  status: { column: 'status' },
-  constraints: { column: 'constraints', kind: 'json' },
-  proposedConstraints: { column: 'proposed_constraints', kind: 'json' },
-  approvedConstraints: { column: 'approved_constraints', kind: 'json' },
-  grantedBy: { column: 'granted_by' },
-  deniedBy: { column: 'denied_by' },
-  reason: { column: 'reason' },
-  expiresAt: { column: 'expires_at' },
-  approvalId: { column: 'approval_id' },
-  capabilityVersion: { column: 'capability_version' },
-  createdAt: { column: 'created_at' },
-  updatedAt: { column: 'updated_at' },
-};
-
-const APPROVAL: Columns<ApprovalRecord> = {
-  id: { column: 'id' },
-  kind: { column: 'kind' },
-  agentId: { column: 'agent_id' },
-  hostId: { column: 'host_id' },
-  userCode: { column: 'user_code' },
-  method: { column: 'method' },
-  loginHint: { column: 'login_hint' },
-  bindingMessage: { column: 'binding_message' },
-  reason: { column: 'reason' },
-  capabilities: { column: 'capabilities', kind: 'json' },
-  status: { column: 'status' },
-  createdAt: { column: 'created_at' },
-  expiresAt: { column: 'expires_at' },
-  decidedAt: { column: 'decided_at' },
-  decidedBy: { column: 'decided_by' },
-};
-
-const ACTIVITY: Columns<Required<ActivityRecord>> = {
-  id: { column: 'id' },
-  at: { column: 'at' },
-  type: { column: 'type' },
-  agentId: { column: 'agent_id' },
-  hostId: { column: 'host_id' },
-  userId: { column: 'user_id' },
-  capability: { column: 'capability' },
-  outcome: { column: 'outcome' },
-  detail: { column: 'detail', kind: 'json' },
-  jti: { column: 'jti' },
-  latencyMs: { column: 'latency_ms' },
-  upstreamStatus: { column: 'upstream_status' },
-};
-
-const ASYNC_JOB: Columns<AsyncJobRecord> = {
-  id: { column: 'id' },
-  agentId: { column: 'agent_id' },
-  capability: { column: 'capability' },
-  upstreamUrl: { column: 'upstream_url' },
-  statusCapability: { column: 'status_capability' },
-  createdAt: { column: 'created_at' },
-  expiresAt: { column: 'expires_at' },
-};
-
-const SESSION: Columns<SessionRecord> = {
-  idHash: { column: 'id_hash' },
-  userId: { column: 'user_id' },
-  authMethod: { column: 'auth_method' },
-  authenticatedAt: { column: 'authenticated_at' },
-  acr: { column: 'acr' },
-  amr: { column: 'amr', kind: 'json' },
-  csrfToken: { column: 'csrf_token' },
-  createdAt: { column: 'created_at' },
-  expiresAt: { column: 'expires_at' },
-};
-
-const PASSKEY: Columns<PasskeyRecord> = {
-  id: { column: 'id' },
-  userId: { column: 'user_id' },
-  userHandle: { column: 'user_handle' },
-  publicKey: { column: 'public_key' },
-  counter: { column: 'counter' },
-  transports: { column: 'transports', kind: 'json' },
-  name: { column: 'name' },
-  createdAt: { column: 'created_at' },
-  lastUsedAt: { column: 'last_used_at' },
-};
-
-const PER_CALL: Columns<PerCallRecord> = {
-  id: { column: 'id' },
-  agentId: { column: 'agent_id' },
-  hostId: { column: 'host_id' },
-  userId: { column: 'user_id' },
-  capability: { column: 'capability' },
-  arguments: { column: 'arguments', kind: 'json' },
-  status: { column: 'status' },
-  result: { column: 'result', kind: 'json' },
-  error: { column: 'error', kind: 'json' },
-  createdAt: { column: 'created_at' },
-  expiresAt: { column: 'expires_at' },
-  decidedAt: { column: 'decided_at' },
-  decidedBy: { column: 'decided_by' },
-  keepUntil: { column: 'keep_until' },
-};
-
-/** better-sqlite3 returns BLOBs as Buffers; WebAuthn verification wants a plain Uint8Array. */
-function passkeyFromRow(p: PasskeyRecord | undefined): PasskeyRecord | undefined {
-  return p && { ...p, publicKey: new Uint8Array(p.publicKey) };
-}
-
-function toColumnValue(value: unknown, kind: Column['kind']): unknown {
-  if (value === undefined || value === null) return null;
-  if (kind === 'json') return JSON.stringify(value);
-  if (kind === 'bool') return value ? 1 : 0;
-  return value;
-}
-
-function fromRow<T>(columns: Columns<T>, row: Row | undefined): T | undefined {
-  if (!row) return undefined;
-  const out: Record<string, unknown> = {};
-  for (const [field, { column, kind }] of Object.entries<Column>(columns)) {
-    const raw = row[column];
-    out[field] =
-      raw === null || raw === undefined
-        ? null
-        : kind === 'json'
-          ? JSON.parse(raw as string)
-          : kind === 'bool'
-            ? raw === 1
-            : raw;
-  }
-  return out as T;
-}
-
-/** Named parameters for every column of a record. */
-function params<T>(columns: Columns<T>, record: T): Row {
-  const out: Row = {};
-  for (const [field, { column, kind }] of Object.entries<Column>(columns)) {
-    out[column] = toColumnValue((record as Record<string, unknown>)[field], kind);
-  }
-  return out;
-}
-
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
   readonly file: string;
@@ -223,6 +58,11 @@ export interface SqliteStoreOptions {
    * for `write` (fsynced), `activity` for the group-committed activity batches (not fsynced).
    */
   readonly onWrite?: (kind: WriteKind, seconds: number) => void;
+  /**
+   * Called with the SQL of each statement the store prepares (once per distinct statement): the
+   * query-plan test runs EXPLAIN QUERY PLAN on each of them.
+   */
+  readonly onPrepare?: (sql: string) => void;
 }
 
 export type WriteKind = 'state' | 'activity';
@@ -247,7 +87,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
   db.pragma('foreign_keys = ON');
   migrate(db, options.file);
-  return new SqliteStore(db, options.onWrite);
+  return new SqliteStore(db, options.onWrite, options.onPrepare);
 }
 
 function migrate(db: Database.Database, file: string): void {
@@ -272,6 +112,7 @@ class SqliteStore implements Store {
   constructor(
     private readonly db: Database.Database,
     private readonly onWrite?: (kind: WriteKind, seconds: number) => void,
+    private readonly onPrepare?: (sql: string) => void,
   ) {
     this.writer = this.createWriter();
   }
@@ -281,6 +122,7 @@ class SqliteStore implements Store {
     if (!s) {
       s = this.db.prepare(sql);
       this.statements.set(sql, s);
+      this.onPrepare?.(sql);
     }
     return s;
   }
@@ -305,13 +147,12 @@ class SqliteStore implements Store {
     return this.one(HOST, 'SELECT * FROM hosts WHERE jwks_url = ?', url);
   }
 
-  hosts(filter: { status?: string; userId?: string } = {}): HostRecord[] {
-    return this.many(
-      HOST,
-      `SELECT * FROM hosts WHERE (@status IS NULL OR status = @status)
-        AND (@userId IS NULL OR user_id = @userId) ORDER BY created_at, id`,
-      { status: filter.status ?? null, userId: filter.userId ?? null },
-    );
+  private built<T>(columns: Columns<T>, { sql, params: values }: Built): T[] {
+    return this.many(columns, sql, values);
+  }
+
+  hosts(filter: { status?: string; userId?: string } & ListingPage = {}): HostRecord[] {
+    return this.built(HOST, listing('hosts', { status: filter.status, user_id: filter.userId }, filter));
   }
 
   agent(id: string): AgentRecord | undefined {
@@ -327,14 +168,9 @@ class SqliteStore implements Store {
     );
   }
 
-  agents(filter: { hostId?: string; status?: string; userId?: string } = {}): AgentRecord[] {
-    return this.many(
-      AGENT,
-      `SELECT * FROM agents WHERE (@hostId IS NULL OR host_id = @hostId)
-        AND (@status IS NULL OR status = @status) AND (@userId IS NULL OR user_id = @userId)
-        ORDER BY created_at, id`,
-      { hostId: filter.hostId ?? null, status: filter.status ?? null, userId: filter.userId ?? null },
-    );
+  agents(filter: { hostId?: string; status?: string; userId?: string } & ListingPage = {}): AgentRecord[] {
+    const by = { host_id: filter.hostId, status: filter.status, user_id: filter.userId };
+    return this.built(AGENT, listing('agents', by, filter));
   }
 
   grants(agentId: string): GrantRecord[] {
@@ -360,12 +196,17 @@ class SqliteStore implements Store {
     return this.one(APPROVAL, 'SELECT * FROM approvals WHERE user_code = ?', userCode);
   }
 
-  approvals(filter: { status?: string; agentId?: string } = {}): ApprovalRecord[] {
+  approvals(filter: { status?: string; agentId?: string } & ListingPage = {}): ApprovalRecord[] {
+    const by = { status: filter.status, agent_id: filter.agentId };
+    return this.built(APPROVAL, listing('approvals', by, filter));
+  }
+
+  overdueApprovals(now: number, limit: number): ApprovalRecord[] {
     return this.many(
       APPROVAL,
-      `SELECT * FROM approvals WHERE (@status IS NULL OR status = @status)
-        AND (@agentId IS NULL OR agent_id = @agentId) ORDER BY created_at, id`,
-      { status: filter.status ?? null, agentId: filter.agentId ?? null },
+      "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?",
+      now,
+      limit,
     );
   }
 
@@ -382,9 +223,10 @@ class SqliteStore implements Store {
   }
 
   countOpenApprovals(hostId: string, now: number): number {
+    // `+expires_at`: one host's range of approvals_host, not every host's open approvals by deadline.
     return (
       this.stmt(
-        "SELECT count(*) AS n FROM approvals WHERE host_id = ? AND status = 'pending' AND expires_at > ?",
+        "SELECT count(*) AS n FROM approvals WHERE host_id = ? AND status = 'pending' AND +expires_at > ?",
       ).get(hostId, now) as { n: number }
     ).n;
   }
@@ -399,23 +241,7 @@ class SqliteStore implements Store {
   }
 
   activity(query: ActivityQuery): ActivityRecord[] {
-    return this.many(
-      ACTIVITY,
-      `SELECT * FROM activity WHERE (@agentId IS NULL OR agent_id = @agentId)
-        AND (@hostId IS NULL OR host_id = @hostId) AND (@capability IS NULL OR capability = @capability)
-        AND (@since IS NULL OR at >= @since) AND (@until IS NULL OR at < @until)
-        AND (@beforeId IS NULL OR id < @beforeId)
-        ORDER BY id DESC LIMIT @limit`,
-      {
-        agentId: query.agentId ?? null,
-        hostId: query.hostId ?? null,
-        capability: query.capability ?? null,
-        since: query.since ?? null,
-        until: query.until ?? null,
-        beforeId: query.beforeId ?? null,
-        limit: query.limit,
-      },
-    );
+    return this.built(ACTIVITY, activityQuery(query));
   }
 
   agentsOfUser(userId: string, page: { limit: number; offset: number }): AgentRecord[] {
@@ -501,8 +327,12 @@ class SqliteStore implements Store {
     );
   }
 
-  deleteExpiredAsyncJobs(now: number): number {
-    return this.stmt('DELETE FROM async_jobs WHERE expires_at < ?').run(now).changes;
+  deleteExpiredAsyncJobs(now: number, limit: number): number {
+    // Oldest first along async_jobs_expiry, at most `limit`: a sweep never holds the event loop long.
+    return this.stmt(
+      `DELETE FROM async_jobs WHERE id IN
+        (SELECT id FROM async_jobs WHERE expires_at < ? ORDER BY expires_at LIMIT ?)`,
+    ).run(now, limit).changes;
   }
 
   deleteActivityBefore(before: number, limit: number): number {
@@ -528,8 +358,11 @@ class SqliteStore implements Store {
     this.stmt('DELETE FROM sessions WHERE id_hash = ?').run(idHash);
   }
 
-  deleteExpiredSessions(now: number): number {
-    return this.stmt('DELETE FROM sessions WHERE expires_at <= ?').run(now).changes;
+  deleteExpiredSessions(now: number, limit: number): number {
+    return this.stmt(
+      `DELETE FROM sessions WHERE id_hash IN
+        (SELECT id_hash FROM sessions WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
+    ).run(now, limit).changes;
   }
 
   markOpened(approvalId: string, userId: string, at: number): void {
@@ -539,10 +372,12 @@ class SqliteStore implements Store {
   }
 
   inbox(query: InboxQuery): ApprovalRecord[] {
+    // `+expires_at`: the planner would otherwise take approvals_deadline (every user's open
+    // approvals, then a sort); this way it walks approvals_status_listing newest first under LIMIT.
     return this.many(
       APPROVAL,
       `SELECT * FROM approvals
-        WHERE status = 'pending' AND expires_at > @now
+        WHERE status = 'pending' AND +expires_at > @now
           AND ((method = 'ciba' AND login_hint = @userId)
             OR (method = 'device_authorization' AND id IN
               (SELECT approval_id FROM approval_openers WHERE user_id = @userId)))
@@ -718,18 +553,20 @@ class SqliteStore implements Store {
     return new Map(rows.map((r) => [r.id, { uses: r.uses, lastUsedAt: r.last_used_at }]));
   }
 
-  deleteStalePending(before: number): { agents: number; hosts: number } {
+  deleteStalePending(before: number, limit: number): { agents: number; hosts: number } {
     return this.db
       .transaction(() => {
         // Never-activated agents only: one pending a reactivation approval was active before (§10.9).
+        // A range of agents_status_listing; each deletion cascades along indexed foreign keys.
         const agents = this.stmt(
-          "DELETE FROM agents WHERE status = 'pending' AND activated_at IS NULL AND created_at < ?",
-        ).run(before).changes;
+          `DELETE FROM agents WHERE id IN (SELECT id FROM agents WHERE status = 'pending'
+            AND created_at < ? AND activated_at IS NULL ORDER BY created_at LIMIT ?)`,
+        ).run(before, limit).changes;
         // A pending host is deleted only once no agent refers to it any more.
         const hosts = this.stmt(
-          `DELETE FROM hosts WHERE status = 'pending' AND created_at < ?
-            AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)`,
-        ).run(before).changes;
+          `DELETE FROM hosts WHERE id IN (SELECT id FROM hosts WHERE status = 'pending' AND created_at < ?
+            AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id) ORDER BY created_at LIMIT ?)`,
+        ).run(before, limit).changes;
         return { agents, hosts };
       })
       .immediate();
@@ -774,6 +611,7 @@ class SqliteStore implements Store {
       approval: (id) => reader.approval(id),
       approvalByUserCode: (c) => reader.approvalByUserCode(c),
       approvals: (f) => reader.approvals(f),
+      overdueApprovals: (now, limit) => reader.overdueApprovals(now, limit),
       countHosts: (status) => reader.countHosts(status),
       countPolicyAdmittedHosts: () => reader.countPolicyAdmittedHosts(),
       countOpenApprovals: (h, now) => reader.countOpenApprovals(h, now),

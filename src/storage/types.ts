@@ -293,6 +293,18 @@ export interface InboxQuery {
   readonly limit: number;
 }
 
+/**
+ * A page of an operator listing (hosts, agents, approvals): oldest first by (createdAt, id),
+ * starting after `after` (keyset pagination, so each page is one range of an index), at most
+ * `limit` rows. Without `limit` every matching row is returned: only for sets bounded by an owner
+ * (an agent's approvals, a host's agents, a user's hosts); a listing of all rows, or of all rows
+ * of a status, must give a `limit` (the SQLite store throws otherwise).
+ */
+export interface ListingPage {
+  readonly after?: { readonly createdAt: number; readonly id: string };
+  readonly limit?: number;
+}
+
 export type Patch<T> = Partial<Omit<T, 'id' | 'createdAt'>>;
 
 export interface StoreReader {
@@ -300,17 +312,19 @@ export interface StoreReader {
   hostByThumbprint(thumbprint: string): HostRecord | undefined;
   /** The JWKS-based host registered with this URL (§4.2, §4.5.1 step 4). */
   hostByJwksUrl(url: string): HostRecord | undefined;
-  hosts(filter?: { status?: HostStatus; userId?: string }): HostRecord[];
+  hosts(filter?: { status?: HostStatus; userId?: string } & ListingPage): HostRecord[];
   agent(id: string): AgentRecord | undefined;
   agentByKey(hostId: string, keyThumbprint: string): AgentRecord | undefined;
-  agents(filter?: { hostId?: string; status?: AgentStatus; userId?: string }): AgentRecord[];
+  agents(filter?: { hostId?: string; status?: AgentStatus; userId?: string } & ListingPage): AgentRecord[];
   /** Every grant row of an agent, `revoked` ones included, in creation order. */
   grants(agentId: string): GrantRecord[];
   /** Active grants of a capability not at `version` (drift, §2.12); NULL versions included. */
   grantsOffVersion(capability: string, version: string): GrantRecord[];
   approval(id: string): ApprovalRecord | undefined;
   approvalByUserCode(userCode: string): ApprovalRecord | undefined;
-  approvals(filter?: { status?: ApprovalStatus; agentId?: string }): ApprovalRecord[];
+  approvals(filter?: { status?: ApprovalStatus; agentId?: string } & ListingPage): ApprovalRecord[];
+  /** At most `limit` pending approvals whose deadline is at or before `now`, earliest first. */
+  overdueApprovals(now: number, limit: number): ApprovalRecord[];
   /** How many hosts have this status (the pending-host bound, §2.11). */
   countHosts(status: HostStatus): number;
   /** Active, unlinked hosts that policy admitted (nobody approved them): within the same bound. */
@@ -386,8 +400,8 @@ export interface Store extends StoreReader {
   /** Appends execution records in one transaction (the executor batches them off the hot path). */
   appendActivities(records: readonly ActivityRecord[]): void;
   insertAsyncJob(job: AsyncJobRecord): void;
-  /** Deletes jobs whose `expires_at` is before `now`; returns how many. */
-  deleteExpiredAsyncJobs(now: number): number;
+  /** Deletes at most `limit` jobs whose `expires_at` is before `now`; returns how many. */
+  deleteExpiredAsyncJobs(now: number, limit: number): number;
   /**
    * Deletes at most `limit` activity records dated before `before`, oldest first (retention,
    * §9.2); returns how many. Bounded, so a caller can spread a large backlog over many turns.
@@ -396,8 +410,8 @@ export interface Store extends StoreReader {
   insertSession(session: SessionRecord): void;
   session(idHash: string): SessionRecord | undefined;
   deleteSession(idHash: string): void;
-  /** Deletes sessions whose `expires_at` is at or before `now`; returns how many. */
-  deleteExpiredSessions(now: number): number;
+  /** Deletes at most `limit` sessions whose `expires_at` is at or before `now`; returns how many. */
+  deleteExpiredSessions(now: number, limit: number): number;
   /** Records that `userId` opened an approval request (once per user; the first time is kept). */
   markOpened(approvalId: string, userId: string, at: number): void;
   /** The approver's inbox, newest first: see InboxQuery. */
@@ -412,7 +426,11 @@ export interface Store extends StoreReader {
   deletePasskey(id: string, userId: string): boolean;
   /** Deletes at most `limit` per-call rows whose `keep_until` is at or before `now`; returns how many. */
   deleteStalePerCalls(now: number, limit: number): number;
-  /** Deletes pending agents and hosts created before `before` (§10.9); returns how many. */
-  deleteStalePending(before: number): { agents: number; hosts: number };
+  /**
+   * Deletes at most `limit` never-activated pending agents, then at most `limit` pending hosts
+   * without agents, created before `before` (§10.9); returns how many of each. Bounded, so a
+   * caller spreads a backlog over event-loop turns.
+   */
+  deleteStalePending(before: number, limit: number): { agents: number; hosts: number };
   close(): void;
 }

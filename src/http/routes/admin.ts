@@ -17,10 +17,11 @@ import {
 } from '../../protocol/hosts.js';
 import { agentView, hostView } from '../../protocol/views.js';
 import { currentAgent } from '../../protocol/lifecycle.js';
-import type { ActivityRecord, HostStatus } from '../../storage/types.js';
+import type { ActivityRecord, ApprovalRecord, HostStatus } from '../../storage/types.js';
 import { need, step, type Exchange, type SharedStep } from '../pipeline.js';
 import { adminPerCallRoutes } from './admin-per-call.js';
 import { sendJson } from '../respond.js';
+import { nextCursor, pageOf } from '../listing-page.js';
 import type { Router } from '../router.js';
 import { jsonBody } from '../steps/body.js';
 import { secretToken, type TokenStepOptions } from '../steps/tokens.js';
@@ -87,10 +88,22 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
           'user_code is not a user code (eight letters, like WDJB-MJHT).',
         );
       }
-      const approvals = ctx.store
-        .approvals({ status: 'pending', ...(agentId ? { agentId } : {}) })
-        .filter((a) => userCode === undefined || a.userCode === userCode);
+      const page = pageOf(url);
+      // A user code names one approval: looked up by its unique index, not found in a page.
+      const byCode = userCode === undefined ? undefined : ctx.store.approvalByUserCode(userCode);
+      const listed =
+        userCode === undefined
+          ? ctx.store.approvals({ status: 'pending', ...(agentId ? { agentId } : {}), ...page })
+          : [];
+      const approvals =
+        userCode === undefined
+          ? listed
+          : [byCode].filter(
+              (a): a is ApprovalRecord =>
+                a !== undefined && a.status === 'pending' && (!agentId || a.agentId === agentId),
+            );
       sendJson(res, 200, {
+        ...nextCursor(listed, page.limit),
         approvals: approvals.map((a) => ({
           id: a.id,
           kind: a.kind,
@@ -179,11 +192,13 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     read('list-hosts', ({ res, url }) => {
       const status = url.searchParams.get('status') ?? undefined;
       const userId = url.searchParams.get('user_id') ?? undefined;
+      const page = pageOf(url);
       const hosts = ctx.store.hosts({
         ...(status ? { status: status as HostStatus } : {}),
         ...(userId ? { userId } : {}),
+        ...page,
       });
-      sendJson(res, 200, { hosts: hosts.map(hostView) });
+      sendJson(res, 200, { hosts: hosts.map(hostView), ...nextCursor(hosts, page.limit) });
     }),
   );
 
@@ -246,11 +261,15 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
       const status = url.searchParams.get('status') ?? undefined;
       const userId = url.searchParams.get('user_id') ?? undefined;
       // Lifetime clocks applied first (§2.4), so an agent past its TTL shows as expired here too.
-      const agents = ctx.store
-        .agents({ ...(hostId ? { hostId } : {}), ...(userId ? { userId } : {}) })
-        .map((a) => currentAgent(ctx, a))
-        .filter((a) => !status || a.status === status);
+      const page = pageOf(url);
+      const stored = ctx.store.agents({
+        ...(hostId ? { hostId } : {}),
+        ...(userId ? { userId } : {}),
+        ...page,
+      });
+      const agents = stored.map((a) => currentAgent(ctx, a)).filter((a) => !status || a.status === status);
       sendJson(res, 200, {
+        ...nextCursor(stored, page.limit),
         agents: agents.map((a) => ({
           agent_id: a.id,
           host_id: a.hostId,

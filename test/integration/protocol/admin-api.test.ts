@@ -397,6 +397,28 @@ describe('hosts', () => {
     expect(shown.body).toMatchObject({ host_id: hostId, agents: [] });
   });
 
+  it('hosts, agents and approvals are listed a page at a time (limit, cursor → next_cursor)', async () => {
+    for (const list of ['hosts', 'agents', 'approvals']) {
+      const all = await admin('GET', `/admin/${list}?limit=1000`);
+      expect(all.body.next_cursor).toBeNull();
+      const ids: unknown[] = [];
+      let cursor: string | null = null;
+      do {
+        const query: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
+        const page: Reply = await admin('GET', `/admin/${list}?limit=1${query}`);
+        expect(page.status).toBe(200);
+        ids.push(...(page.body[list] as unknown[]));
+        cursor = page.body.next_cursor as string | null;
+      } while (cursor !== null);
+      expect(ids).toEqual(all.body[list]);
+    }
+    for (const bad of ['limit=0', 'limit=1001', 'limit=x', 'cursor=nope', 'cursor=~a', 'cursor=1~']) {
+      const r = await admin('GET', `/admin/hosts?${bad}`);
+      expect(r.status, bad).toBe(400);
+      expect(r.body.error).toBe('invalid_request');
+    }
+  });
+
   it('invalid keys and capabilities are refused with the catalogue codes, nothing created', async () => {
     const before = (await admin('GET', '/admin/hosts')).body.hosts.length;
     const key = await generateTestKey();

@@ -45,7 +45,7 @@ describe('per-user approval rate limit (issue 16 §3)', () => {
     }
     const store = p.proxy.protocol.store;
     const agentsBefore = store.agents({ hostId }).length;
-    const approvalsBefore = store.approvals({ status: 'pending' }).length;
+    const approvalsBefore = store.approvals({ status: 'pending', limit: 1000 }).length;
     const refused = await ask(host);
     expect(refused.status).toBe(429);
     expect(refused.body).toMatchObject({
@@ -56,7 +56,7 @@ describe('per-user approval rate limit (issue 16 §3)', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     // Nothing of the refused request was stored.
     expect(store.agents({ hostId }).length).toBe(agentsBefore);
-    expect(store.approvals({ status: 'pending' }).length).toBe(approvalsBefore);
+    expect(store.approvals({ status: 'pending', limit: 1000 }).length).toBe(approvalsBefore);
 
     // Another user is not affected.
     const other = await p.linkedHost('erin@example.com');

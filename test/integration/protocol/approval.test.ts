@@ -327,7 +327,7 @@ describe('approval expiry (§7.1 expires_in)', () => {
     const reg = await q.register(host, { capabilities: ['list_pets'] });
     const approval = await q.pendingApproval(reg.body.agent_id);
     q.clock.advance(120_000);
-    q.proxy.maintain();
+    await q.proxy.maintain();
     expect(await q.pendingApproval(reg.body.agent_id)).toBeUndefined();
     expectError(await approve(q, approval.id, { user_id: 'alice' }), 409, 'approval_closed');
     const status = await q.status(host, reg.body.agent_id);
@@ -372,7 +372,7 @@ describe('approval expiry (§7.1 expires_in)', () => {
     expect(asked.body.agent_capability_grants).toEqual([{ capability: 'create_pet', status: 'pending' }]);
     const approval = await q.pendingApproval(reg.body.agent_id);
     q.clock.advance(121_000);
-    q.proxy.maintain();
+    await q.proxy.maintain();
     expectError(await approve(q, approval.id, {}), 409, 'approval_closed');
     const status = await q.status(key, reg.body.agent_id);
     expect(status.body.status).toBe('active');

@@ -375,7 +375,7 @@ describe('POST /agent/reactivate (§5.6)', () => {
 
     // The agent became active once: stale-pending cleanup (§10.9) is for agents that never did.
     p.clock.advance(MIN);
-    p.proxy.maintain();
+    await p.proxy.maintain();
     expect((await p.status(a.host, a.agentId)).body.status).toBe('pending');
 
     const approvedAt = p.clock.now();
@@ -654,11 +654,11 @@ describe('stale pending cleanup (§10.9)', () => {
 
     // At exactly the threshold nothing is stale yet.
     p.clock.advance(PENDING_CLEANUP / 2);
-    p.proxy.maintain();
+    await p.proxy.maintain();
     expect((await p.admin('GET', `/admin/agents/${staleReg.body.agent_id}`)).status).toBe(200);
 
     p.clock.advance(1);
-    p.proxy.maintain();
+    await p.proxy.maintain();
     expectError(await p.admin('GET', `/admin/agents/${staleReg.body.agent_id}`), 404, 'agent_not_found');
     expectError(await p.admin('GET', `/admin/hosts/${staleHostId}`), 404, 'host_not_found');
     // Deleted, not revoked: the host may start over, as a new pending host.

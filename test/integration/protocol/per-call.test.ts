@@ -156,13 +156,13 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     const id = callIdOf(await pending(a, { to: 'acct-sweep', amount: 6 }));
     const store = p.proxy.protocol.store;
     p.clock.advance(5 * 60_000);
-    p.proxy.maintain();
+    await p.proxy.maintain();
     expect(store.perCall(id)).toMatchObject({ status: 'failed', error: { error: 'approval_expired' } });
     expect(store.activity({ agentId: a.agentId, limit: 20 }).map((r) => r.type)).toContain(
       'per_call.expired',
     );
     p.clock.advance(15 * 60_000);
-    p.proxy.maintain();
+    await p.proxy.maintain();
     expect(store.perCall(id)).toBeUndefined();
   });
 

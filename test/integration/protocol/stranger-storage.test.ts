@@ -261,7 +261,7 @@ pending_hosts:
     expect(first.status).toBe(200);
     for (let i = 0; i < 20; i++) {
       proxy.clock.advance(10 * 60_000 + 1);
-      if (i % 2 === 0) proxy.proxy.maintain();
+      if (i % 2 === 0) await proxy.proxy.maintain();
       const retry = await proxy.register(stranger, {}, agentKey);
       expect(retry.status).toBe(200);
       expect(retry.body.agent_id).toBe(first.body.agent_id);
@@ -333,18 +333,18 @@ pending_hosts:
 
     // One hour after the first host's agents were created, to the millisecond: still there.
     proxy.clock.advance(30 * 60_000);
-    proxy.proxy.maintain();
+    await proxy.proxy.maintain();
     expect(counts().agents).toBe(4);
     // One millisecond later they are gone, with everything they stored; the younger host stays.
     proxy.clock.advance(1);
-    proxy.proxy.maintain();
+    await proxy.proxy.maintain();
     expect(counts()).toEqual({ hosts: 1, pendingHosts: 1, agents: 1, grants: 1, approvals: 1 });
     // The stranger's room is free again: it registers as a new pending host.
     const again = await proxy.register(stranger);
     expect(again.status).toBe(200);
     expect(again.body.status).toBe('pending');
     proxy.clock.advance(60 * 60_000 + 1);
-    proxy.proxy.maintain();
+    await proxy.proxy.maintain();
     expect(counts()).toEqual({ hosts: 0, pendingHosts: 0, agents: 0, grants: 0, approvals: 0 });
   });
 });

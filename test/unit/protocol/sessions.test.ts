@@ -43,7 +43,7 @@ describe('sessions', () => {
     const { cookieValue, session } = sessions.start('alice', 'password');
     clock.advance(12 * HOUR);
     expect(sessions.find(cookieValue)).toBeUndefined();
-    expect(sessions.sweep()).toBe(1);
+    expect(sessions.sweep(100)).toBe(1);
     expect(store.session(session.idHash)).toBeUndefined();
   });
 

@@ -1,0 +1,300 @@
+/**
+ * The query-plan test's drive table: a few rows in every table, then one realistic call of each
+ * public method of Store and of StoreWriter, so that every statement the store prepares is seen.
+ */
+import type {
+  ActivityRecord,
+  AgentRecord,
+  ApprovalRecord,
+  GrantRecord,
+  HostRecord,
+  PerCallRecord,
+  Store,
+  StoreWriter,
+} from '../../../src/storage/types.js';
+
+const NOW = 1_800_000_000_000;
+const JWK = { kty: 'OKP', crv: 'Ed25519', x: 'x' } as const;
+
+const host = (id: string): HostRecord => ({
+  id,
+  thumbprint: `tp-${id}`,
+  publicJwk: JWK,
+  name: id,
+  userId: 'alice',
+  defaultCapabilities: [],
+  status: 'active',
+  preRegistered: false,
+  admittedByPolicy: false,
+  activatedAt: NOW,
+  lastUsedAt: null,
+  createdAt: NOW,
+  updatedAt: NOW,
+});
+
+const agent = (id: string, hostId: string): AgentRecord => ({
+  id,
+  hostId,
+  userId: 'alice',
+  name: id,
+  publicJwk: JWK,
+  keyThumbprint: `tp-${id}`,
+  mode: 'delegated',
+  status: 'active',
+  lastUsedAt: null,
+  activatedAt: NOW,
+  createdAt: NOW,
+  updatedAt: NOW,
+});
+
+const grant = (id: string, agentId: string, approvalId: string | null): GrantRecord => ({
+  id,
+  agentId,
+  capability: `cap-${id}`,
+  status: 'pending',
+  constraints: null,
+  grantedBy: null,
+  deniedBy: null,
+  reason: null,
+  expiresAt: null,
+  approvalId,
+  createdAt: NOW,
+  updatedAt: NOW,
+});
+
+const approval = (id: string, agentId: string, hostId: string): ApprovalRecord => ({
+  id,
+  kind: 'capability_request',
+  agentId,
+  hostId,
+  userCode: `code-${id}`,
+  method: 'device_authorization',
+  loginHint: 'alice',
+  bindingMessage: null,
+  reason: null,
+  capabilities: [{ name: 'cap' }],
+  status: 'pending',
+  createdAt: NOW,
+  expiresAt: NOW + 60_000,
+  decidedAt: null,
+  decidedBy: null,
+});
+
+const activity = (agentId: string): ActivityRecord => ({
+  at: NOW,
+  type: 'execute',
+  agentId,
+  hostId: 'h1',
+  userId: 'alice',
+  capability: 'cap',
+  outcome: 'success',
+  detail: null,
+  jti: 'j',
+  latencyMs: 1,
+  upstreamStatus: 200,
+});
+
+const perCall = (id: string): PerCallRecord => ({
+  id,
+  agentId: 'a1',
+  hostId: 'h1',
+  userId: 'alice',
+  capability: 'cap',
+  arguments: {},
+  status: 'pending',
+  result: null,
+  error: null,
+  createdAt: NOW,
+  expiresAt: NOW + 60_000,
+  decidedAt: null,
+  decidedBy: null,
+  keepUntil: NOW + 120_000,
+});
+
+/** A few rows in every table. */
+export function seed(store: Store): void {
+  store.write((tx) => {
+    for (const h of ['h1', 'h2']) tx.insertHost(host(h));
+    for (const a of ['a1', 'a2']) tx.insertAgent(agent(a, 'h1'));
+    for (const p of ['p1', 'p2']) tx.insertApproval(approval(p, 'a1', 'h1'));
+    tx.putGrant(grant('g1', 'a1', 'p1'));
+    tx.appendActivity(activity('a1'));
+    tx.insertPerCall(perCall('c1'));
+  });
+  store.insertAsyncJob({
+    id: 'j1',
+    agentId: 'a1',
+    capability: 'cap',
+    upstreamUrl: 'https://u/1',
+    statusCapability: null,
+    createdAt: NOW,
+    expiresAt: NOW + 1,
+  });
+  store.insertSession({
+    idHash: 's1',
+    userId: 'alice',
+    authMethod: 'password',
+    authenticatedAt: NOW,
+    csrfToken: 'c',
+    createdAt: NOW,
+    expiresAt: NOW + 1,
+  });
+  store.insertPasskey({
+    id: 'k1',
+    userId: 'alice',
+    userHandle: 'u',
+    publicKey: new Uint8Array([1]),
+    counter: 0,
+    transports: [],
+    name: 'key',
+    createdAt: NOW,
+    lastUsedAt: null,
+  });
+  store.markOpened('p1', 'alice', NOW);
+}
+
+type Call<S> = (s: S) => unknown;
+
+/** Every reader method, with each filter combination the callers use. */
+const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
+  host: (s) => s.host('h1'),
+  hostByThumbprint: (s) => s.hostByThumbprint('tp-h1'),
+  hostByJwksUrl: (s) => s.hostByJwksUrl('https://keys.example.com/jwks.json'),
+  hosts: (s) => [
+    s.hosts({ limit: 100 }),
+    s.hosts({ after: { createdAt: NOW, id: 'h1' }, limit: 100 }),
+    s.hosts({ status: 'active', after: { createdAt: NOW, id: 'h1' }, limit: 100 }),
+    s.hosts({ userId: 'alice' }),
+    s.hosts({ status: 'active', userId: 'alice', limit: 100 }),
+  ],
+  agent: (s) => s.agent('a1'),
+  agentByKey: (s) => s.agentByKey('h1', 'tp-a1'),
+  agents: (s) => [
+    s.agents({ hostId: 'h1' }),
+    s.agents({ status: 'active', limit: 100 }),
+    s.agents({ userId: 'alice' }),
+    s.agents({ hostId: 'h1', userId: 'alice' }),
+    s.agents({ limit: 100 }),
+    s.agents({ after: { createdAt: NOW, id: 'a1' }, limit: 100 }),
+    s.agents({ status: 'active', after: { createdAt: NOW, id: 'a1' }, limit: 100 }),
+    s.agents({ hostId: 'h1', after: { createdAt: NOW, id: 'a1' }, limit: 100 }),
+    s.agents({ userId: 'alice', after: { createdAt: NOW, id: 'a1' }, limit: 100 }),
+  ],
+  grants: (s) => s.grants('a1'),
+  grantsOffVersion: (s) => s.grantsOffVersion('list_pets', 'v1'),
+  approval: (s) => s.approval('p1'),
+  approvalByUserCode: (s) => s.approvalByUserCode('code-p1'),
+  approvals: (s) => [
+    s.approvals({ status: 'pending', limit: 100 }),
+    s.approvals({ limit: 100 }),
+    s.approvals({ agentId: 'a1' }),
+    s.approvals({ status: 'pending', agentId: 'a1' }),
+    s.approvals({ status: 'pending', after: { createdAt: NOW, id: 'p1' }, limit: 100 }),
+    s.approvals({ status: 'pending', agentId: 'a1', after: { createdAt: NOW, id: 'p1' }, limit: 100 }),
+  ],
+  overdueApprovals: (s) => s.overdueApprovals(NOW, 100),
+  countHosts: (s) => s.countHosts('pending'),
+  countPolicyAdmittedHosts: (s) => s.countPolicyAdmittedHosts(),
+  countOpenApprovals: (s) => s.countOpenApprovals('h1', NOW),
+  countPendingApprovals: (s) => s.countPendingApprovals(NOW),
+  activity: (s) => [
+    s.activity({ limit: 50 }),
+    s.activity({ agentId: 'a1', limit: 50 }),
+    s.activity({ agentId: 'a1', beforeId: 10, limit: 50 }),
+    s.activity({ hostId: 'h1', limit: 50 }),
+    s.activity({ capability: 'cap', since: NOW - 1, until: NOW + 1, limit: 50 }),
+    s.activity({ since: NOW - 1, limit: 50 }),
+  ],
+  asyncJob: (s) => s.asyncJob('j1'),
+  agentsOfUser: (s) => s.agentsOfUser('alice', { limit: 20, offset: 0 }),
+  countAgentsOfUser: (s) => s.countAgentsOfUser('alice'),
+  perCall: (s) => s.perCall('c1'),
+  perCallsAddressedTo: (s) => [s.perCallsAddressedTo('alice', NOW, 20), s.perCallsAddressedTo(null, NOW, 20)],
+  perCalls: (s) => [
+    s.perCalls({ limit: 20 }),
+    s.perCalls({ status: 'pending', before: { createdAt: NOW, id: 'c9' }, limit: 20 }),
+  ],
+  countOpenPerCalls: (s) => s.countOpenPerCalls('a1', NOW),
+  overduePerCalls: (s) => s.overduePerCalls(NOW, 100),
+};
+
+export const STORE_CALLS: Record<string, Call<Store>> = {
+  ...READER_CALLS,
+  write: (s) => s.write((tx) => tx.host('h1')),
+  touch: (s) =>
+    s.touch(new Map([['a1', NOW]]), new Map([['h1', NOW]]), new Map([['g1', { uses: 1, lastUsedAt: NOW }]])),
+  grantUses: (s) => s.grantUses('a1'),
+  appendActivities: (s) => s.appendActivities([activity('a2')]),
+  insertAsyncJob: (s) =>
+    s.insertAsyncJob({
+      id: 'j2',
+      agentId: 'a1',
+      capability: 'cap',
+      upstreamUrl: 'https://u/2',
+      statusCapability: 'status',
+      createdAt: NOW,
+      expiresAt: NOW + 1,
+    }),
+  deleteExpiredAsyncJobs: (s) => s.deleteExpiredAsyncJobs(NOW, 500),
+  deleteActivityBefore: (s) => s.deleteActivityBefore(NOW - 1, 1000),
+  insertSession: (s) =>
+    s.insertSession({
+      idHash: 's2',
+      userId: 'bob',
+      authMethod: 'oidc',
+      authenticatedAt: NOW,
+      acr: null,
+      amr: ['pwd'],
+      csrfToken: 'c',
+      createdAt: NOW,
+      expiresAt: NOW + 1,
+    }),
+  session: (s) => s.session('s1'),
+  deleteSession: (s) => s.deleteSession('s2'),
+  deleteExpiredSessions: (s) => s.deleteExpiredSessions(NOW, 500),
+  markOpened: (s) => s.markOpened('p2', 'alice', NOW),
+  inbox: (s) => [
+    s.inbox({ userId: 'alice', now: NOW, limit: 20 }),
+    s.inbox({ userId: 'alice', now: NOW, before: { createdAt: NOW, id: 'p9' }, limit: 20 }),
+  ],
+  insertPasskey: (s) =>
+    s.insertPasskey({
+      id: 'k2',
+      userId: 'bob',
+      userHandle: 'v',
+      publicKey: new Uint8Array([2]),
+      counter: 0,
+      transports: ['usb'],
+      name: 'key',
+      createdAt: NOW,
+      lastUsedAt: null,
+    }),
+  passkey: (s) => s.passkey('k1'),
+  passkeys: (s) => s.passkeys('alice'),
+  recordPasskeyUse: (s) => s.recordPasskeyUse('k1', 1, NOW),
+  deletePasskey: (s) => s.deletePasskey('k2', 'bob'),
+  deleteStalePerCalls: (s) => s.deleteStalePerCalls(NOW, 100),
+  deleteStalePending: (s) => s.deleteStalePending(NOW - 1, 100),
+  close: () => undefined, // closing is afterAll's; it prepares nothing
+};
+
+/** Every writer method; the reader ones again through the transaction's view. */
+export const WRITER_CALLS: Record<string, Call<StoreWriter>> = {
+  ...READER_CALLS,
+  insertHost: (tx) => tx.insertHost(host('h3')),
+  updateHost: (tx) => tx.updateHost('h3', { name: 'renamed', updatedAt: NOW }),
+  deleteHost: (tx) => tx.deleteHost('h3'),
+  insertAgent: (tx) => tx.insertAgent(agent('a3', 'h2')),
+  updateAgent: (tx) => tx.updateAgent('a3', { status: 'revoked', updatedAt: NOW }),
+  deleteAgent: (tx) => tx.deleteAgent('a3'),
+  putGrant: (tx) => tx.putGrant(grant('g2', 'a1', null)),
+  updateGrant: (tx) => tx.updateGrant('g2', { status: 'active', updatedAt: NOW }),
+  insertApproval: (tx) => tx.insertApproval(approval('p3', 'a2', 'h1')),
+  updateApproval: (tx) => tx.updateApproval('p3', { status: 'denied', decidedAt: NOW }),
+  deleteApproval: (tx) => tx.deleteApproval('p3'),
+  appendActivity: (tx) => tx.appendActivity(activity('a2')),
+  deleteAgentActivity: (tx) => tx.deleteAgentActivity('a2', 1000),
+  insertPerCall: (tx) => tx.insertPerCall(perCall('c2')),
+  updatePerCall: (tx) => tx.updatePerCall('c2', 'pending', { status: 'executing', decidedAt: NOW }),
+  deletePerCall: (tx) => tx.deletePerCall('c2'),
+};
