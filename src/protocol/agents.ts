@@ -12,7 +12,7 @@ import type {
   StoreReader,
 } from '../storage/types.js';
 import { pendingRepeat } from './approval-limits.js';
-import { canonicalJson } from './constraints.js';
+import { canonicalJson } from '../util/canonical-json.js';
 import {
   announce,
   approvalObject,

@@ -10,7 +10,7 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { ApprovalRecord, RequestedCapability, StoreReader } from '../storage/types.js';
-import { canonicalJson } from './constraints.js';
+import { canonicalJson } from '../util/canonical-json.js';
 import type { ProtocolContext } from './context.js';
 
 /**

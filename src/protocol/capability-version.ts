@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Capability } from '../openapi/types.js';
+import { canonicalJson } from '../util/canonical-json.js';
 
 // Catalogs are immutable: a hash is computed once per capability object, off the request path.
 const versions = new WeakMap<Capability, string>();
@@ -26,16 +27,4 @@ export function capabilityVersion(capability: Capability): string {
     versions.set(capability, version);
   }
   return version;
-}
-
-/** JSON with object keys sorted, so the hash does not depend on the document's key order. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }

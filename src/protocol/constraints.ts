@@ -12,6 +12,7 @@
  * check never saw. `not_in` compares lookalikes as equal (src/lookalike.ts).
  */
 import { lookalikeKey } from '../lookalike.js';
+import { canonicalJson } from '../util/canonical-json.js';
 
 /** Field name → exact value, or operator object. Keys are top-level input field names (§2.13). */
 export type Constraints = Readonly<Record<string, unknown>>;
@@ -533,16 +534,6 @@ function jsonEqual(a: unknown, b: unknown): boolean {
     );
   }
   return false;
-}
-
-/** A string equal for exactly the JSON values `jsonEqual` deems equal; only for validated values. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
 }
 
 /** Linear-time de-duplication by JSON equality, keeping first occurrences in order. */

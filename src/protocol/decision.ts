@@ -13,7 +13,8 @@
  * The result is the input of approve() (src/protocol/approvals.ts), which intersects the
  * narrowing with the request once more (never wider, whoever calls it).
  */
-import { canonicalJson, intersectConstraints, type Constraints } from './constraints.js';
+import { canonicalJson } from '../util/canonical-json.js';
+import { intersectConstraints, type Constraints } from './constraints.js';
 import type { DeviceRequest } from './device.js';
 
 /** The approver's narrowing of one constrained field. */

@@ -20,6 +20,7 @@ import type { AgentAuth } from './authenticate.js';
 import { statusUrlOf } from './async-jobs.js';
 import type { ProtocolContext } from './context.js';
 import { perCallNotice } from './notifications.js';
+import { canonicalJson } from '../util/canonical-json.js';
 
 export const PER_CALL_PREFIX = 'call_';
 
@@ -34,18 +35,6 @@ export const PER_CALL_SWEEP_BATCH = 100;
 
 export function isPerCallId(id: string): boolean {
   return id.startsWith(PER_CALL_PREFIX);
-}
-
-/** JSON with object keys sorted at every depth: one spelling per value, whatever the agent sent. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 /** What the approver is shown and the passkey confirms, as a SHA-256 (base64url). */

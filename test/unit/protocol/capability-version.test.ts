@@ -1,6 +1,7 @@
 /** §2.12 capability versions: a hash of what an approval covers, not of how it is written. */
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, capabilityVersion } from '../../../src/protocol/capability-version.js';
+import { capabilityVersion } from '../../../src/protocol/capability-version.js';
+import { canonicalJson } from '../../../src/util/canonical-json.js';
 import type { Capability } from '../../../src/openapi/types.js';
 
 function capability(over: {

@@ -1,6 +1,7 @@
 /** What a per-call passkey confirms (issue 16 §1): one canonical spelling per call, and its hash. */
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, isPerCallId, shownHash } from '../../../src/protocol/per-call.js';
+import { isPerCallId, shownHash } from '../../../src/protocol/per-call.js';
+import { canonicalJson } from '../../../src/util/canonical-json.js';
 
 const CALL = {
   id: 'call_abc',
