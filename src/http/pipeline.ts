@@ -118,7 +118,7 @@ export type Handler = (x: Exchange) => Promise<void>;
 /**
  * One endpoint: the route's name, its steps and a fresh per-request state. Each step is timed
  * and, when it throws, named in the decision record as the one that decided; the error goes on
- * to the server, which renders it (§5.13).
+ * to the server, which renders it (§5.13). A step that ends the response ends the route.
  */
 export function endpoint<S>(
   route: string,
@@ -146,6 +146,9 @@ export function endpoint<S>(
         const now = performance.now();
         x.decision.timings[s.name] = roundMs(now - started);
         started = now;
+        // A step that answered ends the route (e.g. a per-call execute answered 202 before the
+        // upstream steps); the last word below still runs.
+        if (x.res.writableEnded) break;
       }
     } catch (err) {
       failure = err;

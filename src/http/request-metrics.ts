@@ -6,7 +6,7 @@
  */
 import type { Metrics } from '../metrics.js';
 import type { DecisionRecord } from './pipeline.js';
-import { PENDING_APPROVAL } from './routes/execute.js';
+import { PENDING_APPROVAL } from '../protocol/per-call.js';
 
 const EXECUTE = 'POST /capability/execute';
 const REGISTER = 'POST /agent/register';

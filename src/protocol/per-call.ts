@@ -30,6 +30,9 @@ export const PER_CALL_RESULT_TTL_MS = 15 * 60_000;
 /** Open per-call approvals one agent may have at once; more is `429 rate_limited`. */
 export const MAX_OPEN_PER_AGENT = 20;
 
+/** The outcome of an execution that waits for its approval: activity records and metrics. */
+export const PENDING_APPROVAL = 'pending_approval';
+
 /** Rows the periodic sweep expires or deletes per run, so one run never holds the database long. */
 export const PER_CALL_SWEEP_BATCH = 100;
 

@@ -24,7 +24,6 @@ import { apiRuntimes, type ApiRuntime } from './runtime.js';
 import { Sender } from './sender.js';
 import { statusCall, type StatusCall } from './status-calls.js';
 
-export { traceContext, validTraceparent, type TraceContext } from './trace-context.js';
 export type { AsyncState } from './async-status.js';
 export type { CallerIdentity } from './runtime.js';
 

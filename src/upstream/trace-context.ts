@@ -4,7 +4,7 @@
  * one the proxy starts a trace. The decision record carries the trace id either way, so a log
  * line and the upstream's spans meet in any tracing backend.
  */
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 const ZERO_TRACE = '0'.repeat(32);
@@ -33,10 +33,20 @@ export function traceContext(incoming: string | string[] | undefined): TraceCont
   return { traceId, traceparent: `00-${traceId}-${randomId(8)}-${flags}` };
 }
 
+// Ids come from a pooled random buffer, refilled 4 KiB at a time: one system call per ~170
+// executions instead of two per execution (this runs on every execute).
+const POOL = Buffer.alloc(4096);
+let offset = POOL.length;
+
 /** Random hex of `bytes` bytes, never all zero (an invalid id in W3C Trace Context). */
 function randomId(bytes: number): string {
   for (;;) {
-    const id = randomBytes(bytes).toString('hex');
+    if (offset + bytes > POOL.length) {
+      randomFillSync(POOL);
+      offset = 0;
+    }
+    const id = POOL.toString('hex', offset, offset + bytes);
+    offset += bytes;
     if (!/^0+$/.test(id)) return id;
   }
 }

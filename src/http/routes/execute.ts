@@ -11,7 +11,7 @@ import type { ExecutionSettings } from '../../config/settings.js';
 import { ProtocolError, toProtocolError } from '../../errors.js';
 import { executionRecord } from '../../protocol/execution-record.js';
 import { authorizeStatusRead, openAsyncJob, statusUrlOf } from '../../protocol/async-jobs.js';
-import { isPerCallId, openPerCall } from '../../protocol/per-call.js';
+import { isPerCallId, openPerCall, PENDING_APPROVAL } from '../../protocol/per-call.js';
 import { pollPerCall } from '../../protocol/per-call-decide.js';
 import type { AgentAuth } from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
@@ -27,14 +27,8 @@ import {
 } from '../../protocol/execute.js';
 import type { ExecutionLog } from '../../protocol/execution-log.js';
 import type { InFlightSlots, Slot } from '../../protocol/in-flight.js';
-import {
-  traceContext,
-  type CallerIdentity,
-  type ExecutionOutcome,
-  type Executor,
-  type PreparedCall,
-  type TraceContext,
-} from '../../upstream/executor.js';
+import type { CallerIdentity, ExecutionOutcome, Executor, PreparedCall } from '../../upstream/executor.js';
+import { traceContext, type TraceContext } from '../../upstream/trace-context.js';
 import { takeUpstreamSlot } from '../in-flight.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -45,9 +39,6 @@ import { jsonBody } from '../steps/body.js';
 import { principalLimits } from '../steps/limits.js';
 import { replayRecord } from '../steps/replay.js';
 import { agentToken, type TokenStepOptions } from '../steps/tokens.js';
-
-/** The outcome of a per-call execution that waits for its approval (issue 16 §1). */
-export const PENDING_APPROVAL = 'pending_approval';
 
 export interface ExecuteRouteOptions extends TokenStepOptions {
   readonly ctx: ProtocolContext;
@@ -139,6 +130,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         const { capability, auth, args } = need(s.authorized, 'authorized');
         if (!ctx.policy.perCall.has(capability.name)) return;
         const statusUrl = openPerCall(ctx, auth, { capability: capability.name, args });
+        // Answering ends the route here (pipeline.ts): no slot, no upstream call.
         s.deferred = true;
         // The request log and executions_total say "waiting for a person", not "executed".
         x.decision.reason = PENDING_APPROVAL;
@@ -147,12 +139,10 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       // Fair share (issue 10 class 7): a slot for this agent and host, held until the call is
       // over (data, 202, failure, disconnect, stream end) and given back by the last word below.
       step('upstream-slot', (_x, s) => {
-        if (s.deferred) return;
         const { auth } = need(s.authorized, 'authorized');
         s.slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
       }),
       step('upstream', async (x, s) => {
-        if (s.deferred) return;
         const authorized = need(s.authorized, 'authorized');
         // The grant's use (account page), counted in memory and flushed in batches: no write here.
         ctx.usage.recordGrant(authorized.grant.id, ctx.clock.now());
@@ -172,7 +162,6 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         x.decision.upstream_status = s.outcome.upstreamStatus;
       }),
       step('respond', async (x, s) => {
-        if (s.deferred) return;
         const outcome = need(s.outcome, 'outcome');
         const authorized = need(s.authorized, 'authorized');
         if (outcome.kind === 'data') {
