@@ -339,7 +339,7 @@ function processCpuSeconds(pid: number): number | undefined {
   }
 }
 
-function firstLine(child: ChildProcess): Promise<string> {
+export function firstLine(child: ChildProcess): Promise<string> {
   return new Promise((resolve, reject) => {
     const rl = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     rl.once('line', (line) => resolve(line.trim()));
@@ -347,7 +347,7 @@ function firstLine(child: ChildProcess): Promise<string> {
   });
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -1,22 +1,30 @@
 /**
- * `npm run bench`: every benchmark, with the machine it ran on. `npm run bench -- execute` (or
- * `catalog`) runs just that one.
+ * `npm run bench`: the catalog and execute benchmarks, with the machine they ran on.
+ * `npm run bench -- execute` (or `catalog`) runs just that one. `npm run bench -- scale` (or
+ * `--scale`) runs the scale benchmark on its own: it seeds databases of millions of rows, so it
+ * takes a few minutes; `-- scale --quick` seeds a tenth of that.
  */
 import { cpus, totalmem } from 'node:os';
 import { runCatalogBench } from './catalog.js';
 import { runExecuteBench, type PhaseResult, type RouteResults } from './execute.js';
+import { runScaleBench, type ScaleResult } from './scale.js';
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
 console.log(
   `machine: ${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`,
 );
 
-const only = process.argv[2];
-if (only !== undefined && only !== 'catalog' && only !== 'execute') {
-  console.error(`unknown benchmark ${only}: use catalog or execute`);
+const args = process.argv.slice(2);
+const only = args.includes('--scale') ? 'scale' : args[0];
+if (only !== undefined && only !== 'catalog' && only !== 'execute' && only !== 'scale') {
+  console.error(`unknown benchmark ${only}: use catalog, execute or scale`);
   process.exit(2);
 }
 
+if (only === 'scale') {
+  printScale(await runScaleBench({ scale: args.includes('--quick') ? 0.1 : 1 }));
+  process.exit(0);
+}
 if (only !== 'execute') {
   const catalog = runCatalogBench();
   console.log(
@@ -62,4 +70,26 @@ async function runExecute(): Promise<void> {
       `bare relay + Ed25519 ${ratio(exec.c32.relayVerify)}, proxy ${ratio(exec.c32.proxied)}; ` +
       `proxy/(bare relay + Ed25519) ${(exec.c32.proxied.rps / exec.c32.relayVerify.rps).toFixed(2)}`,
   );
+}
+
+function printScale(result: ScaleResult): void {
+  const [base] = result.medians;
+  if (!base) return;
+  console.log(
+    `scale (median of 5 interleaved rounds; databases seeded in ${result.seedSeconds.toFixed(0)} s; ` +
+      `each cell: value, then ×ratio to the base):`,
+  );
+  const cell = (value: number, base: number, digits: number): string =>
+    `${value.toFixed(digits)} (×${(value / base).toFixed(2)})`.padStart(20);
+  const line = (label: string, pick: (v: (typeof result.medians)[number]) => number, digits = 2): void => {
+    console.log(
+      `  ${label.padEnd(34)}${result.medians.map((v) => cell(pick(v), pick(base), digits)).join('')}`,
+    );
+  };
+  console.log(`  ${''.padEnd(34)}${result.sizes.map((s) => s.padStart(20)).join('')}`);
+  line('execute c=8, req/s', (v) => v.executeRps, 0);
+  line('execute c=1, p50 ms', (v) => v.executeP50);
+  for (const name of Object.keys(base.p50)) line(`${name}, p50 ms`, (v) => v.p50[name] as number);
+  line('start-up to discovery, ms', (v) => v.startupMs, 0);
+  line('event-loop delay p99, ms', (v) => v.loopP99);
 }

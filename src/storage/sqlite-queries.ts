@@ -50,10 +50,14 @@ export function listing(
 
 /**
  * The operator's activity query, newest first. With an agent, host or capability it is a range of
- * that column's (column, id) index read backwards; without one it walks the primary key backwards
- * from `beforeId`, which reads `limit` rows unless a time window skips the newest ones.
+ * that column's (column, id) index read backwards, the time window filtering the owner's rows.
+ * A time window alone is a range of the activity_at index read backwards (newest `at` first, then
+ * id), so a window far in the past costs its own rows, not every newer row of the table. Without
+ * either it walks the primary key backwards from `beforeId`, reading `limit` rows.
  */
 export function activityQuery(query: ActivityQuery): Built {
+  const owned = query.agentId !== undefined || query.hostId !== undefined || query.capability !== undefined;
+  if (!owned && (query.since !== undefined || query.until !== undefined)) return activityWindow(query);
   const where: string[] = [];
   const params: Record<string, unknown> = { limit: query.limit };
   const add = (condition: string, name: string, value: unknown): void => {
@@ -64,10 +68,42 @@ export function activityQuery(query: ActivityQuery): Built {
   add('agent_id = @agentId', 'agentId', query.agentId);
   add('host_id = @hostId', 'hostId', query.hostId);
   add('capability = @capability', 'capability', query.capability);
-  // `+at`: the time window filters rows met in id order; the activity_at index would need a sort.
+  // `+at`: the window filters the owner's rows met in id order; activity_at would need a sort.
   add('+at >= @since', 'since', query.since);
   add('+at < @until', 'until', query.until);
   add('id < @beforeId', 'beforeId', query.beforeId);
   const filter = where.length ? ` WHERE ${where.join(' AND ')}` : '';
   return { sql: `SELECT * FROM activity${filter} ORDER BY id DESC LIMIT @limit`, params };
+}
+
+/**
+ * A time window without an owner: newest first by (at, id), the order of the activity_at index
+ * (its entries end with the rowid, which is `id`). The page cursor stays an id: the row it names
+ * gives the position `(at, id)` to continue below. The upper end is one bound, the lower of the
+ * window's end and the cursor's `at`, so SQLite starts its backward walk there.
+ */
+function activityWindow(query: ActivityQuery): Built {
+  const params: Record<string, unknown> = { limit: query.limit };
+  const where: string[] = [];
+  if (query.since !== undefined) {
+    where.push('at >= @since');
+    params.since = query.since;
+  }
+  const cursorAt = '(SELECT at FROM activity WHERE id = @beforeId)';
+  const ends: string[] = [];
+  if (query.until !== undefined) {
+    ends.push('@last');
+    params.last = query.until - 1;
+  }
+  if (query.beforeId !== undefined) {
+    params.beforeId = query.beforeId;
+    // A cursor row deleted since (retention) leaves the window's end, or no end, as the bound.
+    ends.push(`coalesce(${cursorAt}, ${query.until !== undefined ? '@last' : '9007199254740991'})`);
+    where.push(`(at < ${cursorAt} OR id < @beforeId)`);
+  }
+  if (ends.length > 0) where.push(`at <= ${ends.length === 1 ? ends[0] : `min(${ends.join(', ')})`}`);
+  return {
+    sql: `SELECT * FROM activity WHERE ${where.join(' AND ')} ORDER BY at DESC, id DESC LIMIT @limit`,
+    params,
+  };
 }

@@ -42,11 +42,9 @@ const ALLOWED: readonly { readonly sql: string; readonly plan: string; readonly 
     why: 'no filter: every row matches, so the newest-first walk of the primary key reads LIMIT rows',
   },
   {
-    sql: 'SELECT * FROM activity WHERE +at',
-    plan: 'SCAN activity',
-    why:
-      'KNOWN GAP (issue 17 follow-up): a time window without agent, host or capability walks the ' +
-      'primary key newest first under LIMIT; a window far older than the newest rows reads past them',
+    sql: 'SELECT * FROM ( SELECT * FROM approvals WHERE login_hint = @userId',
+    plan: 'USE TEMP B-TREE FOR ORDER BY',
+    why: "sorts one user's inbox only: their CIBA requests and the device requests they opened, each from its index",
   },
   {
     sql: 'SELECT * FROM agents WHERE user_id = @userId OR host_id IN',
