@@ -316,7 +316,9 @@ export interface StoreReader {
   hosts(filter?: { status?: HostStatus; userId?: string } & ListingPage): Promise<HostRecord[]>;
   agent(id: string): Promise<AgentRecord | undefined>;
   agentByKey(hostId: string, keyThumbprint: string): Promise<AgentRecord | undefined>;
-  agents(filter?: { hostId?: string; status?: AgentStatus; userId?: string } & ListingPage): Promise<AgentRecord[]>;
+  agents(
+    filter?: { hostId?: string; status?: AgentStatus; userId?: string } & ListingPage,
+  ): Promise<AgentRecord[]>;
   /** Every grant row of an agent, `revoked` ones included, in creation order. */
   grants(agentId: string): Promise<GrantRecord[]>;
   /** Active grants of a capability not at `version` (drift, §2.12); NULL versions included. */
@@ -340,7 +342,10 @@ export interface StoreReader {
    * A user's agents: linked to the user, or under a host linked to the user; newest first, a page
    * at a time (the account page, issue 11).
    */
-  agentsOfUser(userId: string, page: { readonly limit: number; readonly offset: number }): Promise<AgentRecord[]>;
+  agentsOfUser(
+    userId: string,
+    page: { readonly limit: number; readonly offset: number },
+  ): Promise<AgentRecord[]>;
   countAgentsOfUser(userId: string): Promise<number>;
   perCall(id: string): Promise<PerCallRecord | undefined>;
   /**
