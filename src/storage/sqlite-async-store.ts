@@ -3,15 +3,19 @@
  * connection and one writer, and a `write`'s `fn` awaits between its statements, so:
  *
  * - one write transaction at a time: BEGIN IMMEDIATE, `fn`, COMMIT (ROLLBACK when it throws); a
- *   `write` that arrives while one is open waits its turn, in arrival order;
+ *   `write` that arrives while one is open waits its turn;
  * - while a transaction is open, every other store-level call (reads, `touch`, the activity
  *   batches, sweeps …) waits until it ends: on the one connection it would otherwise see the
  *   uncommitted rows, or become part of the transaction. With none open (the usual case) a call
  *   runs at once and returns a settled promise;
+ * - waiting calls are served in the order they were made, so a call made after a `write` sees
+ *   that write's outcome (reload relies on it: drift's write, then every request's read);
  * - calls through `tx` run directly, inside the transaction;
  * - an engine error rejects the promise; nothing throws synchronously.
  *
- * The queue is hand-written (a flag and two arrays): a general mutex would put a promise hop in
+ * `fn` must not call the store itself (only `tx`): such a call would wait for `fn` to end.
+ *
+ * The queue is hand-written (a flag and an array): a general mutex would put a promise hop in
  * front of every read, and this one costs nothing when no transaction is open.
  */
 import type { SqliteEngine, SyncStoreWriter, WriteKind } from './sqlite-store.js';
@@ -42,17 +46,19 @@ function settle<T>(op: () => T): Promise<T> {
   try {
     return Promise.resolve(op());
   } catch (err) {
-    return Promise.reject(err as Error);
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what better-sqlite3 threw, as is
+    return Promise.reject(err);
   }
 }
 
 export class SqliteAsyncStore implements Store {
-  /** A write transaction is open (between BEGIN and its COMMIT or ROLLBACK). */
+  /**
+   * A write transaction is open (between BEGIN and its COMMIT or ROLLBACK). Whenever it is not,
+   * `waiting` is empty: `next` runs waiting calls until one opens a transaction or none is left.
+   */
   private open = false;
-  /** Store-level calls that arrived during the open transaction; run as soon as it ends. */
+  /** Calls made while a transaction was open, in order; each runs once those before it did. */
   private readonly waiting: (() => void)[] = [];
-  /** Write transactions waiting their turn, in arrival order. */
-  private readonly writes: (() => void)[] = [];
   private readonly tx: StoreWriter;
 
   constructor(
@@ -75,7 +81,7 @@ export class SqliteAsyncStore implements Store {
   write<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
     if (!this.open) return this.transact(fn);
     return new Promise<T>((resolve, reject) => {
-      this.writes.push(() => {
+      this.waiting.push(() => {
         this.transact(fn).then(resolve, reject);
       });
     });
@@ -100,11 +106,12 @@ export class SqliteAsyncStore implements Store {
     }
   }
 
-  /** After a transaction: everything that waited for it, then the next transaction, if any. */
+  /**
+   * After a transaction: the calls that waited, in order, up to the next `write`, which opens its
+   * transaction (the rest wait for that one). A BEGIN that fails rejects and leaves `open` unset.
+   */
   private next(): void {
-    if (this.waiting.length > 0) for (const op of this.waiting.splice(0)) op();
-    // A transaction whose BEGIN fails rejects at once and leaves `open` unset: try the next one.
-    while (!this.open && this.writes.length > 0) (this.writes.shift() as () => void)();
+    while (!this.open && this.waiting.length > 0) (this.waiting.shift() as () => void)();
   }
 
   /** `tx`: the engine's writer, each call settled as a promise; only valid inside its `write`. */
@@ -312,8 +319,8 @@ export class SqliteAsyncStore implements Store {
   close(): Promise<void> {
     if (!this.open) return settle(() => this.engine.close());
     return new Promise<void>((resolve, reject) => {
-      // Behind the waiting transactions too, so none of them finds the database closed.
-      this.writes.push(() => {
+      // Behind every waiting call, so none of them finds the database closed.
+      this.waiting.push(() => {
         settle(() => this.engine.close()).then(resolve, reject);
       });
     });
