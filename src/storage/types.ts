@@ -395,7 +395,9 @@ export interface Store extends StoreReader {
    * transactions see it as if transactions ran one after another (SQLite: one writer at a time;
    * PostgreSQL: SERIALIZABLE). `fn` may be run again when the database reports a serialization
    * conflict, so it must do nothing outside `tx` (no I/O, no cache or counter changes): do those
-   * after `write` resolves, with what `fn` returned.
+   * after `write` resolves, with what `fn` returned. Inside `fn`, read and write through `tx`
+   * only: a call to the store itself is outside the transaction (the SQLite store makes it wait
+   * until `fn` ends, which never comes).
    */
   write<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T>;
   /**
