@@ -88,7 +88,7 @@ export interface RunningProxy {
   /** The base URL each API's operations are called at. */
   upstreamFor(apiId: string): string | undefined;
   /** Commits queued execution records now (they are otherwise group-committed; audit.commit_window); for tests. */
-  flushActivity(): void;
+  flushActivity(): Promise<void>;
   /** Upstream calls in flight (fair share); tests check that every path gives its slot back. */
   readonly inFlight: InFlightSlots;
   /** The approval webhook (config `notifications.webhook`), when configured: its counters. */
@@ -203,14 +203,14 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   try {
     replayJournal = openReplayJournal(settings.dbFile, clock.now());
   } catch (err) {
-    store.close();
+    await store.close();
     await closeStarted();
     throw err;
   }
   /** The journal first: its last lines are fsynced before the database closes. */
-  const closeStorage = (): void => {
+  const closeStorage = async (): Promise<void> => {
     replayJournal?.close();
-    store.close();
+    await store.close();
   };
   const webhook = settings.notifications.webhook;
   const notifier = webhook
@@ -234,9 +234,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   });
   try {
     await applyPolicyHosts(ctx);
-    logDrift(logger, applyDrift(ctx));
+    logDrift(logger, await applyDrift(ctx));
   } catch (err) {
-    closeStorage();
+    await closeStorage();
     await closeStarted();
     throw err;
   }
@@ -245,8 +245,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const maintain = async (): Promise<void> => {
     await inBatches(() => expireApprovals(ctx, EXPIRY_BATCH), EXPIRY_BATCH);
     const removed = { agents: 0, hosts: 0 };
-    await inBatches(() => {
-      const n = store.deleteStalePending(clock.now() - ctx.policy.lifetimes.pendingCleanupMs, PENDING_BATCH);
+    await inBatches(async () => {
+      const before = clock.now() - ctx.policy.lifetimes.pendingCleanupMs;
+      const n = await store.deleteStalePending(before, PENDING_BATCH);
       removed.agents += n.agents;
       removed.hosts += n.hosts;
       return Math.max(n.agents, n.hosts);
@@ -256,7 +257,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     passkeys.sweep();
     const jobs = await inBatches(() => store.deleteExpiredAsyncJobs(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
     if (jobs) logger.info('expired async executions removed', { jobs });
-    const calls = sweepPerCalls(ctx);
+    const calls = await sweepPerCalls(ctx);
     if (calls.expired || calls.deleted) logger.info('per-call approvals swept', { ...calls });
     replayJournal?.sweep(clock.now());
   };
@@ -292,7 +293,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   deviceRoutes(router, { ctx, limits, auth, serverName: providerName, presence });
   if (auth.enabled) {
     signInRoutes(router, { auth, limits, serverName: providerName, passkeys });
-    const flushActivity = (): void => executionLog.flush();
+    const flushActivity = (): Promise<void> => executionLog.flush();
     const account = accountRoutes(router, {
       auth,
       limits,
@@ -503,9 +504,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         clearInterval(maintenance);
         clearInterval(pruning);
         warmup.abort();
-        ctx.usage.stop();
-        executionLog.stop();
-        closeStorage();
+        await ctx.usage.stop();
+        await executionLog.stop();
+        await closeStorage();
         await notifier?.close();
         await engine.executor.close();
         await mock?.close();

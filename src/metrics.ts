@@ -26,7 +26,7 @@ export type LimitName = (typeof LIMIT_NAMES)[number];
 
 /** What the gauges read when Prometheus scrapes (cheap: a counter in memory, an indexed count). */
 export interface MetricSources {
-  readonly pendingApprovals: () => number;
+  readonly pendingApprovals: () => Promise<number>;
   readonly replayCacheSize: () => number;
 }
 
@@ -118,9 +118,10 @@ export class Metrics {
       name: `${METRIC_PREFIX}approvals_pending`,
       help: 'Approval requests waiting for a decision and not yet expired.',
       registers,
-      collect() {
+      // prom-client awaits an async collect before it renders the exposition.
+      async collect() {
         const s = sources();
-        if (s) this.set(s.pendingApprovals());
+        if (s) this.set(await s.pendingApprovals());
       },
     });
     new Gauge({

@@ -60,12 +60,14 @@ async function reloadOnce(deps: ReloadDeps): Promise<ReloadResult> {
     logger.error('reload refused: the last good configuration stays in force', { error });
     return { ok: false, error };
   }
-  // Synchronous from here: no request runs between the swap and drift.
   const previous = { catalog: ctx.catalog, policy: ctx.policy, engine: deps.engine() };
+  // No await between the swap and drift's write: the swap clears the hot cache, and the store
+  // serves calls in the order they are made (sqlite-async-store.ts), so no request reads a grant
+  // under the new catalog before drift has suspended it.
   deps.install(next.engine, next.catalog);
   swapDocuments(ctx, { catalog: next.catalog, policy: next.policy });
   try {
-    logDrift(logger, applyDrift(ctx));
+    logDrift(logger, await applyDrift(ctx));
   } catch (err) {
     // Without drift a changed capability would run on its old approval: back to the last good.
     deps.install(previous.engine, previous.catalog);

@@ -7,7 +7,7 @@
  * re-reads the approval too, as a backstop for a change nobody published.
  */
 import type { ServerResponse } from 'node:http';
-import type { ProtocolError } from '../errors.js';
+import { toProtocolError, type ProtocolError } from '../errors.js';
 import { finalStatus, notificationData, type NotificationStatus } from '../protocol/approval-events.js';
 import { expireApprovals } from '../protocol/approvals.js';
 import type { ProtocolContext } from '../protocol/context.js';
@@ -56,27 +56,37 @@ export function listenForDecision(
       resolve();
     };
     // Reads the committed state: the hub only says "look again".
-    const check = (): void => {
-      if (finished) return;
-      let current = ctx.store.approval(approval.id);
+    const look = async (): Promise<void> => {
+      let current = await ctx.store.approval(approval.id);
       const now = ctx.clock.now();
       if (current?.status === 'pending' && current.expiresAt <= now) {
         // Past its expiry: the sweep runs now rather than when maintenance next comes round, so the
         // event and a status poll agree (it publishes to us; `finished` makes that a no-op).
-        expireApprovals(ctx);
-        current = ctx.store.approval(approval.id);
+        await expireApprovals(ctx);
+        current = await ctx.store.approval(approval.id);
       }
+      if (finished) return;
       // Gone (pending cleanup, §10.9): it can no longer be approved.
       if (!current) {
-        finish(undefined, approvalEvent(ctx, approval, 'expired'));
+        const event = await approvalEvent(ctx, approval, 'expired');
+        finish(undefined, event);
         return;
       }
       const status = finalStatus(current, now);
       if (status !== undefined) {
-        finish(undefined, approvalEvent(ctx, current, status));
+        const event = await approvalEvent(ctx, current, status);
+        finish(undefined, event);
         return;
       }
       armExpiry(current.expiresAt - now);
+    };
+    // Checks may overlap (a publish during a keep-alive's read): `finish` runs once. A store
+    // failure ends the stream with an error event.
+    const check = (): void => {
+      if (finished) return;
+      look().catch((err: unknown) => {
+        finish(toProtocolError(err));
+      });
     };
     // A timer at the approval's expiry: it fires though nobody polls; re-armed when it was extended.
     const armExpiry = (ms: number): void => {
@@ -96,7 +106,11 @@ export function listenForDecision(
   });
 }
 
-function approvalEvent(ctx: ProtocolContext, approval: ApprovalRecord, status: NotificationStatus): string {
-  const data = notificationData(ctx.store, approval, status);
+async function approvalEvent(
+  ctx: ProtocolContext,
+  approval: ApprovalRecord,
+  status: NotificationStatus,
+): Promise<string> {
+  const data = await notificationData(ctx.store, approval, status);
   return `event: approval\nid: ${approval.id}\ndata: ${JSON.stringify(data)}\n\n`;
 }

@@ -39,7 +39,7 @@ export async function runPerCall(deps: PerCallRunDeps, r: PerCallRecord, request
   const { ctx } = deps;
   try {
     const outcome = await execute(deps, r, requestId);
-    finishPerCall(ctx, r, outcome);
+    await finishPerCall(ctx, r, outcome);
   } catch (err) {
     const error = toProtocolError(err);
     if (error.code === 'internal_error') {
@@ -48,7 +48,7 @@ export async function runPerCall(deps: PerCallRunDeps, r: PerCallRecord, request
         error: err instanceof Error ? err.message : String(err),
       });
     }
-    finishPerCall(ctx, r, { error });
+    await finishPerCall(ctx, r, { error });
   }
 }
 
@@ -57,19 +57,19 @@ async function execute(
   r: PerCallRecord,
   requestId: string,
 ): Promise<{ result: unknown; upstreamStatus: number }> {
-  const problem = streamStillAuthorized(ctx, r.agentId, r.capability);
+  const problem = await streamStillAuthorized(ctx, r.agentId, r.capability);
   if (problem) throw problem;
   const capability = ctx.catalog.get(r.capability);
   const now = ctx.clock.now();
-  const grant = ctx.store
-    .grants(r.agentId)
-    .find((g) => g.capability === r.capability && isGrantEffective(g, now));
+  const grant = (await ctx.store.grants(r.agentId)).find(
+    (g) => g.capability === r.capability && isGrantEffective(g, now),
+  );
   if (!capability || !grant || ctx.policy.blocked.has(r.capability)) {
     throw new ProtocolError('capability_not_granted', `The agent no longer holds ${r.capability}.`);
   }
   validateArguments(validators, capability, r.arguments);
   checkArgumentConstraints(grant, r.arguments);
-  const agent = ctx.store.agent(r.agentId);
+  const agent = await ctx.store.agent(r.agentId);
   const caller = { agentId: r.agentId, hostId: r.hostId, userId: agent?.userId ?? null };
   const call = executor.prepare({ capability, args: r.arguments, caller });
   checkSentRequest(grant, call.sent);

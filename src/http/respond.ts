@@ -2,10 +2,13 @@
 import type { ServerResponse } from 'node:http';
 import { toProtocolError } from '../errors.js';
 
-export function sendJson(
+/** A value that is not a promise: a body is rendered once it is known, never a pending one. */
+export type Settled<T> = T extends PromiseLike<unknown> ? never : T;
+
+export function sendJson<T>(
   res: ServerResponse,
   status: number,
-  body: unknown,
+  body: Settled<T>,
   headers: Readonly<Record<string, string>> = {},
 ): void {
   const payload = JSON.stringify(body);

@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { ExecutionSettings } from '../config/settings.js';
-import { ProtocolError } from '../errors.js';
+import { ProtocolError, toProtocolError } from '../errors.js';
 import type { ProtocolContext } from '../protocol/context.js';
 import { streamStillAuthorized, type AuthorizedExecution } from '../protocol/execute.js';
 import type { UpstreamReply } from '../upstream/client.js';
@@ -52,8 +52,14 @@ export async function relayStream(
   const check = setInterval(() => {
     // Streaming is use of the agent: it keeps the session alive (§2.4), and is re-checked.
     ctx.usage.recordAgent(agentId, authorized.auth.host.id, ctx.clock.now());
-    const problem = streamStillAuthorized(ctx, agentId, authorized.capability.name);
-    if (problem) finish(problem);
+    streamStillAuthorized(ctx, agentId, authorized.capability.name).then(
+      (problem) => {
+        if (problem) finish(problem);
+      },
+      (err: unknown) => {
+        finish(toProtocolError(err));
+      },
+    );
   }, settings.streamRevocationCheckMs).unref();
   const deadline = setTimeout(
     () => finish(new ProtocolError('stream_timeout')),

@@ -59,24 +59,29 @@ export interface AccountAgents {
 }
 
 /** One page of the user's agents, newest first, with lifetime clocks applied (§2.4). */
-export function accountAgents(ctx: ProtocolContext, userId: string, requestedPage: number): AccountAgents {
-  const total = ctx.store.countAgentsOfUser(userId);
+export async function accountAgents(
+  ctx: ProtocolContext,
+  userId: string,
+  requestedPage: number,
+): Promise<AccountAgents> {
+  const total = await ctx.store.countAgentsOfUser(userId);
   const pages = Math.max(1, Math.ceil(total / ACCOUNT_PAGE_SIZE));
   const page = Math.min(Math.max(1, Math.trunc(requestedPage) || 1), pages);
-  const rows = ctx.store.agentsOfUser(userId, {
+  const rows = await ctx.store.agentsOfUser(userId, {
     limit: ACCOUNT_PAGE_SIZE,
     offset: (page - 1) * ACCOUNT_PAGE_SIZE,
   });
-  const hosts = ctx.store.hosts({ userId });
+  const hosts = await ctx.store.hosts({ userId });
   const hostById = new Map<string, HostRecord | undefined>(hosts.map((h) => [h.id, h]));
-  const agents = rows.map((stored): AccountAgent => {
-    const agent = currentAgent(ctx, stored);
-    if (!hostById.has(agent.hostId)) hostById.set(agent.hostId, ctx.store.host(agent.hostId));
-    const grants = ctx.store.grants(agent.id);
+  const agents: AccountAgent[] = [];
+  for (const stored of rows) {
+    const agent = await currentAgent(ctx, stored);
+    if (!hostById.has(agent.hostId)) hostById.set(agent.hostId, await ctx.store.host(agent.hostId));
+    const grants = await ctx.store.grants(agent.id);
     // One indexed read of the counters per agent: no counting of activity rows at page time.
-    const counters = ctx.store.grantUses(agent.id);
+    const counters = await ctx.store.grantUses(agent.id);
     const now = ctx.clock.now();
-    return {
+    agents.push({
       agent,
       host: hostById.get(agent.hostId),
       grants: grants.slice(0, MAX_GRANTS_SHOWN).map((grant) => ({
@@ -86,9 +91,9 @@ export function accountAgents(ctx: ProtocolContext, userId: string, requestedPag
       })),
       moreGrants: Math.max(0, grants.length - MAX_GRANTS_SHOWN),
       lastUsedAt: ctx.usage.lastUsed(agent.id, agent.lastUsedAt),
-      recent: ctx.store.activity({ agentId: agent.id, limit: RECENT_ACTIVITY }),
-    };
-  });
+      recent: await ctx.store.activity({ agentId: agent.id, limit: RECENT_ACTIVITY }),
+    });
+  }
   return {
     hosts: hosts.slice(0, MAX_HOSTS_SHOWN),
     moreHosts: Math.max(0, hosts.length - MAX_HOSTS_SHOWN),
@@ -100,9 +105,13 @@ export function accountAgents(ctx: ProtocolContext, userId: string, requestedPag
 }
 
 /** The user revokes one of their agents, exactly as a host or the operator would (§5.7). */
-export function revokeOwnAgent(ctx: ProtocolContext, userId: string, agentId: string): AgentRecord {
-  revokeAgent(ctx, agentId, { userId, by: userId });
-  return ctx.store.agent(agentId) as AgentRecord;
+export async function revokeOwnAgent(
+  ctx: ProtocolContext,
+  userId: string,
+  agentId: string,
+): Promise<AgentRecord> {
+  await revokeAgent(ctx, agentId, { userId, by: userId });
+  return (await ctx.store.agent(agentId)) as AgentRecord;
 }
 
 export interface DeletedActivity {
@@ -117,15 +126,19 @@ export interface DeletedActivity {
  * One record says that it happened (who, how many; nothing of what was deleted), so the operator
  * can tell a deletion from records that never were.
  */
-export function deleteOwnActivity(ctx: ProtocolContext, userId: string, agentId: string): DeletedActivity {
-  return ctx.write((tx) => {
-    const agent = tx.agent(agentId);
-    if (!agent || !isUsersAgent(tx, userId, agent)) {
+export function deleteOwnActivity(
+  ctx: ProtocolContext,
+  userId: string,
+  agentId: string,
+): Promise<DeletedActivity> {
+  return ctx.write(async (tx) => {
+    const agent = await tx.agent(agentId);
+    if (!agent || !(await isUsersAgent(tx, userId, agent))) {
       throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
     }
-    const deleted = tx.deleteAgentActivity(agent.id, ACTIVITY_DELETE_BATCH);
-    const more = tx.activity({ agentId: agent.id, limit: 1 }).length > 0;
-    tx.appendActivity(
+    const deleted = await tx.deleteAgentActivity(agent.id, ACTIVITY_DELETE_BATCH);
+    const more = (await tx.activity({ agentId: agent.id, limit: 1 })).length > 0;
+    await tx.appendActivity(
       protocolEvent({
         at: ctx.clock.now(),
         type: 'user.activity_deleted',

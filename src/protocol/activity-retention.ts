@@ -30,7 +30,7 @@ export class ActivityRetention {
       const before = this.clock.now() - this.retentionMs;
       let deleted = 0;
       for (let i = 0; i < RETENTION_BATCHES_PER_RUN; i++) {
-        const n = this.store.deleteActivityBefore(before, RETENTION_BATCH);
+        const n = await this.store.deleteActivityBefore(before, RETENTION_BATCH);
         deleted += n;
         if (n < RETENTION_BATCH) break;
         await nextTurn();

@@ -44,25 +44,29 @@ export function requireAgentId(body: Readonly<Record<string, unknown>>): string 
 }
 
 /** The host's own agent, with due lifetime transitions applied. */
-function ownAgent(
+async function ownAgent(
   ctx: ProtocolContext,
   auth: HostAuth,
   agentId: string,
-): { agent: AgentRecord; host: HostRecord } {
-  const stored = ctx.store.agent(agentId);
+): Promise<{ agent: AgentRecord; host: HostRecord }> {
+  const stored = await ctx.store.agent(agentId);
   const host = auth.host;
   if (!stored || !host) throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
   if (stored.hostId !== host.id) {
     throw new ProtocolError('unauthorized', 'This agent is not registered under the calling host.');
   }
-  return { agent: currentAgent(ctx, stored), host };
+  return { agent: await currentAgent(ctx, stored), host };
 }
 
-export function agentStatus(ctx: ProtocolContext, auth: HostAuth, agentId: string): Record<string, unknown> {
-  expireApprovals(ctx);
-  const { agent, host } = ownAgent(ctx, auth, agentId);
-  const view = agentView(ctx, agent, ctx.store.grants(agent.id), host, { audit: true });
-  const approval = openApproval(ctx, agent.id);
+export async function agentStatus(
+  ctx: ProtocolContext,
+  auth: HostAuth,
+  agentId: string,
+): Promise<Record<string, unknown>> {
+  await expireApprovals(ctx);
+  const { agent, host } = await ownAgent(ctx, auth, agentId);
+  const view = agentView(ctx, agent, await ctx.store.grants(agent.id), host, { audit: true });
+  const approval = await openApproval(ctx, ctx.store, agent.id);
   return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
 }
 
@@ -71,25 +75,25 @@ export function requestCapability(
   ctx: ProtocolContext,
   auth: AgentAuth,
   body: Readonly<Record<string, unknown>>,
-): Record<string, unknown> {
+): Promise<Record<string, unknown>> {
   if (body.capabilities === undefined)
     throw new ProtocolError('invalid_request', 'capabilities is required.');
   const requested = parseCapabilityRequest(ctx, body.capabilities);
   if (requested.length === 0) throw new ProtocolError('invalid_request', 'capabilities must not be empty.');
   const hints = readHints(body);
-  return ctx.write((tx) => {
+  return ctx.write(async (tx, after) => {
     const now = ctx.clock.now();
-    const agent = tx.agent(auth.agent.id) ?? auth.agent;
-    const host = tx.host(agent.hostId) ?? auth.host;
+    const agent = (await tx.agent(auth.agent.id)) ?? auth.agent;
+    const host = (await tx.host(agent.hostId)) ?? auth.host;
     // Issue 16 §3: the same request while it is still pending is a repeat: the same approval
     // (same user code, same expiry), not a new one, and not counted against the user's limit.
-    const repeat = pendingRepeat(tx, agent.id, 'capability_request', requested, now);
+    const repeat = await pendingRepeat(tx, agent.id, 'capability_request', requested, now);
     if (repeat) {
       const asked = new Set(requested.map((r) => r.name));
       const view = agentView(
         ctx,
         agent,
-        tx.grants(agent.id).filter((g) => asked.has(g.capability)),
+        (await tx.grants(agent.id)).filter((g) => asked.has(g.capability)),
       );
       return {
         agent_id: agent.id,
@@ -98,7 +102,7 @@ export function requestCapability(
         approval: approvalObject(ctx, repeat),
       };
     }
-    const current = new Map(tx.grants(agent.id).map((g) => [g.capability, g]));
+    const current = new Map((await tx.grants(agent.id)).map((g) => [g.capability, g]));
     // A pending capability asked again with other constraints is asked anew: the new request
     // replaces the pending one, and whoever reviews it sees what changed (§2.13, §7.2).
     const isHeld = (r: RequestedCapability): boolean => {
@@ -120,10 +124,19 @@ export function requestCapability(
     const auto = autoGrantable(ctx, host, agent.mode);
     const needsApproval = fresh.filter((r) => !auto.has(r.name));
     const approval = needsApproval.length
-      ? createApproval(ctx, tx, 'capability_request', agent, needsApproval, hints)
+      ? await createApproval(ctx, tx, after, 'capability_request', agent, needsApproval, hints)
       : undefined;
-    const written = putRequestedGrants(ctx, tx, agent.id, fresh, auto, approval, now, hints.reason ?? null);
-    tx.appendActivity(
+    const written = await putRequestedGrants(
+      ctx,
+      tx,
+      agent.id,
+      fresh,
+      auto,
+      approval,
+      now,
+      hints.reason ?? null,
+    );
+    await tx.appendActivity(
       protocolEvent({
         at: now,
         type: 'agent.capabilities_requested',
@@ -157,24 +170,14 @@ function sameTerms(g: GrantRecord, r: RequestedCapability): boolean {
   );
 }
 
-/** §5.6, step by step. */
-export function reactivate(
-  ctx: ProtocolContext,
-  auth: HostAuth,
-  body: Readonly<Record<string, unknown>>,
-): Record<string, unknown> {
-  const agentId = requireAgentId(body);
-  const before = ctx.store.agent(agentId)?.status;
-  const { agent, host } = ownAgent(ctx, auth, agentId);
-  // Step 2 (below) may already have happened in the lookup, which applies the absolute clock:
-  // the caller still learns why (§5.6), not a bare agent_revoked.
-  if (agent.status === 'revoked' && before !== 'revoked') {
-    throw new ProtocolError('absolute_lifetime_exceeded');
-  }
-  // Step 1: only an expired agent reactivates; an active one gets its status back (no-op).
+/**
+ * §5.6 step 1: only an expired agent reactivates (true); an active one gets its status back
+ * (false: nothing to do); any other status is refused.
+ */
+function mayReactivate(agent: AgentRecord): boolean {
   switch (agent.status) {
     case 'active':
-      return agentView(ctx, agent, ctx.store.grants(agent.id), host);
+      return false;
     case 'revoked':
       throw new ProtocolError('agent_revoked');
     case 'rejected':
@@ -184,22 +187,45 @@ export function reactivate(
     case 'pending':
       throw new ProtocolError('agent_pending');
     case 'expired':
-      break;
+      return true;
   }
+}
+
+/** §5.6, step by step. */
+export async function reactivate(
+  ctx: ProtocolContext,
+  auth: HostAuth,
+  body: Readonly<Record<string, unknown>>,
+): Promise<Record<string, unknown>> {
+  const agentId = requireAgentId(body);
+  const before = (await ctx.store.agent(agentId))?.status;
+  const { agent, host } = await ownAgent(ctx, auth, agentId);
+  // Step 2 (below) may already have happened in the lookup, which applies the absolute clock:
+  // the caller still learns why (§5.6), not a bare agent_revoked.
+  if (agent.status === 'revoked' && before !== 'revoked') {
+    throw new ProtocolError('absolute_lifetime_exceeded');
+  }
+  // Step 1.
+  if (!mayReactivate(agent)) return agentView(ctx, agent, await ctx.store.grants(agent.id), host);
   const now = ctx.clock.now();
   // Step 2: the absolute lifetime is never reset; once elapsed the agent is revoked for good.
   const absolute = ctx.policy.lifetimes.absoluteLifetimeMs;
   if (absolute !== null && now >= agent.createdAt + absolute) {
-    ctx.write((tx) => {
-      tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
-      revokeGrants(tx, agent.id, now, 'Absolute lifetime exceeded.');
+    await ctx.write(async (tx) => {
+      await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+      await revokeGrants(tx, agent.id, now, 'Absolute lifetime exceeded.');
     });
     throw new ProtocolError('absolute_lifetime_exceeded');
   }
   const hints = readHints(body);
-  return ctx.write((tx) => {
+  return ctx.write(async (tx, after) => {
+    // Step 1 again on the agent as it is now: another request may have reactivated or revoked it
+    // since it was read above.
+    const latest = await tx.agent(agent.id);
+    if (!latest) throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
+    if (!mayReactivate(latest)) return agentView(ctx, latest, await tx.grants(agent.id), host);
     // Step 3: every existing grant goes.
-    revokeGrants(tx, agent.id, now, 'Reset by reactivation (§5.6).');
+    await revokeGrants(tx, agent.id, now, 'Reset by reactivation (§5.6).');
     // Step 4: the host's defaults, auto-approved only as registration would.
     const baseline = baselineCapabilities(ctx, host, agent.mode).map((name) => {
       const capability = ctx.catalog.get(name);
@@ -214,19 +240,21 @@ export function reactivate(
     const updated: AgentRecord = pending
       ? { ...agent, status: 'pending', updatedAt: now }
       : { ...agent, status: 'active', activatedAt: now, lastUsedAt: null, updatedAt: now };
-    tx.updateAgent(
+    await tx.updateAgent(
       agent.id,
       pending
         ? { status: 'pending', updatedAt: now }
         : { status: 'active', activatedAt: now, lastUsedAt: null, updatedAt: now },
     );
-    ctx.usage.reset(agent.id);
+    after(() => {
+      ctx.usage.reset(agent.id);
+    });
     const approval =
       needsApproval.length > 0 || pending
-        ? createApproval(ctx, tx, 'reactivation', updated, needsApproval, hints)
+        ? await createApproval(ctx, tx, after, 'reactivation', updated, needsApproval, hints)
         : undefined;
-    putRequestedGrants(ctx, tx, agent.id, baseline, auto, approval, now, null);
-    tx.appendActivity(
+    await putRequestedGrants(ctx, tx, agent.id, baseline, auto, approval, now, null);
+    await tx.appendActivity(
       protocolEvent({
         at: now,
         type: 'agent.reactivated',
@@ -239,7 +267,7 @@ export function reactivate(
         jti: auth.claims.jti,
       }),
     );
-    const view = agentView(ctx, updated, tx.grants(agent.id), host);
+    const view = agentView(ctx, updated, await tx.grants(agent.id), host);
     return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
   });
 }
@@ -253,21 +281,21 @@ export function revokeAgent(
   ctx: ProtocolContext,
   agentId: string,
   actor: { hostId?: string; userId?: string; by: string },
-): Record<string, unknown> {
-  return ctx.write((tx) => {
+): Promise<Record<string, unknown>> {
+  return ctx.write(async (tx, after) => {
     const now = ctx.clock.now();
-    const agent = tx.agent(agentId);
-    if (!agent || (actor.userId !== undefined && !isUsersAgent(tx, actor.userId, agent))) {
+    const agent = await tx.agent(agentId);
+    if (!agent || (actor.userId !== undefined && !(await isUsersAgent(tx, actor.userId, agent)))) {
       throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
     }
     if (actor.hostId !== undefined && agent.hostId !== actor.hostId) {
       throw new ProtocolError('unauthorized', 'This agent is not registered under the calling host.');
     }
     if (agent.status !== 'revoked') {
-      tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
-      revokeGrants(tx, agent.id, now, 'Agent revoked.');
-      for (const id of closePendingApprovals(tx, agent.id, now)) announce(ctx, id);
-      tx.appendActivity(
+      await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+      await revokeGrants(tx, agent.id, now, 'Agent revoked.');
+      for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
+      await tx.appendActivity(
         protocolEvent({
           at: now,
           type: 'agent.revoked',
@@ -285,8 +313,8 @@ export function revokeAgent(
 }
 
 /** The user's own agent: linked to them, or registered under a host linked to them (§2.9). */
-export function isUsersAgent(store: StoreReader, userId: string, agent: AgentRecord): boolean {
-  return agent.userId === userId || store.host(agent.hostId)?.userId === userId;
+export async function isUsersAgent(store: StoreReader, userId: string, agent: AgentRecord): Promise<boolean> {
+  return agent.userId === userId || (await store.host(agent.hostId))?.userId === userId;
 }
 
 /** §5.8: the old key stops working at once (the cache is cleared by the write). */
@@ -299,10 +327,8 @@ export async function rotateAgentKey(
   const parsed = parsePublicJwk(body.public_key);
   if (!parsed.ok) throw new ProtocolError(parsed.code, `public_key: ${parsed.message}`);
   const tp = await thumbprint(parsed.jwk);
-  const { agent } = ownAgent(ctx, auth, agentId);
-  if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') {
-    throw new ProtocolError(`agent_${agent.status}`);
-  }
+  const { agent } = await ownAgent(ctx, auth, agentId);
+  refuseRotation(agent);
   // §8.7: the key delivery mode is fixed at registration; a JWKS-based agent rotates at its URL.
   if (agent.jwksUrl) {
     throw new ProtocolError(
@@ -312,14 +338,18 @@ export async function rotateAgentKey(
   }
   if (tp === auth.thumbprint)
     throw new ProtocolError('invalid_request', 'The agent key must differ from the host key.');
-  return ctx.write((tx) => {
+  return ctx.write(async (tx) => {
     const now = ctx.clock.now();
-    const clash = tx.agentByKey(agent.hostId, tp);
+    // The status again as it is now: the agent may have been revoked since it was read above.
+    const latest = await tx.agent(agent.id);
+    if (!latest) throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
+    refuseRotation(latest);
+    const clash = await tx.agentByKey(agent.hostId, tp);
     if (clash && clash.id !== agent.id) {
       throw new ProtocolError('agent_exists', 'Another agent of this host already uses that key.');
     }
-    tx.updateAgent(agent.id, { publicJwk: parsed.jwk, keyThumbprint: tp, updatedAt: now });
-    tx.appendActivity(
+    await tx.updateAgent(agent.id, { publicJwk: parsed.jwk, keyThumbprint: tp, updatedAt: now });
+    await tx.appendActivity(
       protocolEvent({
         at: now,
         type: 'agent.key_rotated',
@@ -334,4 +364,11 @@ export async function rotateAgentKey(
     );
     return { agent_id: agent.id, status: agent.status };
   });
+}
+
+/** A revoked, rejected or claimed agent keeps its key: it can never act again (§5.8). */
+function refuseRotation(agent: AgentRecord): void {
+  if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') {
+    throw new ProtocolError(`agent_${agent.status}`);
+  }
 }

@@ -9,26 +9,25 @@
 import type { ApprovalRecord, StoreWriter } from '../storage/types.js';
 import { generateUserCode } from './user-code.js';
 
-export function userCodeFor(
+export async function userCodeFor(
   tx: StoreWriter,
   agentId: string,
   superseded: ReadonlySet<string>,
   method: ApprovalRecord['method'],
-): string {
+): Promise<string> {
   const predecessor =
     superseded.size > 0 && method === 'device_authorization'
-      ? tx
-          .approvals({ status: 'expired', agentId })
+      ? (await tx.approvals({ status: 'expired', agentId }))
           .filter((a) => superseded.has(a.id) && a.method === 'device_authorization')
           .at(-1)
       : undefined;
   if (!predecessor) return freshCode(tx);
-  tx.updateApproval(predecessor.id, { userCode: freshCode(tx) });
+  await tx.updateApproval(predecessor.id, { userCode: await freshCode(tx) });
   return predecessor.userCode;
 }
 
-function freshCode(tx: StoreWriter): string {
+async function freshCode(tx: StoreWriter): Promise<string> {
   let code = generateUserCode();
-  while (tx.approvalByUserCode(code)) code = generateUserCode();
+  while (await tx.approvalByUserCode(code)) code = generateUserCode();
   return code;
 }

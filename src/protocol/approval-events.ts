@@ -1,7 +1,7 @@
 /**
  * §10.10.2 real-time approval notification: an in-process hub that tells listeners an approval
  * was decided (approved, denied) or ended (expired, superseded, closed), and the one event each
- * listener sends. Publishers call `publish` after their transaction commits (ctx.afterCommit), so
+ * listener sends. Publishers call `publish` after their transaction commits (ctx.write's `after`), so
  * nothing is announced that did not happen; listeners read the committed state themselves, so a
  * late or repeated publish sends the same, true event.
  *
@@ -76,15 +76,14 @@ export function finalStatus(approval: ApprovalRecord, now: number): Notification
  * The event's data: the approval, how it ended, and the resulting agent and grant statuses (the
  * same facts a §5.5 status poll gives, compact as in §5.12), so the client need not poll again.
  */
-export function notificationData(
+export async function notificationData(
   store: StoreReader,
   approval: ApprovalRecord,
   status: NotificationStatus,
-): Record<string, unknown> {
-  const agent = store.agent(approval.agentId);
+): Promise<Record<string, unknown>> {
+  const agent = await store.agent(approval.agentId);
   const requested = new Set(approval.capabilities.map((c) => c.name));
-  const grants = store
-    .grants(approval.agentId)
+  const grants = (await store.grants(approval.agentId))
     .filter((g) => requested.has(g.capability))
     .map((g) => ({
       capability: g.capability,

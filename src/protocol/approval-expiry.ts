@@ -52,8 +52,8 @@ export function timeLeft(ctx: ProtocolContext, approval: ApprovalRecord): TimeLe
 }
 
 /** The time left on the request a page shows (undefined when its approval is gone). */
-export function requestTimeLeft(ctx: ProtocolContext, r: DeviceRequest): TimeLeft | undefined {
-  const approval = ctx.store.approval(r.approvalId);
+export async function requestTimeLeft(ctx: ProtocolContext, r: DeviceRequest): Promise<TimeLeft | undefined> {
+  const approval = await ctx.store.approval(r.approvalId);
   return approval ? timeLeft(ctx, approval) : undefined;
 }
 
@@ -66,11 +66,11 @@ export function extendApproval(
   r: DeviceRequest,
   userId: string,
   authMethod?: string,
-): ApprovalRecord {
+): Promise<ApprovalRecord> {
   const refusal = decisionRefusal(r, userId);
-  if (refusal) throw new ProtocolError('unauthorized', refusal);
-  return ctx.write((tx) => {
-    const approval = tx.approval(r.approvalId);
+  if (refusal) return Promise.reject(new ProtocolError('unauthorized', refusal));
+  return ctx.write(async (tx, after) => {
+    const approval = await tx.approval(r.approvalId);
     const now = ctx.clock.now();
     if (!approval || approval.status !== 'pending' || approval.expiresAt <= now) {
       throw new ProtocolError('approval_closed', 'This request was decided or has expired already.');
@@ -85,10 +85,10 @@ export function extendApproval(
       );
     }
     const expiresAt = approval.expiresAt + left.extendByMs;
-    tx.updateApproval(approval.id, { expiresAt });
-    announce(ctx, approval.id);
-    const agent = tx.agent(approval.agentId);
-    tx.appendActivity(
+    await tx.updateApproval(approval.id, { expiresAt });
+    announce(ctx, after, approval.id);
+    const agent = await tx.agent(approval.agentId);
+    await tx.appendActivity(
       protocolEvent({
         at: now,
         type: 'approval.extended',

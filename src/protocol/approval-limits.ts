@@ -14,14 +14,17 @@ import { canonicalJson } from '../util/canonical-json.js';
 import type { ProtocolContext } from './context.js';
 
 /**
- * Charges one new approval request to `userId`, or refuses it with `429 rate_limited` and
- * `Retry-After`. Called inside the request's transaction, before anything is stored, so a refusal
- * rolls everything back.
+ * Refuses one more approval request to `userId` with `429 rate_limited` and `Retry-After` when
+ * its budget is spent; takes nothing. Called inside the request's transaction, so a refusal rolls
+ * everything back; `chargeApprovalRequest` takes from the budget once the request is committed
+ * (a transaction may be run again, and must not change the limiter). Requests to one user in
+ * flight at the same moment are all checked before any is charged, so they may exceed the budget
+ * by that many.
  */
-export function chargeApprovalRequest(ctx: ProtocolContext, userId: string): void {
+export function checkApprovalRequest(ctx: ProtocolContext, userId: string): void {
   const spec = ctx.policy.rateLimits.approvalRequestsPerUser;
   if (!spec) return;
-  const result = ctx.approvalLimiter.take(`approvals:${userId}`, spec);
+  const result = ctx.approvalLimiter.check(`approvals:${userId}`, spec);
   if (result.ok) return;
   throw new ProtocolError(
     'rate_limited',
@@ -42,20 +45,25 @@ function requestKey(c: RequestedCapability): string {
  * The agent's open approval of `kind` that already asks for every one of `requested`, exactly so
  * (same constraints as proposed and as in effect): asking again is a repeat, not a new request.
  */
-export function pendingRepeat(
+export async function pendingRepeat(
   tx: StoreReader,
   agentId: string,
   kind: ApprovalRecord['kind'],
   requested: readonly RequestedCapability[],
   now: number,
-): ApprovalRecord | undefined {
+): Promise<ApprovalRecord | undefined> {
   if (requested.length === 0) return undefined;
   const wanted = requested.map(requestKey);
-  return tx
-    .approvals({ status: 'pending', agentId })
+  return (await tx.approvals({ status: 'pending', agentId }))
     .filter((a) => a.kind === kind && a.expiresAt > now)
     .find((a) => {
       const asked = new Set(a.capabilities.map(requestKey));
       return wanted.every((k) => asked.has(k));
     });
+}
+
+/** Takes one request from `userId`'s budget: after its approval request committed (see above). */
+export function chargeApprovalRequest(ctx: ProtocolContext, userId: string): void {
+  const spec = ctx.policy.rateLimits.approvalRequestsPerUser;
+  if (spec) ctx.approvalLimiter.take(`approvals:${userId}`, spec);
 }

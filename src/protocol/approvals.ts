@@ -12,10 +12,11 @@ import type {
   GrantRecord,
   HostRecord,
   RequestedCapability,
+  StoreReader,
   StoreWriter,
 } from '../storage/types.js';
 import { intersectConstraints, parseConstraints, type Constraints } from './constraints.js';
-import { newId, type ProtocolContext } from './context.js';
+import { newId, type AfterCommit, type ProtocolContext } from './context.js';
 import { inputFields, requestedFromGrant } from './grants.js';
 import { constraintTrail, originDetail, type DecisionOrigin } from './decision-record.js';
 import { userCodeFor } from './approval-codes.js';
@@ -23,7 +24,7 @@ import { protocolEvent } from './activity.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import { approvalNotice } from './notifications.js';
 import { currentVersion } from './drift.js';
-import { chargeApprovalRequest } from './approval-limits.js';
+import { checkApprovalRequest, chargeApprovalRequest } from './approval-limits.js';
 import { notificationUrl } from './approval-events.js';
 import { EXPIRY_BATCH } from './sweeps.js';
 
@@ -82,40 +83,49 @@ function chooseMethod(
   return 'device_authorization';
 }
 
-export function createApproval(
+/**
+ * Stores a new approval request in `tx`. Once it commits (`after`), listeners of the requests it
+ * supersedes hear of them, the addressee's request budget is charged and the notifier is told.
+ */
+export async function createApproval(
   ctx: ProtocolContext,
   tx: StoreWriter,
+  after: AfterCommit,
   kind: ApprovalKind,
   agent: AgentRecord,
   capabilities: readonly RequestedCapability[],
   hints: ApprovalHints,
-): ApprovalRecord {
+): Promise<ApprovalRecord> {
   const now = ctx.clock.now();
   // A newer request supersedes an older unanswered one for the same agent and purpose. The
   // older one's still-pending grants move to the new request: left behind they could never be
   // decided, yet would block asking again (already_granted).
   const superseded = new Set<string>();
-  for (const old of tx.approvals({ status: 'pending', agentId: agent.id })) {
+  for (const old of await tx.approvals({ status: 'pending', agentId: agent.id })) {
     if (old.kind !== kind) continue;
-    tx.updateApproval(old.id, { status: 'expired', decidedAt: now });
+    await tx.updateApproval(old.id, { status: 'expired', decidedAt: now });
     superseded.add(old.id);
-    announce(ctx, old.id);
+    announce(ctx, after, old.id);
   }
-  const carried = tx
-    .grants(agent.id)
-    .filter(
-      (g) =>
-        g.status === 'pending' &&
-        g.approvalId !== null &&
-        superseded.has(g.approvalId) &&
-        !capabilities.some((c) => c.name === g.capability),
-    );
-  const knownUser = agent.userId ?? tx.host(agent.hostId)?.userId ?? null;
+  const carried = (await tx.grants(agent.id)).filter(
+    (g) =>
+      g.status === 'pending' &&
+      g.approvalId !== null &&
+      superseded.has(g.approvalId) &&
+      !capabilities.some((c) => c.name === g.capability),
+  );
+  const knownUser = agent.userId ?? (await tx.host(agent.hostId))?.userId ?? null;
   const method = chooseMethod(ctx, hints, knownUser);
-  // Issue 16 §3: a new question to a known user is rate-limited per user (approval-limits.ts).
+  // Issue 16 §3: a new question to a known user is rate-limited per user (approval-limits.ts):
+  // refused here, which rolls everything back; charged once the request is committed.
   const addressee = knownUser ?? (method === 'ciba' ? (hints.loginHint ?? null) : null);
-  if (addressee !== null) chargeApprovalRequest(ctx, addressee);
-  const userCode = userCodeFor(tx, agent.id, superseded, method);
+  if (addressee !== null) {
+    checkApprovalRequest(ctx, addressee);
+    after(() => {
+      chargeApprovalRequest(ctx, addressee);
+    });
+  }
+  const userCode = await userCodeFor(tx, agent.id, superseded, method);
   const approval: ApprovalRecord = {
     id: newId('apr'),
     kind,
@@ -133,13 +143,15 @@ export function createApproval(
     decidedAt: null,
     decidedBy: null,
   };
-  tx.insertApproval(approval);
-  for (const g of carried) tx.updateGrant(g.id, { approvalId: approval.id, updatedAt: now });
+  await tx.insertApproval(approval);
+  for (const g of carried) await tx.updateGrant(g.id, { approvalId: approval.id, updatedAt: now });
   // §7.2: the approver hears of it once it is committed, off the request's path.
   const notifier = ctx.notifier;
   if (notifier) {
-    const notice = approvalNotice(ctx, tx, approval, agent);
-    ctx.afterCommit(() => notifier.approvalRequested(notice));
+    const notice = await approvalNotice(ctx, tx, approval, agent);
+    after(() => {
+      notifier.approvalRequested(notice);
+    });
   }
   return approval;
 }
@@ -174,17 +186,20 @@ export function approvalObject(ctx: ProtocolContext, approval: ApprovalRecord): 
 }
 
 /** §10.10.2: listeners of approval `id` hear of its change once the transaction commits. */
-export function announce(ctx: ProtocolContext, id: string): void {
-  ctx.afterCommit(() => ctx.approvalEvents.publish(id));
+export function announce(ctx: ProtocolContext, after: AfterCommit, id: string): void {
+  after(() => {
+    ctx.approvalEvents.publish(id);
+  });
 }
 
-/** The pending approval still open for an agent, if any. */
-export function openApproval(ctx: ProtocolContext, agentId: string): ApprovalRecord | undefined {
+/** The pending approval still open for an agent, if any (read through `reader`: a store or a tx). */
+export async function openApproval(
+  ctx: ProtocolContext,
+  reader: StoreReader,
+  agentId: string,
+): Promise<ApprovalRecord | undefined> {
   const now = ctx.clock.now();
-  return ctx.store
-    .approvals({ status: 'pending', agentId })
-    .filter((a) => a.expiresAt > now)
-    .at(-1);
+  return (await reader.approvals({ status: 'pending', agentId })).filter((a) => a.expiresAt > now).at(-1);
 }
 
 export interface ApproveInput {
@@ -249,8 +264,8 @@ function cibaApprover(approval: ApprovalRecord, input: ApproveInput): ApproveInp
   return input;
 }
 
-function pendingApproval(ctx: ProtocolContext, tx: StoreWriter, id: string): ApprovalRecord {
-  const approval = tx.approval(id);
+async function pendingApproval(ctx: ProtocolContext, tx: StoreWriter, id: string): Promise<ApprovalRecord> {
+  const approval = await tx.approval(id);
   if (!approval) throw new ProtocolError('approval_not_found', `No approval request "${id}".`);
   if (approval.status !== 'pending' || approval.expiresAt <= ctx.clock.now()) {
     throw new ProtocolError(
@@ -268,8 +283,8 @@ function activity(
   agent: AgentRecord,
   outcome: string,
   detail: Record<string, unknown> | null,
-): void {
-  tx.appendActivity(
+): Promise<void> {
+  return tx.appendActivity(
     protocolEvent({
       at,
       type,
@@ -283,13 +298,13 @@ function activity(
   );
 }
 
-export function approve(ctx: ProtocolContext, approvalId: string, given: ApproveInput): Decision {
-  return ctx.write((tx) => {
+export function approve(ctx: ProtocolContext, approvalId: string, given: ApproveInput): Promise<Decision> {
+  return ctx.write(async (tx, after) => {
     const now = ctx.clock.now();
-    const approval = pendingApproval(ctx, tx, approvalId);
+    const approval = await pendingApproval(ctx, tx, approvalId);
     const input = cibaApprover(approval, given);
-    const agent = tx.agent(approval.agentId);
-    const host = tx.host(approval.hostId);
+    const agent = await tx.agent(approval.agentId);
+    const host = await tx.host(approval.hostId);
     if (!agent || !host)
       throw new ProtocolError('approval_not_found', `No approval request "${approvalId}".`);
     const requested = new Map(approval.capabilities.map((c) => [c.name, c]));
@@ -322,15 +337,15 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
     }
     const actor = input.userId ?? input.actor;
     if (agent.mode === 'delegated' && host.userId === null && userId !== null) {
-      linkHost(ctx, tx, host, userId, now);
+      await linkHost(ctx, tx, host, userId, now);
     } else if (host.status === 'pending') {
-      tx.updateHost(host.id, { status: 'active', activatedAt: now, updatedAt: now });
+      await tx.updateHost(host.id, { status: 'active', activatedAt: now, updatedAt: now });
     }
 
     const approved: string[] = [];
     const denied: string[] = [];
     const trail: GrantRecord[] = [];
-    for (const grant of tx.grants(agent.id)) {
+    for (const grant of await tx.grants(agent.id)) {
       if (grant.approvalId !== approval.id || grant.status !== 'pending') continue;
       if (chosen.includes(grant.capability)) {
         approved.push(grant.capability);
@@ -347,11 +362,11 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
           capabilityVersion: currentVersion(ctx, grant.capability),
           updatedAt: now,
         };
-        tx.updateGrant(grant.id, patch);
+        await tx.updateGrant(grant.id, patch);
         trail.push({ ...grant, ...patch });
       } else {
         denied.push(grant.capability);
-        tx.updateGrant(grant.id, {
+        await tx.updateGrant(grant.id, {
           status: 'denied',
           deniedBy: actor,
           reason: input.reason ?? 'Not approved.',
@@ -370,18 +385,20 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
         activatedAt: now,
         updatedAt: now,
       };
-      tx.updateAgent(agent.id, {
+      await tx.updateAgent(agent.id, {
         status: 'active',
         userId: updated.userId,
         activatedAt: now,
         updatedAt: now,
       });
-      ctx.usage.reset(agent.id);
+      after(() => {
+        ctx.usage.reset(agent.id);
+      });
     }
     const decided = { ...approval, status: 'approved' as const, decidedAt: now, decidedBy: actor };
-    tx.updateApproval(approval.id, { status: 'approved', decidedAt: now, decidedBy: actor });
-    announce(ctx, approval.id);
-    activity(tx, now, `approval.approved`, updated, 'approved', {
+    await tx.updateApproval(approval.id, { status: 'approved', decidedAt: now, decidedBy: actor });
+    announce(ctx, after, approval.id);
+    await activity(tx, now, `approval.approved`, updated, 'approved', {
       approval_id: approval.id,
       kind: approval.kind,
       approved,
@@ -444,28 +461,28 @@ export function deny(
     readonly authMethod?: string;
     readonly origin?: DecisionOrigin;
   },
-): Decision {
-  return ctx.write((tx) => {
+): Promise<Decision> {
+  return ctx.write(async (tx, after) => {
     const now = ctx.clock.now();
-    const approval = pendingApproval(ctx, tx, approvalId);
-    const agent = tx.agent(approval.agentId);
+    const approval = await pendingApproval(ctx, tx, approvalId);
+    const agent = await tx.agent(approval.agentId);
     if (!agent) throw new ProtocolError('approval_not_found', `No approval request "${approvalId}".`);
     const reason = input.reason ?? 'Denied by the approver.';
-    const denied = denyGrants(tx, approval, reason, input.actor, now);
+    const denied = await denyGrants(tx, approval, reason, input.actor, now);
     let updated = agent;
     if (approval.kind === 'registration' && agent.status === 'pending') {
       // §7.1: a denied registration is terminal for that attempt.
       updated = { ...agent, status: 'rejected', updatedAt: now };
-      tx.updateAgent(agent.id, { status: 'rejected', updatedAt: now });
-      rejectLonePendingHost(tx, agent.hostId, now);
+      await tx.updateAgent(agent.id, { status: 'rejected', updatedAt: now });
+      await rejectLonePendingHost(tx, agent.hostId, now);
     } else if (approval.kind === 'reactivation' && agent.status === 'pending') {
       updated = { ...agent, status: 'expired', updatedAt: now };
-      tx.updateAgent(agent.id, { status: 'expired', updatedAt: now });
+      await tx.updateAgent(agent.id, { status: 'expired', updatedAt: now });
     }
     const decided = { ...approval, status: 'denied' as const, decidedAt: now, decidedBy: input.actor };
-    tx.updateApproval(approval.id, { status: 'denied', decidedAt: now, decidedBy: input.actor });
-    announce(ctx, approval.id);
-    activity(tx, now, 'approval.denied', updated, 'denied', {
+    await tx.updateApproval(approval.id, { status: 'denied', decidedAt: now, decidedBy: input.actor });
+    announce(ctx, after, approval.id);
+    await activity(tx, now, 'approval.denied', updated, 'denied', {
       approval_id: approval.id,
       kind: approval.kind,
       reason,
@@ -477,28 +494,28 @@ export function deny(
   });
 }
 
-function denyGrants(
+async function denyGrants(
   tx: StoreWriter,
   approval: ApprovalRecord,
   reason: string,
   actor: string,
   now: number,
-): string[] {
+): Promise<string[]> {
   const denied: string[] = [];
-  for (const grant of tx.grants(approval.agentId)) {
+  for (const grant of await tx.grants(approval.agentId)) {
     if (grant.approvalId !== approval.id || grant.status !== 'pending') continue;
     denied.push(grant.capability);
-    tx.updateGrant(grant.id, { status: 'denied', deniedBy: actor, reason, updatedAt: now });
+    await tx.updateGrant(grant.id, { status: 'denied', deniedBy: actor, reason, updatedAt: now });
   }
   return denied;
 }
 
 /** A dynamically registered host whose only registrations were all denied is rejected (§2.11). */
-function rejectLonePendingHost(tx: StoreWriter, hostId: string, now: number): void {
-  const host = tx.host(hostId);
+async function rejectLonePendingHost(tx: StoreWriter, hostId: string, now: number): Promise<void> {
+  const host = await tx.host(hostId);
   if (!host || host.status !== 'pending') return;
-  const others = tx.agents({ hostId }).filter((a) => a.status !== 'rejected');
-  if (others.length === 0) tx.updateHost(hostId, { status: 'rejected', updatedAt: now });
+  const others = (await tx.agents({ hostId })).filter((a) => a.status !== 'rejected');
+  if (others.length === 0) await tx.updateHost(hostId, { status: 'rejected', updatedAt: now });
 }
 
 /**
@@ -507,35 +524,35 @@ function rejectLonePendingHost(tx: StoreWriter, hostId: string, now: number): vo
  * ones are claimed too: a linked host may not have autonomous agents (registration refuses them),
  * so approving one later must not be possible. Claimed agents' open approvals are closed.
  */
-export function linkHost(
+export async function linkHost(
   ctx: ProtocolContext,
   tx: StoreWriter,
   host: HostRecord,
   userId: string,
   now: number,
-): number {
+): Promise<number> {
   if (host.userId !== null && host.userId !== userId) {
     throw new ProtocolError(
       'invalid_request',
       `Host ${host.id} is already linked to another user; unlink it first.`,
     );
   }
-  tx.updateHost(host.id, {
+  await tx.updateHost(host.id, {
     userId,
     status: 'active',
     activatedAt: host.activatedAt ?? now,
     updatedAt: now,
   });
   let claimed = 0;
-  for (const agent of tx.agents({ hostId: host.id })) {
+  for (const agent of await tx.agents({ hostId: host.id })) {
     if (agent.mode !== 'autonomous' || !CLAIMABLE.has(agent.status)) continue;
     claimed++;
-    revokeGrants(tx, agent.id, now, 'Agent claimed by a user.');
-    closePendingApprovals(tx, agent.id, now);
-    tx.updateAgent(agent.id, { status: 'claimed', userId, updatedAt: now });
-    activity(tx, now, 'agent.claimed', { ...agent, userId }, 'claimed', { user_id: userId });
+    await revokeGrants(tx, agent.id, now, 'Agent claimed by a user.');
+    await closePendingApprovals(tx, agent.id, now);
+    await tx.updateAgent(agent.id, { status: 'claimed', userId, updatedAt: now });
+    await activity(tx, now, 'agent.claimed', { ...agent, userId }, 'claimed', { user_id: userId });
   }
-  tx.appendActivity(
+  await tx.appendActivity(
     protocolEvent({
       at: now,
       type: 'host.linked',
@@ -557,24 +574,25 @@ const CLAIMABLE: ReadonlySet<AgentStatus> = new Set(['active', 'expired', 'pendi
  * reactivation that nobody answered leaves the agent `expired` again. A registration stays
  * pending (a retry refreshes it) until pending cleanup removes it (§10.9).
  */
-export function expireApprovals(ctx: ProtocolContext, limit = EXPIRY_BATCH): number {
+export async function expireApprovals(ctx: ProtocolContext, limit = EXPIRY_BATCH): Promise<number> {
   const now = ctx.clock.now();
   // At most one batch (a range of approvals_deadline): called on request paths too, so it never
   // reads every pending approval; the maintenance sweep repeats it until a batch comes back short.
-  const due = ctx.store.overdueApprovals(now, limit);
+  const due = await ctx.store.overdueApprovals(now, limit);
   if (due.length === 0) return 0;
-  ctx.write((tx) => {
+  await ctx.write(async (tx, after) => {
     for (const approval of due) {
-      const fresh = tx.approval(approval.id);
+      // Read again inside the transaction: another request may have decided it meanwhile.
+      const fresh = await tx.approval(approval.id);
       if (fresh?.status !== 'pending') continue;
-      tx.updateApproval(approval.id, { status: 'expired', decidedAt: now });
-      announce(ctx, approval.id);
+      await tx.updateApproval(approval.id, { status: 'expired', decidedAt: now });
+      announce(ctx, after, approval.id);
       if (approval.kind !== 'registration') {
-        denyGrants(tx, approval, 'The approval request expired.', 'system', now);
+        await denyGrants(tx, approval, 'The approval request expired.', 'system', now);
       }
-      const agent = tx.agent(approval.agentId);
+      const agent = await tx.agent(approval.agentId);
       if (approval.kind === 'reactivation' && agent?.status === 'pending') {
-        tx.updateAgent(agent.id, { status: 'expired', updatedAt: now });
+        await tx.updateAgent(agent.id, { status: 'expired', updatedAt: now });
       }
     }
   });

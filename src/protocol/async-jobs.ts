@@ -9,7 +9,7 @@ import type { Capability } from '../openapi/types.js';
 import type { AsyncJobRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
-import { cachedGrants } from './grants.js';
+import { cachedGrants, loadGrants } from './grants.js';
 import { isGrantEffective } from './lifecycle.js';
 
 export const STATUS_PATH = '/capability/status/';
@@ -19,7 +19,7 @@ export function statusUrlOf(ctx: ProtocolContext, jobId: string): string {
 }
 
 /** Stores the job of an accepted async execution; returns its status URL. */
-export function openAsyncJob(
+export async function openAsyncJob(
   ctx: ProtocolContext,
   job: {
     agentId: string;
@@ -29,10 +29,10 @@ export function openAsyncJob(
     statusCapability: string;
     ttlMs: number;
   },
-): string {
+): Promise<string> {
   const now = ctx.clock.now();
   const id = `job_${randomBytes(18).toString('base64url')}`;
-  ctx.store.insertAsyncJob({
+  await ctx.store.insertAsyncJob({
     id,
     agentId: job.agentId,
     capability: job.capability,
@@ -48,12 +48,12 @@ export function openAsyncJob(
  * The job `jobId` as `auth`'s agent may read it: it exists and has not expired, it is this
  * agent's (§5.11), and the agent still holds an effective grant for its capability.
  */
-export function authorizeStatusRead(
+export async function authorizeStatusRead(
   ctx: ProtocolContext,
   auth: AgentAuth,
   jobId: string,
-): { job: AsyncJobRecord; capability: Capability } {
-  const job = ctx.store.asyncJob(jobId);
+): Promise<{ job: AsyncJobRecord; capability: Capability }> {
+  const job = await ctx.store.asyncJob(jobId);
   const now = ctx.clock.now();
   if (!job || job.expiresAt <= now) {
     throw new ProtocolError(
@@ -65,9 +65,8 @@ export function authorizeStatusRead(
     throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
   }
   const capability = ctx.catalog.get(job.capability);
-  const granted = cachedGrants(ctx, auth.agent.id).some(
-    (g) => g.capability === job.capability && isGrantEffective(g, now),
-  );
+  const grants = cachedGrants(ctx, auth.agent.id) ?? (await loadGrants(ctx, auth.agent.id));
+  const granted = grants.some((g) => g.capability === job.capability && isGrantEffective(g, now));
   if (!capability || !granted) {
     throw new ProtocolError('capability_not_granted', `The agent no longer holds ${job.capability}.`);
   }

@@ -12,7 +12,7 @@ import type { ProtocolContext } from './context.js';
 import { decodeJwt, JwtError, replayHorizonMs, verifyJwt, type UnverifiedJwt } from './jwt.js';
 import { parsePublicJwk, publicKeyObject, thumbprint, type Ed25519PublicJwk } from './keys.js';
 import { agentKey, jwksHostKey, storedHostKey } from './jwks-auth.js';
-import { currentAgent } from './lifecycle.js';
+import { applyDueStatus, dueStatus } from './lifecycle.js';
 import type { RememberOutcome } from './replay-cache.js';
 
 export type Claims = Readonly<Record<string, unknown>>;
@@ -127,29 +127,35 @@ export function rememberJti(ctx: ProtocolContext, partition: string, claims: Cla
   }
 }
 
-function cachedHostByThumbprint(ctx: ProtocolContext, tp: string): HostRecord | undefined {
-  const key = `tp:${tp}`;
-  const hit = ctx.cache.hosts.get(key);
-  if (hit !== undefined) return hit ?? undefined;
-  const host = ctx.store.hostByThumbprint(tp);
-  ctx.cache.hosts.set(key, host ?? null);
+/*
+ * Hot-cache lookups (§10.2): the cache answers at once (null: known to be absent); only a miss
+ * reads the store. Callers test the hit themselves (`hit !== undefined ? hit : await load…`), so
+ * that a hit costs no promise. What a miss reads is kept unless a write cleared the cache while
+ * it was read (HotCache.generation): it could be older than that write.
+ */
+
+async function loadHostByThumbprint(
+  ctx: ProtocolContext,
+  key: string,
+  tp: string,
+): Promise<HostRecord | null> {
+  const generation = ctx.cache.generation;
+  const host = (await ctx.store.hostByThumbprint(tp)) ?? null;
+  if (ctx.cache.generation === generation) ctx.cache.hosts.set(key, host);
   return host;
 }
 
-function cachedHost(ctx: ProtocolContext, id: string): HostRecord | undefined {
-  const key = `id:${id}`;
-  const hit = ctx.cache.hosts.get(key);
-  if (hit !== undefined) return hit ?? undefined;
-  const host = ctx.store.host(id);
-  ctx.cache.hosts.set(key, host ?? null);
+async function loadHost(ctx: ProtocolContext, key: string, id: string): Promise<HostRecord | null> {
+  const generation = ctx.cache.generation;
+  const host = (await ctx.store.host(id)) ?? null;
+  if (ctx.cache.generation === generation) ctx.cache.hosts.set(key, host);
   return host;
 }
 
-export function cachedAgent(ctx: ProtocolContext, id: string): AgentRecord | undefined {
-  const hit = ctx.cache.agents.get(id);
-  if (hit !== undefined) return hit ?? undefined;
-  const agent = ctx.store.agent(id);
-  ctx.cache.agents.set(id, agent ?? null);
+async function loadAgent(ctx: ProtocolContext, id: string): Promise<AgentRecord | null> {
+  const generation = ctx.cache.generation;
+  const agent = (await ctx.store.agent(id)) ?? null;
+  if (ctx.cache.generation === generation) ctx.cache.agents.set(id, agent);
   return agent;
 }
 
@@ -175,7 +181,9 @@ export async function verifyHostJwt(
   const { payload } = jwt;
   const iss = payload.iss;
   if (typeof iss !== 'string' || iss === '') throw invalid('The host JWT needs an iss claim (§4.2).');
-  let host = cachedHostByThumbprint(ctx, iss);
+  const cacheKey = `tp:${iss}`;
+  const hit = ctx.cache.hosts.get(cacheKey);
+  let host = (hit !== undefined ? hit : await loadHostByThumbprint(ctx, cacheKey, iss)) ?? undefined;
   let key: Ed25519PublicJwk;
   let jwksUrl: string | undefined;
   let rotated = false;
@@ -218,7 +226,7 @@ export async function verifyHostJwt(
       (host.status === 'pending' && options.allowPending) ||
       (host.status === 'rejected' && options.allowRejected);
     if (statusError && !tolerated) throw statusError;
-    if (rotated) host = recordRotation(ctx, host, iss, key);
+    if (rotated) host = await recordRotation(ctx, host, iss, key);
   }
   return { host, thumbprint: iss, publicJwk: key, ...(jwksUrl !== undefined ? { jwksUrl } : {}), claims };
 }
@@ -227,14 +235,14 @@ export async function verifyHostJwt(
  * §4.5.1 step 4, §8.7: a JWKS-based host signed with a new key of its set; its stored identifier
  * follows, so its agents' JWTs with the new `iss` resolve by it from now on.
  */
-function recordRotation(
+async function recordRotation(
   ctx: ProtocolContext,
   host: HostRecord,
   iss: string,
   key: Ed25519PublicJwk,
-): HostRecord {
+): Promise<HostRecord> {
   const now = ctx.clock.now();
-  ctx.write((tx) => tx.updateHost(host.id, { thumbprint: iss, publicJwk: key, updatedAt: now }));
+  await ctx.write((tx) => tx.updateHost(host.id, { thumbprint: iss, publicJwk: key, updatedAt: now }));
   ctx.logger.info('host key rotated via its JWKS URL', { host_id: host.id });
   return { ...host, thumbprint: iss, publicJwk: key, updatedAt: now };
 }
@@ -278,10 +286,13 @@ export async function verifyAgentJwt(
   if (typeof sub !== 'string' || sub === '') throw invalid('The agent JWT needs a sub claim (§4.3).');
   const iss = payload.iss;
   if (iss !== undefined && typeof iss !== 'string') throw invalid('iss must be a string.');
-  const stored = cachedAgent(ctx, sub);
+  const agentHit = ctx.cache.agents.get(sub);
+  const stored = agentHit !== undefined ? agentHit : await loadAgent(ctx, sub);
   // Unknown agent and foreign host get the same answer: nothing about other hosts leaks.
   if (!stored) throw invalid('Unknown agent.');
-  const host = cachedHost(ctx, stored.hostId);
+  const hostKey = `id:${stored.hostId}`;
+  const hostHit = ctx.cache.hosts.get(hostKey);
+  const host = hostHit !== undefined ? hostHit : await loadHost(ctx, hostKey, stored.hostId);
   if (!host) throw invalid('Unknown agent.');
   const claims = verify(ctx, jwt, await agentKey(ctx, jwt, stored), 'agent+jwt', audiences);
   // The reference SDK omits iss; when present it MUST name the agent's own host (§4.5 steps 4–5).
@@ -298,7 +309,9 @@ export async function verifyAgentJwt(
   }
   const hostError = hostStatusError(host);
   if (hostError) throw hostError;
-  const agent = currentAgent(ctx, stored);
+  // A lifetime clock that ran out is stored on the way; otherwise nothing is awaited here.
+  const due = dueStatus(ctx, stored);
+  const agent = due === undefined ? stored : await applyDueStatus(ctx, stored, due);
   const agentError = agentStatusError(agent);
   if (agentError) throw agentError;
   return { agent, host, claims };

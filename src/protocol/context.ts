@@ -36,14 +36,14 @@ export interface ProtocolContext {
   readonly replay: ReplayCache;
   readonly usage: UsageTracker;
   readonly cache: HotCache;
-  /** Runs a transaction, then drops every cached record: a change is visible at once (§10.2). */
-  write<T>(fn: (tx: StoreWriter) => T): T;
   /**
-   * Runs `fn` once the current `write` has committed (at once outside one); never if it rolls
-   * back. For side effects outside the database, such as notifications: nothing is announced that
-   * did not happen.
+   * Runs a transaction (Store.write), then drops every cached record: a change is visible at once
+   * (§10.2). `fn` may run more than once (Store.write), so it changes nothing outside `tx`; what is
+   * to happen outside the database once it commits (notifications, approval events, in-memory
+   * state) it hands to `after`. Those run after the commit, in order, only for the attempt that
+   * committed; never when it rolls back.
    */
-  afterCommit(fn: () => void): void;
+  write<T>(fn: (tx: StoreWriter, after: AfterCommit) => Promise<T>): Promise<T>;
   /** Tells approvers of new approval requests (proxy config `notifications`); absent: nobody. */
   readonly notifier?: ApprovalNotifier;
   /** New approval requests per addressed user (approval-limits.ts); bounded in keys. */
@@ -53,6 +53,9 @@ export interface ProtocolContext {
   /** Keys from JWKS URLs (§4.1, §8.12, jwks/); absent: JWKS URLs are refused. */
   readonly jwks?: JwksKeySource;
 }
+
+/** Queues an action to run once the transaction commits (see ProtocolContext.write). */
+export type AfterCommit = (action: () => void) => void;
 
 /** What verification needs of the JWKS cache: a key by URL and kid, or a JwksKeyError. */
 export interface JwksKeySource {
@@ -68,6 +71,12 @@ export class HotCache {
   readonly hosts: TtlCache<HostRecord | null>;
   readonly agents: TtlCache<AgentRecord | null>;
   readonly grants: TtlCache<readonly GrantRecord[]>;
+  /**
+   * Bumped by every `clear`. A lookup that missed notes it before reading the store and keeps
+   * what it read only if it is unchanged: a read that started before a write committed must not
+   * put the old record back after the write cleared the cache.
+   */
+  generation = 0;
 
   constructor(clock: Clock, ttlMs: number) {
     this.hosts = new TtlCache(clock, ttlMs);
@@ -76,6 +85,7 @@ export class HotCache {
   }
 
   clear(): void {
+    this.generation++;
     this.hosts.clear();
     this.agents.clear();
     this.grants.clear();
@@ -137,12 +147,10 @@ export function createContext(options: ContextOptions): ProtocolContext {
       journal.takeRestored().map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })),
     );
   }
-  // Callbacks of the outermost write in progress; undefined outside a write.
-  let committed: (() => void)[] | undefined;
-  const runAll = (fns: readonly (() => void)[]): void => {
-    for (const fn of fns) {
+  const runAll = (actions: readonly (() => void)[]): void => {
+    for (const action of actions) {
       try {
-        fn();
+        action();
       } catch (err) {
         options.logger.error('after-commit action failed', {
           error: err instanceof Error ? err.message : String(err),
@@ -166,28 +174,23 @@ export function createContext(options: ContextOptions): ProtocolContext {
     replay,
     usage: new UsageTracker(options.store),
     cache,
-    write: (fn) => {
-      const outermost = committed === undefined;
-      if (outermost) committed = [];
+    write: async (fn) => {
+      let actions: (() => void)[] = [];
       let result;
       try {
-        result = options.store.write(fn);
-      } catch (err) {
-        if (outermost) committed = undefined;
-        throw err;
+        result = await options.store.write((tx) => {
+          // A fresh list per attempt: a rolled-back attempt's actions are dropped with it.
+          const attempt: (() => void)[] = [];
+          actions = attempt;
+          return fn(tx, (action) => {
+            attempt.push(action);
+          });
+        });
       } finally {
         cache.clear();
       }
-      if (outermost) {
-        const due = committed ?? [];
-        committed = undefined;
-        runAll(due);
-      }
+      runAll(actions);
       return result;
-    },
-    afterCommit: (fn) => {
-      if (committed) committed.push(fn);
-      else runAll([fn]);
     },
     ...(options.notifier ? { notifier: options.notifier } : {}),
     approvalLimiter: new RateLimiter(options.clock, { maxKeys: APPROVAL_LIMITER_KEYS }),

@@ -53,24 +53,27 @@ export type DeviceLookup =
   | { readonly kind: 'not_found'; readonly userCode: string }
   | { readonly kind: 'malformed' };
 
-export function lookUpDeviceRequest(ctx: ProtocolContext, input: string): DeviceLookup {
+export async function lookUpDeviceRequest(ctx: ProtocolContext, input: string): Promise<DeviceLookup> {
   const userCode = normalizeUserCode(input);
   if (userCode === undefined) return { kind: 'malformed' };
-  const approval = ctx.store.approvalByUserCode(userCode);
+  const approval = await ctx.store.approvalByUserCode(userCode);
   const open =
     approval !== undefined &&
     approval.status === 'pending' &&
     approval.method === 'device_authorization' &&
     approval.expiresAt > ctx.clock.now();
-  const request = open ? describeApproval(ctx, approval) : undefined;
+  const request = open ? await describeApproval(ctx, approval) : undefined;
   return request ? { kind: 'found', request } : { kind: 'not_found', userCode };
 }
 
 /** The request an approval asks, as the pages show it; undefined when its agent is gone. */
-export function describeApproval(ctx: ProtocolContext, approval: ApprovalRecord): DeviceRequest | undefined {
-  const agent = ctx.store.agent(approval.agentId);
+export async function describeApproval(
+  ctx: ProtocolContext,
+  approval: ApprovalRecord,
+): Promise<DeviceRequest | undefined> {
+  const agent = await ctx.store.agent(approval.agentId);
   if (!agent) return undefined;
-  const host = ctx.store.host(approval.hostId);
+  const host = await ctx.store.host(approval.hostId);
   return {
     approvalId: approval.id,
     userCode: approval.userCode,

@@ -6,10 +6,11 @@
  * capabilities need nothing here: execution refuses them (§2.12, execute.ts). Grants stored
  * before migration 13 have no version and are adopted at the current one.
  */
+import { ProtocolError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentRecord, GrantRecord, StoreWriter } from '../storage/types.js';
 import { capabilityVersion } from './capability-version.js';
-import type { ProtocolContext } from './context.js';
+import type { AfterCommit, ProtocolContext } from './context.js';
 import { createApproval } from './approvals.js';
 import { requestedFromGrant } from './grants.js';
 
@@ -26,17 +27,18 @@ export interface DriftOutcome {
   readonly adopted: number;
 }
 
-export function applyDrift(ctx: ProtocolContext): DriftOutcome {
-  const suspended = new Map<string, number>();
-  let adopted = 0;
-  ctx.write((tx) => {
+export function applyDrift(ctx: ProtocolContext): Promise<DriftOutcome> {
+  // The counts are the transaction's result, not variables it changes: it may run more than once.
+  return ctx.write(async (tx, after) => {
+    const suspended = new Map<string, number>();
+    let adopted = 0;
     const now = ctx.clock.now();
     const byAgent = new Map<string, GrantRecord[]>();
     for (const capability of ctx.catalog.capabilities) {
       const version = capabilityVersion(capability);
-      for (const grant of tx.grantsOffVersion(capability.name, version)) {
+      for (const grant of await tx.grantsOffVersion(capability.name, version)) {
         if (grant.capabilityVersion === null || grant.capabilityVersion === undefined) {
-          tx.updateGrant(grant.id, { capabilityVersion: version });
+          await tx.updateGrant(grant.id, { capabilityVersion: version });
           adopted++;
           continue;
         }
@@ -45,37 +47,50 @@ export function applyDrift(ctx: ProtocolContext): DriftOutcome {
       }
     }
     for (const [agentId, grants] of byAgent) {
-      const agent = tx.agent(agentId);
+      const agent = await tx.agent(agentId);
       if (!agent) continue;
-      suspend(ctx, tx, agent, grants, now);
+      await suspend(ctx, tx, after, agent, grants, now);
     }
+    return { suspended, adopted };
   });
-  return { suspended, adopted };
 }
 
 /** One approval request per agent for all its changed capabilities (pending grants, §3.3). */
-function suspend(
+async function suspend(
   ctx: ProtocolContext,
   tx: StoreWriter,
+  after: AfterCommit,
   agent: AgentRecord,
   grants: readonly GrantRecord[],
   now: number,
-): void {
-  for (const g of grants) tx.updateGrant(g.id, { status: 'pending', approvalId: null, updatedAt: now });
+): Promise<void> {
+  for (const g of grants) {
+    await tx.updateGrant(g.id, { status: 'pending', approvalId: null, updatedAt: now });
+  }
   if (agent.status !== 'active') return;
   const names = grants.map((g) => g.capability).join(', ');
   try {
-    const approval = createApproval(ctx, tx, 'capability_request', agent, grants.map(requestedFromGrant), {
-      reason: `Changed since approved, re-approval needed: ${names} (§2.12).`,
-    });
-    for (const g of grants) tx.updateGrant(g.id, { approvalId: approval.id, updatedAt: now });
+    const approval = await createApproval(
+      ctx,
+      tx,
+      after,
+      'capability_request',
+      agent,
+      grants.map(requestedFromGrant),
+      { reason: `Changed since approved, re-approval needed: ${names} (§2.12).` },
+    );
+    for (const g of grants) await tx.updateGrant(g.id, { approvalId: approval.id, updatedAt: now });
   } catch (err) {
     // The approver's rate limit (approval-limits.ts) must not stop a start-up: the grants stay
-    // pending without a request; the agent asks again (§5.4).
-    ctx.logger.warn('drift: no approval request created', {
-      agent: agent.id,
-      capabilities: names,
-      error: err instanceof Error ? err.message : String(err),
+    // pending without a request; the agent asks again (§5.4). Anything else (a database error)
+    // ends the transaction.
+    if (!(err instanceof ProtocolError)) throw err;
+    after(() => {
+      ctx.logger.warn('drift: no approval request created', {
+        agent: agent.id,
+        capabilities: names,
+        error: err.message,
+      });
     });
   }
 }

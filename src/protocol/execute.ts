@@ -17,7 +17,7 @@ import {
   type SentField,
 } from './constraints.js';
 import type { ProtocolContext } from './context.js';
-import { cachedGrants } from './grants.js';
+import { cachedGrants, loadGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 
 export interface AuthorizedExecution {
@@ -55,13 +55,14 @@ export function readExecuteBody(body: Readonly<Record<string, unknown>>): {
  * §4.5 from "resolve the agent's granted capabilities" on, and §5.11's checks, for an
  * authenticated agent: the three steps below in their order.
  */
-export function authorizeExecution(
+export async function authorizeExecution(
   ctx: ProtocolContext,
   auth: AgentAuth,
   request: { name: string; args: Readonly<Record<string, unknown>> },
   validators: ArgumentValidators,
-): AuthorizedExecution {
-  const { capability, grant } = authorizeCapability(ctx, auth, request.name);
+): Promise<AuthorizedExecution> {
+  const grants = cachedGrants(ctx, auth.agent.id) ?? (await loadGrants(ctx, auth.agent.id));
+  const { capability, grant } = authorizeCapability(ctx, auth, request.name, grants);
   validateArguments(validators, capability, request.args);
   checkArgumentConstraints(grant, request.args);
   return { auth, capability, grant, args: request.args };
@@ -69,12 +70,14 @@ export function authorizeExecution(
 
 /**
  * The capability and the grant that allows it: the JWT's `capabilities` claim names it (§4.3),
- * it exists (§2.12), the policy does not block it, and the agent holds an effective grant.
+ * it exists (§2.12), the policy does not block it, and the agent holds an effective grant among
+ * `grants`, the agent's (from the hot cache: cachedGrants / loadGrants).
  */
 export function authorizeCapability(
   ctx: ProtocolContext,
   auth: AgentAuth,
   name: string,
+  grants: readonly GrantRecord[],
 ): { capability: Capability; grant: GrantRecord } {
   // §4.3/§4.5: a `capabilities` claim restricts this JWT to the listed names.
   const claimed = auth.claims.capabilities;
@@ -90,7 +93,7 @@ export function authorizeCapability(
     }
   }
 
-  const grant = effectiveGrant(ctx, auth.agent.id, name);
+  const grant = effectiveGrant(ctx, grants, name);
   const capability = ctx.catalog.get(name);
   if (!capability) {
     // §2.12: a capability removed from the catalog fails with capability_not_granted for holders.
@@ -110,7 +113,7 @@ export function authorizeCapability(
   }
   if (!grant) {
     // drift.ts: a pending grant that carries a version was approved once, for another version.
-    const suspended = cachedGrants(ctx, auth.agent.id).some(
+    const suspended = grants.some(
       (g) => g.capability === name && g.status === 'pending' && g.capabilityVersion,
     );
     if (suspended) {
@@ -175,9 +178,13 @@ export function checkSentRequest(grant: GrantRecord, sent: { field(name: string)
   }
 }
 
-function effectiveGrant(ctx: ProtocolContext, agentId: string, capability: string): GrantRecord | undefined {
+function effectiveGrant(
+  ctx: ProtocolContext,
+  grants: readonly GrantRecord[],
+  capability: string,
+): GrantRecord | undefined {
   const now = ctx.clock.now();
-  return cachedGrants(ctx, agentId).find((g) => g.capability === capability && isGrantEffective(g, now));
+  return grants.find((g) => g.capability === capability && isGrantEffective(g, now));
 }
 
 /**
@@ -217,20 +224,21 @@ function parsedConstraints(grant: GrantRecord): ReturnType<typeof parseConstrain
  * §5.11: a long stream re-checks, from the database rather than the cache, that its agent, host
  * and grant still stand; the first problem found ends the stream.
  */
-export function streamStillAuthorized(
+export async function streamStillAuthorized(
   ctx: ProtocolContext,
   agentId: string,
   capability: string,
-): ProtocolError | undefined {
-  const stored = ctx.store.agent(agentId);
-  const host = stored ? ctx.store.host(stored.hostId) : undefined;
+): Promise<ProtocolError | undefined> {
+  const stored = await ctx.store.agent(agentId);
+  const host = stored ? await ctx.store.host(stored.hostId) : undefined;
   if (!stored || !host) return new ProtocolError('agent_revoked', 'The agent no longer exists.');
   const hostError = hostStatusError(host);
   if (hostError) return hostError;
-  const agentError = agentStatusError(currentAgent(ctx, stored));
+  const agentError = agentStatusError(await currentAgent(ctx, stored));
   if (agentError) return agentError;
   const now = ctx.clock.now();
-  if (!ctx.store.grants(agentId).some((g) => g.capability === capability && isGrantEffective(g, now))) {
+  const grants = await ctx.store.grants(agentId);
+  if (!grants.some((g) => g.capability === capability && isGrantEffective(g, now))) {
     return new ProtocolError('capability_not_granted', `The grant for ${capability} was revoked.`);
   }
   return undefined;

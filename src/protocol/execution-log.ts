@@ -36,6 +36,8 @@ export class ExecutionLog {
   /** performance.now() when the first record of the queued batch arrived. */
   private batchStartedAt = 0;
   private failing = false;
+  /** Batches handed to the store and not yet settled (stop waits for them). */
+  private readonly writing = new Set<Promise<void>>();
   private readonly options: GroupCommit;
 
   constructor(
@@ -72,45 +74,54 @@ export class ExecutionLog {
     if (this.started && now - this.batchStartedAt >= this.options.commitWindowMs) {
       // The window is over but the timer has not run yet (a busy event loop runs timers late):
       // commit now rather than let the batch outlive its bound.
-      this.flush();
+      void this.flush();
     } else if (this.queue.length >= this.options.maxBatch) {
       this.immediate ??= setImmediate(() => {
         this.immediate = undefined;
-        this.flush();
+        void this.flush();
       });
     } else if (this.started) {
       this.arm(this.options.commitWindowMs);
     }
   }
 
-  /** Commits every queued record now, in one transaction. */
-  flush(): void {
+  /**
+   * Commits every queued record now, in one transaction. Settles when the store has the batch;
+   * never rejects (a failure is logged, and the batch kept for the next attempt).
+   */
+  flush(): Promise<void> {
     this.disarm();
     if (this.dropped > 0) {
       this.logger.warn('execution records dropped (database too slow)', { dropped: this.dropped });
       this.dropped = 0;
     }
-    if (this.queue.length === 0) return;
+    if (this.queue.length === 0) return Promise.resolve();
     const batch = this.queue;
     this.queue = [];
-    try {
-      this.store.appendActivities(batch);
-      this.failing = false;
-    } catch (err) {
-      // Keep the batch for the next attempt (a busy database is transient).
-      this.queue = batch.concat(this.queue);
-      this.failing = true;
-      this.logger.error('writing execution records failed', {
-        error: err instanceof Error ? err.message : String(err),
-      });
-      if (this.started) this.arm(RETRY_MS);
-    }
+    const written = this.store.appendActivities(batch).then(
+      () => {
+        this.failing = false;
+      },
+      (err: unknown) => {
+        // Keep the batch for the next attempt (a busy database is transient).
+        this.queue = batch.concat(this.queue);
+        this.failing = true;
+        this.logger.error('writing execution records failed', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+        if (this.started) this.arm(RETRY_MS);
+      },
+    );
+    this.writing.add(written);
+    void written.finally(() => this.writing.delete(written));
+    return written;
   }
 
-  /** Commits what is queued and stops the timer; call before the store closes (SIGTERM). */
-  stop(): void {
+  /** Commits what is queued and stops the timer; await it before the store closes (SIGTERM). */
+  async stop(): Promise<void> {
     this.started = false;
-    this.flush();
+    await Promise.all(this.writing);
+    await this.flush();
     this.disarm();
   }
 
@@ -119,7 +130,7 @@ export class ExecutionLog {
     // unref: a pending commit does not keep the process alive; shutdown commits through stop().
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
-      this.flush();
+      void this.flush();
     }, delayMs).unref();
   }
 

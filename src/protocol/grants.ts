@@ -203,11 +203,19 @@ export function currentGrants(grants: readonly GrantRecord[]): GrantRecord[] {
   return grants.filter((g) => g.status !== 'revoked');
 }
 
-export function cachedGrants(ctx: ProtocolContext, agentId: string): readonly GrantRecord[] {
-  let grants = ctx.cache.grants.get(agentId);
-  if (!grants) {
-    grants = ctx.store.grants(agentId);
-    ctx.cache.grants.set(agentId, grants);
-  }
+/**
+ * An agent's grants from the hot cache (§10.2): at once on a hit, undefined on a miss, when
+ * `loadGrants` reads them. Callers write `cachedGrants(ctx, id) ?? (await loadGrants(ctx, id))`,
+ * so that a hit costs no promise.
+ */
+export function cachedGrants(ctx: ProtocolContext, agentId: string): readonly GrantRecord[] | undefined {
+  return ctx.cache.grants.get(agentId);
+}
+
+/** An agent's grants from the store, kept in the hot cache (see HotCache.generation). */
+export async function loadGrants(ctx: ProtocolContext, agentId: string): Promise<readonly GrantRecord[]> {
+  const generation = ctx.cache.generation;
+  const grants = await ctx.store.grants(agentId);
+  if (ctx.cache.generation === generation) ctx.cache.grants.set(agentId, grants);
   return grants;
 }

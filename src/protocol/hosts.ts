@@ -18,8 +18,8 @@ function event(
   type: string,
   host: HostRecord,
   detail: Record<string, unknown> | null,
-): void {
-  tx.appendActivity(
+): Promise<void> {
+  return tx.appendActivity(
     protocolEvent({
       at,
       type,
@@ -51,34 +51,38 @@ export async function rotateHostKey(
   const parsed = parsePublicJwk(body.public_key);
   if (!parsed.ok) throw new ProtocolError(parsed.code, `public_key: ${parsed.message}`);
   const tp = await thumbprint(parsed.jwk);
-  return ctx.write((tx) => {
+  return ctx.write(async (tx) => {
     const now = ctx.clock.now();
-    const clash = tx.hostByThumbprint(tp);
+    const clash = await tx.hostByThumbprint(tp);
     if (clash && clash.id !== host.id) {
       throw new ProtocolError('invalid_request', 'That key already identifies another host.');
     }
-    tx.updateHost(host.id, { publicJwk: parsed.jwk, thumbprint: tp, updatedAt: now });
-    event(tx, now, 'host.key_rotated', host, null);
+    await tx.updateHost(host.id, { publicJwk: parsed.jwk, thumbprint: tp, updatedAt: now });
+    await event(tx, now, 'host.key_rotated', host, null);
     return { host_id: host.id, status: host.status };
   });
 }
 
 /** §5.10 / §8.5: the host and every agent under it, in one transaction. */
-export function revokeHost(ctx: ProtocolContext, hostId: string, by: string): Record<string, unknown> {
-  return ctx.write((tx) => {
+export function revokeHost(
+  ctx: ProtocolContext,
+  hostId: string,
+  by: string,
+): Promise<Record<string, unknown>> {
+  return ctx.write(async (tx, after) => {
     const now = ctx.clock.now();
-    const host = tx.host(hostId);
+    const host = await tx.host(hostId);
     if (!host) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
     let revoked = 0;
-    for (const agent of tx.agents({ hostId })) {
+    for (const agent of await tx.agents({ hostId })) {
       if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') continue;
       revoked++;
-      tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
-      revokeGrants(tx, agent.id, now, 'Host revoked.');
-      for (const id of closePendingApprovals(tx, agent.id, now)) announce(ctx, id);
+      await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+      await revokeGrants(tx, agent.id, now, 'Host revoked.');
+      for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
     }
-    tx.updateHost(hostId, { status: 'revoked', updatedAt: now });
-    event(tx, now, 'host.revoked', host, { agents_revoked: revoked, by });
+    await tx.updateHost(hostId, { status: 'revoked', updatedAt: now });
+    await event(tx, now, 'host.revoked', host, { agents_revoked: revoked, by });
     return { host_id: hostId, status: 'revoked', agents_revoked: revoked };
   });
 }
@@ -107,9 +111,9 @@ export async function preRegisterHost(
       },
     );
   }
-  return ctx.write((tx) => {
+  return ctx.write(async (tx) => {
     const now = ctx.clock.now();
-    const existing = tx.hostByThumbprint(tp);
+    const existing = await tx.hostByThumbprint(tp);
     if (existing) {
       if (existing.status === 'revoked' || existing.status === 'rejected') {
         throw new ProtocolError(
@@ -117,7 +121,7 @@ export async function preRegisterHost(
           `A ${existing.status} host already uses this key; a host key cannot be reused.`,
         );
       }
-      tx.updateHost(existing.id, {
+      await tx.updateHost(existing.id, {
         ...(input.name ? { name: input.name } : {}),
         defaultCapabilities: [...input.defaultCapabilities],
         status: 'active',
@@ -127,9 +131,11 @@ export async function preRegisterHost(
         admittedByPolicy: false,
         updatedAt: now,
       });
-      const updated = tx.host(existing.id) as HostRecord;
-      if (input.userId && updated.userId !== input.userId) linkHost(ctx, tx, updated, input.userId, now);
-      return { host: hostView(tx.host(existing.id) as HostRecord), created: false };
+      const updated = (await tx.host(existing.id)) as HostRecord;
+      if (input.userId && updated.userId !== input.userId) {
+        await linkHost(ctx, tx, updated, input.userId, now);
+      }
+      return { host: hostView((await tx.host(existing.id)) as HostRecord), created: false };
     }
     const host: HostRecord = {
       id: newId('hst'),
@@ -146,8 +152,8 @@ export async function preRegisterHost(
       createdAt: now,
       updatedAt: now,
     };
-    tx.insertHost(host);
-    event(tx, now, 'host.pre_registered', host, { by });
+    await tx.insertHost(host);
+    await event(tx, now, 'host.pre_registered', host, { by });
     return { host: hostView(host), created: true };
   });
 }
@@ -176,39 +182,43 @@ export function parsePreRegistration(body: Readonly<Record<string, unknown>>): P
 }
 
 /** Operator linking (§2.9 server-side linking), with claiming (§2.10). */
-export function linkHostTo(ctx: ProtocolContext, hostId: string, userId: string): Record<string, unknown> {
-  return ctx.write((tx) => {
-    const host = tx.host(hostId);
+export function linkHostTo(
+  ctx: ProtocolContext,
+  hostId: string,
+  userId: string,
+): Promise<Record<string, unknown>> {
+  return ctx.write(async (tx) => {
+    const host = await tx.host(hostId);
     if (!host) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
     if (host.status === 'revoked' || host.status === 'rejected') {
       throw new ProtocolError(host.status === 'revoked' ? 'host_revoked' : 'host_rejected');
     }
-    const claimed = linkHost(ctx, tx, host, userId, ctx.clock.now());
-    return { ...hostView(tx.host(hostId) as HostRecord), agents_claimed: claimed };
+    const claimed = await linkHost(ctx, tx, host, userId, ctx.clock.now());
+    return { ...hostView((await tx.host(hostId)) as HostRecord), agents_claimed: claimed };
   });
 }
 
 /** §2.9 unlinking: every delegated agent derived its authority from the link and is revoked. */
-export function unlinkHost(ctx: ProtocolContext, hostId: string): Record<string, unknown> {
-  return ctx.write((tx) => {
+export function unlinkHost(ctx: ProtocolContext, hostId: string): Promise<Record<string, unknown>> {
+  return ctx.write(async (tx) => {
     const now = ctx.clock.now();
-    const host = tx.host(hostId);
+    const host = await tx.host(hostId);
     if (!host) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
     if (host.userId === null)
       throw new ProtocolError('invalid_request', `Host ${hostId} is not linked to a user.`);
     let revoked = 0;
-    for (const agent of tx.agents({ hostId })) {
+    for (const agent of await tx.agents({ hostId })) {
       if (agent.mode !== 'delegated') continue;
       if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') continue;
       revoked++;
-      tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
-      revokeGrants(tx, agent.id, now, 'Host unlinked from its user.');
+      await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+      await revokeGrants(tx, agent.id, now, 'Host unlinked from its user.');
       // An approval left open would, once approved, link the host to the user again.
-      closePendingApprovals(tx, agent.id, now);
+      await closePendingApprovals(tx, agent.id, now);
     }
-    tx.updateHost(hostId, { userId: null, updatedAt: now });
-    event(tx, now, 'host.unlinked', host, { agents_revoked: revoked });
-    return { ...hostView(tx.host(hostId) as HostRecord), agents_revoked: revoked };
+    await tx.updateHost(hostId, { userId: null, updatedAt: now });
+    await event(tx, now, 'host.unlinked', host, { agents_revoked: revoked });
+    return { ...hostView((await tx.host(hostId)) as HostRecord), agents_revoked: revoked };
   });
 }
 

@@ -25,9 +25,13 @@ export interface InboxPage {
 
 const CURSOR = /^(\d{1,15})~(apr_[A-Za-z0-9_-]{1,64})$/;
 
-export function inboxPage(ctx: ProtocolContext, userId: string, cursor: string | null): InboxPage {
+export async function inboxPage(
+  ctx: ProtocolContext,
+  userId: string,
+  cursor: string | null,
+): Promise<InboxPage> {
   const at = cursor === null ? null : CURSOR.exec(cursor);
-  const rows = ctx.store.inbox({
+  const rows = await ctx.store.inbox({
     userId,
     now: ctx.clock.now(),
     ...(at ? { before: { createdAt: Number(at[1]), id: at[2] as string } } : {}),
@@ -35,9 +39,10 @@ export function inboxPage(ctx: ProtocolContext, userId: string, cursor: string |
   });
   const page = rows.slice(0, INBOX_PAGE_SIZE);
   const last = page.at(-1);
+  const described: (DeviceRequest | undefined)[] = [];
+  for (const a of page) described.push(await describeApproval(ctx, a));
   return {
-    requests: page
-      .map((a) => describeApproval(ctx, a))
+    requests: described
       // A device request opened earlier leaves the inbox once its agent acts for someone else.
       .filter(
         (r): r is DeviceRequest =>
@@ -48,12 +53,12 @@ export function inboxPage(ctx: ProtocolContext, userId: string, cursor: string |
 }
 
 /** The open CIBA request `approvalId` if it is addressed to `userId`; for anyone else, nothing. */
-export function lookUpCibaRequest(
+export async function lookUpCibaRequest(
   ctx: ProtocolContext,
   approvalId: string,
   userId: string,
-): DeviceRequest | undefined {
-  const approval = ctx.store.approval(approvalId);
+): Promise<DeviceRequest | undefined> {
+  const approval = await ctx.store.approval(approvalId);
   if (
     approval === undefined ||
     approval.method !== 'ciba' ||
@@ -70,21 +75,21 @@ export function lookUpCibaRequest(
  * A signed-in user opened a device-authorization request with its code: it joins their inbox,
  * unless they could not decide it anyway (an autonomous agent, another user's agent).
  */
-export function recordOpened(ctx: ProtocolContext, r: DeviceRequest, userId: string): void {
+export async function recordOpened(ctx: ProtocolContext, r: DeviceRequest, userId: string): Promise<void> {
   if (r.method !== 'device_authorization' || decisionRefusal(r, userId) !== undefined) return;
-  ctx.store.markOpened(r.approvalId, userId, ctx.clock.now());
+  await ctx.store.markOpened(r.approvalId, userId, ctx.clock.now());
 }
 
 /**
  * The open request a decision form names, as the approve step finds it: a CIBA request by its id
  * (only for its addressee), otherwise a device-authorization request by its code.
  */
-export function requestToDecide(
+export async function requestToDecide(
   ctx: ProtocolContext,
   named: { readonly approvalId: string | null; readonly code: string },
   userId: string,
-): DeviceRequest | undefined {
+): Promise<DeviceRequest | undefined> {
   if (named.approvalId !== null) return lookUpCibaRequest(ctx, named.approvalId.slice(0, 100), userId);
-  const found = lookUpDeviceRequest(ctx, named.code);
+  const found = await lookUpDeviceRequest(ctx, named.code);
   return found.kind === 'found' ? found.request : undefined;
 }

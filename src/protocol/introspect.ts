@@ -5,7 +5,7 @@
 import { ProtocolError } from '../errors.js';
 import { acceptAgent, verifyAgentJwt } from './authenticate.js';
 import { iso, type ProtocolContext } from './context.js';
-import { cachedGrants, currentGrants } from './grants.js';
+import { cachedGrants, currentGrants, loadGrants } from './grants.js';
 import { agentClocks, isGrantEffective } from './lifecycle.js';
 
 export async function introspect(ctx: ProtocolContext, token: unknown): Promise<Record<string, unknown>> {
@@ -24,7 +24,8 @@ export async function introspect(ctx: ProtocolContext, token: unknown): Promise<
   const { agent, host, claims } = auth;
   const now = ctx.clock.now();
   const restrict = Array.isArray(claims.capabilities) ? new Set(claims.capabilities) : undefined;
-  const grants = currentGrants(cachedGrants(ctx, agent.id))
+  const held = cachedGrants(ctx, agent.id) ?? (await loadGrants(ctx, agent.id));
+  const grants = currentGrants(held)
     .filter((g) => g.status === 'pending' || isGrantEffective(g, now) || g.status === 'denied')
     .filter((g) => !restrict || restrict.has(g.capability))
     .map((g) => ({ capability: g.capability, status: isGrantEffective(g, now) ? 'active' : g.status }));

@@ -112,7 +112,7 @@ export async function jwksHostKey(
   let host = byThumbprint;
   let rotated = false;
   if (!host) {
-    host = ctx.store.hostByJwksUrl(url);
+    host = await ctx.store.hostByJwksUrl(url);
     rotated = host !== undefined;
   }
   // Before any fetch: only registration may make the server fetch a URL it does not know (§8.12).

@@ -28,32 +28,47 @@ export function agentClocks(ctx: ProtocolContext, agent: AgentRecord): AgentCloc
 }
 
 /**
+ * The status an expiry or absolute-lifetime revocation that has come due moves the agent to;
+ * undefined when none has (then the agent stands as stored, and nothing needs writing).
+ */
+export function dueStatus(ctx: ProtocolContext, agent: AgentRecord): AgentStatus | undefined {
+  const now = ctx.clock.now();
+  const clocks = agentClocks(ctx, agent);
+  const terminal = agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed';
+  if (!terminal && clocks.revokesAt !== null && now >= clocks.revokesAt && agent.status !== 'pending') {
+    return 'revoked';
+  }
+  if (agent.status === 'active' && clocks.expiresAt !== null && now >= clocks.expiresAt) return 'expired';
+  return undefined;
+}
+
+/**
  * The agent as it stands now: applies (and persists) an expiry or absolute-lifetime revocation
  * that has come due. Returns the possibly updated record.
  */
-export function currentAgent(ctx: ProtocolContext, agent: AgentRecord): AgentRecord {
+export async function currentAgent(ctx: ProtocolContext, agent: AgentRecord): Promise<AgentRecord> {
+  const status = dueStatus(ctx, agent);
+  return status === undefined ? agent : applyDueStatus(ctx, agent, status);
+}
+
+/** Persists `changed`, the status `dueStatus` found due (the hot path calls it only then). */
+export async function applyDueStatus(
+  ctx: ProtocolContext,
+  agent: AgentRecord,
+  changed: AgentStatus,
+): Promise<AgentRecord> {
   const now = ctx.clock.now();
-  const clocks = agentClocks(ctx, agent);
-  let status: AgentStatus | undefined;
-  const terminal = agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed';
-  if (!terminal && clocks.revokesAt !== null && now >= clocks.revokesAt && agent.status !== 'pending') {
-    status = 'revoked';
-  } else if (agent.status === 'active' && clocks.expiresAt !== null && now >= clocks.expiresAt) {
-    status = 'expired';
-  }
-  if (!status) return agent;
-  const changed = status;
-  ctx.write((tx) => {
-    const fresh = tx.agent(agent.id);
+  await ctx.write(async (tx) => {
+    const fresh = await tx.agent(agent.id);
     if (!fresh || fresh.status !== agent.status) return;
-    tx.updateAgent(agent.id, { status: changed, updatedAt: now });
+    await tx.updateAgent(agent.id, { status: changed, updatedAt: now });
     if (changed === 'revoked') {
       // §2.4: past the absolute lifetime the agent is revoked, exactly as an explicit revocation:
       // no grant stays active and no open approval can revive it.
-      revokeGrants(tx, agent.id, now, 'Absolute lifetime exceeded.');
-      closePendingApprovals(tx, agent.id, now);
+      await revokeGrants(tx, agent.id, now, 'Absolute lifetime exceeded.');
+      await closePendingApprovals(tx, agent.id, now);
     }
-    tx.appendActivity(
+    await tx.appendActivity(
       protocolEvent({
         at: now,
         type: changed === 'revoked' ? 'agent.absolute_lifetime_exceeded' : 'agent.expired',
@@ -75,10 +90,14 @@ export function isGrantEffective(grant: GrantRecord, now: number): boolean {
 }
 
 /** Closes (as `expired`) every approval still open for an agent whose state no longer allows one. */
-export function closePendingApprovals(tx: StoreWriter, agentId: string, now: number): string[] {
+export async function closePendingApprovals(
+  tx: StoreWriter,
+  agentId: string,
+  now: number,
+): Promise<string[]> {
   const closed: string[] = [];
-  for (const a of tx.approvals({ status: 'pending', agentId })) {
-    tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
+  for (const a of await tx.approvals({ status: 'pending', agentId })) {
+    await tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
     closed.push(a.id);
   }
   // The ids closed, for callers that tell §10.10.2 listeners (others are seen at the next keep-alive).
@@ -86,9 +105,14 @@ export function closePendingApprovals(tx: StoreWriter, agentId: string, now: num
 }
 
 /** Moves every current grant of an agent to the internal `revoked` state. */
-export function revokeGrants(tx: StoreWriter, agentId: string, now: number, reason: string): void {
-  for (const grant of tx.grants(agentId)) {
+export async function revokeGrants(
+  tx: StoreWriter,
+  agentId: string,
+  now: number,
+  reason: string,
+): Promise<void> {
+  for (const grant of await tx.grants(agentId)) {
     if (grant.status === 'revoked') continue;
-    tx.updateGrant(grant.id, { status: 'revoked', reason, updatedAt: now });
+    await tx.updateGrant(grant.id, { status: 'revoked', reason, updatedAt: now });
   }
 }

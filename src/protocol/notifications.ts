@@ -75,12 +75,13 @@ export interface ApprovalNotifier {
 }
 
 /** What the addressee of a per-call approval is told (read inside its transaction). */
-export function perCallNotice(
+export async function perCallNotice(
   ctx: ProtocolContext,
   tx: StoreReader,
   r: PerCallRecord,
   agent: AgentRecord,
-): PerCallNotice {
+): Promise<PerCallNotice> {
+  const hostName = (await tx.host(r.hostId))?.name ?? null;
   const capability = ctx.catalog.get(r.capability);
   const description = capability?.description.split('\n')[0]?.trim();
   return {
@@ -95,7 +96,7 @@ export function perCallNotice(
     },
     user_id: r.userId,
     agent: { id: agent.id, name: agent.name, mode: agent.mode },
-    host: { id: r.hostId, name: tx.host(r.hostId)?.name ?? null },
+    host: { id: r.hostId, name: hostName },
     capability: {
       name: r.capability,
       ...(description ? { description } : {}),
@@ -105,13 +106,13 @@ export function perCallNotice(
 }
 
 /** What the approver is told about a new approval request (read inside its transaction). */
-export function approvalNotice(
+export async function approvalNotice(
   ctx: ProtocolContext,
   tx: StoreReader,
   approval: ApprovalRecord,
   agent: AgentRecord,
-): ApprovalNotice {
-  const host = tx.host(approval.hostId);
+): Promise<ApprovalNotice> {
+  const host = await tx.host(approval.hostId);
   const ciba = approval.method === 'ciba';
   const url = ciba
     ? `${ctx.issuer()}/approvals`

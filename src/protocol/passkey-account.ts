@@ -46,7 +46,7 @@ export async function enrolmentOptions(
   fields: Fields,
 ): Promise<CeremonyOptions> {
   const list = [...fields];
-  const needs = enrolmentNeeds(passkeys.list(session.userId).length > 0, fresh);
+  const needs = enrolmentNeeds((await passkeys.list(session.userId)).length > 0, fresh);
   if (needs === 'sign-in-again') {
     throw new ProtocolError('unauthorized', 'Your sign-in is too old to add a passkey: sign in again first.');
   }
@@ -75,7 +75,7 @@ export async function addPasskey(
       reason: 'Your browser creates the passkey: this needs JavaScript, and the prompt must be completed.',
     };
   }
-  const needs = enrolmentNeeds(passkeys.list(session.userId).length > 0, fresh);
+  const needs = enrolmentNeeds((await passkeys.list(session.userId)).length > 0, fresh);
   if (needs === 'sign-in-again') {
     return {
       ok: false,
@@ -110,7 +110,7 @@ export async function removalOptions(
   session: SessionRecord,
   id: string,
 ): Promise<CeremonyOptions> {
-  if (!passkeys.list(session.userId).some((p) => p.id === id)) {
+  if (!(await passkeys.list(session.userId)).some((p) => p.id === id)) {
     throw new ProtocolError('not_found', 'You have no passkey with that id.');
   }
   return { assertion: await passkeys.assertionOptions(removalScope(session, id)) };
@@ -123,7 +123,7 @@ export async function removePasskey(
   form: URLSearchParams,
 ): Promise<AccountChange> {
   const id = form.get('id') ?? '';
-  const passkey = passkeys.list(session.userId).find((p) => p.id === id);
+  const passkey = (await passkeys.list(session.userId)).find((p) => p.id === id);
   if (!passkey) return { ok: false, status: 404, reason: 'You have no passkey with that id.' };
   const confirmed = await passkeys.verifyAssertion(removalScope(session, id), form.get('assertion') ?? '');
   if (!confirmed.ok) {
@@ -133,7 +133,7 @@ export async function removePasskey(
       reason: `Removing a passkey needs a confirmation with one of your passkeys. ${confirmed.reason}`,
     };
   }
-  if (!passkeys.remove(session.userId, id)) {
+  if (!(await passkeys.remove(session.userId, id))) {
     return { ok: false, status: 404, reason: 'You have no passkey with that id.' };
   }
   return { ok: true, passkey };

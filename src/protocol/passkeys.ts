@@ -121,7 +121,7 @@ export class Passkeys {
     return this.#challenges.size;
   }
 
-  list(userId: string): PasskeyRecord[] {
+  list(userId: string): Promise<PasskeyRecord[]> {
     return this.store.passkeys(userId);
   }
 
@@ -129,7 +129,7 @@ export class Passkeys {
   async registrationOptions(scope: CeremonyScope): Promise<PublicKeyCredentialCreationOptionsJSON> {
     const rp = this.#need();
     const userId = scope.userId as string;
-    const existing = this.store.passkeys(userId);
+    const existing = await this.store.passkeys(userId);
     if (existing.length >= MAX_PASSKEYS_PER_USER) {
       throw new ProtocolError(
         'invalid_request',
@@ -161,7 +161,7 @@ export class Passkeys {
     const pending = this.#take(scope, 'registration', parsed.challenge);
     if (!pending) return { ok: false, reason: UNKNOWN_CHALLENGE };
     const userId = scope.userId as string;
-    if (this.store.passkeys(userId).length >= MAX_PASSKEYS_PER_USER) {
+    if ((await this.store.passkeys(userId)).length >= MAX_PASSKEYS_PER_USER) {
       return { ok: false, reason: `You already have ${MAX_PASSKEYS_PER_USER} passkeys, the most allowed.` };
     }
     let info;
@@ -179,7 +179,7 @@ export class Passkeys {
     } catch (err) {
       return { ok: false, reason: `The passkey could not be verified: ${(err as Error).message}` };
     }
-    if (this.store.passkey(info.credential.id)) {
+    if (await this.store.passkey(info.credential.id)) {
       return { ok: false, reason: 'This passkey is already enrolled.' };
     }
     const now = this.clock.now();
@@ -194,7 +194,9 @@ export class Passkeys {
       createdAt: now,
       lastUsedAt: null,
     };
-    this.store.write((tx) => {
+    // Passkeys are not among a transaction's writes (StoreWriter): stored first, then recorded.
+    await this.store.insertPasskey(passkey);
+    await this.store.write((tx) =>
       tx.appendActivity(
         protocolEvent({
           at: now,
@@ -206,9 +208,8 @@ export class Passkeys {
           outcome: 'ok',
           detail: { passkey: passkey.name },
         }),
-      );
-      this.store.insertPasskey(passkey);
-    });
+      ),
+    );
     return { ok: true, passkey };
   }
 
@@ -218,7 +219,7 @@ export class Passkeys {
    */
   async assertionOptions(scope: CeremonyScope): Promise<PublicKeyCredentialRequestOptionsJSON> {
     const rp = this.#need();
-    const allowed = scope.userId === null ? [] : this.store.passkeys(scope.userId);
+    const allowed = scope.userId === null ? [] : await this.store.passkeys(scope.userId);
     if (scope.userId !== null && allowed.length === 0) {
       throw new ProtocolError('invalid_request', 'You have no passkey yet: add one on your account page.');
     }
@@ -242,7 +243,7 @@ export class Passkeys {
     if (!parsed) return { ok: false, reason: 'The browser sent no usable passkey confirmation.' };
     if (!this.#take(scope, 'assertion', parsed.challenge)) return { ok: false, reason: UNKNOWN_CHALLENGE };
     const response = parsed.json as unknown as AuthenticationResponseJSON;
-    const passkey = typeof response.id === 'string' ? this.store.passkey(response.id) : undefined;
+    const passkey = typeof response.id === 'string' ? await this.store.passkey(response.id) : undefined;
     if (!passkey || (scope.userId !== null && passkey.userId !== scope.userId)) {
       return { ok: false, reason: 'That passkey is not one of yours on this server.' };
     }
@@ -269,7 +270,7 @@ export class Passkeys {
         return { ok: false, reason: 'The passkey did not verify you (no fingerprint, face or PIN).' };
       }
       const now = this.clock.now();
-      this.store.recordPasskeyUse(passkey.id, verified.authenticationInfo.newCounter, now);
+      await this.store.recordPasskeyUse(passkey.id, verified.authenticationInfo.newCounter, now);
       return {
         ok: true,
         passkey: { ...passkey, counter: verified.authenticationInfo.newCounter, lastUsedAt: now },
@@ -280,11 +281,13 @@ export class Passkeys {
   }
 
   /** Removes one of `userId`'s passkeys; false when they have none by that id. */
-  remove(userId: string, id: string): boolean {
-    const passkey = this.store.passkey(id);
+  async remove(userId: string, id: string): Promise<boolean> {
+    const passkey = await this.store.passkey(id);
     if (!passkey || passkey.userId !== userId) return false;
     const now = this.clock.now();
-    return this.store.write((tx) => {
+    // As in `register`: the passkey first (only its owner's), then the record that it went.
+    if (!(await this.store.deletePasskey(id, userId))) return false;
+    await this.store.write((tx) =>
       tx.appendActivity(
         protocolEvent({
           at: now,
@@ -296,9 +299,9 @@ export class Passkeys {
           outcome: 'ok',
           detail: { passkey: passkey.name },
         }),
-      );
-      return this.store.deletePasskey(id, userId);
-    });
+      ),
+    );
+    return true;
   }
 
   /** Drops expired challenges (the proxy's maintenance). */

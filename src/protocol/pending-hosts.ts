@@ -26,9 +26,9 @@ export function isUnapproved(host: HostRecord): boolean {
  * A new, unknown host is about to be stored, pending or admitted by policy: refused when too many
  * hosts nobody approved are already stored.
  */
-export function admitNewPendingHost(ctx: ProtocolContext, tx: StoreWriter): void {
+export async function admitNewPendingHost(ctx: ProtocolContext, tx: StoreWriter): Promise<void> {
   const max = ctx.policy.pendingHosts.maxHosts;
-  if (tx.countHosts('pending') + tx.countPolicyAdmittedHosts() >= max) {
+  if ((await tx.countHosts('pending')) + (await tx.countPolicyAdmittedHosts()) >= max) {
     throw new ProtocolError(
       'rate_limited',
       `${max} hosts nobody has approved are already stored, the most this server keeps (policy pending_hosts.max_hosts = ${max}); retry later.`,
@@ -41,34 +41,34 @@ export function admitNewPendingHost(ctx: ProtocolContext, tx: StoreWriter): void
 }
 
 /** A pending host registers one more agent (with its approval request). */
-export function admitPendingHostAgent(
+export async function admitPendingHostAgent(
   ctx: ProtocolContext,
   tx: StoreWriter,
   host: HostRecord,
   now: number,
-): void {
+): Promise<void> {
   if (!isUnapproved(host)) return;
   const max = ctx.policy.pendingHosts.maxAgents;
-  if (tx.agents({ hostId: host.id }).length >= max) {
+  if ((await tx.agents({ hostId: host.id })).length >= max) {
     throw pendingHostFull(
       'pending_hosts.max_agents',
       max,
       `${notApproved(host)} and already has ${max} agents`,
     );
   }
-  admitPendingHostApproval(ctx, tx, host, now);
+  await admitPendingHostApproval(ctx, tx, host, now);
 }
 
 /** A pending host gets one more open approval request. */
-export function admitPendingHostApproval(
+export async function admitPendingHostApproval(
   ctx: ProtocolContext,
   tx: StoreWriter,
   host: HostRecord,
   now: number,
-): void {
+): Promise<void> {
   if (!isUnapproved(host)) return;
   const max = ctx.policy.pendingHosts.maxOpenApprovals;
-  if (tx.countOpenApprovals(host.id, now) >= max) {
+  if ((await tx.countOpenApprovals(host.id, now)) >= max) {
     throw pendingHostFull(
       'pending_hosts.max_open_approvals',
       max,
@@ -87,10 +87,10 @@ function notApproved(host: HostRecord): string {
  * A never-activated pending agent retried its registration after its approval request expired: the
  * expired requests can never be decided, so they go rather than pile up once per expiry (§7.1).
  */
-export function dropExpiredRegistrationApprovals(tx: StoreWriter, agent: AgentRecord): void {
+export async function dropExpiredRegistrationApprovals(tx: StoreWriter, agent: AgentRecord): Promise<void> {
   if (agent.status !== 'pending' || agent.activatedAt !== null) return;
-  for (const approval of tx.approvals({ agentId: agent.id, status: 'expired' })) {
-    if (approval.kind === 'registration') tx.deleteApproval(approval.id);
+  for (const approval of await tx.approvals({ agentId: agent.id, status: 'expired' })) {
+    if (approval.kind === 'registration') await tx.deleteApproval(approval.id);
   }
 }
 

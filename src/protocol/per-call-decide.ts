@@ -20,10 +20,10 @@ export interface PerCallDecider {
 }
 
 /** Denies a pending call; false when it was no longer pending. Nothing is executed. */
-export function denyPerCall(ctx: ProtocolContext, r: PerCallRecord, by: PerCallDecider): boolean {
+export function denyPerCall(ctx: ProtocolContext, r: PerCallRecord, by: PerCallDecider): Promise<boolean> {
   const now = ctx.clock.now();
-  return ctx.write((tx) => {
-    const moved = tx.updatePerCall(r.id, 'pending', {
+  return ctx.write(async (tx) => {
+    const moved = await tx.updatePerCall(r.id, 'pending', {
       status: 'failed',
       error: new ProtocolError('approval_denied').toBody(),
       decidedAt: now,
@@ -31,7 +31,7 @@ export function denyPerCall(ctx: ProtocolContext, r: PerCallRecord, by: PerCallD
       keepUntil: now + PER_CALL_RESULT_TTL_MS,
     });
     if (moved) {
-      tx.appendActivity(
+      await tx.appendActivity(
         perCallEvent(r, now, 'per_call.denied', 'denied', {
           by: by.actor,
           auth_method: by.authMethod,
@@ -53,15 +53,18 @@ export function claimPerCall(
   id: string,
   hash: string,
   by: PerCallDecider,
-): PerCallRecord | undefined {
+): Promise<PerCallRecord | undefined> {
   const now = ctx.clock.now();
-  return ctx.write((tx) => {
-    const r = tx.perCall(id);
+  return ctx.write(async (tx) => {
+    const r = await tx.perCall(id);
     if (!r || r.status !== 'pending' || r.expiresAt <= now || shownHash(r) !== hash) return undefined;
-    if (!tx.updatePerCall(id, 'pending', { status: 'executing', decidedAt: now, decidedBy: by.actor })) {
-      return undefined;
-    }
-    tx.appendActivity(
+    const claimed = await tx.updatePerCall(id, 'pending', {
+      status: 'executing',
+      decidedAt: now,
+      decidedBy: by.actor,
+    });
+    if (!claimed) return undefined;
+    await tx.appendActivity(
       perCallEvent(r, now, 'per_call.approved', 'approved', {
         by: by.actor,
         auth_method: by.authMethod,
@@ -77,16 +80,16 @@ export function finishPerCall(
   ctx: ProtocolContext,
   r: PerCallRecord,
   outcome: { readonly result: unknown; readonly upstreamStatus: number } | { readonly error: ProtocolError },
-): void {
+): Promise<void> {
   const now = ctx.clock.now();
   const failed = 'error' in outcome;
-  ctx.write((tx) => {
-    tx.updatePerCall(r.id, 'executing', {
+  return ctx.write(async (tx) => {
+    await tx.updatePerCall(r.id, 'executing', {
       status: failed ? 'failed' : 'completed',
       ...(failed ? { error: outcome.error.toBody() } : { result: outcome.result }),
       keepUntil: now + PER_CALL_RESULT_TTL_MS,
     });
-    tx.appendActivity(
+    await tx.appendActivity(
       perCallEvent(r, now, 'per_call.executed', failed ? outcome.error.code : 'success', {
         ...(failed ? {} : { upstream_status: outcome.upstreamStatus }),
       }),
@@ -95,15 +98,15 @@ export function finishPerCall(
 }
 
 /** A pending call past its deadline fails with approval_expired (§5.11 `failed`). */
-function expire(ctx: ProtocolContext, r: PerCallRecord): void {
+function expire(ctx: ProtocolContext, r: PerCallRecord): Promise<void> {
   const now = ctx.clock.now();
-  ctx.write((tx) => {
-    const moved = tx.updatePerCall(r.id, 'pending', {
+  return ctx.write(async (tx) => {
+    const moved = await tx.updatePerCall(r.id, 'pending', {
       status: 'failed',
       error: new ProtocolError('approval_expired').toBody(),
       keepUntil: now + PER_CALL_RESULT_TTL_MS,
     });
-    if (moved) tx.appendActivity(perCallEvent(r, now, 'per_call.expired', 'expired', {}));
+    if (moved) await tx.appendActivity(perCallEvent(r, now, 'per_call.expired', 'expired', {}));
   });
 }
 
@@ -116,8 +119,8 @@ export type PerCallState =
  * §5.11 polling of a per-call status URL by `auth`'s agent (the token step has checked a fresh
  * JWT). A final state is delivered once: the row is deleted as it is read.
  */
-export function pollPerCall(ctx: ProtocolContext, auth: AgentAuth, id: string): PerCallState {
-  let r = ctx.store.perCall(id);
+export async function pollPerCall(ctx: ProtocolContext, auth: AgentAuth, id: string): Promise<PerCallState> {
+  let r = await ctx.store.perCall(id);
   if (!r) {
     throw new ProtocolError(
       'execution_not_found',
@@ -128,14 +131,15 @@ export function pollPerCall(ctx: ProtocolContext, auth: AgentAuth, id: string): 
     throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
   }
   if (r.status === 'pending' && r.expiresAt <= ctx.clock.now()) {
-    expire(ctx, r);
-    r = ctx.store.perCall(id) ?? r;
+    await expire(ctx, r);
+    r = (await ctx.store.perCall(id)) ?? r;
   }
   if (r.status === 'pending' || r.status === 'executing') return { status: 'pending' };
+  // A final row changes no more; whichever poll deletes it delivers it (once).
   const delivered = r;
-  const gone = ctx.write((tx) => {
-    if (!tx.perCall(id)) return false;
-    tx.deletePerCall(id);
+  const gone = await ctx.write(async (tx) => {
+    if (!(await tx.perCall(id))) return false;
+    await tx.deletePerCall(id);
     return true;
   });
   if (!gone) throw new ProtocolError('execution_not_found', 'This outcome was already delivered.');
@@ -145,9 +149,12 @@ export function pollPerCall(ctx: ProtocolContext, auth: AgentAuth, id: string): 
 }
 
 /** Maintenance: overdue approvals fail, undelivered outcomes past keep_until go; small batches. */
-export function sweepPerCalls(ctx: ProtocolContext): { expired: number; deleted: number } {
+export async function sweepPerCalls(ctx: ProtocolContext): Promise<{ expired: number; deleted: number }> {
   const now = ctx.clock.now();
-  const overdue = ctx.store.overduePerCalls(now, PER_CALL_SWEEP_BATCH);
-  for (const r of overdue) expire(ctx, r);
-  return { expired: overdue.length, deleted: ctx.store.deleteStalePerCalls(now, PER_CALL_SWEEP_BATCH) };
+  const overdue = await ctx.store.overduePerCalls(now, PER_CALL_SWEEP_BATCH);
+  for (const r of overdue) await expire(ctx, r);
+  return {
+    expired: overdue.length,
+    deleted: await ctx.store.deleteStalePerCalls(now, PER_CALL_SWEEP_BATCH),
+  };
 }

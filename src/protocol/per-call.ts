@@ -60,11 +60,11 @@ export function mayDecide(ctx: ProtocolContext, r: PerCallRecord, userId: string
  * Stores a per-call execution that passed every check and returns its status URL (§5.11). Nothing
  * is stored for an agent nobody can approve for.
  */
-export function openPerCall(
+export async function openPerCall(
   ctx: ProtocolContext,
   auth: AgentAuth,
   request: { capability: string; args: Readonly<Record<string, unknown>> },
-): string {
+): Promise<string> {
   const userId = auth.agent.userId ?? auth.host.userId ?? null;
   if (userId === null && ctx.policy.approval.approvers.length === 0) {
     throw new ProtocolError(
@@ -90,33 +90,42 @@ export function openPerCall(
     decidedBy: null,
     keepUntil: expiresAt + PER_CALL_RESULT_TTL_MS,
   };
-  ctx.write((tx) => {
+  await ctx.write(async (tx, after) => {
     // Bounded: an agent cannot fill its user's inbox (or the table) faster than they decide.
-    if (tx.countOpenPerCalls(auth.agent.id, now) >= MAX_OPEN_PER_AGENT) {
+    if ((await tx.countOpenPerCalls(auth.agent.id, now)) >= MAX_OPEN_PER_AGENT) {
       throw new ProtocolError(
         'rate_limited',
         `This agent already has ${MAX_OPEN_PER_AGENT} calls waiting for approval; retry once one is decided.`,
         { headers: { 'retry-after': '60' } },
       );
     }
-    tx.insertPerCall(record);
-    tx.appendActivity(
+    await tx.insertPerCall(record);
+    await tx.appendActivity(
       perCallEvent(record, now, 'per_call.opened', 'pending', {
         expires_at: expiresAt,
         // §11: arguments can hold personal data; recorded only when the policy says so.
         ...(ctx.policy.audit.logArguments ? { arguments: request.args } : {}),
       }),
     );
-    const notice = perCallNotice(ctx, tx, record, auth.agent);
-    ctx.afterCommit(() => ctx.notifier?.approvalRequested(notice));
+    const notifier = ctx.notifier;
+    if (notifier) {
+      const notice = await perCallNotice(ctx, tx, record, auth.agent);
+      after(() => {
+        notifier.approvalRequested(notice);
+      });
+    }
   });
   return statusUrlOf(ctx, record.id);
 }
 
 /** The open per-call approval `id` if `userId` may decide it; for anyone else, nothing. */
-export function lookUpPerCall(ctx: ProtocolContext, id: string, userId: string): PerCallRecord | undefined {
+export async function lookUpPerCall(
+  ctx: ProtocolContext,
+  id: string,
+  userId: string,
+): Promise<PerCallRecord | undefined> {
   if (!isPerCallId(id)) return undefined;
-  const r = ctx.store.perCall(id.slice(0, 100));
+  const r = await ctx.store.perCall(id.slice(0, 100));
   if (!r || r.status !== 'pending' || r.expiresAt <= ctx.clock.now() || !mayDecide(ctx, r, userId)) {
     return undefined;
   }
@@ -130,11 +139,11 @@ export const PER_CALL_INBOX_SIZE = 20;
  * The open calls waiting for `userId`: those of the user's agents, and, for a listed approver,
  * those of agents acting for nobody; newest first, at most PER_CALL_INBOX_SIZE.
  */
-export function perCallInbox(ctx: ProtocolContext, userId: string): PerCallRecord[] {
+export async function perCallInbox(ctx: ProtocolContext, userId: string): Promise<PerCallRecord[]> {
   const now = ctx.clock.now();
-  const own = ctx.store.perCallsAddressedTo(userId, now, PER_CALL_INBOX_SIZE);
+  const own = await ctx.store.perCallsAddressedTo(userId, now, PER_CALL_INBOX_SIZE);
   const shared = ctx.policy.approval.approvers.includes(userId)
-    ? ctx.store.perCallsAddressedTo(null, now, PER_CALL_INBOX_SIZE)
+    ? await ctx.store.perCallsAddressedTo(null, now, PER_CALL_INBOX_SIZE)
     : [];
   return [...own, ...shared]
     .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))

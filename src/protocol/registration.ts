@@ -66,9 +66,9 @@ export async function registerAgent(
     body.capabilities === undefined ? [] : parseCapabilityRequest(ctx, body.capabilities, 'capabilities');
   const hints = readHints(body);
 
-  return ctx.write((tx) => {
+  return ctx.write(async (tx, after) => {
     const now = ctx.clock.now();
-    let host = tx.hostByThumbprint(auth.thumbprint);
+    let host = await tx.hostByThumbprint(auth.thumbprint);
     if (host && (host.status === 'revoked' || host.status === 'rejected')) {
       // §2.11: a terminal host MUST NOT register agents.
       throw new ProtocolError(host.status === 'revoked' ? 'host_revoked' : 'host_rejected');
@@ -80,7 +80,7 @@ export async function registerAgent(
       );
     }
     if (!host) {
-      admitNewPendingHost(ctx, tx);
+      await admitNewPendingHost(ctx, tx);
       // §2.2.2 bootstrap: with `autonomous.bootstrap: policy` server policy, not a person, admits
       // an unknown host for an autonomous agent. Its agents get only what autonomousGrants allows
       // (never high-risk or blocked), and it stays within the pending-host bounds (isUnapproved).
@@ -103,9 +103,9 @@ export async function registerAgent(
         createdAt: now,
         updatedAt: now,
       };
-      tx.insertHost(host);
+      await tx.insertHost(host);
       if (admitted) {
-        tx.appendActivity(
+        await tx.appendActivity(
           protocolEvent({
             at: now,
             type: 'host.admitted_by_policy',
@@ -120,11 +120,11 @@ export async function registerAgent(
         );
       }
     } else if (hostName && hostName !== host.name) {
-      tx.updateHost(host.id, { name: hostName, updatedAt: now });
+      await tx.updateHost(host.id, { name: hostName, updatedAt: now });
       host = { ...host, name: hostName };
     }
 
-    const existing = tx.agentByKey(host.id, agentThumbprint);
+    const existing = await tx.agentByKey(host.id, agentThumbprint);
     if (existing) {
       if (existing.status !== 'pending') {
         throw new ProtocolError(
@@ -134,31 +134,32 @@ export async function registerAgent(
         );
       }
       // §5.3: a pending registration retried with the same key is idempotent.
-      let approval = openApproval(ctx, existing.id);
+      let approval = await openApproval(ctx, tx, existing.id);
       if (!approval) {
-        admitPendingHostApproval(ctx, tx, host, now);
+        await admitPendingHostApproval(ctx, tx, host, now);
         // The earlier request expired: a fresh one (new user code) takes over its pending grants.
-        const fresh = createApproval(
+        const fresh = await createApproval(
           ctx,
           tx,
+          after,
           'registration',
           existing,
-          requestedFromGrants(tx.grants(existing.id)),
+          requestedFromGrants(await tx.grants(existing.id)),
           hints,
         );
-        for (const g of tx.grants(existing.id)) {
-          if (g.status === 'pending') tx.updateGrant(g.id, { approvalId: fresh.id, updatedAt: now });
+        for (const g of await tx.grants(existing.id)) {
+          if (g.status === 'pending') await tx.updateGrant(g.id, { approvalId: fresh.id, updatedAt: now });
         }
-        dropExpiredRegistrationApprovals(tx, existing);
+        await dropExpiredRegistrationApprovals(tx, existing);
         approval = fresh;
       }
       return {
-        ...agentView(ctx, existing, tx.grants(existing.id), host),
+        ...agentView(ctx, existing, await tx.grants(existing.id), host),
         approval: approvalObject(ctx, approval),
       };
     }
 
-    admitPendingHostAgent(ctx, tx, host, now);
+    await admitPendingHostAgent(ctx, tx, host, now);
     const agent: AgentRecord = {
       id: newId('agt'),
       hostId: host.id,
@@ -182,13 +183,13 @@ export async function registerAgent(
     const needsApproval = requested.filter((r) => !auto.has(r.name));
     const activeNow = hostTrusted;
     const finalAgent: AgentRecord = activeNow ? { ...agent, status: 'active', activatedAt: now } : agent;
-    tx.insertAgent(finalAgent);
+    await tx.insertAgent(finalAgent);
     const approval =
       needsApproval.length > 0 || !activeNow
-        ? createApproval(ctx, tx, 'registration', finalAgent, needsApproval, hints)
+        ? await createApproval(ctx, tx, after, 'registration', finalAgent, needsApproval, hints)
         : undefined;
-    putRequestedGrants(ctx, tx, finalAgent.id, requested, auto, approval, now, hints.reason ?? null);
-    tx.appendActivity(
+    await putRequestedGrants(ctx, tx, finalAgent.id, requested, auto, approval, now, hints.reason ?? null);
+    await tx.appendActivity(
       protocolEvent({
         at: now,
         type: 'agent.registered',
@@ -205,7 +206,7 @@ export async function registerAgent(
         jti: auth.claims.jti,
       }),
     );
-    const view = agentView(ctx, finalAgent, tx.grants(finalAgent.id), host);
+    const view = agentView(ctx, finalAgent, await tx.grants(finalAgent.id), host);
     return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
   });
 }
@@ -230,7 +231,7 @@ async function registeredAgentKey(ctx: ProtocolContext, auth: HostAuth): Promise
  * else pending under `approval`. Registration, capability requests and reactivation all decide
  * grants this way.
  */
-export function putRequestedGrants(
+export async function putRequestedGrants(
   ctx: ProtocolContext,
   tx: StoreWriter,
   agentId: string,
@@ -239,8 +240,9 @@ export function putRequestedGrants(
   approval: ApprovalRecord | undefined,
   now: number,
   reason: string | null,
-): GrantRecord[] {
-  return requested.map((r) => {
+): Promise<GrantRecord[]> {
+  const grants: GrantRecord[] = [];
+  for (const r of requested) {
     const granted = auto.has(r.name);
     const grant: GrantRecord = {
       id: newId('grt'),
@@ -260,9 +262,10 @@ export function putRequestedGrants(
       createdAt: now,
       updatedAt: now,
     };
-    tx.putGrant(grant);
-    return grant;
-  });
+    await tx.putGrant(grant);
+    grants.push(grant);
+  }
+  return grants;
 }
 
 function requestedFromGrants(grants: readonly GrantRecord[]): RequestedCapability[] {

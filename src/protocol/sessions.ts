@@ -20,15 +20,15 @@ export class Sessions {
    * `authenticatedAt` is when the person proved who they are, if earlier than now (an OIDC
    * provider's `auth_time`: its own session may be older than this sign-in); never later than now.
    */
-  start(
+  async start(
     userId: string,
     authMethod: AuthMethod,
     replacing?: string,
     authenticatedAt?: number,
     /** An OIDC sign-in's `acr` and `amr`, recorded with each decision (issue 16). */
     claims?: { readonly acr: string | null; readonly amr: readonly string[] | null },
-  ): { readonly cookieValue: string; readonly session: SessionRecord } {
-    if (replacing !== undefined) this.end(replacing);
+  ): Promise<{ readonly cookieValue: string; readonly session: SessionRecord }> {
+    if (replacing !== undefined) await this.end(replacing);
     const now = this.clock.now();
     const cookieValue = randomBytes(32).toString('base64url');
     const session: SessionRecord = {
@@ -42,19 +42,19 @@ export class Sessions {
       createdAt: now,
       expiresAt: now + this.lifetimeMs,
     };
-    this.store.insertSession(session);
+    await this.store.insertSession(session);
     return { cookieValue, session };
   }
 
   /** The live session the cookie names, if any. */
-  find(cookieValue: string | undefined): SessionRecord | undefined {
+  async find(cookieValue: string | undefined): Promise<SessionRecord | undefined> {
     if (cookieValue === undefined || !/^[A-Za-z0-9_-]{43}$/.test(cookieValue)) return undefined;
-    const session = this.store.session(hashId(cookieValue));
+    const session = await this.store.session(hashId(cookieValue));
     return session && session.expiresAt > this.clock.now() ? session : undefined;
   }
 
-  end(cookieValue: string): void {
-    this.store.deleteSession(hashId(cookieValue));
+  end(cookieValue: string): Promise<void> {
+    return this.store.deleteSession(hashId(cookieValue));
   }
 
   /** §8.11: whether the person authenticated within `freshAuthMs`. */
@@ -63,7 +63,7 @@ export class Sessions {
   }
 
   /** Removes at most `limit` expired sessions (one batch of the maintenance sweep); how many. */
-  sweep(limit: number): number {
+  sweep(limit: number): Promise<number> {
     return this.store.deleteExpiredSessions(this.clock.now(), limit);
   }
 }

@@ -20,10 +20,10 @@ export const SWEEP_BATCHES_PER_RUN = 100;
  * Runs `step` (one batch of at most `batch` items, returning how many it did) until a batch comes
  * back short or the run's budget is spent, yielding to the event loop between batches.
  */
-export async function inBatches(step: () => number, batch: number): Promise<number> {
+export async function inBatches(step: () => Promise<number>, batch: number): Promise<number> {
   let total = 0;
   for (let i = 0; i < SWEEP_BATCHES_PER_RUN; i++) {
-    const n = step();
+    const n = await step();
     total += n;
     if (n < batch) break;
     await nextTurn();

@@ -21,7 +21,7 @@ export class UsageTracker {
   constructor(private readonly store: Store) {}
 
   start(intervalMs = 5_000): void {
-    this.timer ??= setInterval(() => this.flush(), intervalMs).unref();
+    this.timer ??= setInterval(() => void this.flush(), intervalMs).unref();
   }
 
   recordAgent(agentId: string, hostId: string, at: number): void {
@@ -70,7 +70,11 @@ export class UsageTracker {
     this.agents.delete(agentId);
   }
 
-  flush(): void {
+  /**
+   * Writes what was recorded since the last flush, in one batch. Never rejects: when the store
+   * refuses the batch (a busy database), its times and counts wait for the next flush.
+   */
+  async flush(): Promise<void> {
     if (this.agents.size === 0 && this.hosts.size === 0 && this.grants.size === 0) return;
     const agents = this.agents;
     const hosts = this.hosts;
@@ -78,12 +82,33 @@ export class UsageTracker {
     this.agents = new Map();
     this.hosts = new Map();
     this.grants = new Map();
-    this.store.touch(agents, hosts, grants);
+    try {
+      await this.store.touch(agents, hosts, grants);
+    } catch {
+      this.restore(agents, hosts, grants);
+    }
   }
 
-  stop(): void {
+  /** Puts a failed batch back under what was recorded since (newer times, summed counts). */
+  private restore(
+    agents: ReadonlyMap<string, number>,
+    hosts: ReadonlyMap<string, number>,
+    grants: ReadonlyMap<string, GrantUse>,
+  ): void {
+    for (const [id, at] of agents) this.agents.set(id, Math.max(at, this.agents.get(id) ?? 0));
+    for (const [id, at] of hosts) this.hosts.set(id, Math.max(at, this.hosts.get(id) ?? 0));
+    for (const [id, use] of grants) {
+      const since = this.grants.get(id);
+      this.grants.set(id, {
+        uses: use.uses + (since?.uses ?? 0),
+        lastUsedAt: Math.max(use.lastUsedAt ?? 0, since?.lastUsedAt ?? 0),
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    this.flush();
+    await this.flush();
   }
 }

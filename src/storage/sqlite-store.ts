@@ -1,8 +1,9 @@
 /**
  * The SQLite store (better-sqlite3): WAL journal, synchronous=FULL so an acknowledged commit
  * survives a crash or power loss, a busy timeout for concurrent processes, foreign keys on, and
- * migrations applied at open. Every `write` is one transaction.
-
+ * migrations applied at open. The engine here answers synchronously (better-sqlite3 runs on the
+ * caller's thread); sqlite-async-store.ts puts the asynchronous Store contract over it, with one
+ * write transaction at a time.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -48,6 +49,7 @@ import type {
   Store,
   StoreWriter,
 } from './types.js';
+import { SqliteAsyncStore } from './sqlite-async-store.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
@@ -69,6 +71,21 @@ export type WriteKind = 'state' | 'activity';
 
 /** The page cache of the store's one connection, in KiB (a bound on its memory, README). */
 export const SQLITE_CACHE_KIB = 32_768;
+
+/** A contract with its promises taken off: the same methods, answering on the spot. */
+type Sync<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => Promise<infer R> ? (...args: A) => R : never;
+};
+export type SyncStoreWriter = Sync<StoreWriter>;
+/**
+ * The synchronous engine: every Store method but `write`, whose transaction the asynchronous
+ * store opens and ends with `begin`, `commit` and `rollback` (its `fn` awaits in between).
+ */
+export type SyncStore = Sync<Omit<Store, 'write'>> & {
+  begin(): void;
+  commit(): void;
+  rollback(): void;
+};
 
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   if (options.file !== ':memory:') {
@@ -93,7 +110,7 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   // millions of activity rows land on pages all over them, and each miss is a read system call.
   db.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
   migrate(db, options.file);
-  return new SqliteStore(db, options.onWrite, options.onPrepare);
+  return new SqliteAsyncStore(new SqliteEngine(db, options.onWrite, options.onPrepare), options.onWrite);
 }
 
 function migrate(db: Database.Database, file: string): void {
@@ -111,9 +128,13 @@ function migrate(db: Database.Database, file: string): void {
   }
 }
 
-class SqliteStore implements Store {
+export class SqliteEngine implements SyncStore {
   private readonly statements = new Map<string, Database.Statement>();
-  private readonly writer: StoreWriter;
+  readonly writer: SyncStoreWriter;
+  // Prepared apart from `stmt`: not queries, so not for the query-plan test.
+  private readonly beginStmt: Database.Statement;
+  private readonly commitStmt: Database.Statement;
+  private readonly rollbackStmt: Database.Statement;
 
   constructor(
     private readonly db: Database.Database,
@@ -121,6 +142,9 @@ class SqliteStore implements Store {
     private readonly onPrepare?: (sql: string) => void,
   ) {
     this.writer = this.createWriter();
+    this.beginStmt = db.prepare('BEGIN IMMEDIATE');
+    this.commitStmt = db.prepare('COMMIT');
+    this.rollbackStmt = db.prepare('ROLLBACK');
   }
 
   private stmt(sql: string): Database.Statement {
@@ -522,15 +546,18 @@ class SqliteStore implements Store {
     ).run(now, limit).changes;
   }
 
-  write<T>(fn: (tx: StoreWriter) => T): T {
-    // IMMEDIATE: take the write lock up front, so a read-then-write cannot be invalidated midway.
-    if (!this.onWrite) return this.db.transaction(() => fn(this.writer)).immediate();
-    const started = performance.now();
-    try {
-      return this.db.transaction(() => fn(this.writer)).immediate();
-    } finally {
-      this.onWrite('state', (performance.now() - started) / 1000);
-    }
+  /** IMMEDIATE: the write lock is taken up front, so a read-then-write cannot be invalidated midway. */
+  begin(): void {
+    this.beginStmt.run();
+  }
+
+  commit(): void {
+    this.commitStmt.run();
+  }
+
+  /** Ends the open transaction; nothing to do when SQLite already rolled it back (some errors do). */
+  rollback(): void {
+    if (this.db.inTransaction) this.rollbackStmt.run();
   }
 
   touch(
@@ -585,7 +612,7 @@ class SqliteStore implements Store {
     if (this.db.open) this.db.close();
   }
 
-  private createWriter(): StoreWriter {
+  private createWriter(): SyncStoreWriter {
     const insert = <T>(table: string, columns: Columns<T>, record: T, verb = 'INSERT'): void => {
       const p = params(columns, record);
       const names = Object.keys(p).filter((c) => !(table === 'activity' && c === 'id'));
@@ -606,7 +633,7 @@ class SqliteStore implements Store {
       if (sets.length === 0) return;
       this.stmt(`UPDATE ${table} SET ${sets.join(', ')} WHERE id = @id`).run(values);
     };
-    const reader = this as Store;
+    const reader = this as SyncStore;
     return {
       host: (id) => reader.host(id),
       hostByThumbprint: (t) => reader.hostByThumbprint(t),

@@ -1,7 +1,8 @@
 /**
  * The storage contract the protocol logic depends on: records (§3 data model) and the two views
- * of a store, a reader and a transactional writer. The SQLite store implements it; another
- * backend (a networked database) would implement the same interface and nothing above it changes.
+ * of a store, a reader and a transactional writer. Every call is asynchronous, because one
+ * implementation (PostgreSQL, for several replicas, issue 13) talks to a database over the network;
+ * the SQLite store answers from the same thread and resolves at once.
  *
  * Times are milliseconds since the epoch; the HTTP layer renders them as ISO 8601.
  */
@@ -308,84 +309,97 @@ export interface ListingPage {
 export type Patch<T> = Partial<Omit<T, 'id' | 'createdAt'>>;
 
 export interface StoreReader {
-  host(id: string): HostRecord | undefined;
-  hostByThumbprint(thumbprint: string): HostRecord | undefined;
+  host(id: string): Promise<HostRecord | undefined>;
+  hostByThumbprint(thumbprint: string): Promise<HostRecord | undefined>;
   /** The JWKS-based host registered with this URL (§4.2, §4.5.1 step 4). */
-  hostByJwksUrl(url: string): HostRecord | undefined;
-  hosts(filter?: { status?: HostStatus; userId?: string } & ListingPage): HostRecord[];
-  agent(id: string): AgentRecord | undefined;
-  agentByKey(hostId: string, keyThumbprint: string): AgentRecord | undefined;
-  agents(filter?: { hostId?: string; status?: AgentStatus; userId?: string } & ListingPage): AgentRecord[];
+  hostByJwksUrl(url: string): Promise<HostRecord | undefined>;
+  hosts(filter?: { status?: HostStatus; userId?: string } & ListingPage): Promise<HostRecord[]>;
+  agent(id: string): Promise<AgentRecord | undefined>;
+  agentByKey(hostId: string, keyThumbprint: string): Promise<AgentRecord | undefined>;
+  agents(
+    filter?: { hostId?: string; status?: AgentStatus; userId?: string } & ListingPage,
+  ): Promise<AgentRecord[]>;
   /** Every grant row of an agent, `revoked` ones included, in creation order. */
-  grants(agentId: string): GrantRecord[];
+  grants(agentId: string): Promise<GrantRecord[]>;
   /** Active grants of a capability not at `version` (drift, §2.12); NULL versions included. */
-  grantsOffVersion(capability: string, version: string): GrantRecord[];
-  approval(id: string): ApprovalRecord | undefined;
-  approvalByUserCode(userCode: string): ApprovalRecord | undefined;
-  approvals(filter?: { status?: ApprovalStatus; agentId?: string } & ListingPage): ApprovalRecord[];
+  grantsOffVersion(capability: string, version: string): Promise<GrantRecord[]>;
+  approval(id: string): Promise<ApprovalRecord | undefined>;
+  approvalByUserCode(userCode: string): Promise<ApprovalRecord | undefined>;
+  approvals(filter?: { status?: ApprovalStatus; agentId?: string } & ListingPage): Promise<ApprovalRecord[]>;
   /** At most `limit` pending approvals whose deadline is at or before `now`, earliest first. */
-  overdueApprovals(now: number, limit: number): ApprovalRecord[];
+  overdueApprovals(now: number, limit: number): Promise<ApprovalRecord[]>;
   /** How many hosts have this status (the pending-host bound, §2.11). */
-  countHosts(status: HostStatus): number;
+  countHosts(status: HostStatus): Promise<number>;
   /** Active, unlinked hosts that policy admitted (nobody approved them): within the same bound. */
-  countPolicyAdmittedHosts(): number;
+  countPolicyAdmittedHosts(): Promise<number>;
   /** Pending approvals of a host's agents not yet expired at `now`. */
-  countOpenApprovals(hostId: string, now: number): number;
+  countOpenApprovals(hostId: string, now: number): Promise<number>;
   /** All pending approvals not yet expired at `now` (the approvals_pending gauge). */
-  countPendingApprovals(now: number): number;
-  activity(query: ActivityQuery): ActivityRecord[];
-  asyncJob(id: string): AsyncJobRecord | undefined;
+  countPendingApprovals(now: number): Promise<number>;
+  activity(query: ActivityQuery): Promise<ActivityRecord[]>;
+  asyncJob(id: string): Promise<AsyncJobRecord | undefined>;
   /**
    * A user's agents: linked to the user, or under a host linked to the user; newest first, a page
    * at a time (the account page, issue 11).
    */
-  agentsOfUser(userId: string, page: { readonly limit: number; readonly offset: number }): AgentRecord[];
-  countAgentsOfUser(userId: string): number;
-  perCall(id: string): PerCallRecord | undefined;
+  agentsOfUser(
+    userId: string,
+    page: { readonly limit: number; readonly offset: number },
+  ): Promise<AgentRecord[]>;
+  countAgentsOfUser(userId: string): Promise<number>;
+  perCall(id: string): Promise<PerCallRecord | undefined>;
   /**
    * Open (pending, not past `now`) per-call approvals addressed to `userId`, or with `userId`
    * null to the policy's approvers; newest first, at most `limit`.
    */
-  perCallsAddressedTo(userId: string | null, now: number, limit: number): PerCallRecord[];
+  perCallsAddressedTo(userId: string | null, now: number, limit: number): Promise<PerCallRecord[]>;
   /** The operator's list: see PerCallQuery. */
-  perCalls(query: PerCallQuery): PerCallRecord[];
+  perCalls(query: PerCallQuery): Promise<PerCallRecord[]>;
   /** How many of an agent's per-call approvals are pending and not past `now`. */
-  countOpenPerCalls(agentId: string, now: number): number;
+  countOpenPerCalls(agentId: string, now: number): Promise<number>;
   /** At most `limit` pending per-call rows whose deadline is at or before `now`. */
-  overduePerCalls(now: number, limit: number): PerCallRecord[];
+  overduePerCalls(now: number, limit: number): Promise<PerCallRecord[]>;
 }
 
 /** Everything a transaction may change; all calls inside one `write` commit or roll back together. */
 export interface StoreWriter extends StoreReader {
-  insertHost(host: HostRecord): void;
-  updateHost(id: string, patch: Patch<HostRecord>): void;
-  deleteHost(id: string): void;
-  insertAgent(agent: AgentRecord): void;
-  updateAgent(id: string, patch: Patch<AgentRecord>): void;
+  insertHost(host: HostRecord): Promise<void>;
+  updateHost(id: string, patch: Patch<HostRecord>): Promise<void>;
+  deleteHost(id: string): Promise<void>;
+  insertAgent(agent: AgentRecord): Promise<void>;
+  updateAgent(id: string, patch: Patch<AgentRecord>): Promise<void>;
   /** Deletes the agent with its grants and approvals (pending cleanup, §10.9). */
-  deleteAgent(id: string): void;
+  deleteAgent(id: string): Promise<void>;
   /** Inserts, or replaces the agent's row for the same capability (one current grant each). */
-  putGrant(grant: GrantRecord): void;
-  updateGrant(id: string, patch: Patch<GrantRecord>): void;
-  insertApproval(approval: ApprovalRecord): void;
-  updateApproval(id: string, patch: Patch<ApprovalRecord>): void;
+  putGrant(grant: GrantRecord): Promise<void>;
+  updateGrant(id: string, patch: Patch<GrantRecord>): Promise<void>;
+  insertApproval(approval: ApprovalRecord): Promise<void>;
+  updateApproval(id: string, patch: Patch<ApprovalRecord>): Promise<void>;
   /** Deletes an approval row (grants pointing at it keep their row, without the link). */
-  deleteApproval(id: string): void;
-  appendActivity(record: ActivityRecord): void;
+  deleteApproval(id: string): Promise<void>;
+  appendActivity(record: ActivityRecord): Promise<void>;
   /** Deletes at most `limit` of an agent's activity rows, oldest first (§9.2); returns how many. */
-  deleteAgentActivity(agentId: string, limit: number): number;
-  insertPerCall(record: PerCallRecord): void;
+  deleteAgentActivity(agentId: string, limit: number): Promise<number>;
+  insertPerCall(record: PerCallRecord): Promise<void>;
   /**
    * Moves a per-call row on only if its status is still `from`; returns whether it did (a
    * compare-and-set: of two concurrent decisions only one moves it).
    */
-  updatePerCall(id: string, from: PerCallStatus, patch: Patch<PerCallRecord>): boolean;
-  deletePerCall(id: string): void;
+  updatePerCall(id: string, from: PerCallStatus, patch: Patch<PerCallRecord>): Promise<boolean>;
+  deletePerCall(id: string): Promise<void>;
 }
 
 export interface Store extends StoreReader {
-  /** Runs `fn` in one transaction: its changes are all visible afterwards, or none are. */
-  write<T>(fn: (tx: StoreWriter) => T): T;
+  /**
+   * Runs `fn` in one transaction: its changes are all visible afterwards, or none are. Other
+   * transactions see it as if transactions ran one after another (SQLite: one writer at a time;
+   * PostgreSQL: SERIALIZABLE). `fn` may be run again when the database reports a serialization
+   * conflict, so it must do nothing outside `tx` (no I/O, no cache or counter changes): do those
+   * after `write` resolves, with what `fn` returned. Inside `fn`, read and write through `tx`
+   * only: a call to the store itself is outside the transaction (the SQLite store makes it wait
+   * until `fn` ends, which never comes).
+   */
+  write<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T>;
   /**
    * Coalesced `last_used_at` updates (§10.2: no write per request); one statement batch. Grants
    * get their use count added and their last use raised (the account page's "uses", "last used").
@@ -394,43 +408,43 @@ export interface Store extends StoreReader {
     agents: ReadonlyMap<string, number>,
     hosts: ReadonlyMap<string, number>,
     grants?: ReadonlyMap<string, GrantUse>,
-  ): void;
+  ): Promise<void>;
   /** The stored use counters of an agent's grants, by grant id (grants never used are absent). */
-  grantUses(agentId: string): Map<string, GrantUse>;
+  grantUses(agentId: string): Promise<Map<string, GrantUse>>;
   /** Appends execution records in one transaction (the executor batches them off the hot path). */
-  appendActivities(records: readonly ActivityRecord[]): void;
-  insertAsyncJob(job: AsyncJobRecord): void;
+  appendActivities(records: readonly ActivityRecord[]): Promise<void>;
+  insertAsyncJob(job: AsyncJobRecord): Promise<void>;
   /** Deletes at most `limit` jobs whose `expires_at` is before `now`; returns how many. */
-  deleteExpiredAsyncJobs(now: number, limit: number): number;
+  deleteExpiredAsyncJobs(now: number, limit: number): Promise<number>;
   /**
    * Deletes at most `limit` activity records dated before `before`, oldest first (retention,
    * §9.2); returns how many. Bounded, so a caller can spread a large backlog over many turns.
    */
-  deleteActivityBefore(before: number, limit: number): number;
-  insertSession(session: SessionRecord): void;
-  session(idHash: string): SessionRecord | undefined;
-  deleteSession(idHash: string): void;
+  deleteActivityBefore(before: number, limit: number): Promise<number>;
+  insertSession(session: SessionRecord): Promise<void>;
+  session(idHash: string): Promise<SessionRecord | undefined>;
+  deleteSession(idHash: string): Promise<void>;
   /** Deletes at most `limit` sessions whose `expires_at` is at or before `now`; returns how many. */
-  deleteExpiredSessions(now: number, limit: number): number;
+  deleteExpiredSessions(now: number, limit: number): Promise<number>;
   /** Records that `userId` opened an approval request (once per user; the first time is kept). */
-  markOpened(approvalId: string, userId: string, at: number): void;
+  markOpened(approvalId: string, userId: string, at: number): Promise<void>;
   /** The approver's inbox, newest first: see InboxQuery. */
-  inbox(query: InboxQuery): ApprovalRecord[];
-  insertPasskey(passkey: PasskeyRecord): void;
-  passkey(id: string): PasskeyRecord | undefined;
+  inbox(query: InboxQuery): Promise<ApprovalRecord[]>;
+  insertPasskey(passkey: PasskeyRecord): Promise<void>;
+  passkey(id: string): Promise<PasskeyRecord | undefined>;
   /** A user's passkeys, oldest first. */
-  passkeys(userId: string): PasskeyRecord[];
+  passkeys(userId: string): Promise<PasskeyRecord[]>;
   /** Records an accepted assertion: the new signature counter and when. */
-  recordPasskeyUse(id: string, counter: number, at: number): void;
+  recordPasskeyUse(id: string, counter: number, at: number): Promise<void>;
   /** Deletes the passkey only if it is `userId`'s; returns whether one was deleted. */
-  deletePasskey(id: string, userId: string): boolean;
+  deletePasskey(id: string, userId: string): Promise<boolean>;
   /** Deletes at most `limit` per-call rows whose `keep_until` is at or before `now`; returns how many. */
-  deleteStalePerCalls(now: number, limit: number): number;
+  deleteStalePerCalls(now: number, limit: number): Promise<number>;
   /**
    * Deletes at most `limit` never-activated pending agents, then at most `limit` pending hosts
    * without agents, created before `before` (§10.9); returns how many of each. Bounded, so a
    * caller spreads a backlog over event-loop turns.
    */
-  deleteStalePending(before: number, limit: number): { agents: number; hosts: number };
-  close(): void;
+  deleteStalePending(before: number, limit: number): Promise<{ agents: number; hosts: number }>;
+  close(): Promise<void>;
 }

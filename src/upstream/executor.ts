@@ -61,12 +61,12 @@ export type ExecutionOutcome =
       readonly retryAfter?: string;
     };
 
-/** A call the agent must be allowed to make itself; throws (a ProtocolError) when it may not. */
+/** A call the agent must be allowed to make itself; rejects (a ProtocolError) when it may not. */
 export type AuthorizeCall = (call: {
   name: string;
   args: Readonly<Record<string, unknown>>;
   sent: SentRequest;
-}) => void;
+}) => Promise<void>;
 
 export interface PollRequest extends RequestContext {
   readonly upstreamUrl: string;
@@ -207,7 +207,7 @@ export class Executor {
 
   private async get(api: ApiRuntime, call: StatusCall, request: PollRequest): Promise<UpstreamReply> {
     // The agent must be allowed this very call (grant, constraints) before anything is sent.
-    request.authorize({ name: call.capability.name, args: call.args, sent: call.sent });
+    await request.authorize({ name: call.capability.name, args: call.args, sent: call.sent });
     return this.sender.send(api, call.capability.operation, call.parts, request, {
       timeoutMs: api.settings.timeoutMs,
     });

@@ -57,10 +57,10 @@ export async function startPerCallProxy(options: {
 }
 
 /** A passkey of `userId`, stored as an enrolment would store it; the test holds the authenticator. */
-export function softPasskey(p: TestProtocol, userId: string): SoftAuthenticator {
+export async function softPasskey(p: TestProtocol, userId: string): Promise<SoftAuthenticator> {
   const userHandle = randomBytes(16).toString('base64url');
   const soft = new SoftAuthenticator(userHandle);
-  p.proxy.protocol.store.insertPasskey({
+  await p.proxy.protocol.store.insertPasskey({
     id: soft.id,
     userId,
     userHandle,

@@ -125,17 +125,16 @@ describe('activity retention (§9.2)', () => {
   const DAY = 86_400_000;
   const at = (q: TestProtocol, daysAgo: number) =>
     activityRecord(q.clock.now() - daysAgo * DAY, `test.${daysAgo}`);
-  const types = (q: TestProtocol): string[] =>
-    q.proxy.protocol.store
-      .activity({ limit: 100 })
+  const types = async (q: TestProtocol): Promise<string[]> =>
+    (await q.proxy.protocol.store.activity({ limit: 100 }))
       .map((r) => r.type)
       .filter((t) => t.startsWith('test.'))
       .sort();
 
   it('by default records older than 90 days are deleted, newer ones kept', async () => {
-    p.proxy.protocol.store.appendActivities([at(p, 91), at(p, 89)]);
+    await p.proxy.protocol.store.appendActivities([at(p, 91), at(p, 89)]);
     expect(await p.proxy.pruneActivity()).toBe(1);
-    expect(types(p)).toEqual(['test.89']);
+    expect(await types(p)).toEqual(['test.89']);
   });
 
   it('audit.retention from the config file; null keeps everything', async () => {
@@ -147,9 +146,9 @@ describe('activity retention (§9.2)', () => {
       writeFileSync(config, `apis:\n  - spec: ${PETSTORE}\naudit:\n  retention: ${retention}\n`);
       const q = await startProtocol({ overrides: { config, db: join(dir, `retention-${retention}.db`) } });
       try {
-        q.proxy.protocol.store.appendActivities([at(q, 8), at(q, 1)]);
+        await q.proxy.protocol.store.appendActivities([at(q, 8), at(q, 1)]);
         await q.proxy.pruneActivity();
-        expect(types(q)).toEqual(expected);
+        expect(await types(q)).toEqual(expected);
       } finally {
         await q.close();
       }

@@ -24,7 +24,7 @@ describe('Metrics', () => {
   it('reads the gauges from their sources when scraped, and shows 0-valued closed sets', async () => {
     const m = metrics();
     let pending = 3;
-    m.watch({ pendingApprovals: () => pending, replayCacheSize: () => 7 });
+    m.watch({ pendingApprovals: () => Promise.resolve(pending), replayCacheSize: () => 7 });
     expect((await m.exposition()).text).toContain('agent_auth_proxy_approvals_pending 3');
     pending = 1;
     const { text, contentType } = await m.exposition();

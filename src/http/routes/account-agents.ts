@@ -19,12 +19,15 @@ import { agentsOutcome, agentsSection } from '../views/account-agents.js';
 import type { AccountPage, AccountSection } from './account.js';
 
 /** The section: one page of the user's agents (`?page=N`, clamped) and their hosts. */
-export function agentsAccountSection(ctx: ProtocolContext, flushActivity: () => void): AccountSection {
-  return (x, s) => {
+export function agentsAccountSection(
+  ctx: ProtocolContext,
+  flushActivity: () => Promise<void>,
+): AccountSection {
+  return async (x, s) => {
     // Queued execution records first, so "recent activity" is never behind (audit.commit_window).
-    flushActivity();
+    await flushActivity();
     const requested = Number(x.url.searchParams.get('page') ?? '1');
-    return agentsSection(accountAgents(ctx, s.userId, Number.isFinite(requested) ? requested : 1), s);
+    return agentsSection(await accountAgents(ctx, s.userId, Number.isFinite(requested) ? requested : 1), s);
   };
 }
 
@@ -33,7 +36,7 @@ export interface AccountAgentRouteOptions {
   readonly auth: PageAuth;
   readonly limits: RateLimits;
   readonly page: AccountPage;
-  readonly flushActivity: () => void;
+  readonly flushActivity: () => Promise<void>;
 }
 
 const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,64}$/;
@@ -48,9 +51,9 @@ export function accountAgentRoutes(router: Router, options: AccountAgentRouteOpt
     return id;
   };
   // Another user's agent and no agent at all read the same: nothing about others is revealed.
-  const ownAgent = <T>(action: () => T): T => {
+  const ownAgent = async <T>(action: () => Promise<T>): Promise<T> => {
     try {
-      return action();
+      return await action();
     } catch (err) {
       if (err instanceof ProtocolError && err.code === 'agent_not_found') {
         throw new ProtocolError(
@@ -64,23 +67,23 @@ export function accountAgentRoutes(router: Router, options: AccountAgentRouteOpt
 
   router.add('POST', '/account/agents/revoke', [
     ...steps,
-    step('revoke-agent', (x) => {
+    step('revoke-agent', async (x) => {
       const s = need(x.session, 'session');
       const id = agentId(x);
-      const agent = ownAgent(() => revokeOwnAgent(ctx, s.userId, id));
-      options.page.show(x, s, 200, agentsOutcome({ kind: 'revoked', agent }));
+      const agent = await ownAgent(() => revokeOwnAgent(ctx, s.userId, id));
+      await options.page.show(x, s, 200, agentsOutcome({ kind: 'revoked', agent }));
     }),
   ]);
 
   router.add('POST', '/account/agents/delete-activity', [
     ...steps,
-    step('delete-activity', (x) => {
+    step('delete-activity', async (x) => {
       const s = need(x.session, 'session');
       const id = agentId(x);
       // Queued execution records of this agent are written first, so none reappears afterwards.
-      options.flushActivity();
-      const result = ownAgent(() => deleteOwnActivity(ctx, s.userId, id));
-      options.page.show(x, s, 200, agentsOutcome({ kind: 'deleted', result }));
+      await options.flushActivity();
+      const result = await ownAgent(() => deleteOwnActivity(ctx, s.userId, id));
+      await options.page.show(x, s, 200, agentsOutcome({ kind: 'deleted', result }));
     }),
   ]);
 }

@@ -18,8 +18,8 @@ import { PASSKEY_SCRIPT_TAG } from '../views/passkey-script.js';
 import type { AccountPage, AccountSection } from './account.js';
 
 export function passkeysAccountSection(auth: PageAuth, passkeys: Passkeys): AccountSection {
-  return (_x, s) => {
-    const list = passkeys.list(s.userId);
+  return async (_x, s) => {
+    const list = await passkeys.list(s.userId);
     const fresh = auth.sessions.isFresh(s, auth.settings.freshAuthMs);
     return [
       passkeySection({
@@ -50,14 +50,11 @@ export function accountPasskeyRoutes(
     s: SessionRecord,
     change: AccountChange,
     done: (name: string) => string,
-  ): void => {
-    if (change.ok) {
-      accountPage.show(x, s, 200, message('ok', done(change.passkey.name)));
-      return;
-    }
+  ): Promise<void> => {
+    if (change.ok) return accountPage.show(x, s, 200, message('ok', done(change.passkey.name)));
     x.decision.outcome = 'deny';
     x.decision.reason = change.reason;
-    accountPage.show(x, s, change.status, message('error', `${change.reason} Nothing was changed.`));
+    return accountPage.show(x, s, change.status, message('error', `${change.reason} Nothing was changed.`));
   };
 
   const signedIn = pageForm(auth, limits, { token: true });
@@ -67,7 +64,7 @@ export function accountPasskeyRoutes(
     step('add', async (x) => {
       const s = need(x.session, 'session');
       const fresh = auth.sessions.isFresh(s, auth.settings.freshAuthMs);
-      outcome(
+      await outcome(
         x,
         s,
         await addPasskey(passkeys, s, fresh, need(x.form, 'form')),
@@ -80,7 +77,12 @@ export function accountPasskeyRoutes(
     ...signedIn,
     step('remove', async (x) => {
       const s = need(x.session, 'session');
-      outcome(x, s, await removePasskey(passkeys, s, need(x.form, 'form')), (n) => `Passkey "${n}" removed.`);
+      await outcome(
+        x,
+        s,
+        await removePasskey(passkeys, s, need(x.form, 'form')),
+        (n) => `Passkey "${n}" removed.`,
+      );
     }),
   ]);
 }

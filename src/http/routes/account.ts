@@ -16,11 +16,11 @@ import { page, session } from '../steps/page.js';
 import { whoAmI } from '../views/device.js';
 
 /** One section of the page, rendered for the signed-in user. */
-export type AccountSection = (x: Exchange, session: SessionRecord) => string;
+export type AccountSection = (x: Exchange, session: SessionRecord) => Promise<string>;
 
 export interface AccountPage {
   /** The whole page, with `note` (an outcome message, HTML) above the sections. */
-  show(x: Exchange, session: SessionRecord, status: number, note?: string): void;
+  show(x: Exchange, session: SessionRecord, status: number, note?: string): Promise<void>;
 }
 
 export interface AccountRouteOptions {
@@ -35,10 +35,10 @@ export interface AccountRouteOptions {
 export function accountRoutes(router: Router, options: AccountRouteOptions): AccountPage {
   const title = `Your account — ${options.serverName}`;
   const accountPage: AccountPage = {
-    show(x, s, status, note) {
+    async show(x, s, status, note) {
       const parts = [`<h1>${escapeHtml(title)}</h1>`, whoAmI(s)];
       if (note) parts.push(note);
-      for (const section of options.sections) parts.push(section(x, s));
+      for (const section of options.sections) parts.push(await section(x, s));
       sendHtml(x.res, status, htmlPage(title, parts.join('\n')), options.headers ?? {});
     },
   };
@@ -46,7 +46,7 @@ export function accountRoutes(router: Router, options: AccountRouteOptions): Acc
     page,
     perIp(options.limits),
     session(options.auth),
-    step('render', (x) => {
+    step('render', async (x) => {
       if (!x.session) {
         sendHtml(
           x.res,
@@ -60,7 +60,7 @@ export function accountRoutes(router: Router, options: AccountRouteOptions): Acc
         );
         return;
       }
-      accountPage.show(x, x.session, 200);
+      await accountPage.show(x, x.session, 200);
     }),
   ]);
   return accountPage;

@@ -22,8 +22,8 @@ const CURSOR = /^(\d{1,15})~(call_[A-Za-z0-9_-]{1,64})$/;
 
 export interface AdminPerCallOptions {
   readonly ctx: ProtocolContext;
-  readonly read: (name: string, action: (x: Exchange) => void) => SharedStep[];
-  readonly change: (name: string, action: (x: Exchange) => void) => SharedStep[];
+  readonly read: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
+  readonly change: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
   /** The deny reason from the JSON body, checked. */
   readonly reasonOf: (x: Exchange) => string | undefined;
 }
@@ -35,8 +35,8 @@ export function adminPerCallRoutes(
   router.add(
     'GET',
     '/admin/per-call-approvals',
-    read('list-per-call', ({ res, url }) => {
-      sweepPerCalls(ctx);
+    read('list-per-call', async ({ res, url }) => {
+      await sweepPerCalls(ctx);
       const q = url.searchParams;
       const limit = q.get('limit') === null ? 50 : Number(q.get('limit'));
       if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
@@ -49,7 +49,7 @@ export function adminPerCallRoutes(
       const cursor = q.get('cursor');
       const at = cursor === null ? null : CURSOR.exec(cursor);
       if (cursor !== null && !at) throw new ProtocolError('invalid_request', 'cursor is not valid.');
-      const rows = ctx.store.perCalls({
+      const rows = await ctx.store.perCalls({
         ...(status !== null ? { status: status as PerCallStatus } : {}),
         ...(at ? { before: { createdAt: Number(at[1]), id: at[2] as string } } : {}),
         limit,
@@ -65,19 +65,18 @@ export function adminPerCallRoutes(
   router.add(
     'POST',
     '/admin/per-call-approvals/:id/deny',
-    change('deny-per-call', (x) => {
+    change('deny-per-call', async (x) => {
       const id = x.params.id ?? '';
-      const r = isPerCallId(id) ? ctx.store.perCall(id) : undefined;
+      const r = isPerCallId(id) ? await ctx.store.perCall(id) : undefined;
       if (!r || r.status !== 'pending' || r.expiresAt <= ctx.clock.now()) {
         throw new ProtocolError('approval_not_found', 'No pending per-call approval has that id.');
       }
       const reason = reasonOf(x);
-      if (
-        !denyPerCall(ctx, r, { actor: 'admin', authMethod: 'admin_token', ...(reason ? { reason } : {}) })
-      ) {
+      const by = { actor: 'admin', authMethod: 'admin_token', ...(reason ? { reason } : {}) };
+      if (!(await denyPerCall(ctx, r, by))) {
         throw new ProtocolError('approval_closed', 'The call was decided meanwhile.');
       }
-      sendJson(x.res, 200, view(ctx.store.perCall(id) ?? r));
+      sendJson(x.res, 200, view((await ctx.store.perCall(id)) ?? r));
     }),
   );
 }

@@ -17,7 +17,7 @@ import {
 } from '../../protocol/hosts.js';
 import { agentView, hostView } from '../../protocol/views.js';
 import { currentAgent } from '../../protocol/lifecycle.js';
-import type { ActivityRecord, ApprovalRecord, HostStatus } from '../../storage/types.js';
+import type { ActivityRecord, AgentRecord, ApprovalRecord, HostStatus } from '../../storage/types.js';
 import { need, step, type Exchange, type SharedStep } from '../pipeline.js';
 import { adminPerCallRoutes } from './admin-per-call.js';
 import { sendJson } from '../respond.js';
@@ -31,7 +31,7 @@ export interface AdminRouteOptions extends TokenStepOptions {
   readonly adminToken: string;
   readonly maxBodyBytes: number;
   /** Writes queued execution records first, so the activity listing is never behind. */
-  readonly flushActivity?: () => void;
+  readonly flushActivity?: () => Promise<void>;
 }
 
 const ACTOR = 'admin';
@@ -62,7 +62,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
 
   // One token check for the whole API, then (for changes) the body, then the action.
   const adminToken = secretToken(options, 'admin token', [options.adminToken]);
-  const read = (name: string, action: (x: Exchange) => void): SharedStep[] => [
+  const read = (name: string, action: (x: Exchange) => void | Promise<void>): SharedStep[] => [
     adminToken,
     step(name, action),
   ];
@@ -76,8 +76,8 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/approvals',
-    read('list-approvals', ({ res, url }) => {
-      expireApprovals(ctx);
+    read('list-approvals', async ({ res, url }) => {
+      await expireApprovals(ctx);
       const agentId = url.searchParams.get('agent_id') ?? undefined;
       // The code a user read off the device page (§7.1), as they typed it.
       const codeParam = url.searchParams.get('user_code');
@@ -90,10 +90,10 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
       }
       const page = pageOf(url);
       // A user code names one approval: looked up by its unique index, not found in a page.
-      const byCode = userCode === undefined ? undefined : ctx.store.approvalByUserCode(userCode);
+      const byCode = userCode === undefined ? undefined : await ctx.store.approvalByUserCode(userCode);
       const listed =
         userCode === undefined
-          ? ctx.store.approvals({ status: 'pending', ...(agentId ? { agentId } : {}), ...page })
+          ? await ctx.store.approvals({ status: 'pending', ...(agentId ? { agentId } : {}), ...page })
           : [];
       const approvals =
         userCode === undefined
@@ -102,6 +102,10 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
               (a): a is ApprovalRecord =>
                 a !== undefined && a.status === 'pending' && (!agentId || a.agentId === agentId),
             );
+      const names = new Map<string, string | undefined>();
+      for (const a of approvals) {
+        if (!names.has(a.agentId)) names.set(a.agentId, (await ctx.store.agent(a.agentId))?.name);
+      }
       sendJson(res, 200, {
         ...nextCursor(listed, page.limit),
         approvals: approvals.map((a) => ({
@@ -118,7 +122,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
           ...(a.reason ? { reason: a.reason } : {}),
           ...(a.loginHint ? { login_hint: a.loginHint } : {}),
           ...(a.bindingMessage ? { binding_message: a.bindingMessage } : {}),
-          agent_name: ctx.store.agent(a.agentId)?.name,
+          agent_name: names.get(a.agentId),
           created_at: iso(a.createdAt),
           expires_at: iso(a.expiresAt),
         })),
@@ -129,7 +133,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/approvals/:id/approve',
-    change('approve', (rc) => {
+    change('approve', async (rc) => {
       const b = body(rc);
       const caps = b.capabilities;
       if (caps !== undefined && (!Array.isArray(caps) || caps.some((c) => typeof c !== 'string'))) {
@@ -144,7 +148,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
       }
       const userId = optionalString(b, 'user_id', 200);
       const reason = optionalString(b, 'reason');
-      const decision = approve(ctx, rc.params.id ?? '', {
+      const decision = await approve(ctx, rc.params.id ?? '', {
         ...(userId ? { userId } : {}),
         ...(caps ? { capabilities: caps as string[] } : {}),
         ...(constraints ? { constraints: constraints as Record<string, unknown> } : {}),
@@ -157,7 +161,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         status: decision.approval.status,
         approved: decision.approved,
         denied: decision.denied,
-        agent: agentView(ctx, decision.agent, ctx.store.grants(decision.agent.id), undefined, {
+        agent: agentView(ctx, decision.agent, await ctx.store.grants(decision.agent.id), undefined, {
           audit: true,
         }),
       });
@@ -167,10 +171,10 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/approvals/:id/deny',
-    change('deny', (rc) => {
+    change('deny', async (rc) => {
       const b = body(rc);
       const reason = optionalString(b, 'reason');
-      const decision = deny(ctx, rc.params.id ?? '', {
+      const decision = await deny(ctx, rc.params.id ?? '', {
         ...(reason ? { reason } : {}),
         actor: ACTOR,
         origin: operatorOrigin(rc),
@@ -179,7 +183,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         id: decision.approval.id,
         status: decision.approval.status,
         denied: decision.denied,
-        agent: agentView(ctx, decision.agent, ctx.store.grants(decision.agent.id), undefined, {
+        agent: agentView(ctx, decision.agent, await ctx.store.grants(decision.agent.id), undefined, {
           audit: true,
         }),
       });
@@ -189,11 +193,11 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/hosts',
-    read('list-hosts', ({ res, url }) => {
+    read('list-hosts', async ({ res, url }) => {
       const status = url.searchParams.get('status') ?? undefined;
       const userId = url.searchParams.get('user_id') ?? undefined;
       const page = pageOf(url);
-      const hosts = ctx.store.hosts({
+      const hosts = await ctx.store.hosts({
         ...(status ? { status: status as HostStatus } : {}),
         ...(userId ? { userId } : {}),
         ...page,
@@ -215,14 +219,17 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/hosts/:id',
-    read('show-host', ({ res, params }) => {
-      const host = ctx.store.host(params.id ?? '');
+    read('show-host', async ({ res, params }) => {
+      const host = await ctx.store.host(params.id ?? '');
       if (!host) throw new ProtocolError('host_not_found', `No host "${params.id ?? ''}".`);
       sendJson(res, 200, {
         ...hostView(host),
-        agents: ctx.store
-          .agents({ hostId: host.id })
-          .map((a) => ({ agent_id: a.id, name: a.name, status: a.status, mode: a.mode })),
+        agents: (await ctx.store.agents({ hostId: host.id })).map((a) => ({
+          agent_id: a.id,
+          name: a.name,
+          status: a.status,
+          mode: a.mode,
+        })),
       });
     }),
   );
@@ -230,44 +237,46 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'POST',
     '/admin/hosts/:id/link',
-    change('link-host', (rc) => {
+    change('link-host', async (rc) => {
       const userId = optionalString(body(rc), 'user_id', 200);
       if (!userId) throw new ProtocolError('invalid_request', 'user_id is required.');
-      sendJson(rc.res, 200, linkHostTo(ctx, rc.params.id ?? '', userId));
+      sendJson(rc.res, 200, await linkHostTo(ctx, rc.params.id ?? '', userId));
     }),
   );
 
   router.add(
     'POST',
     '/admin/hosts/:id/unlink',
-    change('unlink-host', (rc) => {
-      sendJson(rc.res, 200, unlinkHost(ctx, rc.params.id ?? ''));
+    change('unlink-host', async (rc) => {
+      sendJson(rc.res, 200, await unlinkHost(ctx, rc.params.id ?? ''));
     }),
   );
 
   router.add(
     'POST',
     '/admin/hosts/:id/revoke',
-    change('revoke-host', (rc) => {
-      sendJson(rc.res, 200, revokeHost(ctx, rc.params.id ?? '', ACTOR));
+    change('revoke-host', async (rc) => {
+      sendJson(rc.res, 200, await revokeHost(ctx, rc.params.id ?? '', ACTOR));
     }),
   );
 
   router.add(
     'GET',
     '/admin/agents',
-    read('list-agents', ({ res, url }) => {
+    read('list-agents', async ({ res, url }) => {
       const hostId = url.searchParams.get('host_id') ?? undefined;
       const status = url.searchParams.get('status') ?? undefined;
       const userId = url.searchParams.get('user_id') ?? undefined;
       // Lifetime clocks applied first (§2.4), so an agent past its TTL shows as expired here too.
       const page = pageOf(url);
-      const stored = ctx.store.agents({
+      const stored = await ctx.store.agents({
         ...(hostId ? { hostId } : {}),
         ...(userId ? { userId } : {}),
         ...page,
       });
-      const agents = stored.map((a) => currentAgent(ctx, a)).filter((a) => !status || a.status === status);
+      const current: AgentRecord[] = [];
+      for (const a of stored) current.push(await currentAgent(ctx, a));
+      const agents = current.filter((a) => !status || a.status === status);
       sendJson(res, 200, {
         ...nextCursor(stored, page.limit),
         agents: agents.map((a) => ({
@@ -286,23 +295,20 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/agents/:id',
-    read('show-agent', ({ res, params }) => {
-      const stored = ctx.store.agent(params.id ?? '');
+    read('show-agent', async ({ res, params }) => {
+      const stored = await ctx.store.agent(params.id ?? '');
       if (!stored) throw new ProtocolError('agent_not_found', `No agent "${params.id ?? ''}".`);
-      const agent = currentAgent(ctx, stored);
-      sendJson(
-        res,
-        200,
-        agentView(ctx, agent, ctx.store.grants(agent.id), ctx.store.host(agent.hostId), { audit: true }),
-      );
+      const agent = await currentAgent(ctx, stored);
+      const grants = await ctx.store.grants(agent.id);
+      sendJson(res, 200, agentView(ctx, agent, grants, await ctx.store.host(agent.hostId), { audit: true }));
     }),
   );
 
   router.add(
     'POST',
     '/admin/agents/:id/revoke',
-    change('revoke-agent', (rc) => {
-      sendJson(rc.res, 200, revokeAgent(ctx, rc.params.id ?? '', { by: ACTOR }));
+    change('revoke-agent', async (rc) => {
+      sendJson(rc.res, 200, await revokeAgent(ctx, rc.params.id ?? '', { by: ACTOR }));
     }),
   );
 
@@ -311,8 +317,8 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   router.add(
     'GET',
     '/admin/activity',
-    read('activity', ({ res, url }) => {
-      options.flushActivity?.();
+    read('activity', async ({ res, url }) => {
+      await options.flushActivity?.();
       const q = url.searchParams;
       const limit = q.get('limit') === null ? 100 : Number(q.get('limit'));
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
@@ -330,7 +336,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
         throw new ProtocolError('invalid_request', 'cursor is not valid.');
       const since = time('since');
       const until = time('until');
-      const rows = ctx.store.activity({
+      const rows = await ctx.store.activity({
         ...(q.get('agent_id') ? { agentId: q.get('agent_id') as string } : {}),
         ...(q.get('host_id') ? { hostId: q.get('host_id') as string } : {}),
         ...(q.get('capability') ? { capability: q.get('capability') as string } : {}),

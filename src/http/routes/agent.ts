@@ -18,7 +18,7 @@ import { registerAgent } from '../../protocol/registration.js';
 import { cleanUserAgent } from '../../protocol/decision-record.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
-import { sendJson } from '../respond.js';
+import { sendJson, type Settled } from '../respond.js';
 import type { Router } from '../router.js';
 import { jsonBody } from '../steps/body.js';
 import { perIp, principalLimits } from '../steps/limits.js';
@@ -33,7 +33,9 @@ export interface ProtocolRouteOptions extends TokenStepOptions {
   readonly introspectionTokens: readonly string[];
 }
 
-const answer = (x: Exchange, body: unknown): void => sendJson(x.res, 200, body);
+const answer = <T>(x: Exchange, body: Settled<T>): void => {
+  sendJson(x.res, 200, body);
+};
 
 export function agentRoutes(router: Router, options: ProtocolRouteOptions): void {
   const { ctx, limits, maxBodyBytes } = options;
@@ -65,7 +67,9 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
     principalLimits(limits),
     replayRecord(ctx),
     jsonBody(maxBodyBytes),
-    step('request-capability', (x) => answer(x, requestCapability(ctx, agent(x), body(x)))),
+    step('request-capability', async (x) => {
+      answer(x, await requestCapability(ctx, agent(x), body(x)));
+    }),
   ]);
 
   router.add('GET', '/agent/status', [
@@ -73,23 +77,29 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
     hostToken(options, { allowPending: true, allowRejected: true }),
     principalLimits(limits),
     replayRecord(ctx),
-    step('status', (x) => {
+    step('status', async (x) => {
       const agentId = x.url.searchParams.get('agent_id');
       if (!agentId) throw new ProtocolError('invalid_request', 'The agent_id query parameter is required.');
-      answer(x, agentStatus(ctx, host(x), agentId));
+      answer(x, await agentStatus(ctx, host(x), agentId));
     }),
   ]);
 
   router.add('POST', '/agent/reactivate', [
     ...asHost,
-    step('reactivate', (x) => answer(x, reactivate(ctx, host(x), body(x)))),
+    step('reactivate', async (x) => {
+      answer(x, await reactivate(ctx, host(x), body(x)));
+    }),
   ]);
 
   router.add('POST', '/agent/revoke', [
     ...asHost,
-    step('revoke', (x) =>
-      answer(x, revokeAgent(ctx, requireAgentId(body(x)), { hostId: host(x).host?.id ?? '', by: 'host' })),
-    ),
+    step('revoke', async (x) => {
+      const revoked = await revokeAgent(ctx, requireAgentId(body(x)), {
+        hostId: host(x).host?.id ?? '',
+        by: 'host',
+      });
+      answer(x, revoked);
+    }),
   ]);
 
   router.add('POST', '/agent/rotate-key', [
@@ -107,7 +117,9 @@ export function agentRoutes(router: Router, options: ProtocolRouteOptions): void
     principalLimits(limits),
     replayRecord(ctx),
     jsonBody(maxBodyBytes, { optional: true }),
-    step('revoke-host', (x) => answer(x, revokeHost(ctx, host(x).host?.id ?? '', 'host'))),
+    step('revoke-host', async (x) => {
+      answer(x, await revokeHost(ctx, host(x).host?.id ?? '', 'host'));
+    }),
   ]);
 
   router.add('POST', '/agent/introspect', [

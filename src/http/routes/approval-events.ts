@@ -74,8 +74,8 @@ export function approvalEventRoutes(router: Router, options: ApprovalEventRouteO
       }),
       principalLimits(limits),
       replayRecord(ctx),
-      step('owner', (x, s) => {
-        s.approval = ownApproval(ctx, x, x.params.id ?? '');
+      step('owner', async (x, s) => {
+        s.approval = await ownApproval(ctx, x, x.params.id ?? '');
       }),
       step('stream-slot', (_x, s) => {
         const approval = need(s.approval, 'approval');
@@ -115,8 +115,8 @@ export function approvalEventRoutes(router: Router, options: ApprovalEventRouteO
 }
 
 /** The approval, when the caller is its agent or its agent's host; otherwise as if it did not exist. */
-function ownApproval(ctx: ProtocolContext, x: Exchange, id: string): ApprovalRecord {
-  const approval = ctx.store.approval(id);
+async function ownApproval(ctx: ProtocolContext, x: Exchange, id: string): Promise<ApprovalRecord> {
+  const approval = await ctx.store.approval(id);
   const mine =
     approval !== undefined &&
     (x.agent ? x.agent.agent.id === approval.agentId : x.host?.host?.id === approval.hostId);

@@ -6,8 +6,8 @@
  * steps, with the same Origin, CSRF, fresh-authentication and content-hash checks.
  */
 import { inboxPage } from '../../protocol/inbox.js';
-import { requestTimeLeft } from '../../protocol/approval-expiry.js';
-import { decisionRefusal } from '../../protocol/device.js';
+import { requestTimeLeft, type TimeLeft } from '../../protocol/approval-expiry.js';
+import { decisionRefusal, type DeviceRequest } from '../../protocol/device.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { requestWarnings } from '../../protocol/request-warnings.js';
 import { escapeHtml, htmlPage, sendHtml } from '../html.js';
@@ -40,7 +40,7 @@ export function approvalsRoutes(
     page,
     perIp(limits),
     session(auth),
-    step('inbox', (x) => {
+    step('inbox', async (x) => {
       const s = x.session;
       const body = [`<h1>${escapeHtml(title)}</h1>`];
       if (!s) {
@@ -50,9 +50,14 @@ export function approvalsRoutes(
         );
       } else {
         const cursor = (x.url.searchParams.get('before') ?? '').slice(0, 100) || null;
-        const listed = inboxPage(ctx, s.userId, cursor);
+        const listed = await inboxPage(ctx, s.userId, cursor);
         const now = ctx.clock.now();
-        const calls = perCallInbox(ctx, s.userId).map((r) => perCallCard(r, partiesOf(ctx, r), now));
+        const calls: string[] = [];
+        for (const r of await perCallInbox(ctx, s.userId)) {
+          calls.push(perCallCard(r, await partiesOf(ctx, r), now));
+        }
+        const timesLeft = new Map<DeviceRequest, TimeLeft | undefined>();
+        for (const r of listed.requests) timesLeft.set(r, await requestTimeLeft(ctx, r));
         body.push(
           whoAmI(s),
           perCallSection(calls),
@@ -61,7 +66,7 @@ export function approvalsRoutes(
             listed,
             (r) => requestWarnings(ctx, r, serverName).length,
             (r) => {
-              const time = requestTimeLeft(ctx, r);
+              const time = timesLeft.get(r);
               return time && { time, canExtend: decisionRefusal(r, s.userId) === undefined };
             },
           ),

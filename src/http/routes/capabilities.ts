@@ -9,7 +9,7 @@ import { capabilityVersion } from '../../protocol/capability-version.js';
 import { matchesQuery, paginate } from '../../openapi/catalog.js';
 import type { Capability } from '../../openapi/types.js';
 import type { ProtocolContext } from '../../protocol/context.js';
-import { cachedGrants } from '../../protocol/grants.js';
+import { cachedGrants, loadGrants } from '../../protocol/grants.js';
 import { isGrantEffective } from '../../protocol/lifecycle.js';
 import { step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -36,12 +36,13 @@ interface Viewer {
   readonly cacheControl: string;
 }
 
-function viewerOf(ctx: ProtocolContext, x: Exchange): Viewer {
+async function viewerOf(ctx: ProtocolContext, x: Exchange): Promise<Viewer> {
   const notBlocked = (c: Capability): boolean => !ctx.policy.blocked.has(c.name);
   if (x.agent) {
     const now = ctx.clock.now();
+    const id = x.agent.agent.id;
     const granted = new Set(
-      cachedGrants(ctx, x.agent.agent.id)
+      (cachedGrants(ctx, id) ?? (await loadGrants(ctx, id)))
         .filter((g) => isGrantEffective(g, now))
         .map((g) => g.capability),
     );
@@ -63,7 +64,7 @@ export function capabilityRoutes(router: Router, options: CapabilityRouteOptions
 
   router.add('GET', '/capability/list', [
     ...viewing,
-    step('list', (x) => {
+    step('list', async (x) => {
       const { res, url } = x;
       const query = single(url, 'query') ?? '';
       if (query.length > MAX_QUERY_LENGTH) {
@@ -71,7 +72,7 @@ export function capabilityRoutes(router: Router, options: CapabilityRouteOptions
       }
       const limit = parseLimit(single(url, 'limit'));
       const after = decodeCursor(single(url, 'cursor'));
-      const who = viewerOf(ctx, x);
+      const who = await viewerOf(ctx, x);
       const matching = ctx.catalog.capabilities.filter(
         (c) => who.visible(c) && (!query || matchesQuery(c, query)),
       );
@@ -97,10 +98,10 @@ export function capabilityRoutes(router: Router, options: CapabilityRouteOptions
 
   router.add('GET', '/capability/describe', [
     ...viewing,
-    step('describe', (x) => {
+    step('describe', async (x) => {
       const name = single(x.url, 'name');
       if (!name) throw new ProtocolError('invalid_request', 'The name query parameter is required.');
-      const who = viewerOf(ctx, x);
+      const who = await viewerOf(ctx, x);
       const capability = ctx.catalog.get(name);
       // §5.2.1: an unknown name MUST be 404; one the caller may not see is indistinguishable.
       if (!capability || !who.visible(capability)) {

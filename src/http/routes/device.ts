@@ -80,33 +80,33 @@ export function deviceRoutes(
   if (!auth.enabled) {
     router.add('GET', '/device', [
       perIp(limits),
-      step('page', (x) =>
-        sendHtml(x.res, 200, legacyDevicePage(ctx, title, serverName, x.url.searchParams.get('code'))),
-      ),
+      step('page', async (x) => {
+        sendHtml(x.res, 200, await legacyDevicePage(ctx, title, serverName, x.url.searchParams.get('code')));
+      }),
     ]);
     return;
   }
 
   /** The request with its decision forms, plus a message above it. */
-  const showRequest = (
+  const showRequest = async (
     x: Exchange,
     s: SessionRecord,
     r: DeviceRequest,
     status: number,
     note?: string,
-  ): void => {
+  ): Promise<void> => {
     const refusal = decisionRefusal(r, s.userId);
     const parts = [whoAmI(s)];
     let headers: Readonly<Record<string, string>> = {};
     if (note) parts.push(note);
     parts.push(requestDetails(r, requestWarnings(ctx, r, serverName)));
     // WCAG 2.2.1: the time left, and Extend when little is left, for a user who may decide it.
-    const left = requestTimeLeft(ctx, r);
+    const left = await requestTimeLeft(ctx, r);
     if (left) parts.push(timeLeftView(left, refusal ? undefined : { session: s, request: r }));
     if (refusal) {
       parts.push(message('notice', refusal, 'cannot-decide'));
     } else {
-      const proof = presence.view(s, r);
+      const proof = await presence.view(s, r);
       if (proof.html) parts.push(proof.html);
       headers = proof.headers;
       let reauth: 'password' | 'password+totp' | 'sign-in-again' | null = null;
@@ -137,10 +137,10 @@ export function deviceRoutes(
    * The open request the form names, or the code form again with why not: by its code, or (from
    * the inbox) a CIBA request by its id, found only when it is addressed to this user.
    */
-  const lookUp = (x: Exchange, s: SessionRecord): DeviceRequest | undefined => {
+  const lookUp = async (x: Exchange, s: SessionRecord): Promise<DeviceRequest | undefined> => {
     const approvalId = need(x.form, 'form').get('approval');
     if (approvalId !== null) {
-      const ciba = lookUpCibaRequest(ctx, approvalId.slice(0, 100), s.userId);
+      const ciba = await lookUpCibaRequest(ctx, approvalId.slice(0, 100), s.userId);
       if (!ciba) {
         send(x, 404, [
           whoAmI(s),
@@ -154,7 +154,7 @@ export function deviceRoutes(
       return ciba;
     }
     const code = need(x.form, 'form').get('code') ?? '';
-    const found = lookUpDeviceRequest(ctx, code);
+    const found = await lookUpDeviceRequest(ctx, code);
     if (found.kind === 'found') return found.request;
     const why =
       found.kind === 'not_found'
@@ -169,9 +169,9 @@ export function deviceRoutes(
   };
 
   /** The request as now stored must hash to what the form says was shown. */
-  const unchanged = (x: Exchange, s: SessionRecord, r: DeviceRequest): boolean => {
+  const unchanged = async (x: Exchange, s: SessionRecord, r: DeviceRequest): Promise<boolean> => {
     if (need(x.form, 'form').get('shown') === contentHash(r)) return true;
-    showRequest(
+    await showRequest(
       x,
       s,
       r,
@@ -215,12 +215,12 @@ export function deviceRoutes(
 
   router.add('POST', '/device', [
     ...decisionSteps,
-    step('show', (x) => {
+    step('show', async (x) => {
       const s = need(x.session, 'session');
-      const r = lookUp(x, s);
+      const r = await lookUp(x, s);
       if (!r) return;
-      recordOpened(ctx, r, s.userId);
-      showRequest(x, s, r, 200);
+      await recordOpened(ctx, r, s.userId);
+      await showRequest(x, s, r, 200);
     }),
   ]);
 
@@ -229,20 +229,20 @@ export function deviceRoutes(
     step('approve', async (x) => {
       let s = need(x.session, 'session');
       const form = need(x.form, 'form');
-      const r = lookUp(x, s);
-      if (!r || !unchanged(x, s, r)) return;
+      const r = await lookUp(x, s);
+      if (!r || !(await unchanged(x, s, r))) return;
       const choice = approverChoice(form, r);
       if (!choice.ok) {
         x.decision.outcome = 'deny';
         x.decision.reason = 'decision form refused';
-        showRequest(x, s, r, 400, message('error', `${choice.problem} Nothing was granted.`));
+        await showRequest(x, s, r, 400, message('error', `${choice.problem} Nothing was granted.`));
         return;
       }
       const refusal = decisionRefusal(r, s.userId);
       if (refusal) {
         x.decision.outcome = 'deny';
         x.decision.reason = refusal;
-        showRequest(x, s, r, 403, message('error', `${refusal} Nothing was granted.`));
+        await showRequest(x, s, r, 403, message('error', `${refusal} Nothing was granted.`));
         return;
       }
       // Partial approval: only what is approved needs presence (§8.11).
@@ -251,13 +251,13 @@ export function deviceRoutes(
       if (proof.kind === 'refused') {
         x.decision.outcome = 'deny';
         x.decision.reason = proof.text;
-        showRequest(x, s, r, proof.status, message('error', `${proof.text} Nothing was granted.`));
+        await showRequest(x, s, r, proof.status, message('error', `${proof.text} Nothing was granted.`));
         return;
       }
       const headers: Record<string, string> = {};
       if (proof.kind === 'verified') {
         // §8.11: a verified passkey is a fresh authentication: a new session says so.
-        const started = auth.sessions.start(s.userId, 'passkey', x.sessionCookie);
+        const started = await auth.sessions.start(s.userId, 'passkey', x.sessionCookie);
         s = started.session;
         headers['set-cookie'] = auth.cookie(started.cookieValue);
       } else if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
@@ -273,7 +273,13 @@ export function deviceRoutes(
           return;
         }
         if (s.authMethod === 'trusted_header' || s.authMethod === 'oidc') {
-          showRequest(x, s, r, 403, message('error', 'Sign in again before approving. Nothing was granted.'));
+          await showRequest(
+            x,
+            s,
+            r,
+            403,
+            message('error', 'Sign in again before approving. Nothing was granted.'),
+          );
           return;
         }
         const result = await auth.local.attempt(
@@ -287,16 +293,16 @@ export function deviceRoutes(
             result.kind === 'throttled'
               ? 'Too many failed sign-ins. Try again later. Nothing was granted.'
               : 'That password or one-time code is not right. Nothing was granted.';
-          showRequest(x, s, r, result.kind === 'throttled' ? 429 : 400, message('error', text));
+          await showRequest(x, s, r, result.kind === 'throttled' ? 429 : 400, message('error', text));
           return;
         }
         // Re-authenticating is a sign-in: a new session, the old one ended.
-        const started = auth.sessions.start(s.userId, result.method, x.sessionCookie);
+        const started = await auth.sessions.start(s.userId, result.method, x.sessionCookie);
         s = started.session;
         headers['set-cookie'] = auth.cookie(started.cookieValue);
       }
       try {
-        const decided = approve(ctx, r.approvalId, {
+        const decided = await approve(ctx, r.approvalId, {
           userId: s.userId,
           actor: s.userId,
           origin: decisionOrigin(x, s, r),
@@ -305,7 +311,7 @@ export function deviceRoutes(
         send(x, 200, [whoAmI(s), message('ok', approvedText(r, decided)), inboxLink()], headers);
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
-        showRequest(x, s, r, err.status, message('error', `${err.message} Nothing was granted.`));
+        await showRequest(x, s, r, err.status, message('error', `${err.message} Nothing was granted.`));
       }
     }),
   ]);
@@ -313,42 +319,44 @@ export function deviceRoutes(
   // Issue 16 §5 (WCAG 2.2.1): one more lifetime for a request near its end, within the ceiling.
   router.add('POST', '/device/extend', [
     ...decisionSteps,
-    step('extend', (x) => {
+    step('extend', async (x) => {
       const s = need(x.session, 'session');
-      const r = lookUp(x, s);
+      const r = await lookUp(x, s);
       if (!r) return;
+      let extended;
       try {
-        const extended = extendApproval(ctx, r, s.userId, s.authMethod);
-        const fresh = { ...r, expiresAt: extended.expiresAt };
-        showRequest(
-          x,
-          s,
-          fresh,
-          200,
-          message('ok', `Extended: the request is open until ${iso(extended.expiresAt) ?? ''}.`),
-        );
+        extended = await extendApproval(ctx, r, s.userId, s.authMethod);
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
         x.decision.outcome = 'deny';
         x.decision.reason = err.message;
-        showRequest(x, s, r, err.status, message('error', err.message));
+        await showRequest(x, s, r, err.status, message('error', err.message));
+        return;
       }
+      const fresh = { ...r, expiresAt: extended.expiresAt };
+      await showRequest(
+        x,
+        s,
+        fresh,
+        200,
+        message('ok', `Extended: the request is open until ${iso(extended.expiresAt) ?? ''}.`),
+      );
     }),
   ]);
 
   router.add('POST', '/device/deny', [
     ...decisionSteps,
-    step('deny', (x) => {
+    step('deny', async (x) => {
       const s = need(x.session, 'session');
-      const r = lookUp(x, s);
-      if (!r || !unchanged(x, s, r)) return;
+      const r = await lookUp(x, s);
+      if (!r || !(await unchanged(x, s, r))) return;
       const refusal = decisionRefusal(r, s.userId);
       if (refusal) {
-        showRequest(x, s, r, 403, message('error', refusal));
+        await showRequest(x, s, r, 403, message('error', refusal));
         return;
       }
       const reason = displayText((need(x.form, 'form').get('reason') ?? '').slice(0, 500), 'reason');
-      deny(ctx, r.approvalId, {
+      await deny(ctx, r.approvalId, {
         ...(reason ? { reason } : {}),
         actor: s.userId,
         origin: decisionOrigin(x, s, r),

@@ -15,6 +15,7 @@ import { isPerCallId, openPerCall, PENDING_APPROVAL } from '../../protocol/per-c
 import { pollPerCall } from '../../protocol/per-call-decide.js';
 import type { AgentAuth } from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
+import { cachedGrants, loadGrants } from '../../protocol/grants.js';
 import {
   authorizeCapability,
   authorizeExecution,
@@ -100,7 +101,15 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       step('authorize', (x, s) => {
         const auth = need(x.agent, 'agent');
         const { name, args } = need(s.request, 'request');
-        s.authorized = { auth, args, ...authorizeCapability(ctx, auth, name) };
+        // The grants from the hot cache: at once on a hit, only a miss waits for the store.
+        const grants = cachedGrants(ctx, auth.agent.id);
+        if (grants === undefined) {
+          return loadGrants(ctx, auth.agent.id).then((loaded) => {
+            s.authorized = { auth, args, ...authorizeCapability(ctx, auth, name, loaded) };
+          });
+        }
+        s.authorized = { auth, args, ...authorizeCapability(ctx, auth, name, grants) };
+        return undefined;
       }),
       step('validate', (_x, s) => {
         const { capability, args } = need(s.authorized, 'authorized');
@@ -126,15 +135,17 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       }),
       // Issue 16 §1: a per-call capability stops here, after every check, as a §5.11 async
       // execution waiting for its addressee's approval of these exact arguments.
+      // Synchronous unless the capability is per-call: the hot path awaits nothing here.
       step('per-call', (x, s) => {
         const { capability, auth, args } = need(s.authorized, 'authorized');
-        if (!ctx.policy.perCall.has(capability.name)) return;
-        const statusUrl = openPerCall(ctx, auth, { capability: capability.name, args });
-        // Answering ends the route here (pipeline.ts): no slot, no upstream call.
-        s.deferred = true;
-        // The request log and executions_total say "waiting for a person", not "executed".
-        x.decision.reason = PENDING_APPROVAL;
-        sendJson(x.res, 202, { status: 'pending', status_url: statusUrl });
+        if (!ctx.policy.perCall.has(capability.name)) return undefined;
+        return openPerCall(ctx, auth, { capability: capability.name, args }).then((statusUrl) => {
+          // Answering ends the route here (pipeline.ts): no slot, no upstream call.
+          s.deferred = true;
+          // The request log and executions_total say "waiting for a person", not "executed".
+          x.decision.reason = PENDING_APPROVAL;
+          sendJson(x.res, 202, { status: 'pending', status_url: statusUrl });
+        });
       }),
       // Fair share (issue 10 class 7): a slot for this agent and host, held until the call is
       // over (data, 202, failure, disconnect, stream end) and given back by the last word below.
@@ -167,7 +178,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         if (outcome.kind === 'data') {
           sendJson(x.res, 200, { data: outcome.data });
         } else if (outcome.kind === 'async') {
-          const statusUrl = openAsyncJob(ctx, {
+          const statusUrl = await openAsyncJob(ctx, {
             agentId: authorized.auth.agent.id,
             capability: authorized.capability.name,
             upstreamUrl: outcome.upstreamUrl,
@@ -222,7 +233,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       const auth = need(x.agent, 'agent');
       const id = x.params.id ?? '';
       if (isPerCallId(id)) {
-        const state = pollPerCall(ctx, auth, id);
+        const state = await pollPerCall(ctx, auth, id);
         sendJson(
           x.res,
           200,
@@ -230,7 +241,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         );
         return;
       }
-      const { job, capability } = authorizeStatusRead(ctx, auth, id);
+      const { job, capability } = await authorizeStatusRead(ctx, auth, id);
       x.decision.capability = capability.name;
       const trace = traceContext(x.req.headers.traceparent);
       x.decision.trace_id = trace.traceId;
@@ -247,8 +258,12 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           traceparent: trace.traceparent,
           // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
           // agent could make itself: its grant for that GET capability, and the grant's constraints.
-          authorize: (call) =>
-            checkSentRequest(authorizeExecution(ctx, auth, call, current.validators).grant, call.sent),
+          authorize: async (call) => {
+            checkSentRequest(
+              (await authorizeExecution(ctx, auth, call, current.validators)).grant,
+              call.sent,
+            );
+          },
         });
       } finally {
         slot.release();

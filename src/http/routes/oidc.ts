@@ -85,7 +85,7 @@ export function oidcRoutes(router: Router, { auth, oidc, limits, serverName }: O
         });
         return;
       }
-      const { cookieValue } = auth.sessions.start(
+      const { cookieValue } = await auth.sessions.start(
         result.userId,
         'oidc',
         x.sessionCookie,

@@ -84,7 +84,7 @@ export function passkeyRoutes(
     step('options', async (x) => {
       const s = need(x.session, 'session');
       const form = need(x.form, 'form');
-      const request = requestToDecide(
+      const request = await requestToDecide(
         ctx,
         { approvalId: form.get('approval'), code: form.get('code') ?? '' },
         s.userId,
@@ -140,7 +140,7 @@ export function passkeySignInRoutes(
         show(x.res, 400, back, refusal ?? '');
         return;
       }
-      const { cookieValue } = auth.sessions.start(result.passkey.userId, 'passkey', x.sessionCookie);
+      const { cookieValue } = await auth.sessions.start(result.passkey.userId, 'passkey', x.sessionCookie);
       x.decision.user_id = result.passkey.userId;
       redirect(x.res, back, { 'set-cookie': auth.cookie(cookieValue) });
     }),

@@ -50,10 +50,10 @@ function binding(id: string, hash: string): string {
 }
 
 /** The agent and host names and the capability, for the page and the inbox card. */
-export function partiesOf(ctx: ProtocolContext, r: PerCallRecord): PerCallParties {
+export async function partiesOf(ctx: ProtocolContext, r: PerCallRecord): Promise<PerCallParties> {
   return {
-    agentName: ctx.store.agent(r.agentId)?.name ?? r.agentId,
-    hostName: ctx.store.host(r.hostId)?.name ?? null,
+    agentName: (await ctx.store.agent(r.agentId))?.name ?? r.agentId,
+    hostName: (await ctx.store.host(r.hostId))?.name ?? null,
     capability: ctx.catalog.get(r.capability),
   };
 }
@@ -78,11 +78,21 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
       inboxLink(),
     ]);
   };
-  const passkeyState = (s: SessionRecord): PasskeyState =>
-    !passkeys.available ? 'unavailable' : passkeys.list(s.userId).length === 0 ? 'no-passkey' : 'ready';
-  const show = (x: Exchange, s: SessionRecord, r: PerCallRecord, status: number, note?: string): void => {
-    const state = passkeyState(s);
-    const view = perCallView(r, partiesOf(ctx, r), s, shownHash(r), state, ctx.clock.now());
+  const passkeyState = async (s: SessionRecord): Promise<PasskeyState> =>
+    !passkeys.available
+      ? 'unavailable'
+      : (await passkeys.list(s.userId)).length === 0
+        ? 'no-passkey'
+        : 'ready';
+  const show = async (
+    x: Exchange,
+    s: SessionRecord,
+    r: PerCallRecord,
+    status: number,
+    note?: string,
+  ): Promise<void> => {
+    const state = await passkeyState(s);
+    const view = perCallView(r, await partiesOf(ctx, r), s, shownHash(r), state, ctx.clock.now());
     send(
       x.res,
       status,
@@ -90,8 +100,8 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
       state === 'ready' ? PASSKEY_PAGE_HEADERS : {},
     );
   };
-  const found = (x: Exchange, s: SessionRecord): PerCallRecord | undefined => {
-    const r = lookUpPerCall(ctx, x.params.id ?? '', s.userId);
+  const found = async (x: Exchange, s: SessionRecord): Promise<PerCallRecord | undefined> => {
+    const r = await lookUpPerCall(ctx, x.params.id ?? '', s.userId);
     if (!r) notFound(x, s);
     return r;
   };
@@ -101,7 +111,7 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
     page,
     perIp(limits),
     session(auth),
-    step('show', (x) => {
+    step('show', async (x) => {
       const s = x.session;
       if (!s) {
         const back = `/approvals/calls/${encodeURIComponent((x.params.id ?? '').slice(0, 100))}`;
@@ -111,8 +121,8 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
         ]);
         return;
       }
-      const r = found(x, s);
-      if (r) show(x, s, r, 200);
+      const r = await found(x, s);
+      if (r) await show(x, s, r, 200);
     }),
   ]);
 
@@ -120,7 +130,7 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
     ...signedIn.filter((st) => st.name !== 'page'),
     step('options', async (x) => {
       const s = need(x.session, 'session');
-      const r = lookUpPerCall(ctx, x.params.id ?? '', s.userId);
+      const r = await lookUpPerCall(ctx, x.params.id ?? '', s.userId);
       if (!r) throw new ProtocolError('approval_not_found', 'No open call of yours has that id any more.');
       const hash = shownHash(r);
       if (need(x.form, 'form').get('shown') !== hash) {
@@ -138,23 +148,27 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
     ...signedIn,
     step('approve', async (x) => {
       const s = need(x.session, 'session');
-      const r = found(x, s);
+      const r = await found(x, s);
       if (!r) return;
-      const refuse = (status: number, text: string, reason: string): void => {
+      const refuse = (status: number, text: string, reason: string): Promise<void> => {
         x.decision.outcome = 'deny';
         x.decision.reason = reason;
-        show(x, s, r, status, message('error', `${text} Nothing was executed.`));
+        return show(x, s, r, status, message('error', `${text} Nothing was executed.`));
       };
       const form = need(x.form, 'form');
       const shown = form.get('shown') ?? '';
       // The hash is recomputed from the stored row: the page must have shown exactly this call.
       if (shown !== shownHash(r)) {
-        refuse(409, 'This call is not the one your page showed. Review it again.', 'shown hash mismatch');
+        await refuse(
+          409,
+          'This call is not the one your page showed. Review it again.',
+          'shown hash mismatch',
+        );
         return;
       }
       const assertion = form.get('assertion') ?? '';
       if (assertion === '') {
-        refuse(403, 'Approving a call needs your passkey (this needs JavaScript).', 'no assertion');
+        await refuse(403, 'Approving a call needs your passkey (this needs JavaScript).', 'no assertion');
         return;
       }
       const verified = await passkeys.verifyAssertion(
@@ -162,16 +176,20 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
         assertion,
       );
       if (!verified.ok) {
-        refuse(403, `Your passkey confirmation was not accepted. ${verified.reason}`, 'assertion refused');
+        await refuse(
+          403,
+          `Your passkey confirmation was not accepted. ${verified.reason}`,
+          'assertion refused',
+        );
         return;
       }
-      const claimed = claimPerCall(ctx, r.id, shown, { actor: s.userId, authMethod: 'passkey' });
+      const claimed = await claimPerCall(ctx, r.id, shown, { actor: s.userId, authMethod: 'passkey' });
       if (!claimed) {
         notFound(x, s);
         return;
       }
       await run(claimed, x.requestId);
-      const after = ctx.store.perCall(r.id);
+      const after = await ctx.store.perCall(r.id);
       const text =
         after?.status === 'completed'
           ? 'Approved. The call ran once and its result is waiting for the agent.'
@@ -184,14 +202,13 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
 
   router.add('POST', '/approvals/calls/:id/deny', [
     ...signedIn,
-    step('deny', (x) => {
+    step('deny', async (x) => {
       const s = need(x.session, 'session');
-      const r = found(x, s);
+      const r = await found(x, s);
       if (!r) return;
       const reason = displayText((need(x.form, 'form').get('reason') ?? '').slice(0, 500), 'reason');
-      if (
-        !denyPerCall(ctx, r, { actor: s.userId, authMethod: s.authMethod, ...(reason ? { reason } : {}) })
-      ) {
+      const by = { actor: s.userId, authMethod: s.authMethod, ...(reason ? { reason } : {}) };
+      if (!(await denyPerCall(ctx, r, by))) {
         notFound(x, s);
         return;
       }

@@ -76,11 +76,11 @@ export function signInRoutes(
     page,
     perIp(limits),
     session(auth),
-    step('sign-in', (x) => {
+    step('sign-in', async (x) => {
       const back = safeReturn(x.url.searchParams.get('return'));
       const trusted = auth.trustedUser(x.req);
       if (trusted !== undefined) {
-        const { cookieValue } = auth.sessions.start(trusted, 'trusted_header', x.sessionCookie);
+        const { cookieValue } = await auth.sessions.start(trusted, 'trusted_header', x.sessionCookie);
         x.decision.user_id = trusted;
         redirect(x.res, back, { 'set-cookie': auth.cookie(cookieValue) });
         return;
@@ -123,7 +123,7 @@ export function signInRoutes(
         show(x.res, 400, back, 'That user name, password or one-time code is not right.', userId);
         return;
       }
-      const { cookieValue } = auth.sessions.start(result.userId, result.method, x.sessionCookie);
+      const { cookieValue } = await auth.sessions.start(result.userId, result.method, x.sessionCookie);
       x.decision.user_id = result.userId;
       redirect(x.res, back, { 'set-cookie': auth.cookie(cookieValue) });
     }),
@@ -131,8 +131,8 @@ export function signInRoutes(
 
   router.add('POST', '/sign-out', [
     ...pageForm(auth, limits, { token: true }),
-    step('sign-out', (x) => {
-      if (x.sessionCookie !== undefined) auth.sessions.end(x.sessionCookie);
+    step('sign-out', async (x) => {
+      if (x.sessionCookie !== undefined) await auth.sessions.end(x.sessionCookie);
       redirect(x.res, '/sign-in', { 'set-cookie': auth.clearCookie() });
     }),
   ]);

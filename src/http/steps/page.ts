@@ -22,10 +22,10 @@ export const page: SharedStep = step('page', (x) => {
 
 /** The signed-in approver, if the cookie names a live session. */
 export function session(auth: PageAuth): SharedStep {
-  return step('session', (x) => {
+  return step('session', async (x) => {
     const value = auth.cookieValue(x.req);
     if (value !== undefined) x.sessionCookie = value;
-    const found = auth.sessions.find(value);
+    const found = await auth.sessions.find(value);
     if (found) {
       x.session = found;
       x.decision.user_id = found.userId;

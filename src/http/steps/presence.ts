@@ -43,14 +43,14 @@ export class PresenceGate {
     readonly rule: PresenceRule,
   ) {}
 
-  view(s: SessionRecord, r: DeviceRequest): PresenceView {
+  async view(s: SessionRecord, r: DeviceRequest): Promise<PresenceView> {
     if (!presenceRequired(r.capabilities, this.rule)) {
       return { html: '', headers: {}, passkeyIsFreshAuth: false };
     }
     const names = capabilitiesNeedingPresence(r.capabilities, this.rule);
     const state = !this.passkeys.available
       ? 'unavailable'
-      : this.passkeys.list(s.userId).length === 0
+      : (await this.passkeys.list(s.userId)).length === 0
         ? 'no-passkey'
         : 'ready';
     return {
@@ -100,7 +100,7 @@ export class PresenceGate {
         "A passkey is required to approve this request, and passkeys cannot be used at this server's address.",
       );
     }
-    if (this.passkeys.list(s.userId).length === 0) {
+    if ((await this.passkeys.list(s.userId)).length === 0) {
       return refused(
         'A passkey is required to approve this request, and you have no passkey yet: add one on your account page first.',
       );

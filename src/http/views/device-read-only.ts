@@ -11,29 +11,29 @@ import { timeLeftView } from './time-left.js';
 import { requestTimeLeft } from '../../protocol/approval-expiry.js';
 import type { DeviceRequest } from '../../protocol/device.js';
 
-function timeLeftLine(ctx: ProtocolContext, r: DeviceRequest): string {
-  const left = requestTimeLeft(ctx, r);
+async function timeLeftLine(ctx: ProtocolContext, r: DeviceRequest): Promise<string> {
+  const left = await requestTimeLeft(ctx, r);
   return left ? timeLeftView(left, undefined) : '';
 }
 
-export function legacyDevicePage(
+export async function legacyDevicePage(
   ctx: ProtocolContext,
   title: string,
   serverName: string,
   code: string | null,
-): string {
+): Promise<string> {
   const parts = [`<h1>${escapeHtml(title)}</h1>`];
   if (code === null || code.trim() === '') {
     parts.push('<p>Enter the code the agent showed you to see what it asks for.</p>', lookUpForm(''));
   } else {
-    const found = lookUpDeviceRequest(ctx, code);
+    const found = await lookUpDeviceRequest(ctx, code);
     if (found.kind === 'found') {
       const r = found.request;
       parts.push(
         lookUpForm(r.userCode),
         requestDetails(r, requestWarnings(ctx, r, serverName)),
         // The time left (no Extend: only a signed-in approver may extend, issue 16 §5).
-        timeLeftLine(ctx, r),
+        await timeLeftLine(ctx, r),
         `<p class="notice" id="next-step">This page cannot approve anything. The operator of this service decides requests: give them the code <span class="code">${escapeHtml(r.userCode)}</span> (they find it with <code>agent-auth-proxy admin approvals list --code</code>) and say whether to approve it.</p>`,
       );
     } else if (found.kind === 'not_found') {

@@ -481,7 +481,7 @@ describe('issue 10 class 4: upstream-chosen status URLs', () => {
   it('a job stored without a status capability (before this check existed) is never followed', async () => {
     const id = 'job_legacy_without_status_capability';
     const now = clock.now();
-    gw.p.proxy.protocol.store.insertAsyncJob({
+    await gw.p.proxy.protocol.store.insertAsyncJob({
       id,
       agentId,
       capability: 'start_job',
@@ -499,7 +499,7 @@ describe('issue 10 class 4: upstream-chosen status URLs', () => {
   it('a job whose stored URL no longer maps to its stored capability is not followed', async () => {
     const id = 'job_tampered_status_url';
     const now = clock.now();
-    gw.p.proxy.protocol.store.insertAsyncJob({
+    await gw.p.proxy.protocol.store.insertAsyncJob({
       id,
       agentId,
       capability: 'start_job',

@@ -653,9 +653,9 @@ describe('§2.13 / §5.11 grant constraints', () => {
   it('a stored grant with an unknown operator → 400 unknown_constraint_operator, never "no constraint"', async () => {
     const fx = await gw.p.activeAgent([{ name: 'create_transfer', constraints: { amount: { max: 1000 } } }]);
     const ctx = gw.p.proxy.protocol;
-    const grant = ctx.store.grants(fx.agentId).find((g) => g.capability === 'create_transfer');
+    const grant = (await ctx.store.grants(fx.agentId)).find((g) => g.capability === 'create_transfer');
     expect(grant?.status).toBe('active');
-    ctx.write((tx) =>
+    await ctx.write((tx) =>
       tx.updateGrant(grant?.id ?? '', {
         constraints: { amount: { max: 1000, less_than_or_close: 5 }, currency: { regex: '^U' } },
       }),
@@ -692,7 +692,7 @@ describe('§8.13 per-capability rate limit (policy rate_limits.per_capability)',
 
 describe('§11 activity log of executions', () => {
   async function executeActivity(g: Gateway, agentId: string): Promise<any[]> {
-    g.p.proxy.flushActivity();
+    await g.p.proxy.flushActivity();
     const reply = await g.p.admin('GET', `/admin/activity?agent_id=${encodeURIComponent(agentId)}`);
     expect(reply.status).toBe(200);
     return (reply.body.activity as any[]).filter((r: { type: string }) => r.type === 'execute');

@@ -467,7 +467,7 @@ describe('agents never see the service credentials (§5.11, §11)', () => {
     expect(gw.upstream.received('/v1/items/i1').at(-1)?.headers['x-api-key']).toBe(HEADER_KEY);
     expect(gw.upstream.received('/oauth/token')).toHaveLength(1);
 
-    gw.p.proxy.flushActivity();
+    await gw.p.proxy.flushActivity();
     const activity = await gw.p.admin('GET', `/admin/activity?agent_id=${agent.agentId}`);
     expect(activity.status).toBe(200);
     expect(activity.body.activity.length).toBeGreaterThanOrEqual(calls.length);
@@ -518,7 +518,7 @@ describe('agents never see the service credentials (§5.11, §11)', () => {
     expect(created.body.upstream_body).toEqual({ got: 'Bearer [redacted]' });
 
     for (const reply of [item, form, search, note, created]) expectNoSecret(replyText(reply), 'error reply');
-    gw.p.proxy.flushActivity();
+    await gw.p.proxy.flushActivity();
     const activity = await gw.p.admin('GET', `/admin/activity?agent_id=${agent.agentId}`);
     expectNoSecret(JSON.stringify(activity.body), 'activity');
     expectNoSecret(logLines.join('\n'), 'log');

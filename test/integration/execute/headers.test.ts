@@ -329,7 +329,7 @@ describe('nothing from the agent request reaches the upstream (RFC 9110 §7.6.1)
     expect(ids[0]).toBe(first.headers.get('x-request-id'));
     expect(ids[1]).toBe(second.headers.get('x-request-id'));
     expect(ids[0]).not.toBe(ids[1]);
-    gw.p.proxy.flushActivity();
+    await gw.p.proxy.flushActivity();
     const activity = await gw.p.admin('GET', `/admin/activity?agent_id=${agent.agentId}&capability=ping`);
     const recorded = activity.body.activity.map(
       (a: { detail?: { request_id?: string } }) => a.detail?.request_id,

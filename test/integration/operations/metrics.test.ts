@@ -120,7 +120,7 @@ describe('with --internal-port (server.internal_port)', () => {
     // per_ip 2/1m on anonymous calls: the third is refused.
     for (let i = 0; i < 3; i++) await gw.p.request('GET', '/capability/list');
 
-    gw.p.proxy.flushActivity();
+    await gw.p.proxy.flushActivity();
     const samples = parseExposition((await get(internal, '/metrics')).text);
     const executions = (capability: string, outcome: string): number | undefined =>
       value(samples, `${P}executions_total`, { capability, outcome });

@@ -70,7 +70,7 @@ beforeAll(async () => {
   expect(call.status).toBe(202);
   callPath = `/approvals/calls/${String(call.body.status_url).split('/').pop() ?? ''}`;
   // With a passkey the call page shows its Approve form (the passkey prompt), which is checked too.
-  softPasskey(p, ALICE);
+  await softPasskey(p, ALICE);
 });
 afterAll(async () => {
   await browser?.close();

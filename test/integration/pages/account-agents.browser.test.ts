@@ -143,15 +143,15 @@ describe('the account page lists only the signed-in user’s agents', () => {
       constraints: { list_pets: { limit: { max: 200 } } },
     });
     expect(ok.status).toBe(200);
-    const grant = p.proxy.protocol.store.grants(agentId).find((g) => g.capability === 'list_pets');
+    const grant = (await p.proxy.protocol.store.grants(agentId)).find((g) => g.capability === 'list_pets');
     expect(grant).toMatchObject({
       proposedConstraints: { limit: { max: 1000 } },
       approvedConstraints: { limit: { max: 200 } },
       constraints: { limit: { max: 200 } },
     });
-    const decided = p.proxy.protocol.store
-      .activity({ agentId, limit: 20 })
-      .find((r) => r.type === 'approval.approved');
+    const decided = (await p.proxy.protocol.store.activity({ agentId, limit: 20 })).find(
+      (r) => r.type === 'approval.approved',
+    );
     expect(decided?.detail).toMatchObject({
       by: 'admin',
       auth_method: 'admin_token',
@@ -181,17 +181,19 @@ describe('the account page lists only the signed-in user’s agents', () => {
     const revoked = await agentOf(ALICE, 'Revoked grant helper', 0);
     const expired = await agentOf(ALICE, 'Expired grant helper', 0);
     const ctx = p.proxy.protocol;
-    const listPets = (agentId: string) =>
-      ctx.store.grants(agentId).find((g) => g.capability === 'list_pets')?.id ?? '';
+    const listPets = async (agentId: string) =>
+      (await ctx.store.grants(agentId)).find((g) => g.capability === 'list_pets')?.id ?? '';
     const now = p.clock.now();
+    const revokedGrant = await listPets(revoked.agentId);
+    const expiredGrant = await listPets(expired.agentId);
     // As reactivation or unlinking the host revoke a grant; a grant approved with a lifetime that ran out.
-    ctx.write((tx) => {
-      tx.updateGrant(listPets(revoked.agentId), {
+    await ctx.write(async (tx) => {
+      await tx.updateGrant(revokedGrant, {
         status: 'revoked',
         reason: 'Host unlinked from its user.',
         updatedAt: now,
       });
-      tx.updateGrant(listPets(expired.agentId), { expiresAt: now - 1000, updatedAt: now });
+      await tx.updateGrant(expiredGrant, { expiresAt: now - 1000, updatedAt: now });
     });
     const page = await newPage();
     await openAccount(page);
@@ -217,8 +219,8 @@ describe('the account page lists only the signed-in user’s agents', () => {
     expect(await grant(expired.agentId, 'list_pets').locator('.grant-use').textContent()).toBe('never used');
     await page.context().close();
     // The counters survive a flush (migration 12): the stored row holds the three uses.
-    ctx.usage.flush();
-    expect(ctx.store.grantUses(used.agentId).get(listPets(used.agentId))).toEqual({
+    await ctx.usage.flush();
+    expect((await ctx.store.grantUses(used.agentId)).get(await listPets(used.agentId))).toEqual({
       uses: 3,
       lastUsedAt: now,
     });

@@ -154,9 +154,9 @@ describe('deciding on the device page', () => {
     expect(status.body.status).toBe('active');
     // The decision records who decided, how they authenticated, from where, and what they saw
     // (issue 16 §2): the content hash the approve form carried.
-    const decided = p.proxy.protocol.store
-      .activity({ agentId, limit: 20 })
-      .find((r) => r.type === 'approval.approved');
+    const decided = (await p.proxy.protocol.store.activity({ agentId, limit: 20 })).find(
+      (r) => r.type === 'approval.approved',
+    );
     expect(shown).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(decided?.detail).toMatchObject({
       by: 'alice@example.com',
@@ -229,9 +229,9 @@ describe('deciding on the device page', () => {
     expect(await page.textContent('#outcome')).toContain('Denied.');
     const status = await p.status(host, agentId);
     expect(status.body.status).toBe('rejected');
-    const decided = p.proxy.protocol.store
-      .activity({ agentId, limit: 20 })
-      .find((r) => r.type === 'approval.denied');
+    const decided = (await p.proxy.protocol.store.activity({ agentId, limit: 20 })).find(
+      (r) => r.type === 'approval.denied',
+    );
     expect(decided?.detail).toMatchObject({
       by: 'alice@example.com',
       auth_method: 'password',
@@ -386,7 +386,7 @@ describe('attacks on the forms', () => {
     const request = (await page.textContent('#request')) ?? '';
     expect(request).toContain('dog');
     expect(request).not.toContain('cat');
-    const grant = p.proxy.protocol.store.grants(agentId).find((g) => g.capability === 'create_pet');
+    const grant = (await p.proxy.protocol.store.grants(agentId)).find((g) => g.capability === 'create_pet');
     expect(grant?.status).toBe('pending');
     await page.context().close();
   });
@@ -426,7 +426,9 @@ describe('attacks on the forms', () => {
     expect(refused.status).toBe(429);
     expect(refused.body.error).toBe('rate_limited');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect(p.proxy.protocol.store.grants(agentId).map((g) => g.capability)).not.toContain('delete_pet');
+    expect((await p.proxy.protocol.store.grants(agentId)).map((g) => g.capability)).not.toContain(
+      'delete_pet',
+    );
     await page.goto(`${origin}/device?code=${last?.body.approval.user_code as string}`);
     await submit(page, 'button:has-text("Continue")');
     const request = (await page.textContent('#request')) ?? '';

@@ -578,9 +578,9 @@ describe('time left and Extend (issue 16 §5, WCAG 2.2.1)', () => {
     expect(await page.locator('#time-left-extend').count()).toBe(0);
     const polled = await p.status(host, agentId);
     expect(polled.body.approval.expires_in).toBe(660);
-    const logged = p.proxy.protocol.store
-      .activity({ agentId, limit: 20 })
-      .find((r) => r.type === 'approval.extended');
+    const logged = (await p.proxy.protocol.store.activity({ agentId, limit: 20 })).find(
+      (r) => r.type === 'approval.extended',
+    );
     expect(logged?.detail).toMatchObject({ by: ALICE, expires_at: extended, auth_method: 'password' });
     // The inbox card of the request she opened shows the time left too.
     await page.goto(`${origin}/approvals`);

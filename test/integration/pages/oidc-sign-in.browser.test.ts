@@ -162,9 +162,9 @@ describe('OIDC sign-in', () => {
     );
     expect((await p.status(host, agentId)).body.status).toBe('active');
     // The decision record keeps how the provider authenticated the approver (issue 16 §2).
-    const decided = p.proxy.protocol.store
-      .activity({ agentId, limit: 20 })
-      .find((r) => r.type === 'approval.approved');
+    const decided = (await p.proxy.protocol.store.activity({ agentId, limit: 20 })).find(
+      (r) => r.type === 'approval.approved',
+    );
     expect(decided?.detail).toMatchObject({
       by: 'alice@example.com',
       auth_method: 'oidc',

@@ -109,7 +109,7 @@ async function pageWithPasskey(user: string): Promise<{ page: Page; authenticato
   }
   for (const credential of wallet) {
     // The server refuses a signature counter that went backwards: start from the one it knows.
-    const stored = p.proxy.protocol.store.passkey(
+    const stored = await p.proxy.protocol.store.passkey(
       Buffer.from(credential.credentialId, 'base64').toString('base64url'),
     );
     await opened.authenticator.cdp.send('WebAuthn.addCredential', {
@@ -159,8 +159,11 @@ async function sessionOf(page: Page): Promise<{ userId: string; authMethod: stri
 }
 
 /** The detail of the agent's newest activity record of `type` (approval.approved / .denied). */
-function decisionRecord(agentId: string, type: string): Readonly<Record<string, unknown>> | null | undefined {
-  return p.proxy.protocol.store.activity({ agentId, limit: 20 }).find((r) => r.type === type)?.detail;
+async function decisionRecord(
+  agentId: string,
+  type: string,
+): Promise<Readonly<Record<string, unknown>> | null | undefined> {
+  return (await p.proxy.protocol.store.activity({ agentId, limit: 20 })).find((r) => r.type === type)?.detail;
 }
 
 /** The approve form's fields as the page has them, and the session cookie. */
@@ -243,7 +246,7 @@ describe('enrolment and sign-in', () => {
     expect(registration.rp.id).toBe('localhost');
     expect(await page.textContent('#outcome')).toBe('Passkey "Work laptop" added.');
     expect(await page.textContent('#passkey-list')).toContain('Work laptop');
-    const stored = p.proxy.protocol.store.passkeys('alice@example.com');
+    const stored = await p.proxy.protocol.store.passkeys('alice@example.com');
     expect(stored).toHaveLength(1);
     expect(stored[0]).toMatchObject({ name: 'Work laptop', transports: ['internal'] });
     expect(problems).toEqual([]);
@@ -293,14 +296,14 @@ describe('enrolment and sign-in', () => {
     const csrf = (await page.locator('input[name=csrf]').first().getAttribute('value')) ?? '';
     const options = await post('/account/passkeys/options', await cookieOf(page), { csrf, name: 'x' });
     expect(options.status).toBe(403);
-    expect(p.proxy.protocol.store.passkeys('bob@example.com')).toHaveLength(0);
+    expect(await p.proxy.protocol.store.passkeys('bob@example.com')).toHaveLength(0);
     await page.context().close();
   });
 
   it("an agent cannot add its own passkey next to the user's without confirming with the existing one", async () => {
     const { page } = await newPage();
     await signIn(page, 'alice@example.com');
-    expect(p.proxy.protocol.store.passkeys('alice@example.com')).toHaveLength(1);
+    expect(await p.proxy.protocol.store.passkeys('alice@example.com')).toHaveLength(1);
     // The agent driving the browser creates a credential in an authenticator of its own and
     // posts it without the confirmation the page would have asked for first.
     const registration = await page.evaluate<string>(`(async () => {
@@ -313,7 +316,7 @@ describe('enrolment and sign-in', () => {
     const added = await post('/account/passkeys', await cookieOf(page), { csrf, name: '', registration });
     expect(added.status).toBe(403);
     expect(added.text).toContain('needs a confirmation with one you already have');
-    expect(p.proxy.protocol.store.passkeys('alice@example.com')).toHaveLength(1);
+    expect(await p.proxy.protocol.store.passkeys('alice@example.com')).toHaveLength(1);
     await page.context().close();
   });
 });
@@ -340,7 +343,7 @@ describe('proof of presence at approval (§8.11)', () => {
     // The verified passkey is a fresh authentication: the session was rotated and says so.
     expect(await sessionOf(page)).toMatchObject({ authMethod: 'passkey' });
     // The decision records who decided and how they authenticated.
-    expect(decisionRecord(agentId, 'approval.approved')).toMatchObject({
+    expect(await decisionRecord(agentId, 'approval.approved')).toMatchObject({
       by: 'alice@example.com',
       auth_method: 'passkey',
     });
@@ -372,7 +375,7 @@ describe('proof of presence at approval (§8.11)', () => {
       'Approved. The agent Pet filer may now use: create_pet.',
     );
     expect(await agentStatus(host, agentId)).toEqual({ status: 'active', grants: ['create_pet'] });
-    expect(decisionRecord(agentId, 'approval.approved')).toMatchObject({ auth_method: 'passkey' });
+    expect(await decisionRecord(agentId, 'approval.approved')).toMatchObject({ auth_method: 'passkey' });
     await page.context().close();
   });
 
@@ -522,7 +525,7 @@ describe('removing a passkey', () => {
   it('needs the CSRF token and a confirmation with a passkey; the page does both', async () => {
     const { page } = await pageWithPasskey('erin@example.com');
     await page.goto(`${origin}/account`);
-    const id = p.proxy.protocol.store.passkeys('erin@example.com')[0]?.id ?? '';
+    const id = (await p.proxy.protocol.store.passkeys('erin@example.com'))[0]?.id ?? '';
     const cookie = await cookieOf(page);
     const csrf = (await page.locator('input[name=csrf]').first().getAttribute('value')) ?? '';
     // Without the CSRF token, or with a wrong one: refused before anything is looked at.
@@ -530,11 +533,11 @@ describe('removing a passkey', () => {
     expect((await post('/account/passkeys/remove', cookie, { id, csrf: 'A'.repeat(43) })).status).toBe(403);
     // With the token but without a passkey's confirmation: refused too.
     expect((await post('/account/passkeys/remove', cookie, { id, csrf })).status).toBe(403);
-    expect(p.proxy.protocol.store.passkeys('erin@example.com')).toHaveLength(1);
+    expect(await p.proxy.protocol.store.passkeys('erin@example.com')).toHaveLength(1);
     // Through the page: Remove asks for the passkey, then removes it.
     await submit(page, '#passkey-list button:has-text("Remove")');
     expect(await page.textContent('#outcome')).toBe('Passkey "This browser" removed.');
-    expect(p.proxy.protocol.store.passkeys('erin@example.com')).toHaveLength(0);
+    expect(await p.proxy.protocol.store.passkeys('erin@example.com')).toHaveLength(0);
     expect(await page.textContent('#no-passkeys')).toBe('You have no passkey yet.');
     await page.context().close();
   });

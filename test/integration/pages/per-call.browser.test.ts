@@ -170,8 +170,8 @@ describe('per-call approval in the browser', () => {
       return res.status;
     })()`);
     expect(status).toBe(403);
-    expect(s.p.proxy.protocol.store.perCall(second)?.status).toBe('pending');
-    expect(s.p.proxy.protocol.store.perCall(first)?.status).toBe('pending');
+    expect((await s.p.proxy.protocol.store.perCall(second))?.status).toBe('pending');
+    expect((await s.p.proxy.protocol.store.perCall(first))?.status).toBe('pending');
     expect(s.upstream.requests).toHaveLength(0);
   });
 });

@@ -213,7 +213,7 @@ describe('failures that cost nothing', () => {
     const logger = createLogger('info', (line) => lines.push(JSON.parse(line) as Record<string, unknown>));
     p = await startProtocol({ logger, policy: 'rate_limits:\n  unknown_host_registration: null\n' });
     // The database goes away under the running server: a real internal failure.
-    p.proxy.protocol.store.close();
+    await p.proxy.protocol.store.close();
     const r = await p.register(await generateTestKey());
     expect(r.status).toBe(500);
     expect(r.body).toEqual({ error: 'internal_error', message: 'The server failed to process the request.' });

@@ -99,10 +99,10 @@ describe('a request refused by verification or a limit records nothing', () => {
   it('forged tokens leave the replay cache, the activity log and last-used untouched', async () => {
     p = await startProtocol({ policy: POLICY, overrides: { mockUpstream: true } });
     const { agentId } = await p.activeAgent(['list_pets']);
-    p.proxy.flushActivity();
+    await p.proxy.flushActivity();
     const before = {
       jtis: p.proxy.protocol.replay.size,
-      activity: p.proxy.protocol.store.activity({ agentId, limit: 1000 }).length,
+      activity: (await p.proxy.protocol.store.activity({ agentId, limit: 1000 })).length,
     };
     const stranger = await generateTestKey();
     for (let i = 0; i < 20; i++) {
@@ -113,9 +113,9 @@ describe('a request refused by verification or a limit records nothing', () => {
       });
       expect(r.status).toBe(401);
     }
-    p.proxy.flushActivity();
+    await p.proxy.flushActivity();
     expect(p.proxy.protocol.replay.size).toBe(before.jtis);
-    expect(p.proxy.protocol.store.activity({ agentId, limit: 1000 }).length).toBe(before.activity);
+    expect((await p.proxy.protocol.store.activity({ agentId, limit: 1000 })).length).toBe(before.activity);
   });
 });
 

@@ -44,19 +44,23 @@ describe('deleting activity records (§9.2)', () => {
     const other = await p.activeAgent(['list_pets'], { userId: 'alice' });
     const ctx = p.proxy.protocol;
     const t = p.clock.now();
-    ctx.store.appendActivities(rows(agentId, hostId, ACTIVITY_DELETE_BATCH + 5, t));
-    ctx.store.appendActivities(rows(other.agentId, other.hostId, 3, t));
-    const newest = ctx.store.activity({ agentId, limit: 1 })[0];
+    await ctx.store.appendActivities(rows(agentId, hostId, ACTIVITY_DELETE_BATCH + 5, t));
+    await ctx.store.appendActivities(rows(other.agentId, other.hostId, 3, t));
+    const newest = (await ctx.store.activity({ agentId, limit: 1 }))[0];
 
-    const first = deleteOwnActivity(ctx, 'alice', agentId);
+    const first = await deleteOwnActivity(ctx, 'alice', agentId);
     expect(first).toMatchObject({ deleted: ACTIVITY_DELETE_BATCH, more: true });
     // Oldest first: what is left are the newest rows.
-    expect(ctx.store.activity({ agentId, limit: 100 }).map((r) => r.id)).toContain(newest?.id);
-    const second = deleteOwnActivity(ctx, 'alice', agentId);
+    expect((await ctx.store.activity({ agentId, limit: 100 })).map((r) => r.id)).toContain(newest?.id);
+    const second = await deleteOwnActivity(ctx, 'alice', agentId);
     expect(second.more).toBe(false);
-    expect(ctx.store.activity({ agentId, limit: 10 })).toEqual([]);
-    expect(ctx.store.activity({ agentId: other.agentId, limit: 100 }).length).toBeGreaterThanOrEqual(3);
-    const marks = ctx.store.activity({ hostId, limit: 10 }).filter((r) => r.type === 'user.activity_deleted');
+    expect(await ctx.store.activity({ agentId, limit: 10 })).toEqual([]);
+    expect((await ctx.store.activity({ agentId: other.agentId, limit: 100 })).length).toBeGreaterThanOrEqual(
+      3,
+    );
+    const marks = (await ctx.store.activity({ hostId, limit: 10 })).filter(
+      (r) => r.type === 'user.activity_deleted',
+    );
     expect(marks.map((r) => r.detail)).toEqual([
       { agent_id: agentId, records: second.deleted },
       { agent_id: agentId, records: ACTIVITY_DELETE_BATCH },
@@ -67,13 +71,13 @@ describe('deleting activity records (§9.2)', () => {
     p = await startProtocol();
     const { agentId, host } = await p.activeAgent(['list_pets'], { userId: 'alice' });
     const ctx = p.proxy.protocol;
-    const before = ctx.store.activity({ agentId, limit: 100 }).length;
-    expect(() => deleteOwnActivity(ctx, 'mallory', agentId)).toThrow(/No agent/);
-    expect(() => revokeOwnAgent(ctx, 'mallory', agentId)).toThrow(/No agent/);
-    expect(ctx.store.activity({ agentId, limit: 100 }).length).toBe(before);
+    const before = (await ctx.store.activity({ agentId, limit: 100 })).length;
+    await expect(deleteOwnActivity(ctx, 'mallory', agentId)).rejects.toThrow(/No agent/);
+    await expect(revokeOwnAgent(ctx, 'mallory', agentId)).rejects.toThrow(/No agent/);
+    expect((await ctx.store.activity({ agentId, limit: 100 })).length).toBe(before);
     expect((await p.status(host, agentId)).body.status).toBe('active');
-    expect(accountAgents(ctx, 'mallory', 1)).toMatchObject({ total: 0, agents: [], hosts: [] });
-    expect(accountAgents(ctx, 'alice', 1).agents.map((a) => a.agent.id)).toEqual([agentId]);
+    expect(await accountAgents(ctx, 'mallory', 1)).toMatchObject({ total: 0, agents: [], hosts: [] });
+    expect((await accountAgents(ctx, 'alice', 1)).agents.map((a) => a.agent.id)).toEqual([agentId]);
   });
 });
 
@@ -83,17 +87,23 @@ describe('per-grant uses on the account page (issue 16 §5)', () => {
     p = await startProtocol({ overrides: { db } });
     const { agentId } = await p.activeAgent(['list_pets'], { userId: 'alice' });
     let ctx = p.proxy.protocol;
-    const grantId = ctx.store.grants(agentId)[0]?.id ?? '';
+    const grantId = (await ctx.store.grants(agentId))[0]?.id ?? '';
     const t = p.clock.now();
     ctx.usage.recordGrant(grantId, t);
     ctx.usage.recordGrant(grantId, t + 5);
     // Nothing written yet: the page adds what is in memory.
-    expect(ctx.store.grantUses(agentId).size).toBe(0);
-    expect(accountAgents(ctx, 'alice', 1).agents[0]?.grants[0]).toMatchObject({ uses: 2, lastUsedAt: t + 5 });
+    expect((await ctx.store.grantUses(agentId)).size).toBe(0);
+    expect((await accountAgents(ctx, 'alice', 1)).agents[0]?.grants[0]).toMatchObject({
+      uses: 2,
+      lastUsedAt: t + 5,
+    });
     await p.close();
     p = await startProtocol({ overrides: { db } });
     ctx = p.proxy.protocol;
-    expect(ctx.store.grantUses(agentId).get(grantId)).toEqual({ uses: 2, lastUsedAt: t + 5 });
-    expect(accountAgents(ctx, 'alice', 1).agents[0]?.grants[0]).toMatchObject({ uses: 2, ending: null });
+    expect((await ctx.store.grantUses(agentId)).get(grantId)).toEqual({ uses: 2, lastUsedAt: t + 5 });
+    expect((await accountAgents(ctx, 'alice', 1)).agents[0]?.grants[0]).toMatchObject({
+      uses: 2,
+      ending: null,
+    });
   });
 });

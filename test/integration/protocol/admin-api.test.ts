@@ -651,7 +651,7 @@ describe('activity (§11)', () => {
   it('capability filter selects execution records of that capability', async () => {
     // No execute endpoint in this build writes them, so one is appended as execution would.
     const a = await p.activeAgent(['list_pets']);
-    p.proxy.protocol.write((tx) =>
+    await p.proxy.protocol.write((tx) =>
       tx.appendActivity({
         at: clock.now(),
         type: 'capability.executed',

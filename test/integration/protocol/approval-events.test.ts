@@ -131,8 +131,11 @@ describe('GET notification_url (§10.10.2)', () => {
     const text = stream.text();
     timers.advance(9 * 60_000);
     const ctx = p.proxy.protocol;
-    const request = describeApproval(ctx, ctx.store.approval(id) as ApprovalRecord) as DeviceRequest;
-    extendApproval(ctx, request, 'alice');
+    const request = (await describeApproval(
+      ctx,
+      (await ctx.store.approval(id)) as ApprovalRecord,
+    )) as DeviceRequest;
+    await extendApproval(ctx, request, 'alice');
     timers.advance(2 * 60_000);
     expect(p.proxy.approvalStreams.open).toBe(1);
     timers.advance(9 * 60_000);

@@ -44,8 +44,8 @@ describe('per-user approval rate limit (issue 16 §3)', () => {
       expect(reply.body.approval.method).toBe('device_authorization');
     }
     const store = p.proxy.protocol.store;
-    const agentsBefore = store.agents({ hostId }).length;
-    const approvalsBefore = store.approvals({ status: 'pending', limit: 1000 }).length;
+    const agentsBefore = (await store.agents({ hostId })).length;
+    const approvalsBefore = (await store.approvals({ status: 'pending', limit: 1000 })).length;
     const refused = await ask(host);
     expect(refused.status).toBe(429);
     expect(refused.body).toMatchObject({
@@ -55,8 +55,8 @@ describe('per-user approval rate limit (issue 16 §3)', () => {
     expect(typeof refused.body.message).toBe('string');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     // Nothing of the refused request was stored.
-    expect(store.agents({ hostId }).length).toBe(agentsBefore);
-    expect(store.approvals({ status: 'pending', limit: 1000 }).length).toBe(approvalsBefore);
+    expect((await store.agents({ hostId })).length).toBe(agentsBefore);
+    expect((await store.approvals({ status: 'pending', limit: 1000 })).length).toBe(approvalsBefore);
 
     // Another user is not affected.
     const other = await p.linkedHost('erin@example.com');
@@ -85,7 +85,7 @@ describe('per-user approval rate limit (issue 16 §3)', () => {
       expect(again.body.approval.expires_in).toBe(first.body.approval.expires_in - (i + 1));
       expect(again.body.agent_capability_grants).toEqual([{ capability: 'create_pet', status: 'pending' }]);
     }
-    expect(p.proxy.protocol.store.approvals({ agentId: a.agentId })).toHaveLength(1);
+    expect(await p.proxy.protocol.store.approvals({ agentId: a.agentId })).toHaveLength(1);
 
     // Other constraints: a new approval (it replaces the pending one), asking for the new terms.
     const changed = await requestCaps(a, [{ name: 'create_pet', constraints: { species: 'dog' } }]);
@@ -93,7 +93,7 @@ describe('per-user approval rate limit (issue 16 §3)', () => {
     const now = await p.pendingApproval(a.agentId);
     expect(now.id).not.toBe(firstId);
     expect(now.capabilities).toEqual([{ name: 'create_pet', constraints: { species: 'dog' } }]);
-    expect(p.proxy.protocol.store.approval(firstId)?.status).toBe('expired');
+    expect((await p.proxy.protocol.store.approval(firstId))?.status).toBe('expired');
     // The person who has the code in front of them is shown the new request (§7.2).
     expect(changed.body.approval.user_code).toBe(first.body.approval.user_code);
   });

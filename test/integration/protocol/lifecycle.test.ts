@@ -157,7 +157,7 @@ describe('absolute lifetime (§2.4, §2.5): from creation, to revoked', () => {
     const revoked = await p.status(a.host, a.agentId);
     expect(revoked.body.status).toBe('revoked');
     // Revoked by the clock exactly as by a call: no grant stays active.
-    const stored = p.proxy.protocol.store.grants(a.agentId);
+    const stored = await p.proxy.protocol.store.grants(a.agentId);
     expect(stored.length).toBeGreaterThan(0);
     expect(stored.every((g) => g.status === 'revoked')).toBe(true);
     expectError(await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId }), 403, 'agent_revoked');
@@ -353,7 +353,7 @@ describe('POST /agent/reactivate (§5.6)', () => {
     expect((await p.status(a.host, a.agentId)).body.status).toBe('expired');
     // Over HTTP an unlinked host has no expired delegated agents (unlinking revokes them, §2.9),
     // so the host's link is removed in the store directly to reach this branch of §5.6 step 4.
-    p.proxy.protocol.write((tx) => tx.updateHost(a.hostId, { userId: null, updatedAt: p.clock.now() }));
+    await p.proxy.protocol.write((tx) => tx.updateHost(a.hostId, { userId: null, updatedAt: p.clock.now() }));
 
     const re = await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId });
     expect(re.status, JSON.stringify(re.body)).toBe(200);
@@ -681,9 +681,9 @@ describe('last_used_at is coalesced (§10.2: no database write per request)', ()
     const b = await agentOf(a.host, a.hostId, ['list_pets']);
     const { usage, store } = p.proxy.protocol;
     // Stop the periodic (real-time) flush so only the explicit one below writes.
-    usage.stop();
-    const agentBefore = store.agent(a.agentId);
-    const hostBefore = store.host(a.hostId);
+    await usage.stop();
+    const agentBefore = await store.agent(a.agentId);
+    const hostBefore = await store.host(a.hostId);
     expect(agentBefore?.lastUsedAt).toBeNull();
 
     let last = 0;
@@ -693,15 +693,15 @@ describe('last_used_at is coalesced (§10.2: no database write per request)', ()
       if (i % 4 !== 0) last = p.clock.now();
     }
     // The stored rows are byte-for-byte what they were: twenty requests, no write.
-    expect(store.agent(a.agentId)).toEqual(agentBefore);
-    expect(store.host(a.hostId)?.lastUsedAt).toBe(hostBefore?.lastUsedAt);
+    expect(await store.agent(a.agentId)).toEqual(agentBefore);
+    expect((await store.host(a.hostId))?.lastUsedAt).toBe(hostBefore?.lastUsedAt);
     // The live view already knows (the sliding TTL is exact in this process).
     expect((await p.status(a.host, a.agentId)).body.last_used_at).toBe(iso(last));
 
-    usage.flush();
-    expect(store.agent(a.agentId)?.lastUsedAt).toBe(last);
-    expect(store.agent(b.agentId)?.lastUsedAt).toBe(last - 3_000);
-    expect(store.host(a.hostId)?.lastUsedAt).toBe(p.clock.now());
+    await usage.flush();
+    expect((await store.agent(a.agentId))?.lastUsedAt).toBe(last);
+    expect((await store.agent(b.agentId))?.lastUsedAt).toBe(last - 3_000);
+    expect((await store.host(a.hostId))?.lastUsedAt).toBe(p.clock.now());
     const admin = await p.admin('GET', `/admin/hosts/${a.hostId}`);
     expect(admin.body.last_used_at).toBe(iso(p.clock.now()));
   });

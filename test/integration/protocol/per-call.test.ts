@@ -38,7 +38,7 @@ beforeAll(async () => {
   s = await startPerCallProxy({ policy: POLICY, users: [ALICE, BOB] });
   p = s.p;
   alice = await PageClient.signIn(p.issuer, ALICE);
-  alicePasskey = softPasskey(p, ALICE);
+  alicePasskey = await softPasskey(p, ALICE);
 });
 afterAll(() => s?.close());
 
@@ -98,7 +98,7 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     expect(JSON.parse(done.body.result.body)).toEqual(args);
     expect(Object.keys(done.body).sort()).toEqual(['result', 'status']);
     // Delivered once: the row is gone; a second poll or a re-submitted approval runs nothing.
-    expect(p.proxy.protocol.store.perCall(callIdOf(statusUrl))).toBeUndefined();
+    expect(await p.proxy.protocol.store.perCall(callIdOf(statusUrl))).toBeUndefined();
     expect((await poll(a, statusUrl)).body.error).toBe('execution_not_found');
     const again = await alice.post(`/approvals/calls/${callIdOf(statusUrl)}/approve`, {
       csrf: 'x',
@@ -106,14 +106,13 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     });
     expect(again.status).not.toBe(200);
     expect(s.upstream.requests).toHaveLength(1);
-    const types = p.proxy.protocol.store
-      .activity({ agentId: a.agentId, limit: 50 })
+    const types = (await p.proxy.protocol.store.activity({ agentId: a.agentId, limit: 50 }))
       .map((r) => r.type)
       .filter((t) => t.startsWith('per_call.'));
     expect(types.sort()).toEqual(['per_call.approved', 'per_call.executed', 'per_call.opened']);
-    const approval = p.proxy.protocol.store
-      .activity({ agentId: a.agentId, limit: 50 })
-      .find((r) => r.type === 'per_call.approved');
+    const approval = (await p.proxy.protocol.store.activity({ agentId: a.agentId, limit: 50 })).find(
+      (r) => r.type === 'per_call.approved',
+    );
     expect(approval?.detail).toMatchObject({
       by: ALICE,
       auth_method: 'passkey',
@@ -157,13 +156,13 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     const store = p.proxy.protocol.store;
     p.clock.advance(5 * 60_000);
     await p.proxy.maintain();
-    expect(store.perCall(id)).toMatchObject({ status: 'failed', error: { error: 'approval_expired' } });
-    expect(store.activity({ agentId: a.agentId, limit: 20 }).map((r) => r.type)).toContain(
+    expect(await store.perCall(id)).toMatchObject({ status: 'failed', error: { error: 'approval_expired' } });
+    expect((await store.activity({ agentId: a.agentId, limit: 20 })).map((r) => r.type)).toContain(
       'per_call.expired',
     );
     p.clock.advance(15 * 60_000);
     await p.proxy.maintain();
-    expect(store.perCall(id)).toBeUndefined();
+    expect(await store.perCall(id)).toBeUndefined();
   });
 
   it('a grant revoked before approval: nothing executed, failed with capability_not_granted', async () => {
@@ -171,8 +170,8 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     s.upstream.reset();
     const statusUrl = await pending(a, { to: 'acct-3', amount: 7 });
     const store = p.proxy.protocol.store;
-    const grant = store.grants(a.agentId).find((g) => g.capability === 'send_transfer');
-    p.proxy.protocol.write((tx) =>
+    const grant = (await store.grants(a.agentId)).find((g) => g.capability === 'send_transfer');
+    await p.proxy.protocol.write((tx) =>
       tx.updateGrant(grant?.id ?? '', { status: 'revoked', updatedAt: p.clock.now() }),
     );
     expect((await alice.approve(callIdOf(statusUrl), alicePasskey)).status).toBe(200);
@@ -233,7 +232,7 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
       assertion,
     });
     expect(tampered.status).toBe(409);
-    expect(p.proxy.protocol.store.perCall(id)?.status).toBe('pending');
+    expect((await p.proxy.protocol.store.perCall(id))?.status).toBe('pending');
     expect(s.upstream.requests).toHaveLength(0);
   });
 
@@ -250,7 +249,7 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     expect([403, 404]).toContain(deny.status);
     expect((await bob.get('/approvals')).html).not.toContain(id);
     expect((await alice.get('/approvals')).html).toContain(`call-${id}`);
-    expect(p.proxy.protocol.store.perCall(id)?.status).toBe('pending');
+    expect((await p.proxy.protocol.store.perCall(id))?.status).toBe('pending');
   });
 
   it('the operator lists per-call approvals (keyset pages) and can deny one', async () => {
@@ -343,7 +342,7 @@ rate_limits:
       expect(reply.status).toBe(403);
       expect(reply.body.error).toBe('capability_not_granted');
       expect(reply.body.message).toContain('approval.approvers');
-      expect(q.p.proxy.protocol.store.perCalls({ limit: 10 })).toHaveLength(0);
+      expect(await q.p.proxy.protocol.store.perCalls({ limit: 10 })).toHaveLength(0);
       expect(q.upstream.requests).toHaveLength(0);
     } finally {
       await q.close();
@@ -376,7 +375,7 @@ rate_limits:
       const bob = await PageClient.signIn(q.p.issuer, BOB);
       const aliceInbox = await PageClient.signIn(q.p.issuer, ALICE);
       expect((await aliceInbox.get('/approvals')).html).toContain(`call-${id}`);
-      expect((await bob.approve(id, softPasskey(q.p, BOB))).status).toBe(200);
+      expect((await bob.approve(id, await softPasskey(q.p, BOB))).status).toBe(200);
       expect(q.upstream.received('/transfers')).toHaveLength(1);
     } finally {
       await q.close();

@@ -17,8 +17,8 @@ afterEach(() => store?.close());
 
 const record = activityRecord;
 
-const count = (s: Store, type: string): number =>
-  s.activity({ limit: 100_000 }).filter((r) => r.type === type).length;
+const count = async (s: Store, type: string): Promise<number> =>
+  (await s.activity({ limit: 100_000 })).filter((r) => r.type === type).length;
 
 describe('activity retention', () => {
   it('deletes records older than the retention in batches, keeps newer ones, and says how many', async () => {
@@ -27,11 +27,15 @@ describe('activity retention', () => {
     const old = Array.from({ length: 2 * RETENTION_BATCH + 500 }, (_, i) =>
       record(clock.now() - 91 * DAY + i, 'old'),
     );
-    store.appendActivities([...old, record(clock.now() - 89 * DAY, 'kept'), record(clock.now(), 'kept')]);
+    await store.appendActivities([
+      ...old,
+      record(clock.now() - 89 * DAY, 'kept'),
+      record(clock.now(), 'kept'),
+    ]);
     const retention = new ActivityRetention(store, clock, 90 * DAY);
     expect(await retention.prune()).toBe(old.length);
-    expect(count(store, 'old')).toBe(0);
-    expect(count(store, 'kept')).toBe(2);
+    expect(await count(store, 'old')).toBe(0);
+    expect(await count(store, 'kept')).toBe(2);
     expect(await retention.prune()).toBe(0);
   });
 
@@ -39,7 +43,7 @@ describe('activity retention', () => {
     const clock = new TestClock();
     store = openSqliteStore({ file: tempDbFile() });
     const backlog = RETENTION_BATCH * RETENTION_BATCHES_PER_RUN + 10;
-    store.appendActivities(Array.from({ length: backlog }, () => record(clock.now() - 2 * DAY, 'old')));
+    await store.appendActivities(Array.from({ length: backlog }, () => record(clock.now() - 2 * DAY, 'old')));
     const retention = new ActivityRetention(store, clock, DAY);
     expect(await retention.prune()).toBe(RETENTION_BATCH * RETENTION_BATCHES_PER_RUN);
     expect(await retention.prune()).toBe(10);
@@ -48,7 +52,7 @@ describe('activity retention', () => {
   it('runs never overlap: a second call while one runs deletes nothing itself', async () => {
     const clock = new TestClock();
     store = openSqliteStore({ file: tempDbFile() });
-    store.appendActivities(
+    await store.appendActivities(
       Array.from({ length: 3 * RETENTION_BATCH }, () => record(clock.now() - 2 * DAY, 'old')),
     );
     const retention = new ActivityRetention(store, clock, DAY);

@@ -30,6 +30,24 @@ function expectCode(fn: () => unknown, code: ErrorCode, status: number): Protoco
   return err;
 }
 
+/** The ProtocolError `promise` rejects with, checked against `code` and `status`. */
+async function rejectsWith(
+  promise: Promise<unknown>,
+  code: ErrorCode,
+  status: number,
+): Promise<ProtocolError> {
+  const err = await promise.then(
+    () => {
+      throw new Error('expected a ProtocolError');
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ProtocolError);
+  const pe = err as ProtocolError;
+  expect({ code: pe.code, status: pe.status }).toEqual({ code, status });
+  return pe;
+}
+
 describe('readExecuteBody (§5.11)', () => {
   it('reads capability and arguments', () => {
     expect(readExecuteBody({ capability: 'get_item', arguments: { id: 1 } })).toEqual({
@@ -109,18 +127,22 @@ const doc = {
 };
 
 const stores: Store[] = [];
-afterEach(() => {
-  for (const s of stores.splice(0)) s.close();
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
 });
 
 interface Setup {
   ctx: ProtocolContext;
   auth: (claims?: Record<string, unknown>) => AgentAuth;
-  grant: (capability: string, extra?: Partial<GrantRecord>) => void;
-  authorize: (name: string, args?: Record<string, unknown>, claims?: Record<string, unknown>) => unknown;
+  grant: (capability: string, extra?: Partial<GrantRecord>) => Promise<void>;
+  authorize: (
+    name: string,
+    args?: Record<string, unknown>,
+    claims?: Record<string, unknown>,
+  ) => Promise<unknown>;
 }
 
-function setup(blocked: string[] = []): Setup {
+async function setup(blocked: string[] = []): Promise<Setup> {
   const store = openSqliteStore({ file: ':memory:' });
   stores.push(store);
   const catalog = deriveCatalog([{ source: 'bank.yaml', doc }]);
@@ -163,9 +185,9 @@ function setup(blocked: string[] = []): Setup {
     createdAt: NOW - 1000,
     updatedAt: NOW - 1000,
   };
-  ctx.write((tx) => {
-    tx.insertHost(host);
-    tx.insertAgent(agent);
+  await ctx.write(async (tx) => {
+    await tx.insertHost(host);
+    await tx.insertAgent(agent);
   });
   const validators = new CompiledValidators([]);
   let grants = 0;
@@ -199,10 +221,10 @@ function setup(blocked: string[] = []): Setup {
 const transfer = { amount: 10, currency: 'EUR' };
 
 describe('authorizeExecution (§4.5, §5.11)', () => {
-  it('passes an agent with an active grant and valid arguments', () => {
-    const s = setup();
-    s.grant('create_transfer');
-    const result = s.authorize('create_transfer', transfer) as {
+  it('passes an agent with an active grant and valid arguments', async () => {
+    const s = await setup();
+    await s.grant('create_transfer');
+    const result = (await s.authorize('create_transfer', transfer)) as {
       capability: { name: string };
       grant: GrantRecord;
     };
@@ -210,60 +232,60 @@ describe('authorizeExecution (§4.5, §5.11)', () => {
     expect(result.grant.id).toBe('grt_1');
   });
 
-  it('refuses a capability the JWT capabilities claim does not list (§4.5)', () => {
-    const s = setup();
-    s.grant('create_transfer');
-    s.grant('ping');
-    expectCode(
-      () => s.authorize('create_transfer', transfer, { capabilities: ['ping'] }),
+  it('refuses a capability the JWT capabilities claim does not list (§4.5)', async () => {
+    const s = await setup();
+    await s.grant('create_transfer');
+    await s.grant('ping');
+    await rejectsWith(
+      s.authorize('create_transfer', transfer, { capabilities: ['ping'] }),
       'capability_not_granted',
       403,
     );
-    expect(() => s.authorize('ping', {}, { capabilities: ['ping'] })).not.toThrow();
+    await expect(s.authorize('ping', {}, { capabilities: ['ping'] })).resolves.toBeDefined();
   });
 
-  it('refuses a capabilities claim that is not an array of strings (§4.3)', () => {
-    const s = setup();
-    s.grant('ping');
-    expectCode(() => s.authorize('ping', {}, { capabilities: 'ping' }), 'invalid_jwt', 401);
-    expectCode(() => s.authorize('ping', {}, { capabilities: ['ping', 1] }), 'invalid_jwt', 401);
+  it('refuses a capabilities claim that is not an array of strings (§4.3)', async () => {
+    const s = await setup();
+    await s.grant('ping');
+    await rejectsWith(s.authorize('ping', {}, { capabilities: 'ping' }), 'invalid_jwt', 401);
+    await rejectsWith(s.authorize('ping', {}, { capabilities: ['ping', 1] }), 'invalid_jwt', 401);
   });
 
-  it('answers capability_not_found for a name the catalog does not have', () => {
-    expectCode(() => setup().authorize('wire_money'), 'capability_not_found', 404);
+  it('answers capability_not_found for a name the catalog does not have', async () => {
+    await rejectsWith((await setup()).authorize('wire_money'), 'capability_not_found', 404);
   });
 
-  it('answers capability_not_granted for a granted capability removed from the catalog (§2.12)', () => {
-    const s = setup();
-    s.grant('wire_money');
-    const err = expectCode(() => s.authorize('wire_money'), 'capability_not_granted', 403);
+  it('answers capability_not_granted for a granted capability removed from the catalog (§2.12)', async () => {
+    const s = await setup();
+    await s.grant('wire_money');
+    const err = await rejectsWith(s.authorize('wire_money'), 'capability_not_granted', 403);
     expect(err.message).toMatch(/removed/);
   });
 
-  it('refuses a capability blocked by policy even with a grant', () => {
-    const s = setup(['create_transfer']);
-    s.grant('create_transfer');
-    expectCode(() => s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
+  it('refuses a capability blocked by policy even with a grant', async () => {
+    const s = await setup(['create_transfer']);
+    await s.grant('create_transfer');
+    await rejectsWith(s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
   });
 
-  it('refuses without a grant, or with a grant that is not in effect', () => {
-    const s = setup();
-    expectCode(() => s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
-    s.grant('create_transfer', { status: 'pending' });
-    expectCode(() => s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
-    s.grant('create_transfer', { status: 'denied' });
-    expectCode(() => s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
-    s.grant('create_transfer', { status: 'active', expiresAt: NOW });
-    expectCode(() => s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
-    s.grant('create_transfer', { status: 'active', expiresAt: NOW + 1 });
-    expect(() => s.authorize('create_transfer', transfer)).not.toThrow();
+  it('refuses without a grant, or with a grant that is not in effect', async () => {
+    const s = await setup();
+    await rejectsWith(s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
+    await s.grant('create_transfer', { status: 'pending' });
+    await rejectsWith(s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
+    await s.grant('create_transfer', { status: 'denied' });
+    await rejectsWith(s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
+    await s.grant('create_transfer', { status: 'active', expiresAt: NOW });
+    await rejectsWith(s.authorize('create_transfer', transfer), 'capability_not_granted', 403);
+    await s.grant('create_transfer', { status: 'active', expiresAt: NOW + 1 });
+    await expect(s.authorize('create_transfer', transfer)).resolves.toBeDefined();
   });
 
-  it('refuses arguments that do not match the input schema, listing each problem', () => {
-    const s = setup();
-    s.grant('create_transfer');
-    const err = expectCode(
-      () => s.authorize('create_transfer', { amount: 0, currency: 'GBP', memo: 'x' }),
+  it('refuses arguments that do not match the input schema, listing each problem', async () => {
+    const s = await setup();
+    await s.grant('create_transfer');
+    const err = await rejectsWith(
+      s.authorize('create_transfer', { amount: 0, currency: 'GBP', memo: 'x' }),
       'invalid_request',
       400,
     );
@@ -274,24 +296,24 @@ describe('authorizeExecution (§4.5, §5.11)', () => {
         expect.objectContaining({ path: '/currency' }),
       ]),
     );
-    const missing = expectCode(() => s.authorize('create_transfer', { amount: 5 }), 'invalid_request', 400);
+    const missing = await rejectsWith(s.authorize('create_transfer', { amount: 5 }), 'invalid_request', 400);
     expect(missing.fields.errors).toEqual([{ path: '/currency', message: 'is required' }]);
   });
 
-  it('reports at most 50 argument errors', () => {
-    const s = setup();
-    s.grant('ping');
+  it('reports at most 50 argument errors', async () => {
+    const s = await setup();
+    await s.grant('ping');
     const args = Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`extra_${i}`, i]));
-    const err = expectCode(() => s.authorize('ping', args), 'invalid_request', 400);
+    const err = await rejectsWith(s.authorize('ping', args), 'invalid_request', 400);
     expect(err.fields.errors).toHaveLength(50);
   });
 
-  it('refuses arguments outside the grant constraints with their violations (§2.13)', () => {
-    const s = setup();
-    s.grant('create_transfer', { constraints: { amount: { max: 100 }, currency: 'EUR' } });
-    expect(() => s.authorize('create_transfer', { amount: 100, currency: 'EUR' })).not.toThrow();
-    const err = expectCode(
-      () => s.authorize('create_transfer', { amount: 101, currency: 'USD' }),
+  it('refuses arguments outside the grant constraints with their violations (§2.13)', async () => {
+    const s = await setup();
+    await s.grant('create_transfer', { constraints: { amount: { max: 100 }, currency: 'EUR' } });
+    await expect(s.authorize('create_transfer', { amount: 100, currency: 'EUR' })).resolves.toBeDefined();
+    const err = await rejectsWith(
+      s.authorize('create_transfer', { amount: 101, currency: 'USD' }),
       'constraint_violated',
       403,
     );
@@ -301,39 +323,39 @@ describe('authorizeExecution (§4.5, §5.11)', () => {
     ]);
   });
 
-  it('fails closed on a stored constraint with an unknown operator (§2.13)', () => {
-    const s = setup();
-    s.grant('create_transfer', { constraints: { amount: { between: [1, 5] } } });
-    const err = expectCode(
-      () => s.authorize('create_transfer', transfer),
+  it('fails closed on a stored constraint with an unknown operator (§2.13)', async () => {
+    const s = await setup();
+    await s.grant('create_transfer', { constraints: { amount: { between: [1, 5] } } });
+    const err = await rejectsWith(
+      s.authorize('create_transfer', transfer),
       'unknown_constraint_operator',
       400,
     );
     expect(err.fields.unknown_operators).toEqual(['between']);
   });
 
-  it('sees a grant revoked through the context at once (§10.2 cache cleared on write)', () => {
-    const s = setup();
-    s.grant('ping');
-    expect(() => s.authorize('ping')).not.toThrow();
-    s.ctx.write((tx) => tx.updateGrant('grt_1', { status: 'revoked' }));
-    expectCode(() => s.authorize('ping'), 'capability_not_granted', 403);
+  it('sees a grant revoked through the context at once (§10.2 cache cleared on write)', async () => {
+    const s = await setup();
+    await s.grant('ping');
+    await expect(s.authorize('ping')).resolves.toBeDefined();
+    await s.ctx.write((tx) => tx.updateGrant('grt_1', { status: 'revoked' }));
+    await rejectsWith(s.authorize('ping'), 'capability_not_granted', 403);
   });
 });
 
 describe('checkSentRequest: constraints on the request as sent (§2.13, issue 10 class 5)', () => {
-  const grantOf = (s: ReturnType<typeof setup>) => s.ctx.store.grants('agt_1')[0] as GrantRecord;
+  const grantOf = async (s: Setup) => (await s.ctx.store.grants('agt_1'))[0] as GrantRecord;
   const clean = (text: string): SentField => ({
     own: [{ in: 'body', name: 'amount', text, json: { value: Number(text) }, separators: [] }],
     named: true,
     foreign: [],
   });
 
-  it('asks for no sent values when the grant has no constraints', () => {
-    const s = setup();
-    s.grant('ping');
+  it('asks for no sent values when the grant has no constraints', async () => {
+    const s = await setup();
+    await s.grant('ping');
     const asked: string[] = [];
-    checkSentRequest(grantOf(s), {
+    checkSentRequest(await grantOf(s), {
       field: (name) => {
         asked.push(name);
         return clean('1');
@@ -342,16 +364,17 @@ describe('checkSentRequest: constraints on the request as sent (§2.13, issue 10
     expect(asked).toEqual([]);
   });
 
-  it('refuses a value sent under a constrained name by another argument, with its violations', () => {
-    const s = setup();
-    s.grant('create_transfer', { constraints: { amount: { max: 100 } } });
-    expect(() => checkSentRequest(grantOf(s), { field: () => clean('100') })).not.toThrow();
+  it('refuses a value sent under a constrained name by another argument, with its violations', async () => {
+    const s = await setup();
+    await s.grant('create_transfer', { constraints: { amount: { max: 100 } } });
+    const grant = await grantOf(s);
+    expect(() => checkSentRequest(grant, { field: () => clean('100') })).not.toThrow();
     const smuggled: SentField = {
       ...clean('100'),
       foreign: [{ in: 'query', name: 'AMOUNT', text: '5000', separators: [','], by: 'filter' }],
     };
     const err = expectCode(
-      () => checkSentRequest(grantOf(s), { field: () => smuggled }),
+      () => checkSentRequest(grant, { field: () => smuggled }),
       'constraint_violated',
       403,
     );
@@ -365,11 +388,12 @@ describe('checkSentRequest: constraints on the request as sent (§2.13, issue 10
     ]);
   });
 
-  it('fails closed on a stored unknown operator here too', () => {
-    const s = setup();
-    s.grant('create_transfer', { constraints: { amount: { between: [1, 5] } } });
+  it('fails closed on a stored unknown operator here too', async () => {
+    const s = await setup();
+    await s.grant('create_transfer', { constraints: { amount: { between: [1, 5] } } });
+    const grant = await grantOf(s);
     expectCode(
-      () => checkSentRequest(grantOf(s), { field: () => clean('1') }),
+      () => checkSentRequest(grant, { field: () => clean('1') }),
       'unknown_constraint_operator',
       400,
     );

@@ -8,8 +8,8 @@ import type { ActivityRecord, Store } from '../../../src/storage/types.js';
 // the real SQLite store in one transaction per batch.
 
 const stores: Store[] = [];
-afterEach(() => {
-  for (const s of stores.splice(0)) s.close();
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
 });
 
 function openStore(): Store {
@@ -35,11 +35,8 @@ function record(n: number): ActivityRecord {
 }
 
 /** Stored capabilities, oldest first. */
-function written(store: Store): string[] {
-  return store
-    .activity({ limit: 1_000_000 })
-    .reverse()
-    .map((r) => r.capability ?? '');
+async function written(store: Store): Promise<string[]> {
+  return (await store.activity({ limit: 1_000_000 })).reverse().map((r) => r.capability ?? '');
 }
 
 function capturingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
@@ -59,8 +56,8 @@ function flakyStore(store: Store, failing: () => boolean): { store: Store; attem
       if (prop === 'appendActivities') {
         return (records: readonly ActivityRecord[]) => {
           attempts++;
-          if (failing()) throw new Error('database is locked');
-          target.appendActivities(records);
+          if (failing()) return Promise.reject(new Error('database is locked'));
+          return target.appendActivities(records);
         };
       }
       const value: unknown = Reflect.get(target, prop, receiver);
@@ -73,45 +70,45 @@ function flakyStore(store: Store, failing: () => boolean): { store: Store; attem
 const nextTick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('ExecutionLog', () => {
-  it('writes nothing until flushed, then every record in order', () => {
+  it('writes nothing until flushed, then every record in order', async () => {
     const store = openStore();
     const log = new ExecutionLog(store, capturingLogger().logger);
     for (let n = 0; n < 5; n++) log.record(record(n));
-    expect(written(store)).toEqual([]);
-    log.flush();
-    expect(written(store)).toEqual(['cap_0', 'cap_1', 'cap_2', 'cap_3', 'cap_4']);
+    expect(await written(store)).toEqual([]);
+    await log.flush();
+    expect(await written(store)).toEqual(['cap_0', 'cap_1', 'cap_2', 'cap_3', 'cap_4']);
   });
 
-  it('stores every field of a record', () => {
+  it('stores every field of a record', async () => {
     const store = openStore();
     const log = new ExecutionLog(store, capturingLogger().logger);
     log.record(record(7));
-    log.flush();
-    const [stored] = store.activity({ limit: 10 });
+    await log.flush();
+    const [stored] = await store.activity({ limit: 10 });
     expect(stored).toMatchObject(record(7));
     expect(typeof stored?.id).toBe('number');
   });
 
-  it('does not write a record twice across flushes', () => {
+  it('does not write a record twice across flushes', async () => {
     const store = openStore();
     const log = new ExecutionLog(store, capturingLogger().logger);
     log.record(record(1));
-    log.flush();
-    log.flush();
+    await log.flush();
+    await log.flush();
     log.record(record(2));
-    log.flush();
-    expect(written(store)).toEqual(['cap_1', 'cap_2']);
+    await log.flush();
+    expect(await written(store)).toEqual(['cap_1', 'cap_2']);
   });
 
-  it('commits everything queued on stop (SIGTERM), long before the window would have', () => {
+  it('commits everything queued on stop (SIGTERM), long before the window would have', async () => {
     const store = openStore();
     const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 1_000, maxBatch: 256 });
     log.start();
     log.record(record(1));
     log.record(record(2));
-    expect(written(store)).toEqual([]);
-    log.stop();
-    expect(written(store)).toEqual(['cap_1', 'cap_2']);
+    expect(await written(store)).toEqual([]);
+    await log.stop();
+    expect(await written(store)).toEqual(['cap_1', 'cap_2']);
   });
 
   describe('group commit (audit.commit_window)', () => {
@@ -122,37 +119,37 @@ describe('ExecutionLog', () => {
       vi.useRealTimers();
     });
 
-    it('commits a record no later than one commit window after it was queued', () => {
+    it('commits a record no later than one commit window after it was queued', async () => {
       const store = openStore();
       const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
       log.start();
       log.record(record(1));
-      vi.advanceTimersByTime(19);
-      expect(written(store)).toEqual([]);
-      vi.advanceTimersByTime(1);
-      expect(written(store)).toEqual(['cap_1']);
-      log.stop();
+      await vi.advanceTimersByTimeAsync(19);
+      expect(await written(store)).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(await written(store)).toEqual(['cap_1']);
+      await log.stop();
     });
 
-    it('the window runs from the first record of a batch: a steady trickle cannot postpone the commit', () => {
+    it('the window runs from the first record of a batch: a steady trickle cannot postpone the commit', async () => {
       const store = openStore();
       const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
       log.start();
       for (let n = 0; n < 10; n++) {
         log.record(record(n));
-        vi.advanceTimersByTime(2);
+        await vi.advanceTimersByTimeAsync(2);
       }
       // 20 ms after the first record, all ten are committed, in one batch.
-      expect(written(store)).toHaveLength(10);
+      expect(await written(store)).toHaveLength(10);
       log.record(record(10));
-      vi.advanceTimersByTime(19);
-      expect(written(store)).toHaveLength(10);
-      vi.advanceTimersByTime(1);
-      expect(written(store)).toHaveLength(11);
-      log.stop();
+      await vi.advanceTimersByTimeAsync(19);
+      expect(await written(store)).toHaveLength(10);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(await written(store)).toHaveLength(11);
+      await log.stop();
     });
 
-    it('a busy event loop cannot hold a batch past its window: the next record commits it even before the late timer runs', () => {
+    it('a busy event loop cannot hold a batch past its window: the next record commits it even before the late timer runs', async () => {
       let now = 1_000;
       const clock = vi.spyOn(performance, 'now').mockImplementation(() => now);
       try {
@@ -162,18 +159,18 @@ describe('ExecutionLog', () => {
         log.record(record(1));
         now += 19;
         log.record(record(2));
-        expect(written(store)).toEqual([]);
+        expect(await written(store)).toEqual([]);
         // 25 ms later by the clock, but the timer has not run (no fake time passed).
         now += 6;
         log.record(record(3));
-        expect(written(store)).toEqual(['cap_1', 'cap_2', 'cap_3']);
-        log.stop();
+        expect(await written(store)).toEqual(['cap_1', 'cap_2', 'cap_3']);
+        await log.stop();
       } finally {
         clock.mockRestore();
       }
     });
 
-    it('writes each batch in one transaction: a batch is all there or not at all', () => {
+    it('writes each batch in one transaction: a batch is all there or not at all', async () => {
       const base = openStore();
       const batches: number[] = [];
       const store = new Proxy(base, {
@@ -181,7 +178,7 @@ describe('ExecutionLog', () => {
           if (prop === 'appendActivities') {
             return (records: readonly ActivityRecord[]) => {
               batches.push(records.length);
-              target.appendActivities(records);
+              return target.appendActivities(records);
             };
           }
           const value: unknown = Reflect.get(target, prop, receiver);
@@ -191,44 +188,44 @@ describe('ExecutionLog', () => {
       const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
       log.start();
       for (let n = 0; n < 50; n++) log.record(record(n));
-      vi.advanceTimersByTime(20);
+      await vi.advanceTimersByTimeAsync(20);
       for (let n = 50; n < 60; n++) log.record(record(n));
-      vi.advanceTimersByTime(20);
+      await vi.advanceTimersByTimeAsync(20);
       expect(batches).toEqual([50, 10]);
-      log.stop();
+      await log.stop();
     });
 
-    it('costs nothing when idle: no timer is pending without a queued record', () => {
+    it('costs nothing when idle: no timer is pending without a queued record', async () => {
       const store = openStore();
       const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
       log.start();
       expect(vi.getTimerCount()).toBe(0);
       log.record(record(1));
       expect(vi.getTimerCount()).toBe(1);
-      vi.advanceTimersByTime(20);
+      await vi.advanceTimersByTimeAsync(20);
       expect(vi.getTimerCount()).toBe(0);
-      log.stop();
+      await log.stop();
     });
 
-    it('retries a refused batch after a pause, then commits it with what came since, in order', () => {
+    it('retries a refused batch after a pause, then commits it with what came since, in order', async () => {
       const base = openStore();
       let fail = true;
       const { store, attempts } = flakyStore(base, () => fail);
       const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 20, maxBatch: 256 });
       log.start();
       log.record(record(1));
-      vi.advanceTimersByTime(20);
+      await vi.advanceTimersByTimeAsync(20);
       expect(attempts()).toBe(1);
       // While the store refuses, new records do not bring the retry forward.
       for (let n = 2; n < 100; n++) log.record(record(n));
-      vi.advanceTimersByTime(500);
+      await vi.advanceTimersByTimeAsync(500);
       expect(attempts()).toBe(1);
       fail = false;
-      vi.advanceTimersByTime(500);
+      await vi.advanceTimersByTimeAsync(500);
       expect(attempts()).toBe(2);
-      expect(written(base)).toHaveLength(99);
-      expect(written(base)[0]).toBe('cap_1');
-      log.stop();
+      expect(await written(base)).toHaveLength(99);
+      expect((await written(base))[0]).toBe('cap_1');
+      await log.stop();
     });
   });
 
@@ -244,14 +241,14 @@ describe('ExecutionLog', () => {
     const log = new ExecutionLog(store, capturingLogger().logger);
     for (let n = 0; n < 255; n++) log.record(record(n));
     await nextTick();
-    expect(written(store)).toHaveLength(0);
+    expect(await written(store)).toHaveLength(0);
     log.record(record(255));
-    expect(written(store)).toHaveLength(0);
+    expect(await written(store)).toHaveLength(0);
     await nextTick();
-    expect(written(store)).toHaveLength(256);
+    expect(await written(store)).toHaveLength(256);
   });
 
-  it('keeps a batch the store refused and writes it, in order, with the next flush', () => {
+  it('keeps a batch the store refused and writes it, in order, with the next flush', async () => {
     const base = openStore();
     let fail = true;
     const { store, attempts } = flakyStore(base, () => fail);
@@ -259,9 +256,9 @@ describe('ExecutionLog', () => {
     const log = new ExecutionLog(store, logger);
     log.record(record(1));
     log.record(record(2));
-    log.flush();
+    await log.flush();
     expect(attempts()).toBe(1);
-    expect(written(base)).toEqual([]);
+    expect(await written(base)).toEqual([]);
     expect(lines).toEqual([
       expect.objectContaining({
         level: 'error',
@@ -271,8 +268,8 @@ describe('ExecutionLog', () => {
     ]);
     fail = false;
     log.record(record(3));
-    log.flush();
-    expect(written(base)).toEqual(['cap_1', 'cap_2', 'cap_3']);
+    await log.flush();
+    expect(await written(base)).toEqual(['cap_1', 'cap_2', 'cap_3']);
   });
 
   it('retries a refused batch once per scheduled flush, not once per new record', async () => {
@@ -295,7 +292,7 @@ describe('ExecutionLog', () => {
     for (let n = 0; n < 100_003; n++) log.record(record(n));
     await nextTick();
     fail = false;
-    log.flush();
+    await log.flush();
     expect(lines).toContainEqual(
       expect.objectContaining({
         level: 'warn',
@@ -303,7 +300,7 @@ describe('ExecutionLog', () => {
         dropped: 3,
       }),
     );
-    const newest = base.activity({ limit: 1 });
+    const newest = await base.activity({ limit: 1 });
     expect(newest[0]?.capability).toBe('cap_99999');
     expect(newest[0]?.id).toBe(100_000);
   });

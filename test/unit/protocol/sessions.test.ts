@@ -21,53 +21,53 @@ function setup(): { sessions: Sessions; clock: TestClock; store: Store } {
 }
 
 describe('sessions', () => {
-  it('stores only a hash of the id: the cookie value itself finds nothing in the table', () => {
+  it('stores only a hash of the id: the cookie value itself finds nothing in the table', async () => {
     const { sessions, store } = setup();
-    const { cookieValue, session } = sessions.start('alice', 'password');
-    expect(store.session(cookieValue)).toBeUndefined();
+    const { cookieValue, session } = await sessions.start('alice', 'password');
+    expect(await store.session(cookieValue)).toBeUndefined();
     expect(session.idHash).not.toBe(cookieValue);
-    expect(sessions.find(cookieValue)?.userId).toBe('alice');
+    expect((await sessions.find(cookieValue))?.userId).toBe('alice');
   });
 
-  it('rotates the id at sign-in: the cookie from before sign-in opens nothing afterwards (fixation)', () => {
+  it('rotates the id at sign-in: the cookie from before sign-in opens nothing afterwards (fixation)', async () => {
     const { sessions } = setup();
-    const before = sessions.start('mallory', 'password').cookieValue;
-    const after = sessions.start('alice', 'password', before).cookieValue;
+    const before = (await sessions.start('mallory', 'password')).cookieValue;
+    const after = (await sessions.start('alice', 'password', before)).cookieValue;
     expect(after).not.toBe(before);
-    expect(sessions.find(before)).toBeUndefined();
-    expect(sessions.find(after)?.userId).toBe('alice');
+    expect(await sessions.find(before)).toBeUndefined();
+    expect((await sessions.find(after))?.userId).toBe('alice');
   });
 
-  it('an expired session is not found, and the sweep deletes it', () => {
+  it('an expired session is not found, and the sweep deletes it', async () => {
     const { sessions, clock, store } = setup();
-    const { cookieValue, session } = sessions.start('alice', 'password');
+    const { cookieValue, session } = await sessions.start('alice', 'password');
     clock.advance(12 * HOUR);
-    expect(sessions.find(cookieValue)).toBeUndefined();
-    expect(sessions.sweep(100)).toBe(1);
-    expect(store.session(session.idHash)).toBeUndefined();
+    expect(await sessions.find(cookieValue)).toBeUndefined();
+    expect(await sessions.sweep(100)).toBe(1);
+    expect(await store.session(session.idHash)).toBeUndefined();
   });
 
-  it('refuses malformed and guessed cookie values without a lookup hit', () => {
+  it('refuses malformed and guessed cookie values without a lookup hit', async () => {
     const { sessions } = setup();
-    sessions.start('alice', 'password');
-    expect(sessions.find(undefined)).toBeUndefined();
-    expect(sessions.find("' OR 1=1 --")).toBeUndefined();
-    expect(sessions.find('A'.repeat(43))).toBeUndefined();
+    await sessions.start('alice', 'password');
+    expect(await sessions.find(undefined)).toBeUndefined();
+    expect(await sessions.find("' OR 1=1 --")).toBeUndefined();
+    expect(await sessions.find('A'.repeat(43))).toBeUndefined();
   });
 
-  it('freshness follows sign-in time, not use (§8.11)', () => {
+  it('freshness follows sign-in time, not use (§8.11)', async () => {
     const { sessions, clock } = setup();
-    const { session } = sessions.start('alice', 'password');
+    const { session } = await sessions.start('alice', 'password');
     clock.advance(5 * 60_000);
     expect(sessions.isFresh(session, 5 * 60_000)).toBe(true);
     clock.advance(1);
     expect(sessions.isFresh(session, 5 * 60_000)).toBe(false);
   });
 
-  it('CSRF tokens are per session and compared exactly', () => {
+  it('CSRF tokens are per session and compared exactly', async () => {
     const { sessions } = setup();
-    const a = sessions.start('alice', 'password').session;
-    const b = sessions.start('bob', 'password').session;
+    const a = (await sessions.start('alice', 'password')).session;
+    const b = (await sessions.start('bob', 'password')).session;
     expect(csrfMatches(a, a.csrfToken)).toBe(true);
     expect(csrfMatches(a, b.csrfToken)).toBe(false);
     expect(csrfMatches(a, '')).toBe(false);

@@ -13,7 +13,7 @@ describe('inBatches', () => {
       turns.push('batch');
       const n = Math.min(10, backlog);
       backlog -= n;
-      return n;
+      return Promise.resolve(n);
     }, 10);
     // A request arriving now is served before the run ends, not after the whole backlog.
     setImmediate(() => turns.push('request'));
@@ -28,7 +28,7 @@ describe('inBatches', () => {
     let calls = 0;
     const done = await inBatches(() => {
       calls++;
-      return 5;
+      return Promise.resolve(5);
     }, 5);
     expect(calls).toBe(SWEEP_BATCHES_PER_RUN);
     expect(done).toBe(5 * SWEEP_BATCHES_PER_RUN);

@@ -36,7 +36,7 @@ const HOST: HostRecord = {
 };
 
 describe('migration 11: proposed / approved / effective, acr/amr, registration origin', () => {
-  it('keeps the rows of an older database; the new fields read as null', () => {
+  it('keeps the rows of an older database; the new fields read as null', async () => {
     expect(TRAIL_MIGRATION).toBeGreaterThan(0);
     const file = tempDbFile();
     const old = new Database(file);
@@ -49,15 +49,19 @@ describe('migration 11: proposed / approved / effective, acr/amr, registration o
       .run();
     old.close();
     store = openSqliteStore({ file });
-    expect(store.host('hst_0')).toMatchObject({ id: 'hst_0', registeredIp: null, registeredUserAgent: null });
+    expect(await store.host('hst_0')).toMatchObject({
+      id: 'hst_0',
+      registeredIp: null,
+      registeredUserAgent: null,
+    });
   });
 
-  it('stores and reads back each new field', () => {
+  it('stores and reads back each new field', async () => {
     store = openSqliteStore({ file: ':memory:' });
     const s = store;
-    s.write((tx) => {
-      tx.insertHost(HOST);
-      tx.insertAgent({
+    await s.write(async (tx) => {
+      await tx.insertHost(HOST);
+      await tx.insertAgent({
         id: 'agt_1',
         hostId: 'hst_1',
         userId: null,
@@ -71,7 +75,7 @@ describe('migration 11: proposed / approved / effective, acr/amr, registration o
         createdAt: 1,
         updatedAt: 1,
       });
-      tx.putGrant({
+      await tx.putGrant({
         id: 'grt_1',
         agentId: 'agt_1',
         capability: 'list_pets',
@@ -88,22 +92,25 @@ describe('migration 11: proposed / approved / effective, acr/amr, registration o
         updatedAt: 1,
       });
     });
-    expect(s.host('hst_1')).toMatchObject({
+    expect(await s.host('hst_1')).toMatchObject({
       registeredIp: '192.0.2.7',
       registeredUserAgent: 'ShelterBot/2.1',
     });
-    expect(s.grants('agt_1')[0]).toMatchObject({
+    expect((await s.grants('agt_1'))[0]).toMatchObject({
       proposedConstraints: { limit: { max: 1000 } },
       approvedConstraints: { limit: { max: 200 } },
       constraints: { limit: { max: 200 } },
     });
     const sessions = new Sessions(s, new TestClock(), 3_600_000);
-    const oidc = sessions.start('alice', 'oidc', undefined, undefined, {
+    const oidc = await sessions.start('alice', 'oidc', undefined, undefined, {
       acr: 'urn:example:mfa',
       amr: ['pwd', 'otp'],
     });
-    expect(sessions.find(oidc.cookieValue)).toMatchObject({ acr: 'urn:example:mfa', amr: ['pwd', 'otp'] });
-    const password = sessions.start('bob', 'password');
-    expect(sessions.find(password.cookieValue)).toMatchObject({ acr: null, amr: null });
+    expect(await sessions.find(oidc.cookieValue)).toMatchObject({
+      acr: 'urn:example:mfa',
+      amr: ['pwd', 'otp'],
+    });
+    const password = await sessions.start('bob', 'password');
+    expect(await sessions.find(password.cookieValue)).toMatchObject({ acr: null, amr: null });
   });
 });

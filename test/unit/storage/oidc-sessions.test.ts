@@ -18,7 +18,7 @@ afterEach(() => store?.close());
 const OIDC_MIGRATION = MIGRATIONS.findIndex((m) => m.includes("'trusted_header', 'oidc'"));
 
 describe('sessions of OIDC sign-ins', () => {
-  it('migrates a database made before OIDC: its sessions survive, and oidc is accepted', () => {
+  it('migrates a database made before OIDC: its sessions survive, and oidc is accepted', async () => {
     const file = tempDbFile();
     const old = new Database(file);
     for (const sql of MIGRATIONS.slice(0, OIDC_MIGRATION)) old.exec(sql);
@@ -28,16 +28,16 @@ describe('sessions of OIDC sign-ins', () => {
       .run();
     old.close();
     store = openSqliteStore({ file });
-    expect(store.session('hash-1')).toMatchObject({ userId: 'alice', authMethod: 'password' });
+    expect(await store.session('hash-1')).toMatchObject({ userId: 'alice', authMethod: 'password' });
     const sessions = new Sessions(store, new TestClock(), 3_600_000);
-    const { cookieValue } = sessions.start('bob@example.com', 'oidc');
-    expect(sessions.find(cookieValue)?.authMethod).toBe('oidc');
+    const { cookieValue } = await sessions.start('bob@example.com', 'oidc');
+    expect((await sessions.find(cookieValue))?.authMethod).toBe('oidc');
   });
 
-  it('still refuses an auth method nobody defined (the CHECK constraint was kept)', () => {
+  it('still refuses an auth method nobody defined (the CHECK constraint was kept)', async () => {
     const file = tempDbFile();
     store = openSqliteStore({ file });
-    store.close();
+    await store.close();
     store = undefined;
     const db = new Database(file);
     const insert = db.prepare(
@@ -48,14 +48,14 @@ describe('sessions of OIDC sign-ins', () => {
     db.close();
   });
 
-  it("dates a session by the provider's auth_time when earlier, and never later than now", () => {
+  it("dates a session by the provider's auth_time when earlier, and never later than now", async () => {
     store = openSqliteStore({ file: tempDbFile() });
     const clock = new TestClock();
     const sessions = new Sessions(store, clock, 3_600_000);
-    const earlier = sessions.start('alice', 'oidc', undefined, clock.now() - 600_000).session;
+    const earlier = (await sessions.start('alice', 'oidc', undefined, clock.now() - 600_000)).session;
     expect(earlier.authenticatedAt).toBe(clock.now() - 600_000);
     expect(sessions.isFresh(earlier, 300_000)).toBe(false);
-    const future = sessions.start('alice', 'oidc', undefined, clock.now() + 600_000).session;
+    const future = (await sessions.start('alice', 'oidc', undefined, clock.now() + 600_000)).session;
     expect(future.authenticatedAt).toBe(clock.now());
   });
 });

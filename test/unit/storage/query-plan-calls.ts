@@ -112,16 +112,16 @@ const perCall = (id: string): PerCallRecord => ({
 });
 
 /** A few rows in every table. */
-export function seed(store: Store): void {
-  store.write((tx) => {
-    for (const h of ['h1', 'h2']) tx.insertHost(host(h));
-    for (const a of ['a1', 'a2']) tx.insertAgent(agent(a, 'h1'));
-    for (const p of ['p1', 'p2']) tx.insertApproval(approval(p, 'a1', 'h1'));
-    tx.putGrant(grant('g1', 'a1', 'p1'));
-    tx.appendActivity(activity('a1'));
-    tx.insertPerCall(perCall('c1'));
+export async function seed(store: Store): Promise<void> {
+  await store.write(async (tx) => {
+    for (const h of ['h1', 'h2']) await tx.insertHost(host(h));
+    for (const a of ['a1', 'a2']) await tx.insertAgent(agent(a, 'h1'));
+    for (const p of ['p1', 'p2']) await tx.insertApproval(approval(p, 'a1', 'h1'));
+    await tx.putGrant(grant('g1', 'a1', 'p1'));
+    await tx.appendActivity(activity('a1'));
+    await tx.insertPerCall(perCall('c1'));
   });
-  store.insertAsyncJob({
+  await store.insertAsyncJob({
     id: 'j1',
     agentId: 'a1',
     capability: 'cap',
@@ -130,7 +130,7 @@ export function seed(store: Store): void {
     createdAt: NOW,
     expiresAt: NOW + 1,
   });
-  store.insertSession({
+  await store.insertSession({
     idHash: 's1',
     userId: 'alice',
     authMethod: 'password',
@@ -139,7 +139,7 @@ export function seed(store: Store): void {
     createdAt: NOW,
     expiresAt: NOW + 1,
   });
-  store.insertPasskey({
+  await store.insertPasskey({
     id: 'k1',
     userId: 'alice',
     userHandle: 'u',
@@ -150,10 +150,16 @@ export function seed(store: Store): void {
     createdAt: NOW,
     lastUsedAt: null,
   });
-  store.markOpened('p1', 'alice', NOW);
+  await store.markOpened('p1', 'alice', NOW);
 }
 
-type Call<S> = (s: S) => unknown;
+/** One call, or a list of calls (one per filter combination); each returns a promise. */
+type Call<S> = (s: S) => Promise<unknown> | Promise<unknown>[];
+
+/** Makes every call of `calls` against `s`, one after another, each settled before the next. */
+export async function callAll<S>(calls: Record<string, Call<S>>, s: S): Promise<void> {
+  for (const call of Object.values(calls)) await Promise.all([call(s)].flat());
+}
 
 /** Every reader method, with each filter combination the callers use. */
 const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
@@ -278,7 +284,7 @@ export const STORE_CALLS: Record<string, Call<Store>> = {
   deletePasskey: (s) => s.deletePasskey('k2', 'bob'),
   deleteStalePerCalls: (s) => s.deleteStalePerCalls(NOW, 100),
   deleteStalePending: (s) => s.deleteStalePending(NOW - 1, 100),
-  close: () => undefined, // closing is afterAll's; it prepares nothing
+  close: () => Promise.resolve(), // closing is afterAll's; it prepares nothing
 };
 
 /** Every writer method; the reader ones again through the transaction's view. */
