@@ -13,7 +13,7 @@ import pg from 'pg';
 import { UserError } from '../errors.js';
 import { storeError } from './errors.js';
 import { inboxQuery } from './pg-queries.js';
-import { PgReader, type Query } from './pg-reader.js';
+import { PgReader, type Query, type QueryResult } from './pg-reader.js';
 import { insertOf, type Statement } from './pg-rows.js';
 import { migratePg } from './pg-schema.js';
 import { PgWriter } from './pg-writer.js';
@@ -128,20 +128,28 @@ export class PgStore extends PgReader implements Store {
       } catch (err) {
         throw storeError(err);
       }
+      // One statement at a time on the connection, even when `fn` starts several at once
+      // (node-postgres's own queueing is deprecated), BEGIN, COMMIT and ROLLBACK included.
+      let last: Promise<unknown> = Promise.resolve();
+      const send = (sql: string, params: readonly unknown[] = []): Promise<QueryResult> => {
+        const next = last.then(() => client.query(sql, params as unknown[]));
+        last = next.catch(() => undefined); // never rejects: the next statement runs regardless
+        return next;
+      };
       const query: Query = (sql, params = []) => {
         this.options.onQuery?.(sql, params);
-        return client.query(sql, params as unknown[]);
+        return send(sql, params);
       };
       let broken: Error | undefined;
       try {
-        await client.query(`BEGIN ISOLATION LEVEL ${isolation}`);
+        await send(`BEGIN ISOLATION LEVEL ${isolation}`);
         const result = await fn(query);
-        const commit = await client.query('COMMIT');
+        const commit = await send('COMMIT');
         // COMMIT of a transaction aborted by an error `fn` swallowed answers ROLLBACK, not an error.
         if (commit.command !== 'COMMIT') throw new Error('the transaction failed and was rolled back');
         return result;
       } catch (err) {
-        broken = await client.query('ROLLBACK').then(
+        broken = await send('ROLLBACK').then(
           () => undefined,
           (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
         );
@@ -267,20 +275,22 @@ export class PgStore extends PgReader implements Store {
   }
 
   // The sweeps take at most `limit` rows, oldest first along their index; SKIP LOCKED lets the
-  // replicas sweep at once without waiting on each other's rows.
+  // replicas sweep at once without waiting on each other's rows. The ids are collected first
+  // (ARRAY(…), an InitPlan), then deleted by primary key: never a join the planner could turn
+  // into a scan of the whole table.
 
   deleteExpiredAsyncJobs(now: number, limit: number): Promise<number> {
     return this.exec({
-      sql: `DELETE FROM async_jobs WHERE id IN (SELECT id FROM async_jobs WHERE expires_at < $1
-        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      sql: `DELETE FROM async_jobs WHERE id = ANY (ARRAY(SELECT id FROM async_jobs WHERE expires_at < $1
+        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       params: [now, limit],
     });
   }
 
   deleteActivityBefore(before: number, limit: number): Promise<number> {
     return this.exec({
-      sql: `DELETE FROM activity WHERE id IN (SELECT id FROM activity WHERE at < $1
-        ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      sql: `DELETE FROM activity WHERE id = ANY (ARRAY(SELECT id FROM activity WHERE at < $1
+        ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       params: [before, limit],
     });
   }
@@ -299,8 +309,8 @@ export class PgStore extends PgReader implements Store {
 
   deleteExpiredSessions(now: number, limit: number): Promise<number> {
     return this.exec({
-      sql: `DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at <= $1
-        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      sql: `DELETE FROM sessions WHERE id_hash = ANY (ARRAY(SELECT id_hash FROM sessions WHERE expires_at <= $1
+        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       params: [now, limit],
     });
   }
@@ -350,8 +360,8 @@ export class PgStore extends PgReader implements Store {
 
   deleteStalePerCalls(now: number, limit: number): Promise<number> {
     return this.exec({
-      sql: `DELETE FROM per_call_approvals WHERE id IN (SELECT id FROM per_call_approvals
-        WHERE keep_until <= $1 ORDER BY keep_until LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      sql: `DELETE FROM per_call_approvals WHERE id = ANY (ARRAY(SELECT id FROM per_call_approvals
+        WHERE keep_until <= $1 ORDER BY keep_until LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       params: [now, limit],
     });
   }
@@ -363,14 +373,14 @@ export class PgStore extends PgReader implements Store {
       // Never-activated agents only: one pending a reactivation approval was active before (§10.9).
       // A range of agents_status_listing; each deletion cascades along indexed foreign keys.
       const agents = await changes(
-        `DELETE FROM agents WHERE id IN (SELECT id FROM agents WHERE status = 'pending'
-          AND created_at < $1 AND activated_at IS NULL ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+        `DELETE FROM agents WHERE id = ANY (ARRAY(SELECT id FROM agents WHERE status = 'pending'
+          AND created_at < $1 AND activated_at IS NULL ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       );
       // A pending host is deleted only once no agent refers to it any more.
       const hosts = await changes(
-        `DELETE FROM hosts WHERE id IN (SELECT id FROM hosts WHERE status = 'pending' AND created_at < $1
+        `DELETE FROM hosts WHERE id = ANY (ARRAY(SELECT id FROM hosts WHERE status = 'pending' AND created_at < $1
           AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)
-          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       );
       return { agents, hosts };
     });

@@ -80,7 +80,7 @@ export class PgWriter extends PgReader implements StoreWriter {
 
   deleteAgentActivity(agentId: string, limit: number): Promise<number> {
     return this.run({
-      sql: 'DELETE FROM activity WHERE id IN (SELECT id FROM activity WHERE agent_id = $1 ORDER BY id LIMIT $2)',
+      sql: 'DELETE FROM activity WHERE id = ANY (ARRAY(SELECT id FROM activity WHERE agent_id = $1 ORDER BY id LIMIT $2))',
       params: [agentId, limit],
     });
   }
