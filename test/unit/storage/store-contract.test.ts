@@ -767,6 +767,20 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.perCall('nope')).toBeUndefined();
     });
 
+    it("keeps JSON as given: the upstream's key order, and any string (NUL included)", async () => {
+      await seed();
+      const result = { zeta: 1, alpha: { y: 'NUL \u0000 inside', b: [] }, mid: null };
+      const args = { z: 1, a: 2 };
+      await store.write((tx) =>
+        tx.insertPerCall(perCall('c1', 'a1', { arguments: args, status: 'completed', result })),
+      );
+      const read = await store.perCall('c1');
+      expect(read?.result).toEqual(result);
+      expect(Object.keys(read!.result as object)).toEqual(['zeta', 'alpha', 'mid']);
+      expect(Object.keys((read!.result as { alpha: object }).alpha)).toEqual(['y', 'b']);
+      expect(Object.keys(read!.arguments)).toEqual(['z', 'a']);
+    });
+
     it('moves a row on only from the expected status (compare-and-set); an empty patch moves nothing', async () => {
       await seed();
       await store.write((tx) => tx.insertPerCall(perCall('c1', 'a1')));
@@ -931,7 +945,7 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.host('h2')).toBeUndefined();
     });
 
-    it('others do not see a write before it commits', async () => {
+    it('reads outside a write do not see its changes before it commits', async () => {
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
       let inserted!: () => void;
