@@ -18,7 +18,7 @@
  * - The same indexes as SQLite's migration 15: every listing a range of (filter…, created_at,
  *   id), every foreign key a cascade follows indexed (test/unit/storage/pg-query-plans.test.ts).
  */
-import type { PoolClient } from 'pg';
+import type { ClientBase } from 'pg';
 import { UserError } from '../errors.js';
 
 const ID = 'text COLLATE "C"';
@@ -225,7 +225,7 @@ const MIGRATION_LOCK = 0x6161_7000_0013;
  * Refuses a database migrated by a newer proxy.
  */
 export async function migratePg(
-  client: PoolClient,
+  client: ClientBase,
   migrations: readonly string[] = PG_MIGRATIONS,
 ): Promise<void> {
   await client.query('BEGIN');

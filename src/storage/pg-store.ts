@@ -1,21 +1,13 @@
 /**
- * The PostgreSQL store (issue 13): several replicas share one database. A `pg.Pool` serves the
- * store's reads (one statement each, autocommit); each `write` is one SERIALIZABLE transaction on
- * one pooled connection, re-run from the start when PostgreSQL reports a serialization failure or
- * a deadlock (it rolled the transaction back, so `fn` sees none of its earlier attempt), a few
- * times with a jittered backoff. Migrations run at open (pg-schema.ts).
- *
- * A database that cannot be reached, drops the connection or does not answer within the timeouts
- * surfaces as StoreUnavailableError (errors.ts), never retried here: a COMMIT whose answer was
- * lost may have committed.
+ * The PostgreSQL store (issue 13): several replicas share one database. The pool serves the
+ * store's reads and single-statement writes (autocommit); each `write` is one SERIALIZABLE
+ * transaction on one pooled connection, re-run when PostgreSQL reports a conflict (pg-pool.ts).
+ * Migrations run at open (pg-schema.ts); reads are PgReader's, a transaction's writes PgWriter's.
  */
-import pg from 'pg';
-import { UserError } from '../errors.js';
-import { storeError } from './errors.js';
 import { inboxQuery } from './pg-queries.js';
-import { PgReader, type Query, type QueryResult } from './pg-reader.js';
+import { openPool, poolQuery, transaction, type Connections, type PgStoreOptions } from './pg-pool.js';
+import { PgReader } from './pg-reader.js';
 import { insertOf, type Statement } from './pg-rows.js';
-import { migratePg } from './pg-schema.js';
 import { PgWriter } from './pg-writer.js';
 import { APPROVAL, ASYNC_JOB, PASSKEY, SESSION } from './sqlite-columns.js';
 import type {
@@ -30,147 +22,25 @@ import type {
   StoreWriter,
 } from './types.js';
 
-export interface PgStoreOptions {
-  /** Connections in the pool (default 10). */
-  readonly poolSize?: number;
-  /** How long to wait for a connection, new or from a busy pool (default 5000 ms). */
-  readonly connectionTimeoutMs?: number;
-  /**
-   * The server cancels a statement running longer (default 5000 ms); the client gives up on an
-   * answer a second after that (a server gone without closing the connection).
-   */
-  readonly statementTimeoutMs?: number;
-  /** How many times a write is re-run after a serialization failure or deadlock (default 5). */
-  readonly serializationRetries?: number;
-  /** Each write transaction's duration: `state` for `write`, `activity` for appendActivities. */
-  readonly onWrite?: (kind: 'state' | 'activity', seconds: number) => void;
-  /** Called with every statement the store sends and its parameters (the query-plan test). */
-  readonly onQuery?: (sql: string, params: readonly unknown[]) => void;
-  /** An idle pooled connection failed (the server went away); the pool replaces it. */
-  readonly onPoolError?: (err: Error) => void;
-}
-
-/** SQLSTATEs after which PostgreSQL has rolled the transaction back and a re-run may succeed. */
-const RETRYABLE = new Set(['40001', '40P01']);
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function positive(name: string, value: number | undefined, fallback: number, min = 1): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < min) {
-    throw new UserError(`PostgreSQL store option ${name} must be an integer ≥ ${min}, got ${value}`);
-  }
-  return value;
-}
-
-/** int8 (counts, bigint columns) as a JS number: every value stored is below 2^53. */
-function types(): pg.CustomTypesConfig {
-  const overrides = new pg.TypeOverrides();
-  overrides.setTypeParser(pg.types.builtins.INT8, Number);
-  return overrides;
-}
+export type { PgStoreOptions } from './pg-pool.js';
 
 export class PgStore extends PgReader implements Store {
+  /** Connects, migrates the schema, and returns the store; StoreUnavailableError if unreachable. */
   static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
-    const statementTimeout = positive('statementTimeoutMs', options.statementTimeoutMs, 5000);
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: positive('poolSize', options.poolSize, 10),
-      connectionTimeoutMillis: positive('connectionTimeoutMs', options.connectionTimeoutMs, 5000),
-      statement_timeout: statementTimeout,
-      query_timeout: statementTimeout + 1000,
-      idle_in_transaction_session_timeout: statementTimeout * 2,
-      keepAlive: true,
-      application_name: 'agent-auth-proxy',
-      types: types(),
-    });
-    // Without a listener, an idle connection's error (a database restart) would crash the process.
-    pool.on('error', (err) => options.onPoolError?.(err));
-    const retries = positive('serializationRetries', options.serializationRetries, 5, 0);
-    try {
-      const client = await pool.connect();
-      try {
-        await migratePg(client);
-      } finally {
-        client.release();
-      }
-    } catch (err) {
-      await pool.end().catch(() => undefined);
-      throw storeError(err);
-    }
-    return new PgStore(pool, retries, options);
+    return new PgStore(await openPool(url, options), options);
   }
 
   private constructor(
-    private readonly pool: pg.Pool,
-    private readonly retries: number,
+    private readonly connections: Connections,
     private readonly options: PgStoreOptions,
   ) {
-    super(async (sql, params = []) => {
-      options.onQuery?.(sql, params);
-      try {
-        return await pool.query(sql, params as unknown[]);
-      } catch (err) {
-        throw storeError(err);
-      }
-    });
-  }
-
-  /**
-   * Runs `fn` in one transaction on one connection, re-running it (with a fresh connection) after
-   * a serialization failure or deadlock, at most `retries` times.
-   */
-  private async transaction<T>(isolation: string, fn: (query: Query) => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      let client: pg.PoolClient;
-      try {
-        client = await this.pool.connect();
-      } catch (err) {
-        throw storeError(err);
-      }
-      // One statement at a time on the connection, even when `fn` starts several at once
-      // (node-postgres's own queueing is deprecated), BEGIN, COMMIT and ROLLBACK included.
-      let last: Promise<unknown> = Promise.resolve();
-      const send = (sql: string, params: readonly unknown[] = []): Promise<QueryResult> => {
-        const next = last.then(() => client.query(sql, params as unknown[]));
-        last = next.catch(() => undefined); // never rejects: the next statement runs regardless
-        return next;
-      };
-      const query: Query = (sql, params = []) => {
-        this.options.onQuery?.(sql, params);
-        return send(sql, params);
-      };
-      let broken: Error | undefined;
-      try {
-        await send(`BEGIN ISOLATION LEVEL ${isolation}`);
-        const result = await fn(query);
-        const commit = await send('COMMIT');
-        // COMMIT of a transaction aborted by an error `fn` swallowed answers ROLLBACK, not an error.
-        if (commit.command !== 'COMMIT') throw new Error('the transaction failed and was rolled back');
-        return result;
-      } catch (err) {
-        broken = await send('ROLLBACK').then(
-          () => undefined,
-          (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
-        );
-        const code = (err as { code?: unknown }).code;
-        if (!broken && typeof code === 'string' && RETRYABLE.has(code) && attempt < this.retries) {
-          // Jittered and growing, so that the transactions that collided do not collide again.
-          await sleep(Math.random() * 5 * 2 ** attempt);
-          continue;
-        }
-        throw storeError(err);
-      } finally {
-        // A connection whose ROLLBACK failed is in an unknown state: the pool drops it.
-        client.release(broken);
-      }
-    }
+    super(poolQuery(connections));
   }
 
   async write<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
-      return await this.transaction('SERIALIZABLE', (query) => fn(new PgWriter(query)));
+      return await transaction(this.connections, 'SERIALIZABLE', (query) => fn(new PgWriter(query)));
     } finally {
       this.options.onWrite?.('state', (performance.now() - started) / 1000);
     }
@@ -213,7 +83,7 @@ export class PgStore extends PgReader implements Store {
           ]
         : []),
     ];
-    await this.transaction('READ COMMITTED', async (query) => {
+    await transaction(this.connections, 'READ COMMITTED', async (query) => {
       for (const s of statements) await query(s.sql, s.params);
     });
   }
@@ -367,7 +237,7 @@ export class PgStore extends PgReader implements Store {
   }
 
   deleteStalePending(before: number, limit: number): Promise<{ agents: number; hosts: number }> {
-    return this.transaction('READ COMMITTED', async (query) => {
+    return transaction(this.connections, 'READ COMMITTED', async (query) => {
       const changes = async (sql: string): Promise<number> =>
         (await query(sql, [before, limit])).rowCount ?? 0;
       // Never-activated agents only: one pending a reactivation approval was active before (§10.9).
@@ -387,6 +257,6 @@ export class PgStore extends PgReader implements Store {
   }
 
   async close(): Promise<void> {
-    if (!this.pool.ended) await this.pool.end();
+    if (!this.connections.pool.ended) await this.connections.pool.end();
   }
 }

@@ -73,7 +73,7 @@ function methods(proto: object | null, skip: ReadonlySet<string>): string[] {
 }
 
 /** Members that are not Store methods: the constructor and the classes' protected/private helpers. */
-const HELPERS = new Set(['constructor', 'one', 'many', 'count', 'run', 'exec', 'transaction']);
+const HELPERS = new Set(['constructor', 'one', 'many', 'count', 'run', 'exec']);
 
 interface PlanNode {
   readonly 'Node Type': string;
