@@ -12,7 +12,7 @@ find_bin() {
     return 0
   fi
   # Debian keeps the server binaries off the PATH, one directory per major version; newest first.
-  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4 -rn); do
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5 -rn); do
     if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ] && [ -x "$dir/postgres" ]; then
       echo "$dir"
       return 0

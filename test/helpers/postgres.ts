@@ -103,8 +103,19 @@ async function serverUser(): Promise<RunAs | undefined> {
   return created;
 }
 
-/** `setpriv` args that run a command as `user` and stop it when this process dies. */
+const onPath = (name: string): boolean =>
+  (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, name)));
+
+/**
+ * How to run a command as `user`, stopped when this process dies: through util-linux's `setpriv`
+ * (which execs it, so the pid is the command's). Without setpriv (not Linux), as this user
+ * directly, with no parent-death signal: the exit hook is then the only cleanup.
+ */
 function asUser(user: RunAs | undefined, command: string, args: readonly string[]): [string, string[]] {
+  if (!onPath('setpriv')) {
+    if (user) throw new Error('running PostgreSQL as root needs setpriv (util-linux) to drop privileges');
+    return [command, [...args]];
+  }
   const identity = user ? [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups'] : [];
   return ['setpriv', [...identity, '--pdeathsig', 'QUIT', '--', command, ...args]];
 }
