@@ -47,6 +47,7 @@ const postgresFactory: StoreFactory = {
   stop: async () => postgres?.stop(),
 };
 
+/** The stores the suite runs against: one entry per Store implementation. */
 const FACTORIES: readonly StoreFactory[] = [postgresFactory];
 
 const ids = (records: readonly { readonly id?: string | number }[]): unknown[] => records.map((r) => r.id);
