@@ -299,7 +299,7 @@ export interface InboxQuery {
  * starting after `after` (keyset pagination, so each page is one range of an index), at most
  * `limit` rows. Without `limit` every matching row is returned: only for sets bounded by an owner
  * (an agent's approvals, a host's agents, a user's hosts); a listing of all rows, or of all rows
- * of a status, must give a `limit` (the SQLite store throws otherwise).
+ * of a status, must give a `limit` (a store rejects the call otherwise).
  */
 export interface ListingPage {
   readonly after?: { readonly createdAt: number; readonly id: string };
@@ -393,11 +393,15 @@ export interface Store extends StoreReader {
   /**
    * Runs `fn` in one transaction: its changes are all visible afterwards, or none are. Other
    * transactions see it as if transactions ran one after another (SQLite: one writer at a time;
-   * PostgreSQL: SERIALIZABLE). `fn` may be run again when the database reports a serialization
+   * PostgreSQL: SERIALIZABLE); the store's own reads and writes outside it do not see its changes
+   * before it commits. `fn` may be run again when the database reports a serialization
    * conflict, so it must do nothing outside `tx` (no I/O, no cache or counter changes): do those
    * after `write` resolves, with what `fn` returned. Inside `fn`, read and write through `tx`
    * only: a call to the store itself is outside the transaction (the SQLite store makes it wait
-   * until `fn` ends, which never comes).
+   * until `fn` ends, which never comes). A statement the database refuses (a constraint) fails
+   * the whole transaction (PostgreSQL aborts it; SQLite would go on): `fn` lets the error
+   * propagate rather than catch it and continue. A database that cannot be reached rejects with
+   * StoreUnavailableError (errors.ts), and `fn` is not re-run then.
    */
   write<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T>;
   /**

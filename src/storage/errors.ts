@@ -1,0 +1,54 @@
+/**
+ * Storage failures a caller can act on. `StoreUnavailableError`: the database could not be
+ * reached, went away mid-statement, or did not answer in time (PostgreSQL, issue 13); the HTTP
+ * layer answers 503 and the client retries. Whether a write in flight when the connection broke
+ * was committed is unknown, so a `write` is never re-run after one (only after a serialization
+ * conflict, which PostgreSQL reports as rolled back).
+ */
+
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+}
+
+/** Node socket errors of a database that cannot be reached or dropped the connection. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOENT', // a unix socket path with no server behind it
+]);
+
+/**
+ * SQLSTATEs of the same: class 08 (connection exception), the server shutting down or starting
+ * (57P01–57P03), too many connections (53300), and a statement cancelled by statement_timeout
+ * (57014: the database is too slow to serve now).
+ */
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+
+/** node-postgres's own errors for a connection that failed, closed or timed out. */
+const DRIVER_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|Client was closed and is not queryable|connection timeout/i;
+
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (NETWORK_CODES.has(code) || UNAVAILABLE_STATES.has(code) || code.startsWith('08')) return true;
+  }
+  if (err instanceof AggregateError && err.errors.some(isUnavailable)) return true;
+  return DRIVER_MESSAGES.test(err.message);
+}
+
+/** `err` as a StoreUnavailableError when it means the database is unavailable, else unchanged. */
+export function storeError(err: unknown): unknown {
+  if (err instanceof StoreUnavailableError || !isUnavailable(err)) return err;
+  return new StoreUnavailableError(`database unavailable: ${(err as Error).message || 'no answer'}`, {
+    cause: err,
+  });
+}

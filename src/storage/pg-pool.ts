@@ -1,0 +1,158 @@
+/**
+ * The PostgreSQL store's connections (issue 13): the pool and its options, the migrations run at
+ * open, and transactions on one pooled connection, re-run after a serialization failure or a
+ * deadlock (PostgreSQL rolled the transaction back, so the re-run starts from nothing), a few
+ * times with a jittered backoff. Failures of the database itself become StoreUnavailableError
+ * (errors.ts) and are never re-run: a COMMIT whose answer was lost may have committed.
+ */
+import pg from 'pg';
+import { UserError } from '../errors.js';
+import { storeError } from './errors.js';
+import type { Query, QueryResult } from './pg-reader.js';
+import { migratePg } from './pg-schema.js';
+
+export interface PgStoreOptions {
+  /** Connections in the pool (default 10). */
+  readonly poolSize?: number;
+  /** How long to wait for a connection, new or from a busy pool (default 5000 ms). */
+  readonly connectionTimeoutMs?: number;
+  /**
+   * The server cancels a statement running longer (default 5000 ms); the client gives up on an
+   * answer a second after that (a server gone without closing the connection).
+   */
+  readonly statementTimeoutMs?: number;
+  /** How many times a write is re-run after a serialization failure or deadlock (default 5). */
+  readonly serializationRetries?: number;
+  /** Each write transaction's duration: `state` for `write`, `activity` for appendActivities. */
+  readonly onWrite?: (kind: 'state' | 'activity', seconds: number) => void;
+  /** Called with every statement the store sends and its parameters (the query-plan test). */
+  readonly onQuery?: (sql: string, params: readonly unknown[]) => void;
+  /** An idle pooled connection failed (the server went away); the pool replaces it. */
+  readonly onPoolError?: (err: Error) => void;
+}
+
+export interface Connections {
+  readonly pool: pg.Pool;
+  readonly retries: number;
+  readonly onQuery?: (sql: string, params: readonly unknown[]) => void;
+}
+
+/** SQLSTATEs after which PostgreSQL has rolled the transaction back and a re-run may succeed. */
+const RETRYABLE = new Set(['40001', '40P01']);
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function integer(name: string, value: number | undefined, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < min) {
+    throw new UserError(`PostgreSQL store option ${name} must be an integer ≥ ${min}, got ${value}`);
+  }
+  return value;
+}
+
+/** int8 (counts, bigint columns) as a JS number: every value stored is below 2^53. */
+function types(): pg.CustomTypesConfig {
+  const overrides = new pg.TypeOverrides();
+  overrides.setTypeParser(pg.types.builtins.INT8, Number);
+  return overrides;
+}
+
+/** The pool, once the database's schema is current; throws StoreUnavailableError if unreachable. */
+export async function openPool(url: string, options: PgStoreOptions): Promise<Connections> {
+  const statementTimeout = integer('statementTimeoutMs', options.statementTimeoutMs, 5000);
+  const connectionTimeoutMillis = integer('connectionTimeoutMs', options.connectionTimeoutMs, 5000);
+  const max = integer('poolSize', options.poolSize, 10);
+  const retries = integer('serializationRetries', options.serializationRetries, 5, 0);
+  // Migrations get a connection of their own, without the statement timeouts: a migration may
+  // take long, and a replica may wait for another's under the advisory lock.
+  const migrator = new pg.Client({ connectionString: url, connectionTimeoutMillis, types: types() });
+  migrator.on('error', () => undefined); // a dropped connection fails the pending query instead
+  try {
+    await migrator.connect();
+    await migratePg(migrator);
+  } catch (err) {
+    throw storeError(err);
+  } finally {
+    await migrator.end().catch(() => undefined);
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis,
+    statement_timeout: statementTimeout,
+    query_timeout: statementTimeout + 1000,
+    idle_in_transaction_session_timeout: statementTimeout * 2,
+    keepAlive: true,
+    application_name: 'agent-auth-proxy',
+    types: types(),
+  });
+  // Without a listener, an idle connection's error (a database restart) would crash the process.
+  pool.on('error', (err) => options.onPoolError?.(err));
+  return { pool, retries, ...(options.onQuery ? { onQuery: options.onQuery } : {}) };
+}
+
+/** One statement on the pool (autocommit). */
+export function poolQuery({ pool, onQuery }: Connections): Query {
+  return async (sql, params = []) => {
+    onQuery?.(sql, params);
+    try {
+      return await pool.query(sql, params as unknown[]);
+    } catch (err) {
+      throw storeError(err);
+    }
+  };
+}
+
+/**
+ * Runs `fn` in one transaction on one connection, re-running it (on a fresh connection) after a
+ * serialization failure or deadlock, at most `retries` times.
+ */
+export async function transaction<T>(
+  { pool, retries, onQuery }: Connections,
+  isolation: 'SERIALIZABLE' | 'READ COMMITTED',
+  fn: (query: Query) => Promise<T>,
+): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    let client: pg.PoolClient;
+    try {
+      client = await pool.connect();
+    } catch (err) {
+      throw storeError(err);
+    }
+    // One statement at a time on the connection, even when `fn` starts several at once
+    // (node-postgres's own queueing is deprecated), BEGIN, COMMIT and ROLLBACK included.
+    let last: Promise<unknown> = Promise.resolve();
+    const send = (sql: string, params: readonly unknown[] = []): Promise<QueryResult> => {
+      const next = last.then(() => client.query(sql, params as unknown[]));
+      last = next.catch(() => undefined); // never rejects: the next statement runs regardless
+      return next;
+    };
+    let broken: Error | undefined;
+    try {
+      await send(`BEGIN ISOLATION LEVEL ${isolation}`);
+      const result = await fn((sql, params = []) => {
+        onQuery?.(sql, params);
+        return send(sql, params);
+      });
+      const commit = await send('COMMIT');
+      // COMMIT of a transaction aborted by an error `fn` swallowed answers ROLLBACK, not an error.
+      if (commit.command !== 'COMMIT') throw new Error('the transaction failed and was rolled back');
+      return result;
+    } catch (err) {
+      broken = await send('ROLLBACK').then(
+        () => undefined,
+        (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+      );
+      const code = (err as { code?: unknown }).code;
+      if (!broken && typeof code === 'string' && RETRYABLE.has(code) && attempt < retries) {
+        // Jittered and growing, so that the transactions that collided do not collide again.
+        await sleep(Math.random() * 5 * 2 ** attempt);
+        continue;
+      }
+      throw storeError(err);
+    } finally {
+      // A connection whose ROLLBACK failed is in an unknown state: the pool drops it.
+      client.release(broken);
+    }
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * The PostgreSQL store (issue 13): several replicas share one database. The pool serves the
+ * store's reads and single-statement writes (autocommit); each `write` is one SERIALIZABLE
+ * transaction on one pooled connection, re-run when PostgreSQL reports a conflict (pg-pool.ts).
+ * Migrations run at open (pg-schema.ts); reads are PgReader's, a transaction's writes PgWriter's.
+ */
+import { inboxQuery } from './pg-queries.js';
+import { openPool, poolQuery, transaction, type Connections, type PgStoreOptions } from './pg-pool.js';
+import { PgReader } from './pg-reader.js';
+import { insertOf, type Statement } from './pg-rows.js';
+import { PgWriter } from './pg-writer.js';
+import { APPROVAL, ASYNC_JOB, PASSKEY, SESSION } from './sqlite-columns.js';
+import type {
+  ActivityRecord,
+  ApprovalRecord,
+  AsyncJobRecord,
+  GrantUse,
+  InboxQuery,
+  PasskeyRecord,
+  SessionRecord,
+  Store,
+  StoreWriter,
+} from './types.js';
+
+export type { PgStoreOptions } from './pg-pool.js';
+
+export class PgStore extends PgReader implements Store {
+  /** Connects, migrates the schema, and returns the store; StoreUnavailableError if unreachable. */
+  static async open(url: string, options: PgStoreOptions = {}): Promise<PgStore> {
+    return new PgStore(await openPool(url, options), options);
+  }
+
+  private constructor(
+    private readonly connections: Connections,
+    private readonly options: PgStoreOptions,
+  ) {
+    super(poolQuery(connections));
+  }
+
+  async write<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await transaction(this.connections, 'SERIALIZABLE', (query) => fn(new PgWriter(query)));
+    } finally {
+      this.options.onWrite?.('state', (performance.now() - started) / 1000);
+    }
+  }
+
+  async touch(
+    agents: ReadonlyMap<string, number>,
+    hosts: ReadonlyMap<string, number>,
+    grants: ReadonlyMap<string, GrantUse> = new Map(),
+  ): Promise<void> {
+    if (agents.size === 0 && hosts.size === 0 && grants.size === 0) return;
+    // One statement per table over arrays; rows in id order, so that two replicas flushing at
+    // once lock them in the same order (a deadlock is still retried).
+    const sorted = <V>(m: ReadonlyMap<string, V>): [string, V][] =>
+      [...m].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const lastUsed = (table: string, m: ReadonlyMap<string, number>): Statement => {
+      const rows = sorted(m);
+      return {
+        sql: `UPDATE ${table} AS t SET last_used_at = GREATEST(COALESCE(t.last_used_at, 0), v.at)
+          FROM unnest($1::text[], $2::bigint[]) AS v (id, at) WHERE t.id = v.id`,
+        params: [rows.map(([id]) => id), rows.map(([, at]) => at)],
+      };
+    };
+    const uses = sorted(grants);
+    const statements = [
+      ...(agents.size ? [lastUsed('agents', agents)] : []),
+      ...(hosts.size ? [lastUsed('hosts', hosts)] : []),
+      ...(grants.size
+        ? [
+            {
+              sql: `UPDATE grants AS t SET uses = t.uses + v.uses,
+                  last_used_at = GREATEST(COALESCE(t.last_used_at, 0), v.at)
+                FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v (id, uses, at) WHERE t.id = v.id`,
+              params: [
+                uses.map(([id]) => id),
+                uses.map(([, u]) => u.uses),
+                uses.map(([, u]) => u.lastUsedAt ?? 0),
+              ],
+            },
+          ]
+        : []),
+    ];
+    await transaction(this.connections, 'READ COMMITTED', async (query) => {
+      for (const s of statements) await query(s.sql, s.params);
+    });
+  }
+
+  async grantUses(agentId: string): Promise<Map<string, GrantUse>> {
+    const { rows } = await this.query(
+      'SELECT id, uses, last_used_at FROM grants WHERE agent_id = $1 AND (uses > 0 OR last_used_at IS NOT NULL)',
+      [agentId],
+    );
+    return new Map(
+      rows.map((r) => [
+        r.id as string,
+        { uses: r.uses as number, lastUsedAt: r.last_used_at as number | null },
+      ]),
+    );
+  }
+
+  async appendActivities(records: readonly ActivityRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    // One statement whatever the batch size: a column array per field, inserted in batch order
+    // (WITH ORDINALITY), so ids follow the order of the records.
+    const column = <V>(f: (r: ActivityRecord) => V): V[] => records.map(f);
+    const started = performance.now();
+    try {
+      await this.query(
+        `INSERT INTO activity (at, type, agent_id, host_id, user_id, capability, outcome, detail, jti,
+            latency_ms, upstream_status)
+          SELECT at, type, agent_id, host_id, user_id, capability, outcome, detail, jti, latency_ms, upstream_status
+          FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::json[], $9::text[], $10::float8[], $11::integer[]) WITH ORDINALITY
+            AS r (at, type, agent_id, host_id, user_id, capability, outcome, detail, jti, latency_ms,
+              upstream_status, n)
+          ORDER BY n`,
+        [
+          column((r) => r.at),
+          column((r) => r.type),
+          column((r) => r.agentId),
+          column((r) => r.hostId),
+          column((r) => r.userId),
+          column((r) => r.capability),
+          column((r) => r.outcome),
+          column((r) => (r.detail === null ? null : JSON.stringify(r.detail))),
+          column((r) => r.jti),
+          column((r) => r.latencyMs),
+          column((r) => r.upstreamStatus),
+        ],
+      );
+    } finally {
+      this.options.onWrite?.('activity', (performance.now() - started) / 1000);
+    }
+  }
+
+  private async exec(statement: Statement): Promise<number> {
+    return (await this.query(statement.sql, statement.params)).rowCount ?? 0;
+  }
+
+  async insertAsyncJob(job: AsyncJobRecord): Promise<void> {
+    await this.exec(insertOf('async_jobs', ASYNC_JOB, job));
+  }
+
+  // The sweeps take at most `limit` rows, oldest first along their index; SKIP LOCKED lets the
+  // replicas sweep at once without waiting on each other's rows. The ids are collected first
+  // (ARRAY(…), an InitPlan), then deleted by primary key: never a join the planner could turn
+  // into a scan of the whole table.
+
+  deleteExpiredAsyncJobs(now: number, limit: number): Promise<number> {
+    return this.exec({
+      sql: `DELETE FROM async_jobs WHERE id = ANY (ARRAY(SELECT id FROM async_jobs WHERE expires_at < $1
+        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      params: [now, limit],
+    });
+  }
+
+  deleteActivityBefore(before: number, limit: number): Promise<number> {
+    return this.exec({
+      sql: `DELETE FROM activity WHERE id = ANY (ARRAY(SELECT id FROM activity WHERE at < $1
+        ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      params: [before, limit],
+    });
+  }
+
+  async insertSession(session: SessionRecord): Promise<void> {
+    await this.exec(insertOf('sessions', SESSION, session));
+  }
+
+  async session(idHash: string): Promise<SessionRecord | undefined> {
+    return this.one(SESSION, 'SELECT * FROM sessions WHERE id_hash = $1', [idHash]);
+  }
+
+  async deleteSession(idHash: string): Promise<void> {
+    await this.exec({ sql: 'DELETE FROM sessions WHERE id_hash = $1', params: [idHash] });
+  }
+
+  deleteExpiredSessions(now: number, limit: number): Promise<number> {
+    return this.exec({
+      sql: `DELETE FROM sessions WHERE id_hash = ANY (ARRAY(SELECT id_hash FROM sessions WHERE expires_at <= $1
+        ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      params: [now, limit],
+    });
+  }
+
+  async markOpened(approvalId: string, userId: string, at: number): Promise<void> {
+    await this.exec({
+      sql: `INSERT INTO approval_openers (approval_id, user_id, opened_at) VALUES ($1, $2, $3)
+        ON CONFLICT (user_id, approval_id) DO NOTHING`,
+      params: [approvalId, userId, at],
+    });
+  }
+
+  inbox(query: InboxQuery): Promise<ApprovalRecord[]> {
+    return this.many(APPROVAL, inboxQuery(query));
+  }
+
+  async insertPasskey(passkey: PasskeyRecord): Promise<void> {
+    await this.exec(insertOf('passkeys', PASSKEY, passkey));
+  }
+
+  passkey(id: string): Promise<PasskeyRecord | undefined> {
+    return this.one(PASSKEY, 'SELECT * FROM passkeys WHERE id = $1', [id]);
+  }
+
+  passkeys(userId: string): Promise<PasskeyRecord[]> {
+    return this.many(PASSKEY, {
+      sql: 'SELECT * FROM passkeys WHERE user_id = $1 ORDER BY created_at, id',
+      params: [userId],
+    });
+  }
+
+  async recordPasskeyUse(id: string, counter: number, at: number): Promise<void> {
+    await this.exec({
+      sql: 'UPDATE passkeys SET counter = $1, last_used_at = $2 WHERE id = $3',
+      params: [counter, at, id],
+    });
+  }
+
+  async deletePasskey(id: string, userId: string): Promise<boolean> {
+    return (
+      (await this.exec({
+        sql: 'DELETE FROM passkeys WHERE id = $1 AND user_id = $2',
+        params: [id, userId],
+      })) > 0
+    );
+  }
+
+  deleteStalePerCalls(now: number, limit: number): Promise<number> {
+    return this.exec({
+      sql: `DELETE FROM per_call_approvals WHERE id = ANY (ARRAY(SELECT id FROM per_call_approvals
+        WHERE keep_until <= $1 ORDER BY keep_until LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      params: [now, limit],
+    });
+  }
+
+  deleteStalePending(before: number, limit: number): Promise<{ agents: number; hosts: number }> {
+    return transaction(this.connections, 'READ COMMITTED', async (query) => {
+      const changes = async (sql: string): Promise<number> =>
+        (await query(sql, [before, limit])).rowCount ?? 0;
+      // Never-activated agents only: one pending a reactivation approval was active before (§10.9).
+      // A range of agents_status_listing; each deletion cascades along indexed foreign keys.
+      const agents = await changes(
+        `DELETE FROM agents WHERE id = ANY (ARRAY(SELECT id FROM agents WHERE status = 'pending'
+          AND created_at < $1 AND activated_at IS NULL ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      );
+      // A pending host is deleted only once no agent refers to it any more.
+      const hosts = await changes(
+        `DELETE FROM hosts WHERE id = ANY (ARRAY(SELECT id FROM hosts WHERE status = 'pending' AND created_at < $1
+          AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)
+          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      );
+      return { agents, hosts };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (!this.connections.pool.ended) await this.connections.pool.end();
+  }
+}

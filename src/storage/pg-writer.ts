@@ -1,0 +1,103 @@
+/**
+ * The PostgreSQL store's writer (StoreWriter): reads and writes on the one connection of a
+ * `write` transaction (pg-store.ts), so they all commit or roll back together.
+ */
+import { PgReader } from './pg-reader.js';
+import { insertOf, updateOf, type Statement } from './pg-rows.js';
+import { ACTIVITY, AGENT, APPROVAL, GRANT, HOST, PER_CALL } from './sqlite-columns.js';
+import type {
+  ActivityRecord,
+  AgentRecord,
+  ApprovalRecord,
+  GrantRecord,
+  HostRecord,
+  Patch,
+  PerCallRecord,
+  PerCallStatus,
+  StoreWriter,
+} from './types.js';
+
+export class PgWriter extends PgReader implements StoreWriter {
+  private async run(statement: Statement | undefined): Promise<number> {
+    if (!statement) return 0;
+    return (await this.query(statement.sql, statement.params)).rowCount ?? 0;
+  }
+
+  async insertHost(host: HostRecord): Promise<void> {
+    await this.run(insertOf('hosts', HOST, host));
+  }
+
+  async updateHost(id: string, patch: Patch<HostRecord>): Promise<void> {
+    await this.run(updateOf('hosts', HOST, patch, [['id', id]]));
+  }
+
+  async deleteHost(id: string): Promise<void> {
+    await this.run({ sql: 'DELETE FROM hosts WHERE id = $1', params: [id] });
+  }
+
+  async insertAgent(agent: AgentRecord): Promise<void> {
+    await this.run(insertOf('agents', AGENT, agent));
+  }
+
+  async updateAgent(id: string, patch: Patch<AgentRecord>): Promise<void> {
+    await this.run(updateOf('agents', AGENT, patch, [['id', id]]));
+  }
+
+  async deleteAgent(id: string): Promise<void> {
+    // Grants, approvals (and their openers), async jobs and per-call rows follow by cascade.
+    await this.run({ sql: 'DELETE FROM agents WHERE id = $1', params: [id] });
+  }
+
+  async putGrant(grant: GrantRecord): Promise<void> {
+    // One current grant per (agent, capability): a new request replaces a denied/revoked row.
+    await this.run({
+      sql: 'DELETE FROM grants WHERE agent_id = $1 AND capability = $2',
+      params: [grant.agentId, grant.capability],
+    });
+    await this.run(insertOf('grants', GRANT, grant));
+  }
+
+  async updateGrant(id: string, patch: Patch<GrantRecord>): Promise<void> {
+    await this.run(updateOf('grants', GRANT, patch, [['id', id]]));
+  }
+
+  async insertApproval(approval: ApprovalRecord): Promise<void> {
+    await this.run(insertOf('approvals', APPROVAL, approval));
+  }
+
+  async updateApproval(id: string, patch: Patch<ApprovalRecord>): Promise<void> {
+    await this.run(updateOf('approvals', APPROVAL, patch, [['id', id]]));
+  }
+
+  async deleteApproval(id: string): Promise<void> {
+    await this.run({ sql: 'DELETE FROM approvals WHERE id = $1', params: [id] });
+  }
+
+  async appendActivity(record: ActivityRecord): Promise<void> {
+    // The id is the table's identity, whatever the record says.
+    await this.run(insertOf('activity', ACTIVITY, { ...record, id: 0 }, ['id']));
+  }
+
+  deleteAgentActivity(agentId: string, limit: number): Promise<number> {
+    return this.run({
+      sql: 'DELETE FROM activity WHERE id = ANY (ARRAY(SELECT id FROM activity WHERE agent_id = $1 ORDER BY id LIMIT $2))',
+      params: [agentId, limit],
+    });
+  }
+
+  async insertPerCall(record: PerCallRecord): Promise<void> {
+    await this.run(insertOf('per_call_approvals', PER_CALL, record));
+  }
+
+  async updatePerCall(id: string, from: PerCallStatus, patch: Patch<PerCallRecord>): Promise<boolean> {
+    const statement = updateOf('per_call_approvals', PER_CALL, patch, [
+      ['id', id],
+      ['status', from],
+    ]);
+    return (await this.run(statement)) > 0;
+  }
+
+  async deletePerCall(id: string): Promise<void> {
+    await this.run({ sql: 'DELETE FROM per_call_approvals WHERE id = $1', params: [id] });
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * What only the PostgreSQL store has (issue 13): a database that goes away and comes back,
+ * replicas migrating at once, a schema newer than the proxy, serialization conflicts re-run (and
+ * what happens without the re-run), and a transaction PostgreSQL aborted that `fn` did not notice.
+ * The behaviour every store shares is in store-contract.test.ts.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UserError } from '../../../src/errors.js';
+import { StoreUnavailableError } from '../../../src/storage/errors.js';
+import { PG_MIGRATIONS } from '../../../src/storage/pg-schema.js';
+import { PgStore } from '../../../src/storage/pg-store.js';
+import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
+import { activity, host } from './store-fixtures.js';
+
+let server: TestPostgres;
+beforeAll(async () => {
+  server = await startPostgres();
+});
+afterAll(async () => server.stop());
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('PostgreSQL store', () => {
+  it('says the database is unavailable when nothing answers at its address', async () => {
+    const url = new URL(await server.createDatabase());
+    url.port = '1'; // nothing listens there
+    await expect(PgStore.open(url.href, { connectionTimeoutMs: 1000 })).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
+  });
+
+  it('fails with StoreUnavailableError while the database is down, and recovers once it is back', async () => {
+    const poolErrors: Error[] = [];
+    const store = await PgStore.open(await server.createDatabase(), {
+      connectionTimeoutMs: 1000,
+      onPoolError: (err) => poolErrors.push(err),
+    });
+    try {
+      await store.write((tx) => tx.insertHost(host('h1')));
+      await server.stopServer();
+      await expect(store.host('h1')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(
+        store.write((tx) => tx.insertHost(host('h2', { thumbprint: 'tp-h2' }))),
+      ).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.appendActivities([activity()])).rejects.toBeInstanceOf(StoreUnavailableError);
+      await server.startServer();
+      expect((await store.host('h1'))?.id).toBe('h1');
+      await store.write((tx) => tx.insertHost(host('h2', { thumbprint: 'tp-h2' })));
+      expect(await store.countHosts('active')).toBe(2);
+      // The idle connection the shutdown closed was reported, not thrown at the process.
+      expect(poolErrors.length).toBeGreaterThan(0);
+    } finally {
+      await server.startServer();
+      await store.close();
+    }
+  });
+
+  it('migrates once when several replicas open a new database at the same moment', async () => {
+    const url = await server.createDatabase();
+    const stores = await Promise.all(Array.from({ length: 4 }, () => PgStore.open(url, { poolSize: 2 })));
+    await Promise.all(stores.map((s) => s.close()));
+    const rows = await sql<{ version: number }>(
+      url,
+      'SELECT version FROM schema_migrations ORDER BY version',
+    );
+    expect(rows.map((r) => r.version)).toEqual(PG_MIGRATIONS.map((_, i) => i + 1));
+    // Opening again finds nothing to do.
+    await (await PgStore.open(url)).close();
+    expect(await sql(url, 'SELECT version FROM schema_migrations')).toHaveLength(PG_MIGRATIONS.length);
+  });
+
+  it('refuses a database a newer proxy migrated', async () => {
+    const url = await server.createDatabase();
+    await (await PgStore.open(url)).close();
+    await sql(
+      url,
+      `INSERT INTO schema_migrations (version, applied_at) VALUES (${PG_MIGRATIONS.length + 1}, 0)`,
+    );
+    const opening = PgStore.open(url);
+    await expect(opening).rejects.toBeInstanceOf(UserError);
+    await expect(opening).rejects.toThrow(/newer than this proxy supports/);
+  });
+
+  it('refuses options that cannot work', async () => {
+    const url = await server.createDatabase();
+    await expect(PgStore.open(url, { poolSize: 0 })).rejects.toThrow(/poolSize must be an integer/);
+    await expect(PgStore.open(url, { statementTimeoutMs: 1.5 })).rejects.toThrow(/statementTimeoutMs/);
+  });
+
+  describe('serialization conflicts', () => {
+    /** Two writes that both read the host, wait for each other, then both update it. */
+    async function collide(store: PgStore): Promise<PromiseSettledResult<void>[]> {
+      let arrived = 0;
+      let bothRead!: () => void;
+      const barrier = new Promise<void>((resolve) => (bothRead = resolve));
+      const increment = (): Promise<void> =>
+        store.write(async (tx) => {
+          const h = await tx.host('h1');
+          if (++arrived === 2) bothRead();
+          await Promise.race([barrier, new Promise((resolve) => setTimeout(resolve, 200))]);
+          await tx.updateHost('h1', { name: String(Number(h!.name) + 1) });
+        });
+      return Promise.allSettled([increment(), increment()]);
+    }
+
+    it('are re-run: both increments land', async () => {
+      const store = await PgStore.open(await server.createDatabase());
+      try {
+        await store.write((tx) => tx.insertHost(host('h1', { name: '0' })));
+        const outcomes = await collide(store);
+        expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled']);
+        expect((await store.host('h1'))?.name).toBe('2');
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('without re-runs, one of them fails with serialization_failure and changes nothing', async () => {
+      const store = await PgStore.open(await server.createDatabase(), { serializationRetries: 0 });
+      try {
+        await store.write((tx) => tx.insertHost(host('h1', { name: '0' })));
+        const outcomes = await collide(store);
+        const failed = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
+        expect(failed).toHaveLength(1);
+        expect((failed[0]!.reason as { code?: string }).code).toBe('40001');
+        expect((await store.host('h1'))?.name).toBe('1');
+      } finally {
+        await store.close();
+      }
+    });
+  });
+
+  it('rejects a write whose transaction PostgreSQL aborted, even when fn swallowed the error', async () => {
+    // SQLite would roll back only the failed statement and commit the rest; PostgreSQL aborts the
+    // whole transaction, so `write` must not report success.
+    const store = await PgStore.open(await server.createDatabase());
+    try {
+      await store.write((tx) => tx.insertHost(host('h1')));
+      await expect(
+        store.write(async (tx) => {
+          await tx.insertHost(host('h2', { thumbprint: 'tp-h2' }));
+          await tx.insertHost(host('h1')).catch(() => undefined); // duplicate, swallowed
+        }),
+      ).rejects.toThrow();
+      expect(await store.host('h2')).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('reports the duration of each write and activity batch', async () => {
+    const writes: string[] = [];
+    const store = await PgStore.open(await server.createDatabase(), {
+      onWrite: (kind, seconds) => {
+        expect(seconds).toBeGreaterThanOrEqual(0);
+        writes.push(kind);
+      },
+    });
+    try {
+      await store.write((tx) => tx.insertHost(host('h1')));
+      await store.appendActivities([activity(), activity()]);
+      expect(writes).toEqual(['state', 'activity']);
+    } finally {
+      await store.close();
+    }
+  });
+});
