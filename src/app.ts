@@ -4,6 +4,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import { describeDatabase } from './config/database.js';
 import type { Settings } from './config/settings.js';
 import { UserError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
@@ -47,7 +48,8 @@ import { applyDrift, logDrift } from './protocol/drift.js';
 import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './util/rate-limit.js';
 import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
-import { openSqliteStore } from './storage/sqlite-store.js';
+import { openStore } from './storage/open.js';
+import type { Store } from './storage/types.js';
 import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
 import { adminRoutes } from './http/routes/admin.js';
@@ -189,11 +191,12 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     await engine.executor.close();
     await closeListeners();
   };
-  let store: ReturnType<typeof openSqliteStore>;
+  let store: Store;
   try {
-    store = openSqliteStore({
-      file: settings.dbFile,
+    store = await openStore(settings.database, {
       onWrite: (kind, s) => metrics.databaseWrite(kind, s),
+      // The pool replaces the connection; requests meanwhile get 503 from the store's error.
+      onConnectionError: (err) => logger.warn('database connection lost', { cause: err.message }),
     });
   } catch (err) {
     await closeStarted();
@@ -201,7 +204,11 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   }
   let replayJournal: ReplayJournal | undefined;
   try {
-    replayJournal = openReplayJournal(settings.dbFile, clock.now());
+    // SQLite: jtis journalled beside the file. PostgreSQL: replicas share the replay state in the
+    // database instead (issue 13), so there is no local journal.
+    if (settings.database.kind === 'sqlite') {
+      replayJournal = openReplayJournal(settings.database.file, clock.now());
+    }
   } catch (err) {
     await store.close();
     await closeStarted();
@@ -455,7 +462,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     ...(internalUrl ? { internal_url: internalUrl } : {}),
     issuer,
     capabilities: catalog.capabilities.length,
-    database: settings.dbFile,
+    database: describeDatabase(settings.database),
     policy: settings.policyFile ?? '(default)',
     admin_api: settings.adminToken !== undefined,
   });

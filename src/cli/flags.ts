@@ -57,7 +57,7 @@ export const FLAGS = {
     type: 'string',
     only: 'serve',
     arg: 'FILE',
-    help: 'SQLite database (default ./data/agent-auth-proxy.db)',
+    help: 'SQLite file (default ./data/agent-auth-proxy.db), or a postgres:// URL (password: AGENT_AUTH_PROXY_DB_PASSWORD)',
   },
   policy: {
     type: 'string',

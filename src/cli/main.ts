@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { resolveDatabaseFile, resolveSettings, type CliOverrides } from '../config/settings.js';
+import { resolveDatabaseOnly, resolveSettings, type CliOverrides } from '../config/settings.js';
 import { backupDatabase } from '../storage/backup.js';
 import { UserError } from '../errors.js';
 import { loadServedCatalog, startProxy } from '../app.js';
@@ -235,10 +235,16 @@ async function databaseCommand(
   if (action !== 'backup' || file === undefined || extra !== undefined) {
     throw new UserError('db: the command is db backup FILE\nRun agent-auth-proxy db --help for usage.');
   }
-  const source = resolveDatabaseFile({
+  const database = resolveDatabaseOnly({
     ...(where.db !== undefined ? { db: where.db } : {}),
     ...(where.config !== undefined ? { config: where.config } : {}),
   });
+  if (database.kind !== 'sqlite') {
+    throw new UserError(
+      "db backup copies a SQLite file; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)",
+    );
+  }
+  const source = database.file;
   const target = resolve(file);
   const copied = await backupDatabase(source, target);
   io.out(

@@ -538,7 +538,42 @@ export const CONFIG_SCHEMA = {
       type: 'string',
       minLength: 1,
       description:
-        'SQLite file (relative to this file); default ./data/agent-auth-proxy.db in the working directory.',
+        'SQLite file (relative to this file; default ./data/agent-auth-proxy.db in the working directory), or a postgres:// URL for PostgreSQL (several replicas share it).',
+    },
+    postgres: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      description: 'PostgreSQL connection settings, used when database is a postgres:// URL.',
+      properties: {
+        pool_size: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 100,
+          default: 10,
+          description: 'Connections each replica keeps at most.',
+        },
+        connection_timeout_ms: {
+          type: 'integer',
+          minimum: 100,
+          maximum: 60000,
+          default: 5000,
+          description: 'How long a request waits for a connection before it is answered 503.',
+        },
+        statement_timeout_ms: {
+          type: 'integer',
+          minimum: 100,
+          maximum: 600000,
+          default: 5000,
+          description: 'The server cancels a statement running longer (the request is answered 503).',
+        },
+        password_file: {
+          type: 'string',
+          minLength: 1,
+          description:
+            'File holding the database password (relative to this file), kept out of the URL; AGENT_AUTH_PROXY_DB_PASSWORD also works.',
+        },
+      },
     },
     policy: {
       type: 'string',

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { UserError } from '../errors.js';
+import { resolveDatabase, type DatabaseSettings } from './database.js';
 import type { LogFormat, LogLevel } from '../log.js';
 import type { OperationSelector } from '../openapi/selectors.js';
 import { parseDuration } from './durations.js';
@@ -122,8 +123,8 @@ export interface Settings {
   readonly mockUpstream: boolean;
   readonly logLevel: LogLevel;
   readonly logFormat: LogFormat;
-  /** SQLite file (absolute path) or `:memory:`. */
-  readonly dbFile: string;
+  /** The SQLite file, or the PostgreSQL URL (issue 13). */
+  readonly database: DatabaseSettings;
   /** Policy YAML (absolute path); absent: the built-in default policy. */
   readonly policyFile?: string;
   /** Enables the operator API. Never logged. */
@@ -209,27 +210,25 @@ export function parseConfig(text: string, file: string): FileConfig {
 /** Listen addresses that mean every interface: no URL can be derived from them. */
 const ALL_INTERFACES: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]', '']);
 
-/** The database a command line names: --db, else the config's `database` (beside the config), else the default. */
-function databaseFile(
-  flag: string | undefined,
-  configured: string | undefined,
-  base: string,
-  cwd: string,
-): string {
-  if (flag === ':memory:') return ':memory:';
-  if (flag !== undefined) return resolve(cwd, flag);
-  if (configured !== undefined) return resolve(base, configured);
-  return resolve(cwd, 'data/agent-auth-proxy.db');
-}
-
 /**
- * Only the database file of a command line (`db` commands): --db, else the config's `database`,
- * else the default; the rest of the config is validated but no API is needed.
+ * Only the database of a command line (`db` commands): --db, else the config's `database`, else
+ * the default; the rest of the config is validated but no API is needed.
  */
-export function resolveDatabaseFile(cli: Pick<CliOverrides, 'db' | 'config'>, cwd = process.cwd()): string {
+export function resolveDatabaseOnly(
+  cli: Pick<CliOverrides, 'db' | 'config'>,
+  cwd = process.cwd(),
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): DatabaseSettings {
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
-  const config = file ? readConfigFile(file) : undefined;
-  return databaseFile(cli.db, config?.database, file ? dirname(file) : cwd, cwd);
+  const config = file ? readConfigFile(file) : parseConfig('{}', '(defaults)');
+  return resolveDatabase({
+    flag: cli.db,
+    configured: config.database,
+    postgres: config.postgres,
+    base: file ? dirname(file) : cwd,
+    cwd,
+    env,
+  });
 }
 
 /**
@@ -345,7 +344,14 @@ export function resolveSettings(
       `server.host ${host} listens on every interface, so the URL agents reach the proxy at cannot be derived: set --issuer (server.issuer), e.g. --issuer https://agents.example.com`,
     );
   }
-  const dbFile = databaseFile(cli.db, config.database, base, cwd);
+  const database = resolveDatabase({
+    flag: cli.db,
+    configured: config.database,
+    postgres: config.postgres,
+    base,
+    cwd,
+    env,
+  });
   const policyFile =
     cli.policy !== undefined
       ? resolve(cwd, cli.policy)
@@ -409,7 +415,7 @@ export function resolveSettings(
     mockUpstream: cli.mockUpstream ?? config.mock_upstream,
     logLevel: cli.logLevel ?? config.log_level,
     logFormat: cli.logFormat ?? config.log_format,
-    dbFile,
+    database,
     ...(policyFile !== undefined ? { policyFile } : {}),
     ...(adminToken !== undefined ? { adminToken } : {}),
     ...(introspectionToken !== undefined ? { introspectionToken } : {}),

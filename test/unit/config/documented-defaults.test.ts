@@ -107,7 +107,10 @@ const COMPUTED: Readonly<Record<string, (documented: string) => void>> = {
   },
   database: (documented) => {
     expect(documented).toBe('`./data/agent-auth-proxy.db`');
-    expect(resolveSettings({ specs: [PETSTORE] }, ROOT).dbFile).toBe(`${ROOT}data/agent-auth-proxy.db`);
+    expect(resolveSettings({ specs: [PETSTORE] }, ROOT).database).toEqual({
+      kind: 'sqlite',
+      file: `${ROOT}data/agent-auth-proxy.db`,
+    });
   },
 };
 
