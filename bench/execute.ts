@@ -328,7 +328,7 @@ function cpuSnapshot(target: Target): CpuSnapshot | undefined {
 // /proc/PID/stat reports utime and stime in clock ticks; Linux fixes USER_HZ at 100 for userspace.
 const TICKS_PER_SECOND = 100;
 
-function processCpuSeconds(pid: number): number | undefined {
+export function processCpuSeconds(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may contain spaces; fields are counted after its closing paren.

@@ -88,6 +88,7 @@ function printScale(result: ScaleResult): void {
   };
   console.log(`  ${''.padEnd(34)}${result.sizes.map((s) => s.padStart(20)).join('')}`);
   line('execute c=8, req/s', (v) => v.executeRps, 0);
+  line('execute c=8, proxy CPU µs/req', (v) => v.executeCpuUs, 0);
   line('execute c=1, p50 ms', (v) => v.executeP50);
   for (const name of Object.keys(base.p50)) line(`${name}, p50 ms`, (v) => v.p50[name] as number);
   line('start-up to discovery, ms', (v) => v.startupMs, 0);

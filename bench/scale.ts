@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../test/helpers/keys.js';
-import { firstLine, freePort } from './execute.js';
+import { firstLine, freePort, processCpuSeconds } from './execute.js';
 import { QUIET_AGENT, seedActivity, seedPrincipals, type SeedSize } from './scale-seed.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -29,6 +29,8 @@ const ADMIN_TOKEN = 'scale-bench-admin-token-0123456789abcdef';
 export interface Visit {
   readonly startupMs: number;
   readonly executeRps: number;
+  /** The proxy's CPU time (user + system) per execute at concurrency 8, in µs: steadier than throughput on a shared machine. */
+  readonly executeCpuUs: number;
   readonly executeP50: number;
   readonly loopP99: number;
   /** p50 of each probe below, by name. */
@@ -155,6 +157,7 @@ function policyYaml(host: TestKey): string {
 
 interface RunningProxy {
   readonly url: string;
+  readonly pid: number;
   readonly startupMs: number;
   /** The event-loop delay p99 (ms) since the previous call. */
   loopDelayP99(): Promise<number>;
@@ -214,6 +217,7 @@ async function startProxy(o: {
   const startupMs = performance.now() - started;
   return {
     url,
+    pid: child.pid as number,
     startupMs,
     async loopDelayP99() {
       rmSync(loopFile, { force: true });
@@ -272,7 +276,9 @@ async function visit(proxy: RunningProxy, host: TestKey): Promise<Visit> {
       Promise.resolve({ path, method: 'GET', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     await run(pool, execute, 300, 8);
     await proxy.loopDelayP99(); // start the visit's window after warming up
+    const cpuBefore = processCpuSeconds(proxy.pid) ?? NaN;
     const throughput = await run(pool, execute, 3_000, 8);
+    const executeCpuUs = (((processCpuSeconds(proxy.pid) ?? NaN) - cpuBefore) * 1e6) / throughput.requests;
     const single = await run(pool, execute, 300, 1);
     const probes: Record<string, () => Promise<Call>> = {
       status: async () => ({
@@ -314,6 +320,7 @@ async function visit(proxy: RunningProxy, host: TestKey): Promise<Visit> {
     return {
       startupMs: proxy.startupMs,
       executeRps: throughput.rps,
+      executeCpuUs,
       executeP50: single.p50,
       loopP99: await proxy.loopDelayP99(),
       p50,
@@ -339,7 +346,7 @@ async function run(
   make: () => Promise<Call>,
   requests: number,
   concurrency: number,
-): Promise<{ rps: number; p50: number }> {
+): Promise<{ requests: number; rps: number; p50: number }> {
   const calls = await Promise.all(Array.from({ length: requests }, make));
   const latencies: number[] = [];
   let next = 0;
@@ -359,7 +366,7 @@ async function run(
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - started) / 1000;
-  return { rps: latencies.length / seconds, p50: median(latencies) };
+  return { requests: latencies.length, rps: latencies.length / seconds, p50: median(latencies) };
 }
 
 function medianVisit(visits: readonly Visit[]): Visit {
@@ -368,6 +375,7 @@ function medianVisit(visits: readonly Visit[]): Visit {
   return {
     startupMs: m((v) => v.startupMs),
     executeRps: m((v) => v.executeRps),
+    executeCpuUs: m((v) => v.executeCpuUs),
     executeP50: m((v) => v.executeP50),
     loopP99: m((v) => v.loopP99),
     p50: Object.fromEntries(Object.keys(first.p50).map((k) => [k, m((v) => v.p50[k] as number)])),
