@@ -46,11 +46,13 @@ export function listing(
 
 /**
  * The operator's activity query, newest first: with an agent, host or capability a range of that
- * column's (column, id) index read backwards; the planner weighs the activity_at index for a time
- * window against the backward walk under LIMIT (SQLite's `+at` has no PostgreSQL equivalent it
- * would need: this planner knows the LIMIT and the window's selectivity).
+ * column's (column, id) index read backwards, the time window filtering the owner's rows; a time
+ * window alone a range of activity (at, id) read backwards, so a window far in the past costs its
+ * own rows (as for SQLite, sqlite-queries.ts); neither: the primary key backwards from `beforeId`.
  */
 export function activityQuery(query: ActivityQuery): Statement {
+  const owned = query.agentId !== undefined || query.hostId !== undefined || query.capability !== undefined;
+  if (!owned && (query.since !== undefined || query.until !== undefined)) return activityWindow(query);
   const p = new Params();
   const where: string[] = [];
   const add = (condition: (param: string) => string, value: unknown): void => {
@@ -65,6 +67,27 @@ export function activityQuery(query: ActivityQuery): Statement {
   const filter = where.length ? ` WHERE ${where.join(' AND ')}` : '';
   return {
     sql: `SELECT * FROM activity${filter} ORDER BY id DESC LIMIT ${p.add(query.limit)}`,
+    params: p.values,
+  };
+}
+
+/**
+ * A time window without an owner, newest first by (at, id); the page cursor is an id, whose row
+ * gives the position to continue below. A cursor row deleted since leaves the rows below its id.
+ */
+function activityWindow(query: ActivityQuery): Statement {
+  const p = new Params();
+  const where: string[] = [];
+  if (query.since !== undefined) where.push(`at >= ${p.add(query.since)}`);
+  if (query.until !== undefined) where.push(`at < ${p.add(query.until)}`);
+  if (query.beforeId !== undefined) {
+    const id = p.add(query.beforeId);
+    const cursorAt = `(SELECT at FROM activity WHERE id = ${id})`;
+    // One row-value bound, a range of the (at, id) index; with the cursor row gone, the id alone.
+    where.push(`((at, id) < (${cursorAt}, ${id}) OR (${cursorAt} IS NULL AND id < ${id}))`);
+  }
+  return {
+    sql: `SELECT * FROM activity WHERE ${where.join(' AND ')} ORDER BY at DESC, id DESC LIMIT ${p.add(query.limit)}`,
     params: p.values,
   };
 }

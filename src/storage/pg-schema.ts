@@ -141,7 +141,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX activity_agent ON activity (agent_id, id);
   CREATE INDEX activity_host ON activity (host_id, id);
   CREATE INDEX activity_capability ON activity (capability, id);
-  CREATE INDEX activity_at ON activity (at);
+  CREATE INDEX activity_at ON activity (at, id);
 
   CREATE TABLE async_jobs (
     id ${ID} PRIMARY KEY,

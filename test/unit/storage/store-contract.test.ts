@@ -6,6 +6,7 @@
  *
  * FACTORIES is the place to register a store: the same suite then runs against it.
  */
+import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PgStore } from '../../../src/storage/pg-store.js';
 import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
@@ -646,6 +647,52 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       const [, three] = await store.activity({ limit: 2 });
       expect(await types({ beforeId: three!.id!, limit: 10 })).toEqual(['2', '1']);
       expect(await types({ agentId: 'a1', beforeId: three!.id!, limit: 10 })).toEqual(['1']);
+    });
+
+    it('pages a time window without an owner newest first by (at, id), each row once, on any page size', async () => {
+      // Times out of id order, as batched execution records are: an event logged directly may get
+      // a lower id than an older execution still waiting in its batch (issue 17).
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.integer({ min: 0, max: 30 }), { maxLength: 30 }),
+          fc.option(fc.integer({ min: 0, max: 30 }), { nil: undefined }),
+          fc.integer({ min: 0, max: 31 }),
+          fc.integer({ min: 1, max: 6 }),
+          async (times, since, until, limit) => {
+            await store.write((tx) => tx.deleteAgentActivity('a1', 10_000));
+            await store.appendActivities(times.map((at) => activity({ at })));
+            const all = await store.activity({ limit: 1_000 });
+            const expected = all
+              .filter((r) => (since === undefined || r.at >= since) && r.at < until)
+              .sort((x, y) => y.at - x.at || y.id! - x.id!)
+              .map((r) => r.id);
+            const window = { ...(since !== undefined ? { since } : {}), until, limit };
+            const walked: unknown[] = [];
+            let beforeId: number | undefined;
+            for (let pages = 0; pages < 100; pages++) {
+              const rows = await store.activity({
+                ...window,
+                ...(beforeId !== undefined ? { beforeId } : {}),
+              });
+              walked.push(...rows.map((r) => r.id));
+              if (rows.length < limit) break;
+              beforeId = rows[rows.length - 1]!.id;
+            }
+            expect(walked).toEqual(expected);
+          },
+        ),
+        { numRuns: 40 },
+      );
+    });
+
+    it('a window page whose cursor row was deleted meanwhile goes on below its id', async () => {
+      // The first row written is the newest by time, so the first page's cursor is the lowest id.
+      await store.appendActivities([40, 10, 20, 30].map((at) => activity({ at })));
+      const [first] = await store.activity({ until: 100, limit: 1 });
+      expect(first?.at).toBe(40);
+      await store.write((tx) => tx.deleteAgentActivity('a1', 1)); // an erase (§9.2) of that row
+      expect(await store.activity({ until: 100, beforeId: first!.id!, limit: 10 })).toEqual([]);
+      expect((await store.activity({ until: 100, limit: 10 })).map((r) => r.at)).toEqual([30, 20, 10]);
     });
 
     it('deletes records dated before a time, oldest first, at most limit, and says how many', async () => {
