@@ -49,7 +49,7 @@ export async function admitPendingHostAgent(
 ): Promise<void> {
   if (!isUnapproved(host)) return;
   const max = ctx.policy.pendingHosts.maxAgents;
-  if ((await tx.agents({ hostId: host.id })).length >= max) {
+  if ((await tx.agents({ hostId: host.id, limit: max })).length >= max) {
     throw pendingHostFull(
       'pending_hosts.max_agents',
       max,

@@ -57,6 +57,8 @@ function optionalString(body: Readonly<Record<string, unknown>>, key: string, ma
   return v;
 }
 
+/** Agents shown inline with one host (`GET /admin/hosts/:id`). */
+const HOST_AGENTS_SHOWN = 100;
 export function adminRoutes(router: Router, options: AdminRouteOptions): void {
   const { ctx, maxBodyBytes } = options;
 
@@ -222,14 +224,20 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     read('show-host', async ({ res, params }) => {
       const host = await ctx.store.host(params.id ?? '');
       if (!host) throw new ProtocolError('host_not_found', `No host "${params.id ?? ''}".`);
+      // The first page of the host's agents (a host may hold any number): the rest are listed by
+      // GET /admin/agents?host_id=…, which `agents_next` points to.
+      const agents = await ctx.store.agents({ hostId: host.id, limit: HOST_AGENTS_SHOWN });
       sendJson(res, 200, {
         ...hostView(host),
-        agents: (await ctx.store.agents({ hostId: host.id })).map((a) => ({
+        agents: agents.map((a) => ({
           agent_id: a.id,
           name: a.name,
           status: a.status,
           mode: a.mode,
         })),
+        ...(agents.length === HOST_AGENTS_SHOWN
+          ? { agents_next: `/admin/agents?host_id=${encodeURIComponent(host.id)}` }
+          : {}),
       });
     }),
   );

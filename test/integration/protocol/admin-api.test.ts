@@ -419,6 +419,36 @@ describe('hosts', () => {
     }
   });
 
+  it('one host shows its first 100 agents and points to the listing for the rest (issue 17)', async () => {
+    const { hostId } = await p.linkedHost('carol');
+    const now = clock.now();
+    await p.proxy.protocol.store.write(async (tx) => {
+      for (let i = 0; i < 101; i++) {
+        await tx.insertAgent({
+          id: `agt_many_${String(i).padStart(3, '0')}`,
+          hostId,
+          userId: null,
+          name: `many ${i}`,
+          publicJwk: { kty: 'OKP', crv: 'Ed25519', x: `x${i}`.padEnd(43, 'A') },
+          keyThumbprint: `tp-many-${i}`,
+          mode: 'delegated',
+          status: 'active',
+          lastUsedAt: null,
+          activatedAt: now,
+          createdAt: now + i,
+          updatedAt: now + i,
+        });
+      }
+    });
+    const shown = record(await p.admin('GET', `/admin/hosts/${hostId}`));
+    expect(shown.status).toBe(200);
+    expect(shown.body.agents).toHaveLength(100);
+    expect(shown.body.agents[0].agent_id).toBe('agt_many_000');
+    expect(shown.body.agents_next).toBe(`/admin/agents?host_id=${hostId}`);
+    const rest = record(await p.admin('GET', `${shown.body.agents_next}&limit=1000`));
+    expect(rest.body.agents).toHaveLength(101);
+  });
+
   it('invalid keys and capabilities are refused with the catalogue codes, nothing created', async () => {
     const before = (await admin('GET', '/admin/hosts')).body.hosts.length;
     const key = await generateTestKey();
