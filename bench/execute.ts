@@ -326,7 +326,7 @@ function cpuSnapshot(target: Target): CpuSnapshot | undefined {
 }
 
 // /proc/PID/stat reports utime and stime in clock ticks; Linux fixes USER_HZ at 100 for userspace.
-const TICKS_PER_SECOND = 100;
+export const TICKS_PER_SECOND = 100;
 
 export function processCpuSeconds(pid: number): number | undefined {
   try {
@@ -359,7 +359,7 @@ export function freePort(): Promise<number> {
 }
 
 /** Polls /readyz until the proxy answers (bounded: 60 s). */
-async function ready(child: ChildProcess, port: number): Promise<string> {
+export async function ready(child: ChildProcess, port: number): Promise<string> {
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error(`proxy exited with ${child.exitCode}`);

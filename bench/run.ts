@@ -2,11 +2,14 @@
  * `npm run bench`: the catalog and execute benchmarks, with the machine they ran on.
  * `npm run bench -- execute` (or `catalog`) runs just that one. `npm run bench -- scale` (or
  * `--scale`) runs the scale benchmark on its own: it seeds databases of millions of rows, so it
- * takes a few minutes; `-- scale --quick` seeds a tenth of that.
+ * takes a few minutes; `-- scale --quick` seeds a tenth of that. `npm run bench -- replicas` runs
+ * the two-replica benchmark on its own (one proxy on SQLite against two on one PostgreSQL);
+ * `-- replicas --quick` sends a fifth of its requests.
  */
 import { cpus, totalmem } from 'node:os';
 import { runCatalogBench } from './catalog.js';
 import { runExecuteBench, type PhaseResult, type RouteResults } from './execute.js';
+import { ROUTES, runReplicasBench, type ReplicasResult, type Route } from './replicas.js';
 import { runScaleBench, type ScaleResult } from './scale.js';
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
@@ -16,13 +19,18 @@ console.log(
 
 const args = process.argv.slice(2);
 const only = args.includes('--scale') ? 'scale' : args[0];
-if (only !== undefined && only !== 'catalog' && only !== 'execute' && only !== 'scale') {
-  console.error(`unknown benchmark ${only}: use catalog, execute or scale`);
+if (only !== undefined && !['catalog', 'execute', 'scale', 'replicas'].includes(only)) {
+  console.error(`unknown benchmark ${only}: use catalog, execute, scale or replicas`);
   process.exit(2);
 }
 
 if (only === 'scale') {
   printScale(await runScaleBench({ scale: args.includes('--quick') ? 0.1 : 1 }));
+  process.exit(0);
+}
+if (only === 'replicas') {
+  const quick = args.includes('--quick');
+  printReplicas(await runReplicasBench(quick ? { c1Requests: 400, c32Requests: 4_000 } : {}));
   process.exit(0);
 }
 if (only !== 'execute') {
@@ -93,4 +101,48 @@ function printScale(result: ScaleResult): void {
   for (const name of Object.keys(base.p50)) line(`${name}, p50 ms`, (v) => v.p50[name] as number);
   line('start-up to discovery, ms', (v) => v.startupMs, 0);
   line('event-loop delay p99, ms', (v) => v.loopP99);
+}
+
+function printReplicas(result: ReplicasResult): void {
+  const labels: Record<Route, string> = {
+    direct: 'direct',
+    sqlite: '1 proxy, SQLite',
+    postgres: `${result.replicas} proxies, PostgreSQL`,
+  };
+  const { c1, c32 } = result;
+  console.log(
+    `replicas (GET one pet via POST /capability/execute, a fresh agent JWT per request, every protocol check on (rate limits off, replay caps raised, as in execute); ` +
+      `${c1.direct.requests} requests at c=1, ${c32.direct.requests} at c=32, the routes in 4 interleaved rounds).\n` +
+      `  On ${cpus().length} cores shared by the load generator, the upstream, every proxy and PostgreSQL ` +
+      `(fsync off, as the tests start it): the replicas add no cores here, they divide them.\n` +
+      `  CPU µs/req: user + system time per request of each kind of process (proxies: all of a route's together).`,
+  );
+  const us = (v: number | undefined): string => (v === undefined ? '–' : v.toFixed(0)).padStart(9);
+  console.log(
+    `  ${'route'.padEnd(30)}${'req/s'.padStart(8)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}` +
+      `${'load'.padStart(9)}${'proxies'.padStart(9)}${'postgres'.padStart(9)}${'upstream'.padStart(9)}`,
+  );
+  for (const [c, results] of [
+    [1, c1],
+    [32, c32],
+  ] as const) {
+    for (const route of ROUTES) {
+      const r = results[route];
+      const cpu = r.cpuUsPerRequest;
+      console.log(
+        `  ${`${labels[route]}, c=${c}`.padEnd(30)}${r.rps.toFixed(0).padStart(8)}` +
+          `${r.p50Ms.toFixed(3).padStart(9)}${r.p99Ms.toFixed(3).padStart(9)}` +
+          `${us(cpu?.loadgen)}${us(cpu?.proxies)}${us(cpu?.postgres)}${us(cpu?.upstream)}`,
+      );
+    }
+  }
+  const added = (route: Route): string => (c1[route].p50Ms - c1.direct.p50Ms).toFixed(3);
+  console.log(
+    `  added p50 latency at c=1 over direct: ${labels.sqlite} ${added('sqlite')} ms, ` +
+      `${labels.postgres} ${added('postgres')} ms`,
+  );
+  console.log(
+    `  throughput at c=32: ${labels.postgres} / ${labels.sqlite} = ${(c32.postgres.rps / c32.sqlite.rps).toFixed(2)}; ` +
+      `relative to direct: ${(c32.sqlite.rps / c32.direct.rps).toFixed(2)} and ${(c32.postgres.rps / c32.direct.rps).toFixed(2)}`,
+  );
 }

@@ -1,17 +1,13 @@
-/** The shipped configs, examples and docs are run, so they cannot rot. */
+/** The shipped configs, examples and docs are run, so they cannot rot (examples/kubernetes/: kubernetes.test.ts). */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { startProxy } from '../../src/app.js';
 import { runCli } from '../../src/cli/main.js';
 import { CONFIG_SCHEMA } from '../../src/config/schema.js';
-import { parseDuration } from '../../src/config/durations.js';
-import { parseConfig, resolveSettings } from '../../src/config/settings.js';
+import { resolveSettings } from '../../src/config/settings.js';
 import { ERROR_CATALOGUE } from '../../src/errors.js';
-import { parsePolicy } from '../../src/policy/policy.js';
 import { POLICY_SCHEMA } from '../../src/policy/schema.js';
 import { silentLogger } from '../../src/log.js';
 import { loadCatalog } from '../../src/openapi/load-catalog.js';
@@ -76,55 +72,6 @@ describe('config/proxy.yaml (the Docker image default)', () => {
 describe('config/proxy.schema.json', () => {
   it('is the generated form of src/config/schema.ts (run `npm run schema` after changing it)', () => {
     expect(JSON.parse(read('config/proxy.schema.json'))).toEqual(CONFIG_SCHEMA);
-  });
-});
-
-describe('examples/kubernetes/sidecar.yaml', () => {
-  it('embeds a valid config and document, and probes endpoints the proxy serves', async () => {
-    const docs = parseAllDocuments(read('examples/kubernetes/sidecar.yaml')).map(
-      (d) => d.toJS() as Record<string, any>,
-    );
-    const configMap = docs.find((d) => d.kind === 'ConfigMap');
-    const deployment = docs.find((d) => d.kind === 'Deployment');
-    const config = parseConfig(configMap?.data['proxy.yaml'], 'sidecar.yaml#proxy.yaml');
-    expect(config.apis[0]?.spec).toBe('/etc/agent-auth-proxy/openapi.yaml');
-
-    const dir = mkdtempSync(join(tmpdir(), 'aap-k8s-'));
-    writeFileSync(join(dir, 'openapi.yaml'), configMap?.data['openapi.yaml']);
-    const catalog = await loadCatalog([{ ...config.apis[0], spec: join(dir, 'openapi.yaml') }], loadOptions);
-    expect(catalog.capabilities.map((c) => c.name)).toEqual(['get_order']);
-    // The service credential names a scheme of the embedded document and comes from the Secret.
-    const credentials = config.apis[0]?.credentials ?? {};
-    expect(Object.keys(credentials)).toEqual(['legacyKey']);
-    expect(catalog.apis[0]?.securitySchemes.legacyKey).toMatchObject({ type: 'apiKey', in: 'header' });
-    expect(credentials.legacyKey).toEqual({ file: '/etc/agent-auth-proxy-tokens/legacy-api-key' });
-    const policy = parsePolicy(configMap?.data['policy.yaml'], 'sidecar.yaml#policy.yaml', catalog);
-    expect([...policy.defaults]).toEqual(['get_order']);
-    expect(config.policy).toBe('/etc/agent-auth-proxy/policy.yaml');
-    expect(config.database).toBe('/app/data/agent-auth-proxy.db');
-    expect(docs.find((d) => d.kind === 'PersistentVolumeClaim')).toBeDefined();
-
-    const proxy = deployment?.spec.template.spec.containers.find(
-      (c: { name: string }) => c.name === 'agent-auth-proxy',
-    );
-    expect(proxy.args).toEqual(['serve', '--config', '/etc/agent-auth-proxy/proxy.yaml']);
-    expect(proxy.readinessProbe.httpGet.path).toBe('/readyz');
-    expect(proxy.livenessProbe.httpGet.path).toBe('/healthz');
-    // Drain: the preStop pause plus the proxy's own grace fit in the pod's termination grace.
-    const preStop = proxy.lifecycle.preStop.exec.command as string[];
-    expect(preStop[0]).toBe('sleep');
-    const grace = parseDuration(config.server.shutdown_grace, 'server.shutdown_grace') / 1000;
-    expect(Number(preStop[1]) + grace).toBeLessThan(
-      deployment?.spec.template.spec.terminationGracePeriodSeconds,
-    );
-    // Prometheus scrapes the internal listener, which the Service leaves out.
-    const internalPort = config.server.internal_port;
-    const annotations = deployment?.spec.template.metadata.annotations;
-    expect(annotations['prometheus.io/port']).toBe(String(internalPort));
-    expect(annotations['prometheus.io/path']).toBe('/metrics');
-    expect(proxy.ports).toContainEqual({ name: 'internal', containerPort: internalPort });
-    const service = docs.find((d) => d.kind === 'Service');
-    expect(service?.spec.ports.map((p: { targetPort: string }) => p.targetPort)).toEqual(['agent-auth']);
   });
 });
 

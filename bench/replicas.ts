@@ -1,0 +1,396 @@
+/**
+ * Two-replica benchmark (issue 13): the execute workload of execute.ts (GET one pet through
+ * `POST /capability/execute`, a fresh agent JWT per request, every check on) sent three ways:
+ * directly to the upstream (the baseline); through one proxy on SQLite; through two proxy processes
+ * sharing one PostgreSQL, the load generator alternating requests between them as a Service would.
+ * At concurrency 1 (the added p50) and 32 (throughput); the routes take turns in rounds, so noise
+ * from outside lands on all of them alike. Every request must be answered 200.
+ *
+ * PostgreSQL is the tests' server (test/helpers/postgres.ts: fsync and synchronous_commit off, so
+ * commits cost no disk flush); the proxies keep the default pool (postgres.pool_size 10 each). The
+ * load generator, the upstream, the proxies and PostgreSQL's processes all share the machine's
+ * cores, so each route also reports the CPU time each kind of process spent per request (user +
+ * system, from /proc; PostgreSQL's: the postmaster and every process it forked).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Pool } from 'undici';
+import { DB_PASSWORD_ENV } from '../src/config/database.js';
+import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../test/helpers/keys.js';
+import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
+import { firstLine, freePort, processCpuSeconds, ready, TICKS_PER_SECOND } from './execute.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const ROUNDS = 4;
+const REPLICAS = 2;
+
+export type Route = 'direct' | 'sqlite' | 'postgres';
+export const ROUTES: readonly Route[] = ['direct', 'sqlite', 'postgres'];
+
+/** CPU time (user + system) per request, µs, by kind of process; a kind a route does not use is absent. */
+export interface CpuPerRequest {
+  readonly loadgen: number;
+  /** Every proxy process of the route together. */
+  readonly proxies?: number;
+  readonly postgres?: number;
+  readonly upstream: number;
+}
+
+export interface RouteResult {
+  readonly requests: number;
+  readonly rps: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** Absent off Linux. */
+  readonly cpuUsPerRequest?: CpuPerRequest;
+}
+
+export interface ReplicasResult {
+  readonly replicas: number;
+  readonly c1: Readonly<Record<Route, RouteResult>>;
+  readonly c32: Readonly<Record<Route, RouteResult>>;
+}
+
+interface Call {
+  readonly path: string;
+  readonly method: 'GET' | 'POST';
+  readonly headers: Record<string, string>;
+  readonly body?: string;
+}
+
+/** One way to send the call: request i goes to pools[i % pools.length]. */
+interface Target {
+  readonly pools: readonly Pool[];
+  readonly upstreamPid: number;
+  readonly proxyPids: readonly number[];
+  readonly usesPostgres: boolean;
+  /** The calls of a phase of n requests (JWTs signed here, before the timed part). */
+  calls(n: number): Promise<Call[]>;
+}
+
+export async function runReplicasBench(
+  options: { c1Requests?: number; c32Requests?: number } = {},
+): Promise<ReplicasResult> {
+  const c1Requests = options.c1Requests ?? 2_000;
+  const c32Requests = options.c32Requests ?? 20_000;
+  const dir = mkdtempSync(join(tmpdir(), 'aap-bench-replicas-'));
+  const children: ChildProcess[] = [];
+  const pools: Pool[] = [];
+  let postgres: TestPostgres | undefined;
+  try {
+    const upstream = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream-child.ts')], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(upstream);
+    const upstreamUrl = `http://127.0.0.1:${Number(await firstLine(upstream))}`;
+    postgres = await startPostgres();
+    const postmaster = await postmasterPid(postgres.url);
+
+    const host = await generateTestKey();
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, policyYaml(host));
+    const start = async (db: string, issuer?: string): Promise<{ url: string; pid: number }> => {
+      const port = await freePort();
+      // No password in the environment: the tests' server trusts loopback connections.
+      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== DB_PASSWORD_ENV));
+      const child = spawn(
+        process.execPath,
+        [
+          join(ROOT, 'dist/cli.js'),
+          ...['--spec', join(ROOT, 'examples/openapi/petstore.yaml'), '--upstream', `${upstreamUrl}/v1`],
+          ...['--port', String(port), '--db', db, '--policy', policy, '--log-level', 'warn'],
+          ...(issuer ? ['--issuer', issuer] : []),
+        ],
+        { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], env },
+      );
+      children.push(child);
+      return { url: await ready(child, port), pid: child.pid as number };
+    };
+
+    const sqlite = await start(join(dir, 'bench.db'));
+    // The replicas share one issuer, as behind one Service; the first migrates the database.
+    const first = await start(postgres.url, 'http://agents.bench.test');
+    const replicas = [first];
+    for (let i = 1; i < REPLICAS; i++) replicas.push(await start(postgres.url, 'http://agents.bench.test'));
+
+    const pool = (url: string): Pool => {
+      const p = new Pool(url, { connections: 64, pipelining: 1 });
+      pools.push(p);
+      return p;
+    };
+    const direct: Target = {
+      pools: [pool(upstreamUrl)],
+      upstreamPid: upstream.pid as number,
+      proxyPids: [],
+      usesPostgres: false,
+      calls: (n) =>
+        Promise.resolve(
+          Array.from({ length: n }, () => ({
+            path: '/v1/pets/1',
+            method: 'GET' as const,
+            headers: { accept: 'application/json' },
+          })),
+        ),
+    };
+    const through = async (
+      proxies: readonly { url: string; pid: number }[],
+      usesPostgres: boolean,
+    ): Promise<Target> => {
+      const agent = await registerAgent(proxies[0]?.url as string, host);
+      const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
+      return {
+        pools: proxies.map((p) => pool(p.url)),
+        upstreamPid: upstream.pid as number,
+        proxyPids: proxies.map((p) => p.pid),
+        usesPostgres,
+        calls: async (n) => {
+          const calls: Call[] = [];
+          for (let i = 0; i < n; i++) {
+            const jwt = await agentJwt(agent.key, agent.id, agent.audience);
+            calls.push({
+              path: '/capability/execute',
+              method: 'POST',
+              headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
+              body,
+            });
+          }
+          return calls;
+        },
+      };
+    };
+    const targets: Record<Route, Target> = {
+      direct,
+      sqlite: await through([sqlite], false),
+      postgres: await through(replicas, true),
+    };
+
+    // Warm every route (connections, JIT, caches, each replica's view of the agent) first.
+    for (const route of ROUTES) await phase(targets[route], await targets[route].calls(500), 8, postmaster);
+
+    const measure = async (requests: number, concurrency: number): Promise<Record<Route, RouteResult>> => {
+      const samples: Record<Route, Sample[]> = { direct: [], sqlite: [], postgres: [] };
+      const perRound = Math.ceil(requests / ROUNDS);
+      for (let round = 0; round < ROUNDS; round++) {
+        for (let k = 0; k < ROUTES.length; k++) {
+          const route = ROUTES[(round + k) % ROUTES.length] as Route;
+          const calls = await targets[route].calls(perRound);
+          samples[route].push(await phase(targets[route], calls, concurrency, postmaster));
+        }
+      }
+      return {
+        direct: summarize(samples.direct),
+        sqlite: summarize(samples.sqlite),
+        postgres: summarize(samples.postgres),
+      };
+    };
+    const c1 = await measure(c1Requests, 1);
+    const c32 = await measure(c32Requests, 32);
+    return { replicas: REPLICAS, c1, c32 };
+  } finally {
+    await Promise.all(pools.map((p) => p.close()));
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(
+      children.map((c) =>
+        c.exitCode !== null || c.signalCode !== null
+          ? Promise.resolve()
+          : new Promise<void>((done) => c.once('exit', () => done())),
+      ),
+    );
+    await postgres?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function policyYaml(host: TestKey): string {
+  return [
+    'hosts:',
+    '  - name: bench',
+    '    user_id: bench-user',
+    `    public_key: {kty: OKP, crv: Ed25519, x: ${host.publicJwk.x}}`,
+    '    default_capabilities: [get_pet]',
+    // As execute.ts: the gateway is measured, not the limiter; in-flight caps stay on, above c=32.
+    'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null, in_flight_per_agent: 64}',
+    // One agent sends every request: the per-identity replay cap is lifted (every jti is still
+    // remembered and journalled).
+    'replay: {max_entries: 1000000, max_entries_per_identity: 1000000}',
+    '',
+  ].join('\n');
+}
+
+/** Registers one agent under the pre-registered host (get_pet granted by its defaults). */
+async function registerAgent(
+  url: string,
+  host: TestKey,
+): Promise<{ key: TestKey; id: string; audience: string }> {
+  const discovery = (await (await fetch(`${url}/.well-known/agent-configuration`)).json()) as {
+    issuer: string;
+    default_location: string;
+  };
+  const key = await generateTestKey();
+  const reg = await fetch(`${url}/agent/register`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${await hostJwt(host, discovery.issuer, { agent_public_key: key.publicJwk })}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ name: 'bench agent', capabilities: ['get_pet'] }),
+  });
+  const registered = (await reg.json()) as { agent_id?: string; status?: string };
+  if (reg.status !== 200 || registered.status !== 'active' || !registered.agent_id) {
+    throw new Error(`bench agent registration failed: ${reg.status} ${JSON.stringify(registered)}`);
+  }
+  return { key, id: registered.agent_id, audience: discovery.default_location };
+}
+
+interface CpuSeconds {
+  readonly loadgen: number;
+  readonly proxies: number;
+  readonly postgres: number;
+  readonly upstream: number;
+}
+
+/** One timed run of one route: every latency, the wall time, and the CPU each kind used. */
+interface Sample {
+  readonly latencies: Float64Array;
+  readonly seconds: number;
+  readonly target: Target;
+  readonly cpu?: CpuSeconds;
+}
+
+async function phase(
+  target: Target,
+  calls: readonly Call[],
+  concurrency: number,
+  postmaster: number,
+): Promise<Sample> {
+  const latencies = new Float64Array(calls.length);
+  let next = 0;
+  const before = cpuSnapshot(target, postmaster);
+  const started = performance.now();
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const i = next++;
+      if (i >= calls.length) return;
+      const t0 = performance.now();
+      const res = await (target.pools[i % target.pools.length] as Pool).request(calls[i] as Call);
+      if (res.statusCode !== 200) {
+        throw new Error(`request ${i} answered ${res.statusCode}: ${(await res.body.text()).slice(0, 300)}`);
+      }
+      await res.body.dump();
+      latencies[i] = performance.now() - t0;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  const after = cpuSnapshot(target, postmaster);
+  return {
+    latencies,
+    seconds,
+    target,
+    ...(before && after
+      ? {
+          cpu: {
+            loadgen: after.loadgen - before.loadgen,
+            proxies: after.proxies - before.proxies,
+            postgres: after.postgres - before.postgres,
+            upstream: after.upstream - before.upstream,
+          },
+        }
+      : {}),
+  };
+}
+
+/** The rounds of one route as one result: throughput over their total time, percentiles over all. */
+function summarize(samples: readonly Sample[]): RouteResult {
+  const sorted = samples.flatMap((s) => [...s.latencies]).sort((a, b) => a - b);
+  const requests = sorted.length;
+  const seconds = samples.reduce((sum, s) => sum + s.seconds, 0);
+  const at = (q: number): number => sorted[Math.min(requests - 1, Math.floor(q * requests))] as number;
+  const target = samples[0]?.target;
+  const perRequest = (key: keyof CpuSeconds): number =>
+    (samples.reduce((sum, s) => sum + (s.cpu?.[key] ?? 0), 0) * 1e6) / requests;
+  const cpu: CpuPerRequest | undefined =
+    target && samples.every((s) => s.cpu)
+      ? {
+          loadgen: perRequest('loadgen'),
+          upstream: perRequest('upstream'),
+          ...(target.proxyPids.length ? { proxies: perRequest('proxies') } : {}),
+          ...(target.usesPostgres ? { postgres: perRequest('postgres') } : {}),
+        }
+      : undefined;
+  return {
+    requests,
+    rps: requests / seconds,
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    ...(cpu ? { cpuUsPerRequest: cpu } : {}),
+  };
+}
+
+/** CPU seconds used so far by each kind of process; undefined off Linux. */
+function cpuSnapshot(target: Target, postmaster: number): CpuSeconds | undefined {
+  const self = process.cpuUsage();
+  const upstream = processCpuSeconds(target.upstreamPid);
+  const proxies = target.proxyPids.map(processCpuSeconds);
+  const postgres = postgresCpuSeconds(postmaster);
+  if (upstream === undefined || postgres === undefined || proxies.some((p) => p === undefined))
+    return undefined;
+  return {
+    loadgen: (self.user + self.system) / 1e6,
+    proxies: proxies.reduce((sum: number, p) => sum + (p ?? 0), 0),
+    postgres,
+    upstream,
+  };
+}
+
+/** The postmaster: the parent of the backend serving this connection. */
+async function postmasterPid(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    return procStat(rows[0]?.pid ?? 0)?.ppid ?? 0;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * CPU seconds of the PostgreSQL server: the postmaster, every process it has running (backends,
+ * writers, autovacuum) and, through its cutime/cstime, those it forked and reaped.
+ */
+function postgresCpuSeconds(postmaster: number): number | undefined {
+  const own = procStat(postmaster);
+  if (!own) return undefined;
+  let ticks = own.ticks + own.childTicks;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = procStat(Number(entry));
+    if (stat?.ppid === postmaster) ticks += stat.ticks + stat.childTicks;
+  }
+  return ticks / TICKS_PER_SECOND;
+}
+
+/** From /proc/PID/stat: the parent, the process's own CPU ticks and its reaped children's. */
+function procStat(pid: number): { ppid: number; ticks: number; childTicks: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces; fields are counted after its closing paren.
+    const f = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
+    return {
+      ppid: f[1] as number,
+      ticks: (f[11] as number) + (f[12] as number),
+      childTicks: (f[13] as number) + (f[14] as number),
+    };
+  } catch {
+    return undefined;
+  }
+}
