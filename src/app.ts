@@ -49,6 +49,7 @@ import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './util/rate-limit.js';
 import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
 import { openStore } from './storage/open.js';
+import { DatabaseReadiness, DEFAULT_READINESS } from './storage/readiness.js';
 import type { Store } from './storage/types.js';
 import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
@@ -379,8 +380,21 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   if (internalRouter) metricsRoutes(internalRouter, { metrics });
   else if (adminToken !== undefined)
     metricsRoutes(router, { metrics, guard: { ctx, limits, logger, adminToken } });
+  const database = new DatabaseReadiness(store, {
+    ...DEFAULT_READINESS,
+    onChange: (up) => {
+      if (up) logger.info('database reachable again: ready');
+      else logger.warn('database unreachable: not ready until it answers');
+    },
+  });
   for (const r of [router, internalRouter]) {
-    if (r) healthRoutes(r, { ready: () => ready, capabilities: catalog.capabilities.length });
+    if (r) {
+      healthRoutes(r, {
+        ready: () => ready,
+        database: () => database.up(),
+        capabilities: catalog.capabilities.length,
+      });
+    }
   }
 
   // Set once shutdown begins (see close below): from then on the drain turns new requests away.
