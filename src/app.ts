@@ -48,6 +48,7 @@ import { applyDrift, logDrift } from './protocol/drift.js';
 import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './util/rate-limit.js';
 import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
+import { StoreUnavailableError } from './storage/errors.js';
 import { openStore } from './storage/open.js';
 import { DatabaseReadiness, DEFAULT_READINESS } from './storage/readiness.js';
 import type { Store } from './storage/types.js';
@@ -409,9 +410,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     if (maintaining) return;
     maintaining = true;
     maintain()
-      .catch((err: unknown) => {
-        logger.error('maintenance failed', { error: err instanceof Error ? err.message : String(err) });
-      })
+      .catch((err: unknown) => backgroundFailure(logger, 'maintenance', err))
       .finally(() => {
         maintaining = false;
       });
@@ -427,9 +426,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     return deleted;
   };
   const pruning = setInterval(() => {
-    pruneActivity().catch((err: unknown) =>
-      logger.error('activity retention failed', { error: err instanceof Error ? err.message : String(err) }),
-    );
+    pruneActivity().catch((err: unknown) => backgroundFailure(logger, 'activity retention', err));
   }, 60_000).unref();
   const reload = reloader({
     ctx,
@@ -579,6 +576,17 @@ export async function loadServedCatalog(
     if (err instanceof PinError) throw new UserError(`config: operations: ${err.message}`);
     throw err;
   }
+}
+
+/**
+ * Sweeps and retention during a database outage (issue 13): the run stops at its first refused
+ * batch and the next run (30 s, 60 s later) starts over; what they delete is only due, never
+ * acknowledged state, so nothing is kept. A warning, not an error: the outage is logged already.
+ */
+function backgroundFailure(logger: Logger, what: string, err: unknown): void {
+  const error = err instanceof Error ? err.message : String(err);
+  if (err instanceof StoreUnavailableError) logger.warn(`${what} skipped: database unavailable`, { error });
+  else logger.error(`${what} failed`, { error });
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {
