@@ -202,7 +202,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     });
   } catch (err) {
     await closeStarted();
-    throw err;
+    throw startupDatabaseError(err, settings.database);
   }
   let replayJournal: ReplayJournal | undefined;
   try {
@@ -247,7 +247,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   } catch (err) {
     await closeStorage();
     await closeStarted();
-    throw err;
+    // The database went away right after opening: the same start-up error as above.
+    throw err instanceof StoreUnavailableError ? startupDatabaseError(err, settings.database) : err;
   }
   // Each sweep runs in bounded batches, yielding between them (sweeps.ts): no sweep holds the
   // event loop for more than one batch.
@@ -587,6 +588,32 @@ function backgroundFailure(logger: Logger, what: string, err: unknown): void {
   const error = err instanceof Error ? err.message : String(err);
   if (err instanceof StoreUnavailableError) logger.warn(`${what} skipped: database unavailable`, { error });
   else logger.error(`${what} failed`, { error });
+}
+
+/**
+ * A database that cannot be opened at start-up: the proxy does not start (exit code 2, one line
+ * naming the database without its password, and the cause). Waiting for it instead would hide a
+ * wrong address or password behind a process that looks alive; an orchestrator's restart policy
+ * (Kubernetes, systemd, compose `restart:`) already retries with a backoff, and a replica already
+ * running rides an outage out (503 and unready, then ready again by itself).
+ */
+function startupDatabaseError(err: unknown, at: Settings['database']): unknown {
+  if (at.kind !== 'postgres' || err instanceof UserError) return err;
+  let cause = err instanceof Error ? err.message : String(err);
+  // The driver's messages do not quote the password; should one ever do, it is not printed.
+  for (const secret of passwordForms(at.url)) cause = cause.replaceAll(secret, '***');
+  const why = err instanceof StoreUnavailableError ? 'cannot be reached' : 'cannot be opened';
+  return new UserError(`database ${describeDatabase(at)} ${why}: ${cause}`);
+}
+
+/** The URL's password as written (percent-encoded) and decoded; none when it has none. */
+function passwordForms(url: string): string[] {
+  try {
+    const raw = new URL(url).password;
+    return raw === '' ? [] : [raw, decodeURIComponent(raw)];
+  } catch {
+    return [];
+  }
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {
