@@ -48,7 +48,9 @@ import { applyDrift, logDrift } from './protocol/drift.js';
 import { InFlightSlots } from './protocol/in-flight.js';
 import { RateLimiter } from './util/rate-limit.js';
 import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
+import { StoreUnavailableError } from './storage/errors.js';
 import { openStore } from './storage/open.js';
+import { DatabaseReadiness, DEFAULT_READINESS } from './storage/readiness.js';
 import type { Store } from './storage/types.js';
 import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
@@ -200,7 +202,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     });
   } catch (err) {
     await closeStarted();
-    throw err;
+    throw startupDatabaseError(err, settings.database);
   }
   let replayJournal: ReplayJournal | undefined;
   try {
@@ -245,7 +247,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   } catch (err) {
     await closeStorage();
     await closeStarted();
-    throw err;
+    // The database went away right after opening: the same start-up error as above.
+    throw err instanceof StoreUnavailableError ? startupDatabaseError(err, settings.database) : err;
   }
   // Each sweep runs in bounded batches, yielding between them (sweeps.ts): no sweep holds the
   // event loop for more than one batch.
@@ -379,8 +382,21 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   if (internalRouter) metricsRoutes(internalRouter, { metrics });
   else if (adminToken !== undefined)
     metricsRoutes(router, { metrics, guard: { ctx, limits, logger, adminToken } });
+  const database = new DatabaseReadiness(store, {
+    ...DEFAULT_READINESS,
+    onChange: (up) => {
+      if (up) logger.info('database reachable again: ready');
+      else logger.warn('database unreachable: not ready until it answers');
+    },
+  });
   for (const r of [router, internalRouter]) {
-    if (r) healthRoutes(r, { ready: () => ready, capabilities: catalog.capabilities.length });
+    if (r) {
+      healthRoutes(r, {
+        ready: () => ready,
+        database: () => database.up(),
+        capabilities: catalog.capabilities.length,
+      });
+    }
   }
 
   // Set once shutdown begins (see close below): from then on the drain turns new requests away.
@@ -395,9 +411,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     if (maintaining) return;
     maintaining = true;
     maintain()
-      .catch((err: unknown) => {
-        logger.error('maintenance failed', { error: err instanceof Error ? err.message : String(err) });
-      })
+      .catch((err: unknown) => backgroundFailure(logger, 'maintenance', err))
       .finally(() => {
         maintaining = false;
       });
@@ -413,9 +427,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     return deleted;
   };
   const pruning = setInterval(() => {
-    pruneActivity().catch((err: unknown) =>
-      logger.error('activity retention failed', { error: err instanceof Error ? err.message : String(err) }),
-    );
+    pruneActivity().catch((err: unknown) => backgroundFailure(logger, 'activity retention', err));
   }, 60_000).unref();
   const reload = reloader({
     ctx,
@@ -564,6 +576,43 @@ export async function loadServedCatalog(
   } catch (err) {
     if (err instanceof PinError) throw new UserError(`config: operations: ${err.message}`);
     throw err;
+  }
+}
+
+/**
+ * Sweeps and retention during a database outage (issue 13): the run stops at its first refused
+ * batch and the next run (30 s, 60 s later) starts over; what they delete is only due, never
+ * acknowledged state, so nothing is kept. A warning, not an error: the outage is logged already.
+ */
+function backgroundFailure(logger: Logger, what: string, err: unknown): void {
+  const error = err instanceof Error ? err.message : String(err);
+  if (err instanceof StoreUnavailableError) logger.warn(`${what} skipped: database unavailable`, { error });
+  else logger.error(`${what} failed`, { error });
+}
+
+/**
+ * A database that cannot be opened at start-up: the proxy does not start (exit code 2, one line
+ * naming the database without its password, and the cause). Waiting for it instead would hide a
+ * wrong address or password behind a process that looks alive; an orchestrator's restart policy
+ * (Kubernetes, systemd, compose `restart:`) already retries with a backoff, and a replica already
+ * running rides an outage out (503 and unready, then ready again by itself).
+ */
+function startupDatabaseError(err: unknown, at: Settings['database']): unknown {
+  if (at.kind !== 'postgres' || err instanceof UserError) return err;
+  let cause = err instanceof Error ? err.message : String(err);
+  // The driver's messages do not quote the password; should one ever do, it is not printed.
+  for (const secret of passwordForms(at.url)) cause = cause.replaceAll(secret, '***');
+  const why = err instanceof StoreUnavailableError ? 'cannot be reached' : 'cannot be opened';
+  return new UserError(`database ${describeDatabase(at)} ${why}: ${cause}`);
+}
+
+/** The URL's password as written (percent-encoded) and decoded; none when it has none. */
+function passwordForms(url: string): string[] {
+  try {
+    const raw = new URL(url).password;
+    return raw === '' ? [] : [raw, decodeURIComponent(raw)];
+  } catch {
+    return [];
   }
 }
 

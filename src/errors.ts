@@ -3,6 +3,7 @@
  * message, and the one way an error becomes a response body (§5.13: `{ "error", "message" }`
  * plus structured fields). README's error table is checked against this list by a test.
  */
+import { StoreUnavailableError } from './storage/errors.js';
 
 export const ERROR_CATALOGUE = {
   invalid_request: { status: 400, message: 'The request is malformed or missing required fields.' },
@@ -101,9 +102,26 @@ export class ProtocolError extends Error {
   }
 }
 
-/** Anything that is not a ProtocolError becomes a 500 that reveals nothing of its cause. */
+/** Seconds a client is asked to wait before retrying what the database could not serve. */
+export const STORE_RETRY_AFTER_S = 5;
+
+/**
+ * Anything that is not a ProtocolError becomes a 500 that reveals nothing of its cause, but a
+ * database that could not be reached or did not answer in time (StoreUnavailableError, issue 13):
+ * that is `503 temporarily_unavailable` with a Retry-After, since the same request may succeed
+ * once the database is back. Its message is fixed: the cause (an address, the driver's words) is
+ * for the log only. Every way an error reaches a client (JSON, error page, an event stream's
+ * `error` event, a per-call approval's stored error) goes through here.
+ */
 export function toProtocolError(err: unknown): ProtocolError {
-  return err instanceof ProtocolError ? err : new ProtocolError('internal_error');
+  if (err instanceof ProtocolError) return err;
+  if (err instanceof StoreUnavailableError) {
+    return new ProtocolError('temporarily_unavailable', 'The database is unavailable; retry shortly.', {
+      headers: { 'retry-after': String(STORE_RETRY_AFTER_S) },
+      cause: err,
+    });
+  }
+  return new ProtocolError('internal_error');
 }
 
 /**

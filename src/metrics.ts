@@ -9,6 +9,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ErrorCode } from './errors.js';
+import { StoreUnavailableError } from './storage/errors.js';
 
 export const METRIC_PREFIX = 'agent_auth_proxy_';
 
@@ -118,10 +119,17 @@ export class Metrics {
       name: `${METRIC_PREFIX}approvals_pending`,
       help: 'Approval requests waiting for a decision and not yet expired.',
       registers,
-      // prom-client awaits an async collect before it renders the exposition.
+      // prom-client awaits an async collect before it renders the exposition. While the database
+      // is unavailable (issue 13) the gauge keeps its last value: /metrics still answers, with
+      // everything else it knows, when it matters most.
       async collect() {
         const s = sources();
-        if (s) this.set(await s.pendingApprovals());
+        if (!s) return;
+        try {
+          this.set(await s.pendingApprovals());
+        } catch (err) {
+          if (!(err instanceof StoreUnavailableError)) throw err;
+        }
       },
     });
     new Gauge({

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError, toProtocolError } from '../errors.js';
+import { StoreUnavailableError } from '../storage/errors.js';
 import { upstreamCause } from '../upstream/answers.js';
 import type { Logger } from '../log.js';
 import type { ClientAddress } from './client-address.js';
@@ -143,7 +144,15 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
     decision.reason = e.message;
     decision.upstream_cause = upstreamCause(err);
     if (typeof e.fields.upstream_status === 'number') decision.upstream_status = e.fields.upstream_status;
-    if (!(err instanceof ProtocolError) || e.status === 500) {
+    if (err instanceof StoreUnavailableError) {
+      // An outage, not a bug: the cause (refused, timed out …) for the operator; the client got 503.
+      logger.warn('database unavailable', {
+        request_id: requestId,
+        route: decision.route,
+        step: decision.step,
+        error: err.message,
+      });
+    } else if (!(err instanceof ProtocolError) || e.status === 500) {
       // The cause is logged for the operator with the request id, never sent to the client.
       logger.error('unhandled error', {
         request_id: requestId,

@@ -172,7 +172,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
     issuer: options.issuer,
     executeLocation: () => `${options.issuer()}/capability/execute`,
     replay,
-    usage: new UsageTracker(options.store),
+    usage: new UsageTracker(options.store, options.logger),
     cache,
     write: async (fn) => {
       let actions: (() => void)[] = [];

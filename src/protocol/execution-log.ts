@@ -8,6 +8,16 @@
  * The bound this gives: a SIGKILL loses at most the records of the last commit window (plus
  * the few milliseconds a busy event loop may delay the timer), never a grant or a status, which
  * are committed before their response. Idle, nothing runs: the timer is armed by a record.
+ *
+ * A batch the store refuses (a locked SQLite file, a PostgreSQL outage: issue 13) is kept, ahead
+ * of newer records, and retried every RETRY_MS: the records are the audit trail (§11), and an
+ * outage is transient. Kept, not unbounded: at most MAX_BACKLOG records wait (plus the batch in
+ * flight); past that new ones are dropped, counted, and the count logged at the next flush. After
+ * the outage the backlog goes in statements of at most MAX_WRITE records, each within the
+ * statement timeout. A write whose answer was lost (it timed out, yet committed) is retried too: a
+ * record may then be stored twice, never lost. A crash while the database is down loses what
+ * waits, as a SIGKILL loses one commit window at any time. The first failure and the recovery are
+ * logged, not every retry.
  */
 import type { Logger } from '../log.js';
 import type { ActivityRecord, Store } from '../storage/types.js';
@@ -26,6 +36,8 @@ const MAX_BACKLOG = 100_000;
 // After a failed commit (a busy or locked database), wait this long before trying again: each
 // attempt can block the event loop for the store's busy timeout.
 const RETRY_MS = 1_000;
+// Records per statement when a backlog is written: one statement stays well within its timeout.
+const MAX_WRITE = 5_000;
 
 export class ExecutionLog {
   private queue: ActivityRecord[] = [];
@@ -36,6 +48,8 @@ export class ExecutionLog {
   /** performance.now() when the first record of the queued batch arrived. */
   private batchStartedAt = 0;
   private failing = false;
+  /** Failed commits in a row, for the recovery's log line. */
+  private failures = 0;
   /** Batches handed to the store and not yet settled (stop waits for them). */
   private readonly writing = new Set<Promise<void>>();
   private readonly options: GroupCommit;
@@ -86,8 +100,9 @@ export class ExecutionLog {
   }
 
   /**
-   * Commits every queued record now, in one transaction. Settles when the store has the batch;
-   * never rejects (a failure is logged, and the batch kept for the next attempt).
+   * Commits every queued record now: in one transaction, or a backlog in several of MAX_WRITE.
+   * Settles when the store has them; never rejects (a failure is logged, and what failed kept for
+   * the next attempt).
    */
   flush(): Promise<void> {
     this.disarm();
@@ -96,19 +111,28 @@ export class ExecutionLog {
       this.dropped = 0;
     }
     if (this.queue.length === 0) return Promise.resolve();
-    const batch = this.queue;
-    this.queue = [];
+    const batch = this.queue.length <= MAX_WRITE ? this.queue : this.queue.slice(0, MAX_WRITE);
+    this.queue = this.queue.length <= MAX_WRITE ? [] : this.queue.slice(MAX_WRITE);
+    const rest = this.queue.length > 0; // only when the batch was cut at MAX_WRITE
     const written = this.store.appendActivities(batch).then(
       () => {
+        if (this.failing) {
+          this.logger.info('execution records written again', { failed_commits: this.failures });
+        }
         this.failing = false;
+        this.failures = 0;
+        // The rest of a backlog, at once: flush's promise settles once all of it is written.
+        return rest ? this.flush() : undefined;
       },
       (err: unknown) => {
-        // Keep the batch for the next attempt (a busy database is transient).
+        // Keep the batch for the next attempt (a busy or unreachable database is transient).
         this.queue = batch.concat(this.queue);
+        if (this.failures++ === 0) {
+          this.logger.error('writing execution records failed', {
+            error: err instanceof Error ? err.message : String(err),
+          });
+        }
         this.failing = true;
-        this.logger.error('writing execution records failed', {
-          error: err instanceof Error ? err.message : String(err),
-        });
         if (this.started) this.arm(RETRY_MS);
       },
     );

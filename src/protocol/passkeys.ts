@@ -251,8 +251,9 @@ export class Passkeys {
     if (handle !== undefined && handle !== passkey.userHandle) {
       return { ok: false, reason: 'That passkey is not one of yours on this server.' };
     }
+    let verified: Awaited<ReturnType<typeof verifyAuthenticationResponse>>;
     try {
-      const verified = await verifyAuthenticationResponse({
+      verified = await verifyAuthenticationResponse({
         response,
         expectedChallenge: parsed.challenge,
         expectedOrigin: rp.origin,
@@ -266,18 +267,19 @@ export class Passkeys {
         // §8.11: the UV flag must be set; "preferred" would let an agent with the browser pass.
         requireUserVerification: true,
       });
-      if (!verified.verified || !verified.authenticationInfo.userVerified) {
-        return { ok: false, reason: 'The passkey did not verify you (no fingerprint, face or PIN).' };
-      }
-      const now = this.clock.now();
-      await this.store.recordPasskeyUse(passkey.id, verified.authenticationInfo.newCounter, now);
-      return {
-        ok: true,
-        passkey: { ...passkey, counter: verified.authenticationInfo.newCounter, lastUsedAt: now },
-      };
     } catch (err) {
       return { ok: false, reason: `The passkey confirmation was not valid: ${(err as Error).message}` };
     }
+    if (!verified.verified || !verified.authenticationInfo.userVerified) {
+      return { ok: false, reason: 'The passkey did not verify you (no fingerprint, face or PIN).' };
+    }
+    // Outside the try: a store failure is the request's error (503), never shown as the passkey's.
+    const now = this.clock.now();
+    await this.store.recordPasskeyUse(passkey.id, verified.authenticationInfo.newCounter, now);
+    return {
+      ok: true,
+      passkey: { ...passkey, counter: verified.authenticationInfo.newCounter, lastUsedAt: now },
+    };
   }
 
   /** Removes one of `userId`'s passkeys; false when they have none by that id. */

@@ -6,7 +6,14 @@
  *
  * Grants' use counters (the account page's "uses" and "last used", issue 16 §5) ride the same
  * flush: an execution adds one in memory; the flush adds the sums to the rows in one batch.
+ *
+ * A database outage (issue 13): a refused flush is kept, merged under what is recorded since, and
+ * retried by the next flush. It needs no other bound: the maps hold one entry per agent, host and
+ * grant used (latest time, summed count), however many requests there were. Dropping it instead
+ * would lose counts the account page shows; a crash during the outage loses them anyway, as it
+ * loses one interval's worth at any time. The first failure and the recovery are logged.
  */
+import type { Logger } from '../log.js';
 import type { GrantUse, Store } from '../storage/types.js';
 
 export class UsageTracker {
@@ -17,8 +24,13 @@ export class UsageTracker {
   /** Latest known use per agent, kept after flushing so reads need no database round-trip. */
   private readonly seen = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
+  /** Flushes refused in a row (0: the last one was written). */
+  private failures = 0;
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly logger?: Logger,
+  ) {}
 
   start(intervalMs = 5_000): void {
     this.timer ??= setInterval(() => void this.flush(), intervalMs).unref();
@@ -84,9 +96,17 @@ export class UsageTracker {
     this.grants = new Map();
     try {
       await this.store.touch(agents, hosts, grants);
-    } catch {
+    } catch (err) {
       this.restore(agents, hosts, grants);
+      if (this.failures++ === 0) {
+        this.logger?.warn('usage flush failed; kept for the next flush', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+      return;
     }
+    if (this.failures > 0) this.logger?.info('usage flushed again', { failed_flushes: this.failures });
+    this.failures = 0;
   }
 
   /** Puts a failed batch back under what was recorded since (newer times, summed counts). */

@@ -30,9 +30,12 @@ const NETWORK_CODES = new Set([
  */
 const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
 
-/** node-postgres's own errors for a connection that failed, closed or timed out. */
+/**
+ * node-postgres's own errors for a connection that failed, closed or timed out (`timeout expired`:
+ * a single client's connection timeout, as the migrations' connection at start-up has).
+ */
 const DRIVER_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|Client was closed and is not queryable|connection timeout/i;
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|Client was closed and is not queryable|connection timeout|^timeout expired$/i;
 
 export function isUnavailable(err: unknown): boolean {
   if (err instanceof StoreUnavailableError) return true;

@@ -7,7 +7,7 @@
  */
 import pg from 'pg';
 import { UserError } from '../errors.js';
-import { storeError } from './errors.js';
+import { isUnavailable, storeError } from './errors.js';
 import type { Query, QueryResult } from './pg-reader.js';
 import { migratePg } from './pg-schema.js';
 
@@ -33,6 +33,8 @@ export interface PgStoreOptions {
 
 export interface Connections {
   readonly pool: pg.Pool;
+  /** One connection for Store.ping (`/readyz`), apart from the requests' pool. */
+  readonly probe: pg.Pool;
   readonly retries: number;
   readonly onQuery?: (sql: string, params: readonly unknown[]) => void;
 }
@@ -88,7 +90,21 @@ export async function openPool(url: string, options: PgStoreOptions): Promise<Co
   });
   // Without a listener, an idle connection's error (a database restart) would crash the process.
   pool.on('error', (err) => options.onPoolError?.(err));
-  return { pool, retries, ...(options.onQuery ? { onQuery: options.onQuery } : {}) };
+  // The readiness ping's own connection: requests holding every pooled connection is load, not an
+  // outage, and must not make the replica unready (and then every replica at once). Same bounds.
+  const probe = new pg.Pool({
+    connectionString: url,
+    max: 1,
+    connectionTimeoutMillis,
+    statement_timeout: statementTimeout,
+    query_timeout: statementTimeout + 1000,
+    idleTimeoutMillis: 60_000,
+    keepAlive: true,
+    application_name: 'agent-auth-proxy readiness',
+  });
+  // An idle probe connection lost (the database went away) is the next ping's to report.
+  probe.on('error', () => undefined);
+  return { pool, probe, retries, ...(options.onQuery ? { onQuery: options.onQuery } : {}) };
 }
 
 /** One statement on the pool (autocommit). */
@@ -119,6 +135,14 @@ export async function transaction<T>(
     } catch (err) {
       throw storeError(err);
     }
+    // A checked-out connection that fails (the server stopped mid-transaction) emits 'error':
+    // without a listener, an uncaught exception that ends the process. The failure reaches `fn`
+    // through its pending or next statement; here it only marks the connection as not reusable.
+    let lost: Error | undefined;
+    const onLost = (err: Error): void => {
+      lost = err;
+    };
+    client.on('error', onLost);
     // One statement at a time on the connection, even when `fn` starts several at once
     // (node-postgres's own queueing is deprecated), BEGIN, COMMIT and ROLLBACK included.
     let last: Promise<unknown> = Promise.resolve();
@@ -139,10 +163,15 @@ export async function transaction<T>(
       if (commit.command !== 'COMMIT') throw new Error('the transaction failed and was rolled back');
       return result;
     } catch (err) {
-      broken = await send('ROLLBACK').then(
-        () => undefined,
-        (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
-      );
+      // A connection that failed or timed out is not asked to ROLLBACK: the ROLLBACK would queue
+      // behind the statement it is stuck on and wait out another timeout, past the bound a request
+      // waits. It is dropped instead; PostgreSQL rolls back the transaction of a closed connection.
+      broken = isUnavailable(err)
+        ? (err as Error)
+        : await send('ROLLBACK').then(
+            () => undefined,
+            (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+          );
       const code = (err as { code?: unknown }).code;
       if (!broken && typeof code === 'string' && RETRYABLE.has(code) && attempt < retries) {
         // Jittered and growing, so that the transactions that collided do not collide again.
@@ -151,8 +180,9 @@ export async function transaction<T>(
       }
       throw storeError(err);
     } finally {
-      // A connection whose ROLLBACK failed is in an unknown state: the pool drops it.
-      client.release(broken);
+      // A connection whose ROLLBACK failed, or that failed, is in an unknown state: the pool drops it.
+      client.removeListener('error', onLost);
+      client.release(broken ?? lost);
     }
   }
 }

@@ -4,6 +4,7 @@
  * transaction on one pooled connection, re-run when PostgreSQL reports a conflict (pg-pool.ts).
  * Migrations run at open (pg-schema.ts); reads are PgReader's, a transaction's writes PgWriter's.
  */
+import { storeError } from './errors.js';
 import { inboxQuery } from './pg-queries.js';
 import { openPool, poolQuery, transaction, type Connections, type PgStoreOptions } from './pg-pool.js';
 import { PgReader } from './pg-reader.js';
@@ -256,7 +257,17 @@ export class PgStore extends PgReader implements Store {
     });
   }
 
+  /** `SELECT 1` on the probe's connection (pg-pool.ts), within the pool's connection and statement timeouts. */
+  async ping(): Promise<void> {
+    try {
+      await this.connections.probe.query('SELECT 1');
+    } catch (err) {
+      throw storeError(err);
+    }
+  }
+
   async close(): Promise<void> {
-    if (!this.connections.pool.ended) await this.connections.pool.end();
+    const { pool, probe } = this.connections;
+    await Promise.all([pool.ended ? undefined : pool.end(), probe.ended ? undefined : probe.end()]);
   }
 }

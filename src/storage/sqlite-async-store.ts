@@ -315,6 +315,14 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.deleteStalePending(before, limit));
   }
 
+  /**
+   * The database is a file in this process: there is nothing to reach, so it always answers (and
+   * at once, without waiting behind an open transaction).
+   */
+  ping(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** Closes once the open transaction (and whatever waits for it) is done. */
   close(): Promise<void> {
     if (!this.open) return settle(() => this.engine.close());

@@ -79,9 +79,10 @@ type Sync<T> = {
 export type SyncStoreWriter = Sync<StoreWriter>;
 /**
  * The synchronous engine: every Store method but `write`, whose transaction the asynchronous
- * store opens and ends with `begin`, `commit` and `rollback` (its `fn` awaits in between).
+ * store opens and ends with `begin`, `commit` and `rollback` (its `fn` awaits in between), and
+ * `ping`, which the asynchronous store answers itself (the file is in the process).
  */
-export type SyncStore = Sync<Omit<Store, 'write'>> & {
+export type SyncStore = Sync<Omit<Store, 'write' | 'ping'>> & {
   begin(): void;
   commit(): void;
   rollback(): void;

@@ -450,5 +450,12 @@ export interface Store extends StoreReader {
    * caller spreads a backlog over event-loop turns.
    */
   deleteStalePending(before: number, limit: number): Promise<{ agents: number; hosts: number }>;
+  /**
+   * Resolves once the database answers a trivial statement; rejects (StoreUnavailableError) when
+   * it cannot be reached or does not answer in time. `/readyz` asks it (readiness.ts): PostgreSQL
+   * on a connection of its own, so that a pool busy with requests is not taken for an outage;
+   * SQLite, in the process, always answers.
+   */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -272,6 +272,28 @@ describe('ExecutionLog', () => {
     expect(await written(base)).toEqual(['cap_1', 'cap_2', 'cap_3']);
   });
 
+  it('logs the first refused commit and the recovery, not every retry (a database outage)', async () => {
+    const base = openStore();
+    let fail = true;
+    const { store, attempts } = flakyStore(base, () => fail);
+    const { logger, lines } = capturingLogger();
+    const log = new ExecutionLog(store, logger);
+    log.record(record(1));
+    await log.flush();
+    log.record(record(2));
+    await log.flush();
+    await log.flush();
+    expect(attempts()).toBe(3);
+    fail = false;
+    await log.flush();
+    expect(await written(base)).toEqual(['cap_1', 'cap_2']);
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      ['error', 'writing execution records failed'],
+      ['info', 'execution records written again'],
+    ]);
+    expect(lines[1]).toMatchObject({ failed_commits: 3 });
+  });
+
   it('retries a refused batch once per scheduled flush, not once per new record', async () => {
     // A locked database blocks each attempt for up to busy_timeout: a retry per record would
     // stall the proxy for as long as records keep arriving.

@@ -52,12 +52,35 @@ describe('PostgreSQL store', () => {
         store.write((tx) => tx.insertHost(host('h2', { thumbprint: 'tp-h2' }))),
       ).rejects.toBeInstanceOf(StoreUnavailableError);
       await expect(store.appendActivities([activity()])).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
       await server.startServer();
+      await store.ping();
       expect((await store.host('h1'))?.id).toBe('h1');
       await store.write((tx) => tx.insertHost(host('h2', { thumbprint: 'tp-h2' })));
       expect(await store.countHosts('active')).toBe(2);
       // The idle connection the shutdown closed was reported, not thrown at the process.
       expect(poolErrors.length).toBeGreaterThan(0);
+    } finally {
+      await server.startServer();
+      await store.close();
+    }
+  });
+
+  it('a database stopped in the middle of a write fails it whole, and the process goes on', async () => {
+    // Regression: a checked-out connection that the server closes emits 'error'; without a
+    // listener that was an uncaught exception (vitest reports it, failing this test).
+    const store = await PgStore.open(await server.createDatabase(), { connectionTimeoutMs: 1000 });
+    try {
+      await expect(
+        store.write(async (tx) => {
+          await tx.insertHost(host('h1'));
+          await server.stopServer();
+          await tx.insertHost(host('h2', { thumbprint: 'tp-h2' }));
+        }),
+      ).rejects.toBeInstanceOf(StoreUnavailableError);
+      await server.startServer();
+      expect(await store.host('h1')).toBeUndefined();
+      expect(await store.countHosts('active')).toBe(0);
     } finally {
       await server.startServer();
       await store.close();

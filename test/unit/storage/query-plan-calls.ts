@@ -284,6 +284,7 @@ export const STORE_CALLS: Record<string, Call<Store>> = {
   deletePasskey: (s) => s.deletePasskey('k2', 'bob'),
   deleteStalePerCalls: (s) => s.deleteStalePerCalls(NOW, 100),
   deleteStalePending: (s) => s.deleteStalePending(NOW - 1, 100),
+  ping: (s) => s.ping(),
   close: () => Promise.resolve(), // closing is afterAll's; it prepares nothing
 };
 

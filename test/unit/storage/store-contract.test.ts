@@ -961,6 +961,15 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
     });
   });
 
+  describe('ping', () => {
+    it('answers while the database is up, and again and again', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+      await Promise.all([store.ping(), store.ping()]);
+      await store.write((tx) => tx.insertHost(host('h1')));
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+  });
+
   describe('write transactions', () => {
     it("resolves with fn's value; fn's reads see its own writes", async () => {
       const seen = await store.write(async (tx) => {
