@@ -46,12 +46,11 @@ import { createContext, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHosts } from './protocol/hosts.js';
 import { applyDrift, logDrift } from './protocol/drift.js';
 import { InFlightSlots } from './protocol/in-flight.js';
-import { RateLimiter } from './util/rate-limit.js';
-import { openReplayJournal, type ReplayJournal } from './storage/replay-journal.js';
+import { localLimiter, RateLimiter, type Limiter } from './util/rate-limit.js';
 import { StoreUnavailableError } from './storage/errors.js';
-import { openStore } from './storage/open.js';
+import { openStorage, type Storage } from './storage/open.js';
 import { DatabaseReadiness, DEFAULT_READINESS } from './storage/readiness.js';
-import type { Store } from './storage/types.js';
+import { replicaChangeHandlers } from './protocol/replica-changes.js';
 import { RateLimits } from './http/rate-limits.js';
 import { agentRoutes } from './http/routes/agent.js';
 import { adminRoutes } from './http/routes/admin.js';
@@ -193,9 +192,11 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     await engine.executor.close();
     await closeListeners();
   };
-  let store: Store;
+  // SQLite: the replay journal beside the file, this process's own limiter. PostgreSQL: the replay
+  // ledger, the rate budgets and change notices the replicas share (storage/open.ts, issue 13).
+  let storage: Storage;
   try {
-    store = await openStore(settings.database, {
+    storage = await openStorage(settings.database, clock, {
       onWrite: (kind, s) => metrics.databaseWrite(kind, s),
       // The pool replaces the connection; requests meanwhile get 503 from the store's error.
       onConnectionError: (err) => logger.warn('database connection lost', { cause: err.message }),
@@ -204,23 +205,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     await closeStarted();
     throw startupDatabaseError(err, settings.database);
   }
-  let replayJournal: ReplayJournal | undefined;
-  try {
-    // SQLite: jtis journalled beside the file. PostgreSQL: replicas share the replay state in the
-    // database instead (issue 13), so there is no local journal.
-    if (settings.database.kind === 'sqlite') {
-      replayJournal = openReplayJournal(settings.database.file, clock.now());
-    }
-  } catch (err) {
-    await store.close();
-    await closeStarted();
-    throw err;
-  }
-  /** The journal first: its last lines are fsynced before the database closes. */
-  const closeStorage = async (): Promise<void> => {
-    replayJournal?.close();
-    await store.close();
-  };
+  const { store } = storage;
+  const closeStorage = (): Promise<void> => storage.close();
+  /** The replicas' shared budgets, else a limiter of this process's own per use (each its own memory bound). */
+  const budgets = (): Limiter => storage.limiter ?? localLimiter(new RateLimiter(clock));
   const webhook = settings.notifications.webhook;
   const notifier = webhook
     ? new WebhookNotifier(webhook, { clock, logger, ...(deps.timers ? { timers: deps.timers } : {}) })
@@ -232,7 +220,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     clock,
     logger,
     issuer: () => issuer,
-    ...(replayJournal ? { replayJournal } : {}),
+    ...(storage.replayLedger ? { replayLedger: storage.replayLedger } : {}),
+    ...(storage.limiter ? { limiter: storage.limiter } : {}),
     ...(notifier ? { notifier } : {}),
     approvalEvents: new ApprovalEvents(),
     jwks: createJwksCache(settings.jwks, clock),
@@ -244,6 +233,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   try {
     await applyPolicyHosts(ctx);
     logDrift(logger, await applyDrift(ctx));
+    // Other replicas' commits reach this one's caches and streams (protocol/replica-changes.ts).
+    await storage.follow?.(replicaChangeHandlers(ctx));
   } catch (err) {
     await closeStorage();
     await closeStarted();
@@ -269,7 +260,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     if (jobs) logger.info('expired async executions removed', { jobs });
     const calls = await sweepPerCalls(ctx);
     if (calls.expired || calls.deleted) logger.info('per-call approvals swept', { ...calls });
-    replayJournal?.sweep(clock.now());
+    for (const { batch, run } of storage.sweeps) {
+      await inBatches(() => Promise.resolve(run(clock.now(), batch)), batch);
+    }
   };
 
   const upstreamFor = (apiId: string): string | undefined => engine.upstreamFor(apiId);
@@ -286,7 +279,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     modes: policy.modes,
     approvalMethods: policy.approval.methods,
   });
-  const limits = new RateLimits(new RateLimiter(clock), policy.rateLimits, (limit) =>
+  const limits = new RateLimits(budgets(), new RateLimiter(clock), policy.rateLimits, (limit) =>
     metrics.rateLimited(limit),
   );
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
@@ -294,7 +287,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const auth = new PageAuth(
     settings.signIn,
     new Sessions(store, clock, settings.signIn.sessionLifetimeMs),
-    new LocalSignIn(settings.signIn.localUsers, new RateLimiter(clock), clock),
+    new LocalSignIn(settings.signIn.localUsers, budgets(), clock),
     () => issuer,
   );
   // §8.11 passkeys: the relying party is the issuer's host (known once the server listens).

@@ -551,7 +551,8 @@ export const CONFIG_SCHEMA = {
           minimum: 1,
           maximum: 100,
           default: 10,
-          description: 'Connections each replica keeps at most.',
+          description:
+            "Connections of each of a replica's two pools (state; the replay ledger and rate budgets every request uses), which also keeps one listening for the other replicas' changes.",
         },
         connection_timeout_ms: {
           type: 'integer',

@@ -47,6 +47,11 @@ export class ApprovalEvents {
     }
   }
 
+  /** Every approval may have changed (notices from other replicas were lost, or too many to name). */
+  publishAll(): void {
+    for (const id of [...this.#listeners.keys()]) this.publish(id);
+  }
+
   /** Approvals with listeners (for tests: nothing is left behind once streams close). */
   get listening(): number {
     return this.#listeners.size;

@@ -18,13 +18,13 @@ import type { ProtocolContext } from './context.js';
  * its budget is spent; takes nothing. Called inside the request's transaction, so a refusal rolls
  * everything back; `chargeApprovalRequest` takes from the budget once the request is committed
  * (a transaction may be run again, and must not change the limiter). Requests to one user in
- * flight at the same moment are all checked before any is charged, so they may exceed the budget
- * by that many.
+ * flight at the same moment (on any replica) are all checked before any is charged, so they may
+ * exceed the budget by that many.
  */
-export function checkApprovalRequest(ctx: ProtocolContext, userId: string): void {
+export async function checkApprovalRequest(ctx: ProtocolContext, userId: string): Promise<void> {
   const spec = ctx.policy.rateLimits.approvalRequestsPerUser;
   if (!spec) return;
-  const result = ctx.approvalLimiter.check(`approvals:${userId}`, spec);
+  const result = await ctx.approvalLimiter.check({ key: `approvals:${userId}`, limit: spec });
   if (result.ok) return;
   throw new ProtocolError(
     'rate_limited',
@@ -62,8 +62,19 @@ export async function pendingRepeat(
     });
 }
 
-/** Takes one request from `userId`'s budget: after its approval request committed (see above). */
+/**
+ * Takes one request from `userId`'s budget: after its approval request committed (see above).
+ * On the replicas' shared budget this is a round trip the request does not wait for.
+ */
 export function chargeApprovalRequest(ctx: ProtocolContext, userId: string): void {
   const spec = ctx.policy.rateLimits.approvalRequestsPerUser;
-  if (spec) ctx.approvalLimiter.take(`approvals:${userId}`, spec);
+  if (!spec) return;
+  const taken = ctx.approvalLimiter.take([{ key: `approvals:${userId}`, limit: spec }]);
+  if (taken instanceof Promise) {
+    void taken.catch((err: unknown) => {
+      ctx.logger.warn('approval request budget not charged', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    });
+  }
 }

@@ -120,7 +120,7 @@ export async function createApproval(
   // refused here, which rolls everything back; charged once the request is committed.
   const addressee = knownUser ?? (method === 'ciba' ? (hints.loginHint ?? null) : null);
   if (addressee !== null) {
-    checkApprovalRequest(ctx, addressee);
+    await checkApprovalRequest(ctx, addressee);
     after(() => {
       chargeApprovalRequest(ctx, addressee);
     });

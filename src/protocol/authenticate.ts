@@ -13,7 +13,6 @@ import { decodeJwt, JwtError, replayHorizonMs, verifyJwt, type UnverifiedJwt } f
 import { parsePublicJwk, publicKeyObject, thumbprint, type Ed25519PublicJwk } from './keys.js';
 import { agentKey, jwksHostKey, storedHostKey } from './jwks-auth.js';
 import { applyDueStatus, dueStatus } from './lifecycle.js';
-import type { RememberOutcome } from './replay-cache.js';
 
 export type Claims = Readonly<Record<string, unknown>>;
 
@@ -83,31 +82,32 @@ function verify(
  * `host:${iss}`) within its effective window (§8.2). Called only for a token that is verified and
  * within its principal's limits, so that nothing else is ever remembered. Throws on a replay
  * (401), when the principal holds its cap of remembered jtis (429) and when the cache is full or
- * the journal cannot be written (503); nothing is remembered then.
+ * the ledger cannot record it (503).
+ *
+ * Memory first (the replay cache: the bound, and a replay to this process costs no I/O), then the
+ * ledger (storage/replay-ledger.ts), then memory keeps it. The SQLite journal answers at once, so
+ * this stays synchronous; the PostgreSQL table answers after one round trip (an INSERT … ON
+ * CONFLICT DO NOTHING), the judge of a replay to another replica. Memory keeps the jti before that
+ * answer, so that the same token sent twice at once to this replica is refused without waiting;
+ * a jti whose recording then fails stays used up here (503: the client signs a new one).
  */
-export function rememberJti(ctx: ProtocolContext, partition: string, claims: Claims): void {
+export function rememberJti(ctx: ProtocolContext, partition: string, claims: Claims): void | Promise<void> {
   const policy = {
     clockSkewSec: ctx.policy.lifetimes.clockSkewSec,
     maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
   };
-  let outcome: RememberOutcome;
+  let untilMs: number;
   try {
-    outcome = ctx.replay.remember(partition, String(claims.jti), replayHorizonMs(claims, policy));
+    untilMs = replayHorizonMs(claims, policy);
   } catch (err) {
     if (err instanceof JwtError) throw invalid(err.message);
-    // The journal refused the write (disk full, I/O error): without it a restart could forget this jti.
-    ctx.logger.error('replay journal write failed', {
-      error: err instanceof Error ? err.message : String(err),
-    });
-    throw new ProtocolError('temporarily_unavailable', 'Replay protection is unavailable; retry shortly.', {
-      headers: { 'retry-after': '1' },
-    });
+    throw err;
   }
-  switch (outcome) {
-    case 'fresh':
-      return;
+  const jti = String(claims.jti);
+  const verdict = ctx.replay.check(partition, jti, untilMs);
+  switch (verdict) {
     case 'replay':
-      throw invalid('This JWT (jti) was already used; sign a new one per request.');
+      throw replayed();
     case 'identity_full': {
       const retryAfter = ctx.replay.retryAfterSec(partition);
       throw new ProtocolError(
@@ -124,7 +124,46 @@ export function rememberJti(ctx: ProtocolContext, partition: string, claims: Cla
         { headers: { 'retry-after': String(retryAfter) } },
       );
     }
+    case 'fresh':
+    case 'extend':
+      break;
   }
+  let recorded: boolean | Promise<boolean> = true;
+  if (ctx.replayLedger && untilMs > ctx.clock.now()) {
+    try {
+      recorded = ctx.replayLedger.record({ identity: partition, jti, expiresAt: untilMs });
+    } catch (err) {
+      // Written ahead: nothing is kept, and the request is refused.
+      throw ledgerFailed(ctx, err);
+    }
+  }
+  ctx.replay.keep(partition, jti, untilMs);
+  if (recorded instanceof Promise) {
+    const answered = recorded.then(
+      (fresh) => {
+        if (!fresh) throw replayed();
+      },
+      (err: unknown) => {
+        throw ledgerFailed(ctx, err);
+      },
+    );
+    if (verdict !== 'extend') return answered;
+    // A replay either way: the record only made the ledger remember it longer.
+    void answered.catch(() => undefined);
+  }
+  if (verdict === 'extend' || recorded === false) throw replayed();
+}
+
+function replayed(): ProtocolError {
+  return invalid('This JWT (jti) was already used; sign a new one per request.');
+}
+
+/** The ledger refused the record (disk full, database unreachable): a later check could miss this jti. */
+function ledgerFailed(ctx: ProtocolContext, err: unknown): ProtocolError {
+  ctx.logger.error('replay ledger write failed', { error: err instanceof Error ? err.message : String(err) });
+  return new ProtocolError('temporarily_unavailable', 'Replay protection is unavailable; retry shortly.', {
+    headers: { 'retry-after': '1' },
+  });
 }
 
 /*
@@ -141,21 +180,21 @@ async function loadHostByThumbprint(
 ): Promise<HostRecord | null> {
   const generation = ctx.cache.generation;
   const host = (await ctx.store.hostByThumbprint(tp)) ?? null;
-  if (ctx.cache.generation === generation) ctx.cache.hosts.set(key, host);
+  if (ctx.cache.keeps(generation)) ctx.cache.hosts.set(key, host);
   return host;
 }
 
 async function loadHost(ctx: ProtocolContext, key: string, id: string): Promise<HostRecord | null> {
   const generation = ctx.cache.generation;
   const host = (await ctx.store.host(id)) ?? null;
-  if (ctx.cache.generation === generation) ctx.cache.hosts.set(key, host);
+  if (ctx.cache.keeps(generation)) ctx.cache.hosts.set(key, host);
   return host;
 }
 
 async function loadAgent(ctx: ProtocolContext, id: string): Promise<AgentRecord | null> {
   const generation = ctx.cache.generation;
   const agent = (await ctx.store.agent(id)) ?? null;
-  if (ctx.cache.generation === generation) ctx.cache.agents.set(id, agent);
+  if (ctx.cache.keeps(generation)) ctx.cache.agents.set(id, agent);
   return agent;
 }
 
@@ -248,9 +287,13 @@ async function recordRotation(
 }
 
 /** §4.6: the host's jti is used up (a replay throws) and its use recorded (§2.4). */
-export function acceptHost(ctx: ProtocolContext, auth: HostAuth): void {
-  rememberJti(ctx, `host:${auth.thumbprint}`, auth.claims);
-  if (auth.host) ctx.usage.recordHost(auth.host.id, ctx.clock.now());
+export function acceptHost(ctx: ProtocolContext, auth: HostAuth): void | Promise<void> {
+  const record = (): void => {
+    if (auth.host) ctx.usage.recordHost(auth.host.id, ctx.clock.now());
+  };
+  const remembered = rememberJti(ctx, `host:${auth.thumbprint}`, auth.claims);
+  if (remembered instanceof Promise) return remembered.then(record);
+  record();
 }
 
 export function agentStatusError(agent: AgentRecord): ProtocolError | undefined {
@@ -317,8 +360,13 @@ export async function verifyAgentJwt(
   return { agent, host, claims };
 }
 
-/** §4.5 step 8 / §4.6: the agent's jti is used up (a replay throws) and its use recorded (§2.4). */
-export function acceptAgent(ctx: ProtocolContext, auth: AgentAuth): void {
-  rememberJti(ctx, `agent:${auth.agent.id}`, auth.claims);
-  ctx.usage.recordAgent(auth.agent.id, auth.host.id, ctx.clock.now());
+/**
+ * §4.5 step 8 / §4.6: the agent's jti is used up (a replay throws) and its use recorded (§2.4).
+ * Synchronous unless the ledger is shared (PostgreSQL): one round trip then.
+ */
+export function acceptAgent(ctx: ProtocolContext, auth: AgentAuth): void | Promise<void> {
+  const record = (): void => ctx.usage.recordAgent(auth.agent.id, auth.host.id, ctx.clock.now());
+  const remembered = rememberJti(ctx, `agent:${auth.agent.id}`, auth.claims);
+  if (remembered instanceof Promise) return remembered.then(record);
+  record();
 }

@@ -8,11 +8,11 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Catalog } from '../openapi/catalog.js';
 import type { Policy } from '../policy/policy.js';
-import type { ReplayJournal } from '../storage/replay-journal.js';
+import type { ReplayLedger } from '../storage/replay-ledger.js';
 import type { Store, StoreWriter, AgentRecord, GrantRecord, HostRecord } from '../storage/types.js';
 import { ReplayCache } from './replay-cache.js';
 import { TtlCache } from '../util/ttl-cache.js';
-import { RateLimiter } from '../util/rate-limit.js';
+import { localLimiter, RateLimiter, type Limiter } from '../util/rate-limit.js';
 
 /**
  * Users with a recent approval request remembered at once: past it the least recently asked are
@@ -34,6 +34,11 @@ export interface ProtocolContext {
   /** §5.1 `default_location`: the audience of execution JWTs. */
   executeLocation(): string;
   readonly replay: ReplayCache;
+  /**
+   * Where accepted jtis are recorded beyond memory (storage/replay-ledger.ts): the journal beside
+   * a SQLite file, or the table replicas share on PostgreSQL. Absent: memory only (`:memory:`).
+   */
+  readonly replayLedger?: ReplayLedger;
   readonly usage: UsageTracker;
   readonly cache: HotCache;
   /**
@@ -46,8 +51,11 @@ export interface ProtocolContext {
   write<T>(fn: (tx: StoreWriter, after: AfterCommit) => Promise<T>): Promise<T>;
   /** Tells approvers of new approval requests (proxy config `notifications`); absent: nobody. */
   readonly notifier?: ApprovalNotifier;
-  /** New approval requests per addressed user (approval-limits.ts); bounded in keys. */
-  readonly approvalLimiter: RateLimiter;
+  /**
+   * New approval requests per addressed user (approval-limits.ts): the budgets replicas share on
+   * PostgreSQL, else this process's, bounded in keys.
+   */
+  readonly approvalLimiter: Limiter;
   /** §10.10.2: approvals decided or ended are published here after commit, for notification streams. */
   readonly approvalEvents: ApprovalEvents;
   /** Keys from JWKS URLs (§4.1, §8.12, jwks/); absent: JWKS URLs are refused. */
@@ -65,7 +73,9 @@ export interface JwksKeySource {
 /**
  * §10.2: host, agent and grant lookups on the hot path come from memory for a few seconds.
  * Every write through `ProtocolContext.write` clears it, so revocation in this process is
- * immediate; the TTL bounds staleness when another process shares the database.
+ * immediate. Replicas on PostgreSQL clear it on each other's change notices, and cache nothing
+ * while those may be lost (`suspend`; protocol/replica-changes.ts); the TTL bounds staleness when
+ * another process shares a SQLite file.
  */
 export class HotCache {
   readonly hosts: TtlCache<HostRecord | null>;
@@ -77,6 +87,7 @@ export class HotCache {
    * put the old record back after the write cleared the cache.
    */
   generation = 0;
+  #suspended = false;
 
   constructor(clock: Clock, ttlMs: number) {
     this.hosts = new TtlCache(clock, ttlMs);
@@ -90,6 +101,27 @@ export class HotCache {
     this.agents.clear();
     this.grants.clear();
   }
+
+  /** Whether a lookup that missed at `generation` may keep what it read (see `generation`). */
+  keeps(generation: number): boolean {
+    return !this.#suspended && this.generation === generation;
+  }
+
+  /** Drops everything and keeps nothing until `resume`: every lookup reads the store. */
+  suspend(): void {
+    this.#suspended = true;
+    this.clear();
+  }
+
+  /** Caches again; what was read before now is not kept (the clear moves the generation on). */
+  resume(): void {
+    this.clear();
+    this.#suspended = false;
+  }
+
+  get suspended(): boolean {
+    return this.#suspended;
+  }
 }
 
 export interface ContextOptions {
@@ -101,8 +133,10 @@ export interface ContextOptions {
   readonly issuer: () => string;
   /** Default 5 s. */
   readonly cacheTtlMs?: number;
-  /** Where accepted jtis outlive a restart; none: memory only (an in-memory database). */
-  readonly replayJournal?: ReplayJournal;
+  /** Where accepted jtis outlive a restart and reach other replicas; none: memory only. */
+  readonly replayLedger?: ReplayLedger;
+  /** Budgets shared by replicas (storage/open.ts); default: this process's own. */
+  readonly limiter?: Limiter;
   readonly notifier?: ApprovalNotifier;
   /** The composition root passes the hub its notification route listens on; default: a fresh one. */
   readonly approvalEvents?: ApprovalEvents;
@@ -130,21 +164,15 @@ export function swapDocuments(ctx: ProtocolContext, next: Documents): void {
 export function createContext(options: ContextOptions): ProtocolContext {
   const holder = { current: { catalog: options.catalog, policy: options.policy } };
   const cache = new HotCache(options.clock, options.cacheTtlMs ?? 5_000);
-  const journal = options.replayJournal;
+  const ledger = options.replayLedger;
+  // The ledger is written before an entry is kept (authenticate.ts rememberJti).
   const replay = new ReplayCache(options.clock, {
     maxEntries: options.policy.replay.maxEntries,
     maxPerIdentity: options.policy.replay.maxEntriesPerIdentity,
-    // Journalled before it is kept: a token accepted before a restart is refused after it.
-    ...(journal
-      ? {
-          journal: (identity: string, jti: string, untilMs: number) =>
-            journal.append({ identity, jti, expiresAt: untilMs }),
-        }
-      : {}),
   });
-  if (journal) {
+  if (ledger) {
     replay.restore(
-      journal.takeRestored().map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })),
+      ledger.takeRestored().map((s) => ({ identity: s.identity, jti: s.jti, untilMs: s.expiresAt })),
     );
   }
   const runAll = (actions: readonly (() => void)[]): void => {
@@ -172,6 +200,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
     issuer: options.issuer,
     executeLocation: () => `${options.issuer()}/capability/execute`,
     replay,
+    ...(ledger ? { replayLedger: ledger } : {}),
     usage: new UsageTracker(options.store, options.logger),
     cache,
     write: async (fn) => {
@@ -193,7 +222,8 @@ export function createContext(options: ContextOptions): ProtocolContext {
       return result;
     },
     ...(options.notifier ? { notifier: options.notifier } : {}),
-    approvalLimiter: new RateLimiter(options.clock, { maxKeys: APPROVAL_LIMITER_KEYS }),
+    approvalLimiter:
+      options.limiter ?? localLimiter(new RateLimiter(options.clock, { maxKeys: APPROVAL_LIMITER_KEYS })),
     approvalEvents: options.approvalEvents ?? new ApprovalEvents(),
     ...(options.jwks ? { jwks: options.jwks } : {}),
   };

@@ -216,6 +216,6 @@ export function cachedGrants(ctx: ProtocolContext, agentId: string): readonly Gr
 export async function loadGrants(ctx: ProtocolContext, agentId: string): Promise<readonly GrantRecord[]> {
   const generation = ctx.cache.generation;
   const grants = await ctx.store.grants(agentId);
-  if (ctx.cache.generation === generation) ctx.cache.grants.set(agentId, grants);
+  if (ctx.cache.keeps(generation)) ctx.cache.grants.set(agentId, grants);
   return grants;
 }

@@ -16,7 +16,7 @@ export async function introspect(ctx: ProtocolContext, token: unknown): Promise<
     // Resource servers receive tokens addressed to the execute location or to the issuer (§4.3).
     auth = await verifyAgentJwt(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
     // Introspection uses the token up, as execution would (§4.6): it cannot be replayed after.
-    acceptAgent(ctx, auth);
+    await acceptAgent(ctx, auth);
   } catch (err) {
     if (err instanceof ProtocolError && err.code !== 'temporarily_unavailable') return { active: false };
     throw err;

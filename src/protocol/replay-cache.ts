@@ -17,8 +17,9 @@
  * has expired, so every entry is pushed and popped once (O(log n) each) and no call scans the
  * whole cache.
  *
- * An optional journal (storage/replay-journal.ts) is written before an entry is kept, so that a token
- * accepted before a restart is refused after it; `restore` loads the journal at start-up.
+ * Beyond memory, a ledger (storage/replay-ledger.ts) records each jti before it is kept: the
+ * proxy calls `check`, records, then `keep`. `remember` is the three in one call, with an optional
+ * synchronous `journal` as the record. `restore` loads what a ledger kept across a restart.
  */
 import type { Clock } from '../clock.js';
 
@@ -28,6 +29,8 @@ export const DEFAULT_MAX_PER_IDENTITY = 2_000;
 export const NEW_IDENTITY_SHARE = 0.9;
 
 export type RememberOutcome = 'fresh' | 'replay' | 'identity_full' | 'full';
+/** `check`'s answer: as RememberOutcome, and 'extend' for a replay whose token expires later. */
+export type ReplayVerdict = RememberOutcome | 'extend';
 
 export interface ReplayCacheOptions {
   readonly maxEntries?: number;
@@ -109,28 +112,47 @@ export class ReplayCache {
    * identities). On the last two nothing is kept and the caller must refuse the request.
    */
   remember(identity: string, jti: string, untilMs: number): RememberOutcome {
+    const verdict = this.check(identity, jti, untilMs);
+    if (verdict !== 'fresh' && verdict !== 'extend') return verdict;
+    if (untilMs > this.#clock.now()) {
+      this.#journal?.(identity, jti, untilMs);
+      this.keep(identity, jti, untilMs);
+    }
+    return verdict === 'extend' ? 'replay' : 'fresh';
+  }
+
+  /**
+   * `remember` without keeping anything: what it would answer, and 'extend' for a replay by a
+   * token that expires later than the one remembered. The caller then records the jti where it
+   * must (a ledger, replay-ledger.ts) and keeps it with `keep`, in the same turn of the event loop.
+   */
+  check(identity: string, jti: string, untilMs: number): ReplayVerdict {
     if (Number.isNaN(untilMs)) throw new RangeError('untilMs must be a number');
     const now = this.#clock.now();
     this.#purge(now);
     const bucket = this.#buckets.get(identity);
     const until = bucket?.until.get(jti);
-    if (bucket !== undefined && until !== undefined) {
-      // A second token reusing the jti may expire later; remember to its end too, or it could be
-      // replayed once the first one's window closes.
-      if (untilMs > until) {
-        this.#journal?.(bucket.identity, jti, untilMs);
-        bucket.until.set(jti, untilMs);
-      }
-      return 'replay';
-    }
+    // A second token reusing the jti may expire later; it is to be remembered to its end too, or
+    // it could be replayed once the first one's window closes.
+    if (bucket !== undefined && until !== undefined) return untilMs > until ? 'extend' : 'replay';
     // A window that has already closed needs no memory: the token fails its exp check anyway.
     if (untilMs <= now) return 'fresh';
     if (bucket === undefined && this.#size >= this.#newIdentityLimit) return 'full';
     if (bucket !== undefined && bucket.until.size >= this.#maxPerIdentity) return 'identity_full';
     if (this.#size >= this.#maxEntries) return 'full';
-    this.#journal?.(identity, jti, untilMs);
-    this.#add(bucket, identity, jti, untilMs);
     return 'fresh';
+  }
+
+  /** Remembers `jti` until `untilMs` (after `check` said 'fresh' or 'extend'); a closed window is not kept. */
+  keep(identity: string, jti: string, untilMs: number): void {
+    if (untilMs <= this.#clock.now()) return;
+    const bucket = this.#buckets.get(identity);
+    const until = bucket?.until.get(jti);
+    if (bucket !== undefined && until !== undefined) {
+      if (untilMs > until) bucket.until.set(jti, untilMs);
+      return;
+    }
+    this.#add(bucket, identity, jti, untilMs);
   }
 
   /**

@@ -8,7 +8,7 @@ import type { Clock } from '../clock.js';
 import type { LocalUser } from '../config/sign-in.js';
 import type { AuthMethod } from '../storage/types.js';
 import { DECOY_HASH, verifyPassword } from '../util/password.js';
-import type { RateLimit, RateLimiter } from '../util/rate-limit.js';
+import type { Limiter, RateLimit } from '../util/rate-limit.js';
 import { matchTotp } from '../util/totp.js';
 
 /** Failed sign-ins allowed per account, then one more per 3 minutes (a token bucket, §8.13). */
@@ -27,7 +27,8 @@ export class LocalSignIn {
 
   constructor(
     private readonly users: ReadonlyMap<string, LocalUser>,
-    private readonly limiter: RateLimiter,
+    /** Shared by the replicas on PostgreSQL: a password guessed on one counts on all. */
+    private readonly limiter: Limiter,
     private readonly clock: Clock,
   ) {}
 
@@ -43,7 +44,7 @@ export class LocalSignIn {
       [accountKey, SIGN_IN_FAILURES_PER_ACCOUNT],
       [ipKey, SIGN_IN_FAILURES_PER_IP],
     ] as const) {
-      const left = this.limiter.check(key, limit);
+      const left = await this.limiter.check({ key, limit });
       if (!left.ok) return { kind: 'throttled', retryAfterSec: left.retryAfterSec };
     }
     const user = this.users.get(userId);
@@ -55,8 +56,9 @@ export class LocalSignIn {
       ok = step !== undefined && step > (this.#usedSteps.get(userId) ?? -1);
     }
     if (!ok || user === undefined) {
-      this.limiter.take(accountKey, SIGN_IN_FAILURES_PER_ACCOUNT);
-      this.limiter.take(ipKey, SIGN_IN_FAILURES_PER_IP);
+      // Two takes, not one list: each budget is charged whether or not the other has room.
+      await this.limiter.take([{ key: accountKey, limit: SIGN_IN_FAILURES_PER_ACCOUNT }]);
+      await this.limiter.take([{ key: ipKey, limit: SIGN_IN_FAILURES_PER_IP }]);
       return { kind: 'wrong' };
     }
     if (step !== undefined) this.#usedSteps.set(userId, step);

@@ -1,8 +1,21 @@
 /**
  * Opens the store a deployment names (issue 13): the embedded SQLite file, or PostgreSQL for
- * several replicas. Everything above storage sees only the Store contract (types.ts).
+ * several replicas. Everything above storage sees only the Store contract (types.ts), and what
+ * the chosen store brings for state that outlives a process or is shared by replicas:
+ *
+ * |                    | SQLite (one process)              | PostgreSQL (replicas)                 |
+ * |--------------------|-----------------------------------|---------------------------------------|
+ * | replay ledger      | journal beside the file           | `seen_jtis` table (pg-shared.ts)      |
+ * | rate budgets       | (none: the process's own limiter) | `rate_buckets` table (pg-shared.ts)   |
+ * | others' commits    | (none: the only writer)           | LISTEN/NOTIFY (pg-notify.ts)          |
  */
+import type { Clock } from '../clock.js';
+import type { Limiter } from '../util/rate-limit.js';
+import { PgChangeListener, type ChangeHandlers } from './pg-notify.js';
+import { sharedLimiter, sharedReplayLedger } from './pg-shared.js';
 import { PgStore } from './pg-store.js';
+import { openReplayJournal, type ReplayJournal } from './replay-journal.js';
+import type { ReplayLedger } from './replay-ledger.js';
 import { openSqliteStore } from './sqlite-store.js';
 import type { Store } from './types.js';
 
@@ -24,10 +37,10 @@ export interface OpenStoreOptions {
   readonly onConnectionError?: (err: Error) => void;
 }
 
-export async function openStore(at: StoreLocation, options: OpenStoreOptions = {}): Promise<Store> {
-  if (at.kind === 'sqlite') {
-    return openSqliteStore({ file: at.file, ...(options.onWrite ? { onWrite: options.onWrite } : {}) });
-  }
+function openPgStore(
+  at: StoreLocation & { readonly kind: 'postgres' },
+  options: OpenStoreOptions,
+): Promise<PgStore> {
   return PgStore.open(at.url, {
     poolSize: at.poolSize,
     connectionTimeoutMs: at.connectionTimeoutMs,
@@ -35,4 +48,87 @@ export async function openStore(at: StoreLocation, options: OpenStoreOptions = {
     ...(options.onWrite ? { onWrite: options.onWrite } : {}),
     ...(options.onConnectionError ? { onPoolError: options.onConnectionError } : {}),
   });
+}
+
+export interface Sweep {
+  readonly batch: number;
+  readonly run: (now: number, limit: number) => number | Promise<number>;
+}
+
+/**
+ * Rows per sweep of the shared tables: one a request, so each replica must be able to delete what
+ * it inserts: 5000 a batch, 100 batches a run every 30 s (app.ts) is 16k a second, a few ms each.
+ */
+const SHARED_SWEEP_BATCH = 5000;
+
+/** The store and what comes with it (see the table above). */
+export interface Storage {
+  readonly store: Store;
+  /** Where accepted jtis are recorded beyond memory; absent for `:memory:` (nothing outlives it). */
+  readonly replayLedger?: ReplayLedger;
+  /** The rate budgets every replica shares; absent: each process keeps its own. */
+  readonly limiter?: Limiter;
+  /**
+   * Bounded sweeps of what the ledger and the budgets leave behind: each deletes at most `limit`
+   * (its `batch`) expired entries a call and returns how many.
+   */
+  readonly sweeps: readonly Sweep[];
+  /** Starts following other replicas' commits (PostgreSQL only); closed with the storage. */
+  readonly follow?: (handlers: ChangeHandlers) => Promise<void>;
+  /** The listener first, then the journal (its last lines fsynced), then the store. */
+  close(): Promise<void>;
+}
+
+export async function openStorage(
+  at: StoreLocation,
+  clock: Clock,
+  options: OpenStoreOptions = {},
+): Promise<Storage> {
+  if (at.kind === 'sqlite') {
+    const store = openSqliteStore({
+      file: at.file,
+      ...(options.onWrite ? { onWrite: options.onWrite } : {}),
+    });
+    let opened: ReplayJournal | undefined;
+    try {
+      opened = openReplayJournal(at.file, clock.now());
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+    const journal = opened;
+    return {
+      store,
+      ...(journal ? { replayLedger: journal } : {}),
+      // Whole files of the journal: a handful a run.
+      sweeps: journal ? [{ batch: 1, run: (now) => journal.sweep(now) }] : [],
+      close: async () => {
+        journal?.close();
+        await store.close();
+      },
+    };
+  }
+  const store = await openPgStore(at, options);
+  const replayLedger = sharedReplayLedger(store.shared);
+  let listener: PgChangeListener | undefined;
+  return {
+    store,
+    replayLedger,
+    limiter: sharedLimiter(store.shared, clock),
+    sweeps: [
+      { batch: SHARED_SWEEP_BATCH, run: (now, limit) => replayLedger.sweep(now, limit) },
+      { batch: SHARED_SWEEP_BATCH, run: (now, limit) => store.shared.deleteFullRateBuckets(now, limit) },
+    ],
+    follow: (handlers) => {
+      listener ??= new PgChangeListener(
+        { url: at.url, origin: store.origin, connectionTimeoutMs: at.connectionTimeoutMs },
+        handlers,
+      );
+      return listener.start();
+    },
+    close: async () => {
+      await listener?.close();
+      await store.close();
+    },
+  };
 }

@@ -35,6 +35,16 @@ export interface Connections {
   readonly pool: pg.Pool;
   /** One connection for Store.ping (`/readyz`), apart from the requests' pool. */
   readonly probe: pg.Pool;
+  /**
+   * The replicas' shared state on the request path (pg-shared.ts: jtis, rate budgets), on a pool
+   * of its own: a transaction holding a `pool` connection may check a budget without waiting for
+   * another of the same pool (which, with every connection so held, would never come), and those
+   * statements never queue behind transactions. Its sessions commit with synchronous_commit off:
+   * a commit does not wait for its WAL flush, so a crash of the database may forget the last
+   * ~0.6 s (3 × wal_writer_delay) of accepted jtis, as the SQLite journal may forget its last
+   * second; rate budgets are UNLOGGED anyway.
+   */
+  readonly sharedPool: pg.Pool;
   readonly retries: number;
   readonly onQuery?: (sql: string, params: readonly unknown[]) => void;
 }
@@ -77,7 +87,7 @@ export async function openPool(url: string, options: PgStoreOptions): Promise<Co
   } finally {
     await migrator.end().catch(() => undefined);
   }
-  const pool = new pg.Pool({
+  const config: pg.PoolConfig = {
     connectionString: url,
     max,
     connectionTimeoutMillis,
@@ -87,9 +97,15 @@ export async function openPool(url: string, options: PgStoreOptions): Promise<Co
     keepAlive: true,
     application_name: 'agent-auth-proxy',
     types: types(),
+  };
+  const pool = new pg.Pool(config);
+  const sharedPool = new pg.Pool({
+    ...config,
+    application_name: 'agent-auth-proxy shared',
+    options: '-c synchronous_commit=off',
   });
   // Without a listener, an idle connection's error (a database restart) would crash the process.
-  pool.on('error', (err) => options.onPoolError?.(err));
+  for (const p of [pool, sharedPool]) p.on('error', (err) => options.onPoolError?.(err));
   // The readiness ping's own connection: requests holding every pooled connection is load, not an
   // outage, and must not make the replica unready (and then every replica at once). Same bounds.
   const probe = new pg.Pool({
@@ -104,15 +120,16 @@ export async function openPool(url: string, options: PgStoreOptions): Promise<Co
   });
   // An idle probe connection lost (the database went away) is the next ping's to report.
   probe.on('error', () => undefined);
-  return { pool, probe, retries, ...(options.onQuery ? { onQuery: options.onQuery } : {}) };
+  return { pool, sharedPool, probe, retries, ...(options.onQuery ? { onQuery: options.onQuery } : {}) };
 }
 
 /** One statement on the pool (autocommit). */
 export function poolQuery({ pool, onQuery }: Connections): Query {
-  return async (sql, params = []) => {
+  return async (sql, params = [], name) => {
     onQuery?.(sql, params);
     try {
-      return await pool.query(sql, params as unknown[]);
+      const values = params as unknown[];
+      return await pool.query(name === undefined ? { text: sql, values } : { name, text: sql, values });
     } catch (err) {
       throw storeError(err);
     }

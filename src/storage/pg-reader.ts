@@ -38,7 +38,12 @@ export interface QueryResult {
   readonly command: string;
 }
 
-export type Query = (sql: string, params?: readonly unknown[]) => Promise<QueryResult>;
+/**
+ * Sends one statement. `name` makes it a prepared statement, parsed and planned once per
+ * connection: for the few sent on every request (pg-shared.ts), where planning costs more than
+ * running them.
+ */
+export type Query = (sql: string, params?: readonly unknown[], name?: string) => Promise<QueryResult>;
 
 /** The rows of a user's agents: linked to the user, or under a host linked to the user. */
 const OF_USER =

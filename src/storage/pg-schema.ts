@@ -213,6 +213,32 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX per_call_deadline ON per_call_approvals (status, expires_at);
   CREATE INDEX per_call_keep ON per_call_approvals (keep_until);
   `,
+  // 2: what replicas share beyond the §3 data model (issue 13). seen_jtis: every accepted JWT id
+  // per identity until its effective window ends (§4.6, §8.2), refused again by every replica and
+  // after a restart; swept by expiry. rate_buckets: the §8.13 token buckets (util/rate-limit.ts's
+  // arithmetic, in SQL: pg-shared.ts). UNLOGGED: no WAL per request; a crash of the database
+  // empties it, which grants every client a fresh burst, nothing worse. `admitted` is the last
+  // take's answer (its RETURNING reads it). A bucket full again (`full_at` passed) is the same as
+  // none: swept.
+  `
+  CREATE TABLE seen_jtis (
+    identity ${ID} NOT NULL,
+    jti ${ID} NOT NULL,
+    expires_at bigint NOT NULL,
+    PRIMARY KEY (identity, jti)
+  );
+  CREATE INDEX seen_jtis_expiry ON seen_jtis (expires_at);
+
+  CREATE UNLOGGED TABLE rate_buckets (
+    key ${ID} PRIMARY KEY,
+    credit bigint NOT NULL,
+    at bigint NOT NULL,
+    window_ms bigint NOT NULL,
+    admitted boolean NOT NULL,
+    full_at bigint NOT NULL
+  );
+  CREATE INDEX rate_buckets_full ON rate_buckets (full_at);
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

@@ -3,12 +3,17 @@
  * store's reads and single-statement writes (autocommit); each `write` is one SERIALIZABLE
  * transaction on one pooled connection, re-run when PostgreSQL reports a conflict (pg-pool.ts).
  * Migrations run at open (pg-schema.ts); reads are PgReader's, a transaction's writes PgWriter's.
+ * What replicas share beyond the contract: `shared` (jtis, rate budgets) and the change notice
+ * each write transaction sends its peers as it commits (pg-notify.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { storeError } from './errors.js';
+import { CHANGES_CHANNEL, noticePayload } from './pg-notify.js';
 import { inboxQuery } from './pg-queries.js';
 import { openPool, poolQuery, transaction, type Connections, type PgStoreOptions } from './pg-pool.js';
 import { PgReader } from './pg-reader.js';
 import { insertOf, type Statement } from './pg-rows.js';
+import { PgShared } from './pg-shared.js';
 import { PgWriter } from './pg-writer.js';
 import { APPROVAL, ASYNC_JOB, PASSKEY, SESSION } from './sqlite-columns.js';
 import type {
@@ -31,17 +36,31 @@ export class PgStore extends PgReader implements Store {
     return new PgStore(await openPool(url, options), options);
   }
 
+  /** This process's id in the change notices it sends (its own are skipped when they come back). */
+  readonly origin = randomBytes(8).toString('hex');
+  /** The replay ledger's and the rate budgets' statements, on the same pool. */
+  readonly shared: PgShared;
+
   private constructor(
     private readonly connections: Connections,
     private readonly options: PgStoreOptions,
   ) {
     super(poolQuery(connections));
+    this.shared = new PgShared(poolQuery({ ...connections, pool: connections.sharedPool }));
   }
 
   async write<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
-      return await transaction(this.connections, 'SERIALIZABLE', (query) => fn(new PgWriter(query)));
+      return await transaction(this.connections, 'SERIALIZABLE', async (query) => {
+        // A writer per attempt: a re-run starts with no changes noted.
+        const writer = new PgWriter(query);
+        const result = await fn(writer);
+        // Inside the transaction: PostgreSQL delivers it only if this attempt commits.
+        const notice = noticePayload(this.origin, writer.changes);
+        if (notice !== undefined) await query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, notice]);
+        return result;
+      });
     } finally {
       this.options.onWrite?.('state', (performance.now() - started) / 1000);
     }
@@ -267,7 +286,7 @@ export class PgStore extends PgReader implements Store {
   }
 
   async close(): Promise<void> {
-    const { pool, probe } = this.connections;
-    await Promise.all([pool.ended ? undefined : pool.end(), probe.ended ? undefined : probe.end()]);
+    const { pool, sharedPool, probe } = this.connections;
+    await Promise.all([pool, sharedPool, probe].map((p) => (p.ended ? undefined : p.end())));
   }
 }

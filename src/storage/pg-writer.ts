@@ -1,7 +1,10 @@
 /**
  * The PostgreSQL store's writer (StoreWriter): reads and writes on the one connection of a
- * `write` transaction (pg-store.ts), so they all commit or roll back together.
+ * `write` transaction (pg-store.ts), so they all commit or roll back together. It notes what it
+ * changed that other replicas hold in memory (`changes`, pg-notify.ts): the store tells them once
+ * the transaction commits.
  */
+import { ChangeSet } from './pg-notify.js';
 import { PgReader } from './pg-reader.js';
 import { insertOf, updateOf, type Statement } from './pg-rows.js';
 import { ACTIVITY, AGENT, APPROVAL, GRANT, HOST, PER_CALL } from './sqlite-columns.js';
@@ -18,37 +21,47 @@ import type {
 } from './types.js';
 
 export class PgWriter extends PgReader implements StoreWriter {
+  /** Hosts, agents and grants (the hot caches), approvals (notification streams) this attempt changed. */
+  readonly changes = new ChangeSet();
+
   private async run(statement: Statement | undefined): Promise<number> {
     if (!statement) return 0;
     return (await this.query(statement.sql, statement.params)).rowCount ?? 0;
   }
 
   async insertHost(host: HostRecord): Promise<void> {
+    this.changes.cache = true;
     await this.run(insertOf('hosts', HOST, host));
   }
 
   async updateHost(id: string, patch: Patch<HostRecord>): Promise<void> {
+    this.changes.cache = true;
     await this.run(updateOf('hosts', HOST, patch, [['id', id]]));
   }
 
   async deleteHost(id: string): Promise<void> {
+    this.changes.cache = true;
     await this.run({ sql: 'DELETE FROM hosts WHERE id = $1', params: [id] });
   }
 
   async insertAgent(agent: AgentRecord): Promise<void> {
+    this.changes.cache = true;
     await this.run(insertOf('agents', AGENT, agent));
   }
 
   async updateAgent(id: string, patch: Patch<AgentRecord>): Promise<void> {
+    this.changes.cache = true;
     await this.run(updateOf('agents', AGENT, patch, [['id', id]]));
   }
 
   async deleteAgent(id: string): Promise<void> {
+    this.changes.cache = true;
     // Grants, approvals (and their openers), async jobs and per-call rows follow by cascade.
     await this.run({ sql: 'DELETE FROM agents WHERE id = $1', params: [id] });
   }
 
   async putGrant(grant: GrantRecord): Promise<void> {
+    this.changes.cache = true;
     // One current grant per (agent, capability): a new request replaces a denied/revoked row.
     await this.run({
       sql: 'DELETE FROM grants WHERE agent_id = $1 AND capability = $2',
@@ -58,6 +71,7 @@ export class PgWriter extends PgReader implements StoreWriter {
   }
 
   async updateGrant(id: string, patch: Patch<GrantRecord>): Promise<void> {
+    this.changes.cache = true;
     await this.run(updateOf('grants', GRANT, patch, [['id', id]]));
   }
 
@@ -66,10 +80,12 @@ export class PgWriter extends PgReader implements StoreWriter {
   }
 
   async updateApproval(id: string, patch: Patch<ApprovalRecord>): Promise<void> {
+    this.changes.approvals.add(id);
     await this.run(updateOf('approvals', APPROVAL, patch, [['id', id]]));
   }
 
   async deleteApproval(id: string): Promise<void> {
+    this.changes.approvals.add(id);
     await this.run({ sql: 'DELETE FROM approvals WHERE id = $1', params: [id] });
   }
 

@@ -35,6 +35,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { UserError } from '../errors.js';
+import type { ReplayLedger } from './replay-ledger.js';
 import type { SeenJti } from './types.js';
 
 /**
@@ -81,7 +82,7 @@ interface OpenSegment {
   dirty: boolean;
 }
 
-export class ReplayJournal {
+export class ReplayJournal implements ReplayLedger {
   readonly #dir: string;
   readonly #segmentBytes: number;
   readonly #instance = randomBytes(6).toString('hex');
@@ -113,6 +114,12 @@ export class ReplayJournal {
   /** The live jtis found at open, in file order; handed over once (then forgotten here). */
   takeRestored(): SeenJti[] {
     return this.#restored.splice(0);
+  }
+
+  /** The ledger's record (replay-ledger.ts): appended; in one process the memory judged already. */
+  record(seen: SeenJti): boolean {
+    this.append(seen);
+    return true;
   }
 
   /** Appends one accepted jti: one write() before it returns; throws if the disk refuses it. */

@@ -15,6 +15,49 @@ export interface RateLimit {
   readonly windowMs: number;
 }
 
+/** One request to take from `key`'s budget under `limit`. */
+export interface RateTake {
+  readonly key: string;
+  readonly limit: RateLimit;
+}
+
+/** Allowed, or refused by the take at index `refused`, with the wait until it would pass. */
+export type RateVerdict =
+  { readonly ok: true } | { readonly ok: false; readonly refused: number; readonly retryAfterSec: number };
+
+/**
+ * The budgets as callers see them: this process's RateLimiter (`localLimiter`), or buckets shared
+ * by every replica on PostgreSQL (storage/pg-shared.ts). Synchronous answers stay synchronous, so
+ * that the in-process limiter adds no promise to the hot path.
+ */
+export interface Limiter {
+  /**
+   * Takes one request from each budget in order and stops at the first that has none left: the
+   * takes before it are spent, the ones after it untouched (list the narrowest first).
+   */
+  take(takes: readonly RateTake[]): RateVerdict | Promise<RateVerdict>;
+  /** Whether `take` has a request left, without taking it. */
+  check(take: RateTake): RateVerdict | Promise<RateVerdict>;
+}
+
+/** The Limiter of this process alone (SQLite: one process; failed authentications everywhere). */
+export function localLimiter(limiter: RateLimiter): Limiter {
+  return {
+    take(takes) {
+      for (let i = 0; i < takes.length; i++) {
+        const { key, limit } = takes[i] as RateTake;
+        const result = limiter.take(key, limit);
+        if (!result.ok) return { ok: false, refused: i, retryAfterSec: result.retryAfterSec };
+      }
+      return { ok: true };
+    },
+    check({ key, limit }) {
+      const result = limiter.check(key, limit);
+      return result.ok ? result : { ok: false, refused: 0, retryAfterSec: result.retryAfterSec };
+    },
+  };
+}
+
 interface Bucket {
   credit: number;
   at: number;
@@ -58,8 +101,7 @@ export class RateLimiter {
     this.#buckets.set(key, { credit, at: now, limit });
     this.#sweepOldest(now);
     if (ok) return { ok: true };
-    const waitMs = Math.ceil((cost - credit) / limit.count);
-    return { ok: false, retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) };
+    return { ok: false, retryAfterSec: retryAfterSec(credit, limit) };
   }
 
   /**
@@ -72,8 +114,7 @@ export class RateLimiter {
     if (bucket === undefined) return { ok: true };
     const credit = creditAt(bucket, this.#clock.now(), limit);
     if (credit >= limit.windowMs) return { ok: true };
-    const waitMs = Math.ceil((limit.windowMs - credit) / limit.count);
-    return { ok: false, retryAfterSec: Math.max(1, Math.ceil(waitMs / 1000)) };
+    return { ok: false, retryAfterSec: retryAfterSec(credit, limit) };
   }
 
   /** Makes room for one key: a full bucket near the old end if there is one, else the oldest. */
@@ -98,7 +139,13 @@ export class RateLimiter {
   }
 }
 
-function checkLimit(limit: RateLimit): void {
+/** Seconds until a bucket holding `credit` has a request's worth (at least 1). */
+export function retryAfterSec(credit: number, limit: RateLimit): number {
+  const waitMs = Math.ceil((limit.windowMs - credit) / limit.count);
+  return Math.max(1, Math.ceil(waitMs / 1000));
+}
+
+export function checkLimit(limit: RateLimit): void {
   const { count, windowMs } = limit;
   if (
     !Number.isSafeInteger(count) ||
@@ -115,8 +162,15 @@ function capacity(limit: RateLimit): number {
   return limit.count * limit.windowMs;
 }
 
-/** The bucket's credit at `now` under `limit` (rescaled if the key's limit changed since). */
-function creditAt(bucket: Bucket, now: number, limit: RateLimit): number {
+/**
+ * The bucket's credit at `now` under `limit` (rescaled if the key's limit changed since). A
+ * stored bucket's `limit` needs only its window (the shared buckets keep no count).
+ */
+export function creditAt(
+  bucket: { readonly credit: number; readonly at: number; readonly limit: Pick<RateLimit, 'windowMs'> },
+  now: number,
+  limit: RateLimit,
+): number {
   const stored =
     bucket.limit.windowMs === limit.windowMs
       ? bucket.credit

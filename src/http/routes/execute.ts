@@ -131,7 +131,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       }),
       step('capability-limit', (_x, s) => {
         const { capability, auth } = need(s.authorized, 'authorized');
-        limits.capability(capability.name, auth.agent.id, auth.host.id, auth.agent.userId);
+        return limits.capability(capability.name, auth.agent.id, auth.host.id, auth.agent.userId);
       }),
       // Issue 16 §1: a per-call capability stops here, after every check, as a §5.11 async
       // execution waiting for its addressee's approval of these exact arguments.

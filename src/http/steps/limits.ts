@@ -1,6 +1,7 @@
 /**
  * The limit steps (§8.13). `perIp` is the cheap first step of unauthenticated endpoints;
  * `principalLimits` runs right after a token is verified, before anything is recorded for it.
+ * Each is synchronous on this process's limiter, one round trip on the replicas' (http/rate-limits.ts).
  */
 import { step, type SharedStep } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -17,14 +18,9 @@ export function perIp(limits: RateLimits): SharedStep {
  */
 export function principalLimits(limits: RateLimits, unknownHost: 'registration' | 'ip' = 'ip'): SharedStep {
   return step('principal-limits', (x) => {
-    if (x.agent) {
-      limits.agent(x.agent.agent.id, x.agent.host.id, x.agent.agent.userId);
-    } else if (x.host?.host) {
-      limits.host(x.host.host.id);
-    } else if (x.host && unknownHost === 'registration') {
-      limits.unknownHostRegistration(x.clientIp);
-    } else {
-      limits.ip(x.clientIp);
-    }
+    if (x.agent) return limits.agent(x.agent.agent.id, x.agent.host.id, x.agent.agent.userId);
+    if (x.host?.host) return limits.host(x.host.host.id);
+    if (x.host && unknownHost === 'registration') return limits.unknownHostRegistration(x.clientIp);
+    return limits.ip(x.clientIp);
   });
 }

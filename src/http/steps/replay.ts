@@ -8,8 +8,10 @@ import type { ProtocolContext } from '../../protocol/context.js';
 import { step, type SharedStep } from '../pipeline.js';
 
 export function replayRecord(ctx: ProtocolContext): SharedStep {
+  // A promise only when the ledger is shared by replicas (PostgreSQL): one round trip.
   return step('replay-record', (x) => {
-    if (x.agent) acceptAgent(ctx, x.agent);
-    else if (x.host) acceptHost(ctx, x.host);
+    if (x.agent) return acceptAgent(ctx, x.agent);
+    if (x.host) return acceptHost(ctx, x.host);
+    return undefined;
   });
 }

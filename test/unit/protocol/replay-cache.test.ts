@@ -347,3 +347,26 @@ describe('ReplayCache: journal and restore (replay across restarts)', () => {
     expect(cache.remember('agent:b', 'j1', now + 9000)).toBe('replay');
   });
 });
+
+describe('ReplayCache: check, then keep (a ledger records in between)', () => {
+  it('check keeps nothing; keep remembers, extends, and ignores a closed window', () => {
+    const clock = manualClock();
+    const cache = new ReplayCache(clock, { maxEntries: 10, maxPerIdentity: 2 });
+    const until = clock.now() + 1000;
+    expect(cache.check('agent:a', 'j1', until)).toBe('fresh');
+    expect(cache.check('agent:a', 'j1', until)).toBe('fresh');
+    expect(cache.size).toBe(0);
+    cache.keep('agent:a', 'j1', until);
+    expect(cache.check('agent:a', 'j1', until)).toBe('replay');
+    // A later-expiring token reusing the jti: a replay that is to be remembered longer.
+    expect(cache.check('agent:a', 'j1', until + 500)).toBe('extend');
+    cache.keep('agent:a', 'j1', until + 500);
+    clock.advance(1200);
+    expect(cache.check('agent:a', 'j1', until + 500)).toBe('replay');
+    cache.keep('agent:b', 'old', clock.now());
+    expect(cache.size).toBe(1);
+    // The caps are check's answer, as remember's.
+    cache.keep('agent:a', 'j2', clock.now() + 1000);
+    expect(cache.check('agent:a', 'j3', clock.now() + 1000)).toBe('identity_full');
+  });
+});

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalSignIn } from '../../../src/protocol/sign-in.js';
 import { csrfMatches, Sessions } from '../../../src/protocol/sessions.js';
-import { RateLimiter } from '../../../src/util/rate-limit.js';
+import { localLimiter, RateLimiter } from '../../../src/util/rate-limit.js';
 import { hashPassword, parsePasswordHash } from '../../../src/util/password.js';
 import { hotp, totpStep } from '../../../src/util/totp.js';
 import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
@@ -86,7 +86,7 @@ describe('local sign-in', () => {
     const users = new Map([
       ['alice', { userId: 'alice', passwordHash: hash, ...(withTotp ? { totpKey: KEY } : {}) }],
     ]);
-    return { local: new LocalSignIn(users, new RateLimiter(clock), clock), clock };
+    return { local: new LocalSignIn(users, localLimiter(new RateLimiter(clock)), clock), clock };
   }
 
   it('a wrong password and an unknown user get the same answer', async () => {

@@ -10,11 +10,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgReader } from '../../../src/storage/pg-reader.js';
+import { PgShared } from '../../../src/storage/pg-shared.js';
 import { PgStore } from '../../../src/storage/pg-store.js';
 import { PgWriter } from '../../../src/storage/pg-writer.js';
 import type { Store, StoreWriter } from '../../../src/storage/types.js';
 import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { STORE_CALLS, WRITER_CALLS } from './query-plan-calls.js';
+import { SHARED_CALLS, STORE_CALLS, WRITER_CALLS } from './query-plan-calls.js';
 import {
   NOW,
   activity,
@@ -40,6 +41,8 @@ const GROWING = [
   'sessions',
   'passkeys',
   'per_call_approvals',
+  'seen_jtis',
+  'rate_buckets',
 ];
 
 /** The rows query-plan-calls.ts refers to (its own seed is for the SQLite store's synchronous calls). */
@@ -166,6 +169,10 @@ const BULK = `
     FROM generate_series(0, 1999) AS i;
   INSERT INTO approval_openers (approval_id, user_id, opened_at)
     SELECT 'pb-' || i, 'user-' || i % 200, ${NOW} FROM generate_series(1, 3999, 4) AS i;
+  INSERT INTO seen_jtis (identity, jti, expires_at)
+    SELECT 'agent:ab-' || i % 2000, 'jb-' || i, ${NOW} + i FROM generate_series(0, 9999) AS i;
+  INSERT INTO rate_buckets (key, credit, at, window_ms, admitted, full_at)
+    SELECT 'agent:ab-' || i, 0, ${NOW}, 60000, true, ${NOW} + i FROM generate_series(0, 1999) AS i;
   ANALYZE;
 `;
 
@@ -187,6 +194,7 @@ beforeAll(async () => {
       writerMethods = methods(Object.getPrototypeOf(tx) as object, HELPERS);
       for (const call of Object.values(WRITER_CALLS)) await settle(call(tx));
     });
+    for (const call of Object.values(SHARED_CALLS)) await settle(call(store.shared));
   } finally {
     await store.close();
   }
@@ -210,6 +218,7 @@ describe('PostgreSQL query plans', () => {
     expect(Object.keys(WRITER_CALLS).sort()).toEqual(writerMethods);
     expect(writerMethods).toEqual(methods(PgWriter.prototype, HELPERS));
     expect(methods(PgReader.prototype, HELPERS).every((m) => m in WRITER_CALLS)).toBe(true);
+    expect(Object.keys(SHARED_CALLS).sort()).toEqual(methods(PgShared.prototype, HELPERS));
   });
 
   it('serves every statement from an index: no scan of a whole growing table', async () => {

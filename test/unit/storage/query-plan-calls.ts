@@ -2,6 +2,7 @@
  * The query-plan test's drive table: a few rows in every table, then one realistic call of each
  * public method of Store and of StoreWriter, so that every statement the store prepares is seen.
  */
+import type { PgShared } from '../../../src/storage/pg-shared.js';
 import type {
   ActivityRecord,
   AgentRecord,
@@ -307,4 +308,36 @@ export const WRITER_CALLS: Record<string, Call<StoreWriter>> = {
   insertPerCall: (tx) => tx.insertPerCall(perCall('c2')),
   updatePerCall: (tx) => tx.updatePerCall('c2', 'pending', { status: 'executing', decidedAt: NOW }),
   deletePerCall: (tx) => tx.deletePerCall('c2'),
+};
+
+/** What replicas share on PostgreSQL beyond the Store contract (pg-shared.ts); one call per statement. */
+export const SHARED_CALLS: Record<string, Call<PgShared>> = {
+  recordJti: (s) => [
+    // First sighting (the INSERT), then the replay (the conflict, and the UPDATE of its expiry).
+    s
+      .recordJti({ identity: 'agent:a1', jti: 'j1', expiresAt: NOW + 90_000 })
+      .then(() => s.recordJti({ identity: 'agent:a1', jti: 'j1', expiresAt: NOW + 95_000 })),
+  ],
+  deleteExpiredJtis: (s) => s.deleteExpiredJtis(NOW, 500),
+  // One statement per number of buckets a limit step takes (1 to 4).
+  takeRates: (s) => [
+    s.takeRates(NOW, [{ key: 'ip:192.0.2.1', limit: { count: 60, windowMs: 60_000 } }]),
+    s.takeRates(NOW, [
+      { key: 'agent:a1', limit: { count: 60, windowMs: 60_000 } },
+      { key: 'host:h1', limit: { count: 60, windowMs: 60_000 } },
+    ]),
+    s.takeRates(NOW, [
+      { key: 'agent:a1', limit: { count: 60, windowMs: 60_000 } },
+      { key: 'host:h1', limit: { count: 60, windowMs: 60_000 } },
+      { key: 'user:alice', limit: { count: 60, windowMs: 30_000 } },
+    ]),
+    s.takeRates(NOW, [
+      { key: 'cap:x:agent:a1', limit: { count: 6, windowMs: 60_000 } },
+      { key: 'cap:x:host:h1', limit: { count: 60, windowMs: 60_000 } },
+      { key: 'cap:x:user:alice', limit: { count: 60, windowMs: 60_000 } },
+      { key: 'cap:x', limit: { count: 600, windowMs: 60_000 } },
+    ]),
+  ],
+  rateBucket: (s) => s.rateBucket('agent:a1'),
+  deleteFullRateBuckets: (s) => s.deleteFullRateBuckets(NOW, 500),
 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { RateLimiter } from '../../../src/util/rate-limit.js';
+import { localLimiter, RateLimiter } from '../../../src/util/rate-limit.js';
 import type { RateLimit } from '../../../src/util/rate-limit.js';
 
 /** A clock the test moves by hand. */
@@ -259,5 +259,24 @@ describe('RateLimiter: argument checks', () => {
 
   it.each([0, -1, 1.5, NaN])('rejects maxKeys %d', (maxKeys) => {
     expect(() => new RateLimiter(manualClock(), { maxKeys })).toThrow(RangeError);
+  });
+});
+
+describe('localLimiter: the Limiter of one process', () => {
+  it('takes in order and stops at the first refusal, leaving the budgets after it untouched', () => {
+    const clock = manualClock();
+    const limiter = localLimiter(new RateLimiter(clock));
+    const one = { count: 1, windowMs: 60_000 };
+    const two = { count: 2, windowMs: 60_000 };
+    const takes = [
+      { key: 'agent', limit: one },
+      { key: 'host', limit: two },
+    ];
+    expect(limiter.take(takes)).toEqual({ ok: true });
+    expect(limiter.take(takes)).toEqual({ ok: false, refused: 0, retryAfterSec: 60 });
+    // host was taken once: one left.
+    expect(limiter.check({ key: 'host', limit: two })).toEqual({ ok: true });
+    expect(limiter.take([{ key: 'host', limit: two }])).toEqual({ ok: true });
+    expect(limiter.check({ key: 'host', limit: two })).toEqual({ ok: false, refused: 0, retryAfterSec: 30 });
   });
 });
