@@ -287,6 +287,6 @@ export class PgStore extends PgReader implements Store {
 
   async close(): Promise<void> {
     const { pool, sharedPool, probe } = this.connections;
-    await Promise.all([pool, sharedPool, probe].map((p) => (p.ended ? undefined : p.end())));
+    await Promise.all([pool, sharedPool, probe].filter((p) => !p.ended).map((p) => p.end()));
   }
 }

@@ -106,10 +106,11 @@ describe('a database outage', () => {
       expect(await readyz(p)).toBe(200);
 
       await postgres.stopServer();
-      // Within the hot cache's TTL (§10.2) the agent and its grants are known: execution needs no
-      // database, and its record waits for the database to come back.
-      const cached = await p.execute(active.agent, active.agentId, 'get_item', { itemId: 'during' });
-      expect(cached.status).toBe(200);
+      // Even with the agent and its grants in the hot cache (§10.2), an execution is refused: its
+      // jti must be recorded where every replica sees it (§4.6) before anything goes upstream.
+      expectUnavailable(
+        await timed(() => p.execute(active.agent, active.agentId, 'get_item', { itemId: 'during' })),
+      );
       expect((await p.request('GET', '/healthz')).status).toBe(200);
       await until('/readyz says 503', async () => (await readyz(p)) === 503);
       expect((await p.request('GET', '/readyz')).body).toMatchObject({ error: 'not_ready' });
@@ -145,13 +146,13 @@ describe('a database outage', () => {
       expect(stored.body).toMatchObject({ status: second.body.status });
       // The refused pre-registration was not applied: the same one now creates the host.
       expect((await p.admin('POST', '/admin/hosts', preRegistration)).status).toBe(201);
-      // The execution answered during the outage was recorded once the database was back.
+      // The executions before and after were recorded; the refused one never reached the upstream.
       const activity = await p.admin('GET', `/admin/activity?agent_id=${active.agentId}&limit=100`);
       const executions = (activity.body.activity as { type: string; outcome: string }[]).filter(
         (r) => r.type === 'execute',
       );
-      expect(executions.map((r) => r.outcome)).toEqual(['success', 'success', 'success']);
-      expect(gw.upstream.received('/v1/items/during')).toHaveLength(1);
+      expect(executions.map((r) => r.outcome)).toEqual(['success', 'success']);
+      expect(gw.upstream.received('/v1/items/during')).toHaveLength(0);
 
       const log = lines.join('\n');
       expect(log).not.toContain(PASSWORD);
