@@ -31,6 +31,15 @@ export interface PgStoreOptions {
   readonly onPoolError?: (err: Error) => void;
 }
 
+/**
+ * The most connections one replica opens: two pools of `poolSize` (the requests' state; the
+ * replay ledger and rate budgets, pg-shared.ts), the change listener (pg-notify.ts) and the
+ * readiness probe. Replicas × this must stay under the server's max_connections.
+ */
+export function connectionsPerReplica(poolSize: number): number {
+  return 2 * poolSize + 2;
+}
+
 export interface Connections {
   readonly pool: pg.Pool;
   /** One connection for Store.ping (`/readyz`), apart from the requests' pool. */

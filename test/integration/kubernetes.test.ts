@@ -18,6 +18,7 @@ import { ENV, parseConfig, resolveSettings, type CliOverrides } from '../../src/
 import { silentLogger } from '../../src/log.js';
 import { getJson, ROOT, tempDbFile } from '../helpers/proxy.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { connectionsPerReplica } from '../../src/storage/pg-pool.js';
 
 type Manifest = Record<string, any>;
 
@@ -267,7 +268,8 @@ describe(`${DIR}/${POSTGRES}`, () => {
     expect(strategy.type).toBe('RollingUpdate');
     expect(strategy.rollingUpdate.maxUnavailable).toBe(0);
     expect(
-      (replicas + (strategy.rollingUpdate.maxSurge as number)) * pod.config.postgres.pool_size,
+      (replicas + (strategy.rollingUpdate.maxSurge as number)) *
+        connectionsPerReplica(pod.config.postgres.pool_size as number),
     ).toBeLessThanOrEqual(SERVER_CONNECTIONS);
     const budget = pod.docs.find((d) => d.kind === 'PodDisruptionBudget');
     expect(budget?.spec.selector).toEqual(pod.deployment.spec.selector);
