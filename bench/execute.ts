@@ -16,7 +16,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
-import { agentJwt, generateTestKey, hostJwt } from '../test/helpers/keys.js';
+import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../test/helpers/keys.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -77,23 +77,7 @@ export async function runExecuteBench(
 
     const host = await generateTestKey();
     const policy = join(dir, 'policy.yaml');
-    writeFileSync(
-      policy,
-      [
-        'hosts:',
-        '  - name: bench',
-        '    user_id: bench-user',
-        `    public_key: {kty: OKP, crv: Ed25519, x: ${host.publicJwk.x}}`,
-        '    default_capabilities: [get_pet]',
-        // The benchmark measures the gateway, not the limiter.
-        // In-flight caps stay on (their counting is on the measured path) but above c=32.
-        'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null, in_flight_per_agent: 64}',
-        // One agent sends every request, far past the per-identity replay cap a rate-limited agent
-        // stays under: lift it too (every jti is still remembered and journalled).
-        'replay: {max_entries: 1000000, max_entries_per_identity: 1000000}',
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(policy, benchPolicy(host));
     const port = await freePort();
     const proxy = spawn(
       process.execPath,
@@ -242,6 +226,26 @@ export async function runExecuteBench(
 }
 
 const ROUNDS = 4;
+
+/**
+ * Every benchmark's policy: one pre-registered host whose agents get get_pet without asking. The
+ * gateway is measured, not the limiter: rate limits are off, in-flight caps stay on (their counting
+ * is on the measured path) but above c=32. One agent sends every request, far past the
+ * per-identity replay cap a rate-limited agent stays under: that is lifted too (every jti is still
+ * remembered and recorded).
+ */
+export function benchPolicy(host: TestKey): string {
+  return [
+    'hosts:',
+    '  - name: bench',
+    '    user_id: bench-user',
+    `    public_key: {kty: OKP, crv: Ed25519, x: ${host.publicJwk.x}}`,
+    '    default_capabilities: [get_pet]',
+    'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null, in_flight_per_agent: 64}',
+    'replay: {max_entries: 1000000, max_entries_per_identity: 1000000}',
+    '',
+  ].join('\n');
+}
 
 /** One timed run of one route: every latency, the wall time, and the CPU each process used. */
 interface Sample {

@@ -22,7 +22,7 @@ import { Pool } from 'undici';
 import { DB_PASSWORD_ENV } from '../src/config/database.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../test/helpers/keys.js';
 import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
-import { firstLine, freePort, processCpuSeconds, ready, TICKS_PER_SECOND } from './execute.js';
+import { benchPolicy, firstLine, freePort, processCpuSeconds, ready, TICKS_PER_SECOND } from './execute.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const ROUNDS = 4;
@@ -93,7 +93,7 @@ export async function runReplicasBench(
 
     const host = await generateTestKey();
     const policy = join(dir, 'policy.yaml');
-    writeFileSync(policy, policyYaml(host));
+    writeFileSync(policy, benchPolicy(host));
     const start = async (db: string, issuer?: string): Promise<{ url: string; pid: number }> => {
       const port = await freePort();
       // No password in the environment: the tests' server trusts loopback connections.
@@ -204,22 +204,6 @@ export async function runReplicasBench(
     await postgres?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function policyYaml(host: TestKey): string {
-  return [
-    'hosts:',
-    '  - name: bench',
-    '    user_id: bench-user',
-    `    public_key: {kty: OKP, crv: Ed25519, x: ${host.publicJwk.x}}`,
-    '    default_capabilities: [get_pet]',
-    // As execute.ts: the gateway is measured, not the limiter; in-flight caps stay on, above c=32.
-    'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null, in_flight_per_agent: 64}',
-    // One agent sends every request: the per-identity replay cap is lifted (every jti is still
-    // remembered and journalled).
-    'replay: {max_entries: 1000000, max_entries_per_identity: 1000000}',
-    '',
-  ].join('\n');
 }
 
 /** Registers one agent under the pre-registered host (get_pet granted by its defaults). */

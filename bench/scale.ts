@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../test/helpers/keys.js';
-import { firstLine, freePort, processCpuSeconds } from './execute.js';
+import { benchPolicy, firstLine, freePort, processCpuSeconds } from './execute.js';
 import { QUIET_AGENT, seedActivity, seedPrincipals, type SeedSize } from './scale-seed.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -74,7 +74,7 @@ export async function runScaleBench(options: ScaleOptions = {}): Promise<ScaleRe
     const upstreamUrl = `http://127.0.0.1:${Number(await firstLine(upstream))}/v1`;
     const host = await generateTestKey();
     const policy = join(dir, 'policy.yaml');
-    writeFileSync(policy, policyYaml(host));
+    writeFileSync(policy, benchPolicy(host));
     const start = (size: Size): Promise<RunningProxy> =>
       startProxy({ build, size, policy, upstreamUrl, dir, children });
 
@@ -139,20 +139,6 @@ async function seedSizes(build: string, dir: string, scale: number): Promise<Siz
     { label: `${k(big.hosts * big.agentsPerHost)} agents`, file: principals },
     { label: `+ ${k(big.activity)} activity`, file: activity },
   ];
-}
-
-function policyYaml(host: TestKey): string {
-  return [
-    'hosts:',
-    '  - name: bench',
-    '    user_id: bench-user',
-    `    public_key: {kty: OKP, crv: Ed25519, x: ${host.publicJwk.x}}`,
-    '    default_capabilities: [get_pet]',
-    // The benchmark measures the store's paths, not the limiter.
-    'rate_limits: {per_agent: null, per_host: null, per_user: null, per_ip: null, in_flight_per_agent: 64}',
-    'replay: {max_entries: 1000000, max_entries_per_identity: 1000000}',
-    '',
-  ].join('\n');
 }
 
 interface RunningProxy {
