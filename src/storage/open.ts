@@ -10,7 +10,8 @@
  * | others' commits    | (none: the only writer)           | LISTEN/NOTIFY (pg-notify.ts)          |
  */
 import type { Clock } from '../clock.js';
-import type { Limiter } from '../util/rate-limit.js';
+import { localLimiter, RateLimiter, type Limiter } from '../util/rate-limit.js';
+import { StoreUnavailableError } from './errors.js';
 import { PgChangeListener, type ChangeHandlers } from './pg-notify.js';
 import { sharedLimiter, sharedReplayLedger } from './pg-shared.js';
 import { PgStore } from './pg-store.js';
@@ -114,7 +115,7 @@ export async function openStorage(
   return {
     store,
     replayLedger,
-    limiter: sharedLimiter(store.shared, clock),
+    limiter: orLocalWhileDown(sharedLimiter(store.shared, clock), localLimiter(new RateLimiter(clock))),
     sweeps: [
       { batch: SHARED_SWEEP_BATCH, run: (now, limit) => replayLedger.sweep(now, limit) },
       { batch: SHARED_SWEEP_BATCH, run: (now, limit) => store.shared.deleteFullRateBuckets(now, limit) },
@@ -130,5 +131,33 @@ export async function openStorage(
       await listener?.close();
       await store.close();
     },
+  };
+}
+
+/**
+ * The shared budgets, or while the database cannot be reached this replica's own: a request that
+ * needs nothing else from the database (discovery, a public capability list) is still answered
+ * and still limited, per replica, during an outage; everything that needs the database gets its
+ * 503 from the store anyway.
+ */
+function orLocalWhileDown(shared: Limiter, local: Limiter): Limiter {
+  const fallBack = <T>(sharedCall: () => T | Promise<T>, localCall: () => T | Promise<T>): Promise<T> =>
+    Promise.resolve()
+      .then(sharedCall)
+      .catch((err: unknown) => {
+        if (err instanceof StoreUnavailableError) return localCall();
+        throw err;
+      });
+  return {
+    take: (takes) =>
+      fallBack(
+        () => shared.take(takes),
+        () => local.take(takes),
+      ),
+    check: (take) =>
+      fallBack(
+        () => shared.check(take),
+        () => local.check(take),
+      ),
   };
 }

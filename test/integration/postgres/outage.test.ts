@@ -123,6 +123,9 @@ describe('a database outage', () => {
       const refusedKey = await generateTestKey();
       expectUnavailable(await timed(() => registration(p, spare.key)));
       expectUnavailable(await timed(() => p.admin('GET', '/admin/agents?limit=10')));
+      // What needs nothing from the database is still served, limited per replica meanwhile.
+      expect((await p.request('GET', '/.well-known/agent-configuration')).status).toBe(200);
+      expect((await p.request('GET', '/capability/list')).status).toBe(200);
       expectUnavailable(await timed(() => p.admin('GET', `/admin/activity?agent_id=${active.agentId}`)));
       const preRegistration = { name: 'refused', public_key: refusedKey.publicJwk, user_id: 'carol' };
       expectUnavailable(await timed(() => p.admin('POST', '/admin/hosts', preRegistration)));
