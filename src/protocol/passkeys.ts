@@ -236,7 +236,8 @@ export class Passkeys {
     if (!rp) return { ok: false, reason: 'Passkeys are not available at this address.' };
     const parsed = parseResponse(responseText);
     if (!parsed) return { ok: false, reason: 'The browser sent no usable passkey confirmation.' };
-    if (!(await this.#take(scope, 'assertion', parsed.challenge))) return { ok: false, reason: UNKNOWN_CHALLENGE };
+    if (!(await this.#take(scope, 'assertion', parsed.challenge)))
+      return { ok: false, reason: UNKNOWN_CHALLENGE };
     const response = parsed.json as unknown as AuthenticationResponseJSON;
     const passkey = typeof response.id === 'string' ? await this.store.passkey(response.id) : undefined;
     if (!passkey || (scope.userId !== null && passkey.userId !== scope.userId)) {

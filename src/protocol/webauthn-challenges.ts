@@ -38,7 +38,12 @@ export class ChallengeStore<T> {
   issue(owner: string, challenge: string, data: T): Promise<boolean> {
     const now = this.clock.now();
     return this.store.issueChallenge(
-      { challengeHash: hash(challenge), owner, data: JSON.stringify(data), expiresAt: now + this.bounds.ttlMs },
+      {
+        challengeHash: hash(challenge),
+        owner,
+        data: JSON.stringify(data),
+        expiresAt: now + this.bounds.ttlMs,
+      },
       this.bounds,
       now,
     );

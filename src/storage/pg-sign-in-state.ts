@@ -64,7 +64,7 @@ export async function takeOidcPending(
     'DELETE FROM oidc_pending WHERE state_hash = $1 AND browser_hash = $2 RETURNING *',
     [stateHash, browserHash],
   );
-  const r = rows[0] as Record<string, unknown> | undefined;
+  const r = rows[0];
   if (r === undefined || (r.expires_at as number) <= now) return undefined;
   return {
     stateHash: r.state_hash as string,

@@ -286,7 +286,11 @@ export class PgStore extends PgReader implements Store {
     return signInState.insertOidcPending(this.connections, pending, max, now);
   }
 
-  takeOidcPending(stateHash: string, browserHash: string, now: number): Promise<OidcPendingRecord | undefined> {
+  takeOidcPending(
+    stateHash: string,
+    browserHash: string,
+    now: number,
+  ): Promise<OidcPendingRecord | undefined> {
     return signInState.takeOidcPending(this.query, stateHash, browserHash, now);
   }
 

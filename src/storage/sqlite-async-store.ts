@@ -286,7 +286,11 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.insertOidcPending(pending, max, now));
   }
 
-  takeOidcPending(stateHash: string, browserHash: string, now: number): Promise<OidcPendingRecord | undefined> {
+  takeOidcPending(
+    stateHash: string,
+    browserHash: string,
+    now: number,
+  ): Promise<OidcPendingRecord | undefined> {
     return this.run(() => this.engine.takeOidcPending(stateHash, browserHash, now));
   }
 

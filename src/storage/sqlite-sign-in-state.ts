@@ -42,9 +42,10 @@ export class SqliteSignInState {
   }
 
   takeOidcPending(stateHash: string, browserHash: string, now: number): OidcPendingRecord | undefined {
-    const r = this.stmt(
-      'DELETE FROM oidc_pending WHERE state_hash = ? AND browser_hash = ? RETURNING *',
-    ).get(stateHash, browserHash) as Record<string, unknown> | undefined;
+    const r = this.stmt('DELETE FROM oidc_pending WHERE state_hash = ? AND browser_hash = ? RETURNING *').get(
+      stateHash,
+      browserHash,
+    ) as Record<string, unknown> | undefined;
     if (r === undefined || (r.expires_at as number) <= now) return undefined;
     return {
       stateHash: r.state_hash as string,

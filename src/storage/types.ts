@@ -487,7 +487,11 @@ export interface Store extends StoreReader {
    * and has not expired at `now`: deleted and returned in one statement, so of two callbacks
    * (on any replicas) at most one gets it. A callback from another browser leaves it in place.
    */
-  takeOidcPending(stateHash: string, browserHash: string, now: number): Promise<OidcPendingRecord | undefined>;
+  takeOidcPending(
+    stateHash: string,
+    browserHash: string,
+    now: number,
+  ): Promise<OidcPendingRecord | undefined>;
   /**
    * Stores an issued challenge, atomically with its bounds: the owner's oldest go first so that
    * it has fewer than `limits.perOwner` open; then, with `limits.total` unexpired challenges

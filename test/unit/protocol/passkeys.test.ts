@@ -329,7 +329,7 @@ describe('challenge bounds', () => {
     await expect(again).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 503 });
   });
 
-  it('the store keeps only a hash of each challenge, sweeps expired ones, and evicts an owner\'s oldest', async () => {
+  it("the store keeps only a hash of each challenge, sweeps expired ones, and evicts an owner's oldest", async () => {
     const { clock, store } = setup();
     const challenges = new ChallengeStore<number>(store, clock, { ttlMs: 1000, perOwner: 3, total: 10 });
     expect(await challenges.issue('o', 'c1', 1)).toBe(true);

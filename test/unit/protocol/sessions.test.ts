@@ -140,7 +140,10 @@ describe('local sign-in', () => {
     expect((await local.attempt('alice', 'correct horse', hotp(KEY, step), '192.0.2.1')).kind).toBe('wrong');
     // Another LocalSignIn on the same store (a restart, or another replica) refuses it too.
     const users = new Map([
-      ['alice', { userId: 'alice', passwordHash: parsePasswordHash(await hashPassword('pw', FAST)), totpKey: KEY }],
+      [
+        'alice',
+        { userId: 'alice', passwordHash: parsePasswordHash(await hashPassword('pw', FAST)), totpKey: KEY },
+      ],
     ]);
     const again = new LocalSignIn(users, localLimiter(new RateLimiter(clock)), store as Store, clock);
     expect((await again.attempt('alice', 'pw', hotp(KEY, step + 1), '192.0.2.1')).kind).toBe('wrong');

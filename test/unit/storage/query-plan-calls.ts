@@ -300,7 +300,12 @@ export const STORE_CALLS: Record<string, Call<Store>> = {
   },
   takeOidcPending: (s) => s.takeOidcPending('st2', 'b', NOW),
   issueChallenge: (s) => {
-    const challenge = (n: number) => ({ challengeHash: `ch${n}`, owner: 'ip:1', data: '{}', expiresAt: NOW + 1 });
+    const challenge = (n: number) => ({
+      challengeHash: `ch${n}`,
+      owner: 'ip:1',
+      data: '{}',
+      expiresAt: NOW + 1,
+    });
     return s
       .issueChallenge(challenge(1), { perOwner: 5, total: 10 }, NOW)
       .then(() => s.issueChallenge(challenge(2), { perOwner: 1, total: 1 }, NOW));

@@ -838,7 +838,8 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       for (const n of [1, 2, 3]) await store.insertOidcPending(pending(n), 3, NOW);
       await store.insertOidcPending(pending(4), 3, NOW);
       expect(await store.takeOidcPending('state1', 'browser', NOW)).toBeUndefined();
-      for (const n of [2, 3, 4]) expect(await store.takeOidcPending(`state${n}`, 'browser', NOW)).toBeDefined();
+      for (const n of [2, 3, 4])
+        expect(await store.takeOidcPending(`state${n}`, 'browser', NOW)).toBeDefined();
       // Expired ones do not count: nothing unexpired is evicted for them.
       await store.insertOidcPending(pending(5, { expiresAt: NOW }), 1, NOW - 1);
       await store.insertOidcPending(pending(6), 1, NOW);
@@ -882,7 +883,8 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
 
     it('challenges in total: once full of unexpired ones a new one is refused, nothing evicted', async () => {
       const limits = { perOwner: 5, total: 3 };
-      for (let n = 1; n <= 3; n++) expect(await store.issueChallenge(challenge(n, `ip:${n}`), limits, NOW)).toBe(true);
+      for (let n = 1; n <= 3; n++)
+        expect(await store.issueChallenge(challenge(n, `ip:${n}`), limits, NOW)).toBe(true);
       expect(await store.issueChallenge(challenge(4, 'ip:4'), limits, NOW)).toBe(false);
       for (let n = 1; n <= 3; n++) expect(await store.takeChallenge(`challenge${n}`, NOW)).toBeDefined();
       expect(await store.takeChallenge('challenge4', NOW)).toBeUndefined();
@@ -903,7 +905,9 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       await Promise.all(
         Array.from({ length: 8 }, (_, n) => store.issueChallenge(challenge(20 + n, 'ip:same'), limits, NOW)),
       );
-      const left = await Promise.all(Array.from({ length: 8 }, (_, n) => store.takeChallenge(`challenge${20 + n}`, NOW)));
+      const left = await Promise.all(
+        Array.from({ length: 8 }, (_, n) => store.takeChallenge(`challenge${20 + n}`, NOW)),
+      );
       expect(left.filter((c) => c !== undefined)).toHaveLength(3);
     });
 
@@ -913,7 +917,10 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.useTotpStep('alice', 99, NOW)).toBe(false);
       expect(await store.useTotpStep('bob', 100, NOW)).toBe(true);
       expect(await store.useTotpStep('alice', 101, NOW)).toBe(true);
-      const both = await Promise.all([store.useTotpStep('carol', 7, NOW), store.useTotpStep('carol', 7, NOW)]);
+      const both = await Promise.all([
+        store.useTotpStep('carol', 7, NOW),
+        store.useTotpStep('carol', 7, NOW),
+      ]);
       expect(both.filter(Boolean)).toHaveLength(1);
     });
 
