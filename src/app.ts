@@ -255,7 +255,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     }, PENDING_BATCH);
     if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
     await inBatches(() => store.deleteExpiredSessions(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
-    passkeys.sweep();
+    // Pending OIDC sign-ins, WebAuthn challenges, used TOTP steps (shared by replicas, issue 13).
+    await inBatches(() => store.deleteExpiredSignInState(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
     const jobs = await inBatches(() => store.deleteExpiredAsyncJobs(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
     if (jobs) logger.info('expired async executions removed', { jobs });
     const calls = await sweepPerCalls(ctx);
@@ -287,7 +288,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const auth = new PageAuth(
     settings.signIn,
     new Sessions(store, clock, settings.signIn.sessionLifetimeMs),
-    new LocalSignIn(settings.signIn.localUsers, budgets(), clock),
+    new LocalSignIn(settings.signIn.localUsers, budgets(), store, clock),
     () => issuer,
   );
   // §8.11 passkeys: the relying party is the issuer's host (known once the server listens).
@@ -321,6 +322,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const oidc = settings.signIn.oidc
     ? new OidcSignIn(
         settings.signIn.oidc,
+        store,
         clock,
         settings.signIn.freshAuthMs,
         logger,

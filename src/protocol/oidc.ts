@@ -6,21 +6,22 @@
  *   tries again (at most once per DISCOVERY_RETRY_MS), each try bounded by PROVIDER_TIMEOUT_S, so
  *   a provider that is down never stops the proxy from starting or serving agents. The proxy
  *   warms it in the background at start-up (src/app.ts).
- * - A pending sign-in (state, nonce, PKCE verifier, where to return, fresh or not) is kept in
- *   memory, bounded (MAX_PENDING, least recent evicted) and short-lived (PENDING_TTL_MS). It is
- *   bound to the browser that started it: the callback must carry the same random browser cookie
- *   (its SHA-256 is stored), so a callback URL sent to someone else signs nobody in (login CSRF),
- *   and it is used once: a replayed callback finds nothing.
+ * - A pending sign-in (nonce, PKCE verifier, where to return, fresh or not) is kept in the store
+ *   under the SHA-256 of its `state` (issue 13: the callback may reach another replica, or come
+ *   after a restart), bounded (MAX_PENDING, least recent evicted) and short-lived (PENDING_TTL_MS).
+ *   It is bound to the browser that started it: the callback must carry the same random browser
+ *   cookie (its SHA-256 is stored), so a callback URL sent to someone else signs nobody in (login
+ *   CSRF), and it is used once: taken in one statement, so a replayed callback finds nothing.
  * - §8.11 fresh authentication: a fresh sign-in asks the provider for `max_age=0` and then refuses
  *   an ID token whose `auth_time` is older than `sign_in.fresh_auth` by this proxy's clock.
  * - No token, code or secret is ever logged or shown; refusals carry a reason code.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Clock } from '../clock.js';
 import type { OidcSettings } from '../config/oidc.js';
 import type { Logger } from '../log.js';
-import { TtlCache } from '../util/ttl-cache.js';
+import type { Store } from '../storage/types.js';
 
 /** How long a started sign-in may take at the provider. */
 export const PENDING_TTL_MS = 10 * 60_000;
@@ -30,15 +31,6 @@ export const MAX_PENDING = 10_000;
 export const PROVIDER_TIMEOUT_S = 10;
 /** After a failed discovery, the next try waits at least this long. */
 export const DISCOVERY_RETRY_MS = 10_000;
-
-interface PendingLogin {
-  readonly nonce: string;
-  readonly verifier: string;
-  readonly returnTo: string;
-  readonly fresh: boolean;
-  /** SHA-256 of the browser cookie of the browser that started it. */
-  readonly browser: Buffer;
-}
 
 export type OidcRefusal =
   | 'unknown_state'
@@ -75,20 +67,19 @@ export type OidcFinish =
 export class OidcUnavailable extends Error {}
 
 export class OidcSignIn {
-  readonly #pending: TtlCache<PendingLogin>;
   #config: Promise<oidc.Configuration> | undefined;
   #failedAt = -Infinity;
 
   constructor(
     private readonly settings: OidcSettings,
+    /** Where pending sign-ins are kept (shared by replicas). */
+    private readonly store: Store,
     private readonly clock: Clock,
     private readonly freshAuthMs: number,
     private readonly logger: Logger,
     /** `{issuer}/sign-in/oidc/callback` of this proxy (its issuer is known once it listens). */
     private readonly redirectUri: () => string,
-  ) {
-    this.#pending = new TtlCache(clock, PENDING_TTL_MS, MAX_PENDING);
-  }
+  ) {}
 
   get name(): string {
     return this.settings.name;
@@ -108,7 +99,20 @@ export class OidcSignIn {
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const verifier = oidc.randomPKCECodeVerifier();
-    this.#pending.set(state, { nonce, verifier, returnTo, fresh, browser: sha256(browser) });
+    const now = this.clock.now();
+    await this.store.insertOidcPending(
+      {
+        stateHash: sha256(state),
+        nonce,
+        verifier,
+        returnTo,
+        fresh,
+        browserHash: sha256(browser),
+        expiresAt: now + PENDING_TTL_MS,
+      },
+      MAX_PENDING,
+      now,
+    );
     const params: Record<string, string> = {
       redirect_uri: this.redirectUri(),
       response_type: 'code',
@@ -126,8 +130,12 @@ export class OidcSignIn {
   /** The provider's answer at the callback (`query`: its query string) → who signed in, or why not. */
   async finish(query: URLSearchParams, browser: string | undefined): Promise<OidcFinish> {
     const state = query.get('state') ?? '';
-    const pending = state ? this.#pending.get(state) : undefined;
-    if (!pending || browser === undefined || !sameHash(pending.browser, sha256(browser))) {
+    // Taken only by the browser that started it (used once, whatever happens next).
+    const pending =
+      state && browser !== undefined
+        ? await this.store.takeOidcPending(sha256(state), sha256(browser), this.clock.now())
+        : undefined;
+    if (!pending) {
       // Unknown, expired, used, or started in another browser: the same answer for each.
       return this.#refuse(
         'unknown_state',
@@ -135,7 +143,6 @@ export class OidcSignIn {
         '/device',
       );
     }
-    this.#pending.delete(state); // used once, whatever happens next
     const { returnTo } = pending;
     const config = await this.#configuration().catch(() => undefined);
     if (!config) return this.#unavailable(returnTo);
@@ -297,12 +304,8 @@ function isNetworkError(err: unknown): boolean {
   );
 }
 
-function sha256(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
-}
-
-function sameHash(a: Buffer, b: Buffer): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
+function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('base64url');
 }
 
 /** Bounded copies of an ID token's `acr` and `amr` (they come from the provider, not the user). */

@@ -109,16 +109,11 @@ export class Passkeys {
     private readonly rp: () => RelyingParty | undefined,
     bounds: ChallengeBounds = CHALLENGE_BOUNDS,
   ) {
-    this.#challenges = new ChallengeStore(clock, bounds);
+    this.#challenges = new ChallengeStore(store, clock, bounds);
   }
 
   get available(): boolean {
     return this.rp() !== undefined;
-  }
-
-  /** Open challenges (for tests and the bound). */
-  get openChallenges(): number {
-    return this.#challenges.size;
   }
 
   list(userId: string): Promise<PasskeyRecord[]> {
@@ -138,7 +133,7 @@ export class Passkeys {
     }
     // The same handle for all of a user's passkeys; random, so it says nothing about who they are.
     const userHandle = existing[0]?.userHandle ?? randomBytes(32).toString('base64url');
-    const challenge = this.#issue(scope, 'registration', userHandle);
+    const challenge = await this.#issue(scope, 'registration', userHandle);
     return generateRegistrationOptions({
       rpName: rp.name,
       rpID: rp.id,
@@ -158,7 +153,7 @@ export class Passkeys {
     const rp = this.#need();
     const parsed = parseResponse(responseText);
     if (!parsed) return { ok: false, reason: 'The browser sent no usable passkey.' };
-    const pending = this.#take(scope, 'registration', parsed.challenge);
+    const pending = await this.#take(scope, 'registration', parsed.challenge);
     if (!pending) return { ok: false, reason: UNKNOWN_CHALLENGE };
     const userId = scope.userId as string;
     if ((await this.store.passkeys(userId)).length >= MAX_PASSKEYS_PER_USER) {
@@ -223,7 +218,7 @@ export class Passkeys {
     if (scope.userId !== null && allowed.length === 0) {
       throw new ProtocolError('invalid_request', 'You have no passkey yet: add one on your account page.');
     }
-    const challenge = this.#issue(scope, 'assertion');
+    const challenge = await this.#issue(scope, 'assertion');
     return generateAuthenticationOptions({
       rpID: rp.id,
       challenge: Buffer.from(challenge, 'base64url'),
@@ -241,7 +236,8 @@ export class Passkeys {
     if (!rp) return { ok: false, reason: 'Passkeys are not available at this address.' };
     const parsed = parseResponse(responseText);
     if (!parsed) return { ok: false, reason: 'The browser sent no usable passkey confirmation.' };
-    if (!this.#take(scope, 'assertion', parsed.challenge)) return { ok: false, reason: UNKNOWN_CHALLENGE };
+    if (!(await this.#take(scope, 'assertion', parsed.challenge)))
+      return { ok: false, reason: UNKNOWN_CHALLENGE };
     const response = parsed.json as unknown as AuthenticationResponseJSON;
     const passkey = typeof response.id === 'string' ? await this.store.passkey(response.id) : undefined;
     if (!passkey || (scope.userId !== null && passkey.userId !== scope.userId)) {
@@ -306,11 +302,6 @@ export class Passkeys {
     return true;
   }
 
-  /** Drops expired challenges (the proxy's maintenance). */
-  sweep(): number {
-    return this.#challenges.sweep();
-  }
-
   #need(): RelyingParty {
     const rp = this.rp();
     if (!rp) {
@@ -323,7 +314,7 @@ export class Passkeys {
   }
 
   /** A fresh challenge derived from the purpose and binding, remembered for `scope.owner`. */
-  #issue(scope: CeremonyScope, kind: Pending['kind'], userHandle?: string): string {
+  async #issue(scope: CeremonyScope, kind: Pending['kind'], userHandle?: string): Promise<string> {
     const nonce = randomBytes(32).toString('base64url');
     const challenge = createHash('sha256')
       .update(`agent-auth-proxy webauthn\0${scope.purpose}\0${scope.binding}\0${nonce}`)
@@ -335,7 +326,7 @@ export class Passkeys {
       binding: scope.binding,
       ...(userHandle !== undefined ? { userHandle } : {}),
     };
-    if (!this.#challenges.issue(scope.owner, challenge, pending)) {
+    if (!(await this.#challenges.issue(scope.owner, challenge, pending))) {
       throw new ProtocolError(
         'temporarily_unavailable',
         'Too many passkey ceremonies are open on this server right now; try again in a minute.',
@@ -345,8 +336,8 @@ export class Passkeys {
   }
 
   /** The pending challenge, taken (single use), if it was issued for exactly this scope. */
-  #take(scope: CeremonyScope, kind: Pending['kind'], challenge: string): Pending | undefined {
-    const issued = this.#challenges.take(challenge);
+  async #take(scope: CeremonyScope, kind: Pending['kind'], challenge: string): Promise<Pending | undefined> {
+    const issued = await this.#challenges.take(challenge);
     if (!issued) return undefined;
     const p = issued.data;
     const same =

@@ -6,10 +6,10 @@
  */
 import type { Clock } from '../clock.js';
 import type { LocalUser } from '../config/sign-in.js';
-import type { AuthMethod } from '../storage/types.js';
+import type { AuthMethod, Store } from '../storage/types.js';
 import { DECOY_HASH, verifyPassword } from '../util/password.js';
 import type { Limiter, RateLimit } from '../util/rate-limit.js';
-import { matchTotp } from '../util/totp.js';
+import { matchTotp, totpStepEnd } from '../util/totp.js';
 
 /** Failed sign-ins allowed per account, then one more per 3 minutes (a token bucket, §8.13). */
 export const SIGN_IN_FAILURES_PER_ACCOUNT: RateLimit = { count: 5, windowMs: 15 * 60_000 };
@@ -22,13 +22,12 @@ export type SignInResult =
   | { readonly kind: 'throttled'; readonly retryAfterSec: number };
 
 export class LocalSignIn {
-  /** The last TOTP step accepted per user: a code is good once (RFC 6238 §5.2). */
-  readonly #usedSteps = new Map<string, number>();
-
   constructor(
     private readonly users: ReadonlyMap<string, LocalUser>,
     /** Shared by the replicas on PostgreSQL: a password guessed on one counts on all. */
     private readonly limiter: Limiter,
+    /** Where the TOTP steps used are recorded: a code is good once, on every replica (§5.2 of RFC 6238). */
+    private readonly store: Store,
     private readonly clock: Clock,
   ) {}
 
@@ -52,8 +51,11 @@ export class LocalSignIn {
     let ok = user !== undefined && passwordOk;
     let step: number | undefined;
     if (ok && user?.totpKey !== undefined) {
-      step = matchTotp(user.totpKey, totp, this.clock.now());
-      ok = step !== undefined && step > (this.#usedSteps.get(userId) ?? -1);
+      const now = this.clock.now();
+      step = matchTotp(user.totpKey, totp, now);
+      // Recorded only once the password is right, so a guesser cannot burn the owner's codes; a
+      // code (or an earlier one) already used fails on the store's primary key, on any replica.
+      ok = step !== undefined && (await this.store.useTotpStep(userId, step, totpStepEnd(step)));
     }
     if (!ok || user === undefined) {
       // Two takes, not one list: each budget is charged whether or not the other has room.
@@ -61,7 +63,6 @@ export class LocalSignIn {
       await this.limiter.take([{ key: ipKey, limit: SIGN_IN_FAILURES_PER_IP }]);
       return { kind: 'wrong' };
     }
-    if (step !== undefined) this.#usedSteps.set(userId, step);
     return { kind: 'ok', userId, method: step !== undefined ? 'password+totp' : 'password' };
   }
 }

@@ -280,4 +280,37 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX passkeys_user_listing ON passkeys (user_id, created_at, id);
   DROP INDEX passkeys_user;
   `,
+  // 16 (issue 13): what the approval pages kept in memory, now stored, so that it survives a
+  // restart and is shared by the replicas of one database: pending OIDC sign-ins (by the hash of
+  // their state), WebAuthn challenges (by the hash of the challenge; id gives the issue order an
+  // owner's oldest is evicted by) and the TOTP steps used (a second use fails on the primary key).
+  // Each is swept along its expiry index.
+  `
+  CREATE TABLE oidc_pending (
+    state_hash TEXT PRIMARY KEY,
+    nonce TEXT NOT NULL,
+    verifier TEXT NOT NULL,
+    return_to TEXT NOT NULL,
+    fresh INTEGER NOT NULL,
+    browser_hash TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT, WITHOUT ROWID;
+  CREATE INDEX oidc_pending_expiry ON oidc_pending (expires_at);
+  CREATE TABLE webauthn_challenges (
+    id INTEGER PRIMARY KEY,
+    challenge_hash TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    data TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX webauthn_challenges_owner ON webauthn_challenges (owner, id);
+  CREATE INDEX webauthn_challenges_expiry ON webauthn_challenges (expires_at);
+  CREATE TABLE totp_steps (
+    user_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    keep_until INTEGER NOT NULL,
+    PRIMARY KEY (user_id, step)
+  ) STRICT;
+  CREATE INDEX totp_steps_expiry ON totp_steps (keep_until);
+  `,
 ];

@@ -239,6 +239,38 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX rate_buckets_full ON rate_buckets (full_at);
   `,
+  // 3: what the approval pages kept per process (issue 13), so that a sign-in begun on one replica
+  // finishes on another: pending OIDC sign-ins by the hash of their state, WebAuthn challenges by
+  // the hash of the challenge (id: issue order, for an owner's oldest), the TOTP steps used (a
+  // second use fails on the primary key). Each is swept along its expiry index.
+  `
+  CREATE TABLE oidc_pending (
+    state_hash ${ID} PRIMARY KEY,
+    nonce text NOT NULL,
+    verifier text NOT NULL,
+    return_to text NOT NULL,
+    fresh boolean NOT NULL,
+    browser_hash ${ID} NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  CREATE INDEX oidc_pending_expiry ON oidc_pending (expires_at);
+  CREATE TABLE webauthn_challenges (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    challenge_hash ${ID} NOT NULL UNIQUE,
+    owner ${ID} NOT NULL,
+    data text NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  CREATE INDEX webauthn_challenges_owner ON webauthn_challenges (owner, id);
+  CREATE INDEX webauthn_challenges_expiry ON webauthn_challenges (expires_at);
+  CREATE TABLE totp_steps (
+    user_id ${ID} NOT NULL,
+    step bigint NOT NULL,
+    keep_until bigint NOT NULL,
+    PRIMARY KEY (user_id, step)
+  );
+  CREATE INDEX totp_steps_expiry ON totp_steps (keep_until);
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

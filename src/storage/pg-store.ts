@@ -14,14 +14,18 @@ import { openPool, poolQuery, transaction, type Connections, type PgStoreOptions
 import { PgReader } from './pg-reader.js';
 import { insertOf, type Statement } from './pg-rows.js';
 import { PgShared } from './pg-shared.js';
+import * as signInState from './pg-sign-in-state.js';
 import { PgWriter } from './pg-writer.js';
 import { APPROVAL, ASYNC_JOB, PASSKEY, SESSION } from './sqlite-columns.js';
 import type {
   ActivityRecord,
   ApprovalRecord,
   AsyncJobRecord,
+  ChallengeLimits,
+  ChallengeRecord,
   GrantUse,
   InboxQuery,
+  OidcPendingRecord,
   PasskeyRecord,
   SessionRecord,
   Store,
@@ -274,6 +278,36 @@ export class PgStore extends PgReader implements Store {
       );
       return { agents, hosts };
     });
+  }
+
+  // The approval pages' state (pg-sign-in-state.ts says how each rule holds across replicas).
+
+  insertOidcPending(pending: OidcPendingRecord, max: number, now: number): Promise<void> {
+    return signInState.insertOidcPending(this.connections, pending, max, now);
+  }
+
+  takeOidcPending(
+    stateHash: string,
+    browserHash: string,
+    now: number,
+  ): Promise<OidcPendingRecord | undefined> {
+    return signInState.takeOidcPending(this.query, stateHash, browserHash, now);
+  }
+
+  issueChallenge(challenge: ChallengeRecord, limits: ChallengeLimits, now: number): Promise<boolean> {
+    return signInState.issueChallenge(this.connections, challenge, limits, now);
+  }
+
+  takeChallenge(challengeHash: string, now: number): Promise<ChallengeRecord | undefined> {
+    return signInState.takeChallenge(this.query, challengeHash, now);
+  }
+
+  useTotpStep(userId: string, step: number, keepUntil: number): Promise<boolean> {
+    return signInState.useTotpStep(this.query, userId, step, keepUntil);
+  }
+
+  deleteExpiredSignInState(now: number, limit: number): Promise<number> {
+    return signInState.deleteExpiredSignInState(this.query, now, limit);
   }
 
   /** `SELECT 1` on the probe's connection (pg-pool.ts), within the pool's connection and statement timeouts. */

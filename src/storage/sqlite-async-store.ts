@@ -27,12 +27,15 @@ import type {
   ApprovalRecord,
   ApprovalStatus,
   AsyncJobRecord,
+  ChallengeLimits,
+  ChallengeRecord,
   GrantRecord,
   GrantUse,
   HostRecord,
   HostStatus,
   InboxQuery,
   ListingPage,
+  OidcPendingRecord,
   PasskeyRecord,
   PerCallQuery,
   PerCallRecord,
@@ -277,6 +280,34 @@ export class SqliteAsyncStore implements Store {
 
   deleteExpiredSessions(now: number, limit: number): Promise<number> {
     return this.run(() => this.engine.deleteExpiredSessions(now, limit));
+  }
+
+  insertOidcPending(pending: OidcPendingRecord, max: number, now: number): Promise<void> {
+    return this.run(() => this.engine.insertOidcPending(pending, max, now));
+  }
+
+  takeOidcPending(
+    stateHash: string,
+    browserHash: string,
+    now: number,
+  ): Promise<OidcPendingRecord | undefined> {
+    return this.run(() => this.engine.takeOidcPending(stateHash, browserHash, now));
+  }
+
+  issueChallenge(challenge: ChallengeRecord, limits: ChallengeLimits, now: number): Promise<boolean> {
+    return this.run(() => this.engine.issueChallenge(challenge, limits, now));
+  }
+
+  takeChallenge(challengeHash: string, now: number): Promise<ChallengeRecord | undefined> {
+    return this.run(() => this.engine.takeChallenge(challengeHash, now));
+  }
+
+  useTotpStep(userId: string, step: number, keepUntil: number): Promise<boolean> {
+    return this.run(() => this.engine.useTotpStep(userId, step, keepUntil));
+  }
+
+  deleteExpiredSignInState(now: number, limit: number): Promise<number> {
+    return this.run(() => this.engine.deleteExpiredSignInState(now, limit));
   }
 
   markOpened(approvalId: string, userId: string, at: number): Promise<void> {

@@ -37,9 +37,12 @@ import type {
   ApprovalRecord,
   GrantRecord,
   GrantUse,
+  ChallengeLimits,
+  ChallengeRecord,
   HostRecord,
   InboxQuery,
   ListingPage,
+  OidcPendingRecord,
   PasskeyRecord,
   Patch,
   PerCallQuery,
@@ -50,6 +53,7 @@ import type {
   StoreWriter,
 } from './types.js';
 import { SqliteAsyncStore } from './sqlite-async-store.js';
+import { SqliteSignInState } from './sqlite-sign-in-state.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
@@ -132,6 +136,8 @@ function migrate(db: Database.Database, file: string): void {
 export class SqliteEngine implements SyncStore {
   private readonly statements = new Map<string, Database.Statement>();
   readonly writer: SyncStoreWriter;
+  /** The approval pages' state (sqlite-sign-in-state.ts). */
+  private readonly signIns: SqliteSignInState;
   // Prepared apart from `stmt`: not queries, so not for the query-plan test.
   private readonly beginStmt: Database.Statement;
   private readonly commitStmt: Database.Statement;
@@ -143,6 +149,7 @@ export class SqliteEngine implements SyncStore {
     private readonly onPrepare?: (sql: string) => void,
   ) {
     this.writer = this.createWriter();
+    this.signIns = new SqliteSignInState(db, (sql) => this.stmt(sql));
     this.beginStmt = db.prepare('BEGIN IMMEDIATE');
     this.commitStmt = db.prepare('COMMIT');
     this.rollbackStmt = db.prepare('ROLLBACK');
@@ -607,6 +614,30 @@ export class SqliteEngine implements SyncStore {
         return { agents, hosts };
       })
       .immediate();
+  }
+
+  insertOidcPending(pending: OidcPendingRecord, max: number, now: number): void {
+    this.signIns.insertOidcPending(pending, max, now);
+  }
+
+  takeOidcPending(stateHash: string, browserHash: string, now: number): OidcPendingRecord | undefined {
+    return this.signIns.takeOidcPending(stateHash, browserHash, now);
+  }
+
+  issueChallenge(challenge: ChallengeRecord, limits: ChallengeLimits, now: number): boolean {
+    return this.signIns.issueChallenge(challenge, limits, now);
+  }
+
+  takeChallenge(challengeHash: string, now: number): ChallengeRecord | undefined {
+    return this.signIns.takeChallenge(challengeHash, now);
+  }
+
+  useTotpStep(userId: string, step: number, keepUntil: number): boolean {
+    return this.signIns.useTotpStep(userId, step, keepUntil);
+  }
+
+  deleteExpiredSignInState(now: number, limit: number): number {
+    return this.signIns.deleteExpiredSignInState(now, limit);
   }
 
   close(): void {

@@ -271,6 +271,41 @@ export interface PasskeyRecord {
   readonly lastUsedAt: number | null;
 }
 
+/**
+ * An OpenID Connect sign-in started and not yet finished (issue 11; in the store since issue 13,
+ * so that the callback may reach another replica). Only hashes of what is merely compared: the
+ * `state` (the key) and the starting browser's cookie; the nonce and PKCE verifier are needed
+ * again as they are, for ten minutes at most.
+ */
+export interface OidcPendingRecord {
+  /** SHA-256 of the `state` parameter, base64url. */
+  readonly stateHash: string;
+  readonly nonce: string;
+  readonly verifier: string;
+  readonly returnTo: string;
+  readonly fresh: boolean;
+  /** SHA-256 of the browser cookie of the browser that started it, base64url. */
+  readonly browserHash: string;
+  readonly expiresAt: number;
+}
+
+/** A WebAuthn challenge issued and not yet answered (issue 11, §8.11; in the store since issue 13). */
+export interface ChallengeRecord {
+  /** SHA-256 of the challenge, base64url: the challenge itself is only compared. */
+  readonly challengeHash: string;
+  /** Whose open challenges it counts against (a session's id hash, or `ip:` + address). */
+  readonly owner: string;
+  /** What it was issued for (purpose, binding…), as JSON. */
+  readonly data: string;
+  readonly expiresAt: number;
+}
+
+/** The bounds of open challenges: per owner (a new one evicts the oldest), and in all (refused). */
+export interface ChallengeLimits {
+  readonly perOwner: number;
+  readonly total: number;
+}
+
 export interface ActivityQuery {
   readonly agentId?: string;
   readonly hostId?: string;
@@ -442,6 +477,45 @@ export interface Store extends StoreReader {
   recordPasskeyUse(id: string, counter: number, at: number): Promise<void>;
   /** Deletes the passkey only if it is `userId`'s; returns whether one was deleted. */
   deletePasskey(id: string, userId: string): Promise<boolean>;
+  /**
+   * Stores a pending OIDC sign-in. With `max` stored that are unexpired at `now`, the one expiring
+   * first (the least recent) is deleted first, in the same transaction.
+   */
+  insertOidcPending(pending: OidcPendingRecord, max: number, now: number): Promise<void>;
+  /**
+   * Takes the pending sign-in of `stateHash` if it was started by the browser of `browserHash`
+   * and has not expired at `now`: deleted and returned in one statement, so of two callbacks
+   * (on any replicas) at most one gets it. A callback from another browser leaves it in place.
+   */
+  takeOidcPending(
+    stateHash: string,
+    browserHash: string,
+    now: number,
+  ): Promise<OidcPendingRecord | undefined>;
+  /**
+   * Stores an issued challenge, atomically with its bounds: the owner's oldest go first so that
+   * it has fewer than `limits.perOwner` open; then, with `limits.total` unexpired challenges
+   * stored in all, nothing is stored and false is returned (someone else's are never evicted).
+   */
+  issueChallenge(challenge: ChallengeRecord, limits: ChallengeLimits, now: number): Promise<boolean>;
+  /**
+   * Deletes the challenge of `challengeHash` and returns it if it had not expired at `now` (single
+   * use: taken on the first answer, whatever happens next; of two concurrent takes one gets it).
+   */
+  takeChallenge(challengeHash: string, now: number): Promise<ChallengeRecord | undefined>;
+  /**
+   * Records that `userId` used the TOTP code of `step` (RFC 6238 §5.2: a code is good once),
+   * kept until `keepUntil` (when that step can no longer match). Returns false, recording
+   * nothing, when this step or a later one was already used: of two concurrent uses of one code
+   * (on any replicas) one fails on the primary key.
+   */
+  useTotpStep(userId: string, step: number, keepUntil: number): Promise<boolean>;
+  /**
+   * Deletes at most `limit` expired rows (at or before `now`) of each of the pending OIDC
+   * sign-ins, WebAuthn challenges and used TOTP steps, each along its expiry index; returns the
+   * most deleted from one of them (a full batch means more may be left).
+   */
+  deleteExpiredSignInState(now: number, limit: number): Promise<number>;
   /** Deletes at most `limit` per-call rows whose `keep_until` is at or before `now`; returns how many. */
   deleteStalePerCalls(now: number, limit: number): Promise<number>;
   /**

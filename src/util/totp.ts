@@ -42,6 +42,11 @@ export function totpStep(nowMs: number): number {
   return Math.floor(nowMs / STEP_MS);
 }
 
+/** When `step` stops matching any code (the last moment of its drift window): a used step is kept until then. */
+export function totpStepEnd(step: number): number {
+  return (step + DRIFT_STEPS + 1) * STEP_MS;
+}
+
 /**
  * The step `code` is valid for at `nowMs` (±1 step), or undefined. Every candidate is compared,
  * in constant time, so the answer's timing does not say which step matched.

@@ -97,6 +97,10 @@ export async function startReplicas(options: {
   readonly policy: string;
   readonly children: Set<ChildProcess>;
   readonly count?: number;
+  /** More of the config (YAML, top-level keys), e.g. `sign_in`. */
+  readonly config?: string;
+  /** Another shared issuer (passkeys need https or a `localhost` name); ISSUER by default. */
+  readonly issuer?: string;
 }): Promise<ReplicaSet> {
   const upstream = await TestUpstream.start();
   const dir = mkdtempSync(join(tmpdir(), 'aap-replicas-'));
@@ -104,13 +108,18 @@ export async function startReplicas(options: {
   const policy = join(dir, 'policy.yaml');
   writeFileSync(
     config,
-    ['apis:', `  - spec: ${JSON.stringify(PETSTORE)}`, `    upstream: ${upstream.url}/v1`].join('\n'),
+    [
+      'apis:',
+      `  - spec: ${JSON.stringify(PETSTORE)}`,
+      `    upstream: ${upstream.url}/v1`,
+      ...(options.config !== undefined ? [options.config] : []),
+    ].join('\n'),
   );
   writeFileSync(policy, options.policy);
   const started: Replica[] = [];
   const start = async (): Promise<Replica> => {
     const served = await serveCli(
-      ['--config', config, '--db', options.db, '--policy', policy, '--issuer', ISSUER],
+      ['--config', config, '--db', options.db, '--policy', policy, '--issuer', options.issuer ?? ISSUER],
       { cwd: dir, env: { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN }, children: options.children },
     );
     const replica = new Replica(served);

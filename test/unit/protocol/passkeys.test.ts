@@ -320,25 +320,27 @@ describe('challenge bounds', () => {
     const full = passkeys.assertionOptions(scope({ owner: 'ip:4', purpose: 'sign-in', userId: null }));
     await expect(full).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 503 });
     expect((await passkeys.verifyAssertion(scope(), mine)).ok).toBe(true);
-    // Once they expire, a full store makes room by dropping expired challenges only.
+    // Once they expire, they no longer count: four new ones fit, a fifth is refused again.
     clock.advance(60_000);
-    await passkeys.assertionOptions(scope({ owner: 'ip:4', purpose: 'sign-in', userId: null }));
-    await passkeys.assertionOptions(scope({ owner: 'ip:5', purpose: 'sign-in', userId: null }));
-    expect(passkeys.openChallenges).toBe(2);
+    for (const owner of ['ip:4', 'ip:5', 'ip:6', 'ip:7']) {
+      await passkeys.assertionOptions(scope({ owner, purpose: 'sign-in', userId: null }));
+    }
+    const again = passkeys.assertionOptions(scope({ owner: 'ip:8', purpose: 'sign-in', userId: null }));
+    await expect(again).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 503 });
   });
 
-  it('the store sweeps expired challenges and keeps its owner index in step', () => {
-    const clock = new TestClock();
-    const challenges = new ChallengeStore<number>(clock, { ttlMs: 1000, perOwner: 3, total: 10 });
-    expect(challenges.issue('o', 'c1', 1)).toBe(true);
-    expect(challenges.issue('o', 'c2', 2)).toBe(true);
+  it("the store keeps only a hash of each challenge, sweeps expired ones, and evicts an owner's oldest", async () => {
+    const { clock, store } = setup();
+    const challenges = new ChallengeStore<number>(store, clock, { ttlMs: 1000, perOwner: 3, total: 10 });
+    expect(await challenges.issue('o', 'c1', 1)).toBe(true);
+    expect(await challenges.issue('o', 'c2', 2)).toBe(true);
+    expect(await store.takeChallenge('c1', clock.now())).toBeUndefined();
     clock.advance(1000);
-    expect(challenges.sweep()).toBe(2);
-    expect(challenges.size).toBe(0);
-    for (const c of ['c3', 'c4', 'c5', 'c6']) challenges.issue('o', c, 0);
-    expect(challenges.take('c3')).toBeUndefined();
-    expect(challenges.take('c6')?.data).toBe(0);
-    expect(challenges.take('c6')).toBeUndefined();
+    expect(await store.deleteExpiredSignInState(clock.now(), 100)).toBe(2);
+    for (const c of ['c3', 'c4', 'c5', 'c6']) await challenges.issue('o', c, 0);
+    expect(await challenges.take('c3')).toBeUndefined();
+    expect((await challenges.take('c6'))?.data).toBe(0);
+    expect(await challenges.take('c6')).toBeUndefined();
   });
 });
 

@@ -86,7 +86,8 @@ describe('local sign-in', () => {
     const users = new Map([
       ['alice', { userId: 'alice', passwordHash: hash, ...(withTotp ? { totpKey: KEY } : {}) }],
     ]);
-    return { local: new LocalSignIn(users, localLimiter(new RateLimiter(clock)), clock), clock };
+    store = openSqliteStore({ file: tempDbFile() });
+    return { local: new LocalSignIn(users, localLimiter(new RateLimiter(clock)), store, clock), clock };
   }
 
   it('a wrong password and an unknown user get the same answer', async () => {
@@ -129,5 +130,22 @@ describe('local sign-in', () => {
       method: 'password+totp',
     });
     expect((await local.attempt('alice', 'correct horse', code, '192.0.2.1')).kind).toBe('wrong');
+  });
+
+  it('a code is refused after a later step was used, and a used code stays refused across instances of the store', async () => {
+    const { local, clock } = await signIn(true);
+    const step = totpStep(clock.now());
+    expect((await local.attempt('alice', 'correct horse', hotp(KEY, step + 1), '192.0.2.1')).kind).toBe('ok');
+    // The previous step's code still matches (one step of drift), but a later one was used.
+    expect((await local.attempt('alice', 'correct horse', hotp(KEY, step), '192.0.2.1')).kind).toBe('wrong');
+    // Another LocalSignIn on the same store (a restart, or another replica) refuses it too.
+    const users = new Map([
+      [
+        'alice',
+        { userId: 'alice', passwordHash: parsePasswordHash(await hashPassword('pw', FAST)), totpKey: KEY },
+      ],
+    ]);
+    const again = new LocalSignIn(users, localLimiter(new RateLimiter(clock)), store as Store, clock);
+    expect((await again.attempt('alice', 'pw', hotp(KEY, step + 1), '192.0.2.1')).kind).toBe('wrong');
   });
 });

@@ -285,6 +285,34 @@ export const STORE_CALLS: Record<string, Call<Store>> = {
   deletePasskey: (s) => s.deletePasskey('k2', 'bob'),
   deleteStalePerCalls: (s) => s.deleteStalePerCalls(NOW, 100),
   deleteStalePending: (s) => s.deleteStalePending(NOW - 1, 100),
+  // Each call's statements: an issue with room and one at its bound (the eviction, the refusal).
+  insertOidcPending: (s) => {
+    const pending = (n: number) => ({
+      stateHash: `st${n}`,
+      nonce: 'n',
+      verifier: 'v',
+      returnTo: '/device',
+      fresh: false,
+      browserHash: 'b',
+      expiresAt: NOW + 600_000,
+    });
+    return s.insertOidcPending(pending(1), 10, NOW).then(() => s.insertOidcPending(pending(2), 1, NOW));
+  },
+  takeOidcPending: (s) => s.takeOidcPending('st2', 'b', NOW),
+  issueChallenge: (s) => {
+    const challenge = (n: number) => ({
+      challengeHash: `ch${n}`,
+      owner: 'ip:1',
+      data: '{}',
+      expiresAt: NOW + 1,
+    });
+    return s
+      .issueChallenge(challenge(1), { perOwner: 5, total: 10 }, NOW)
+      .then(() => s.issueChallenge(challenge(2), { perOwner: 1, total: 1 }, NOW));
+  },
+  takeChallenge: (s) => s.takeChallenge('ch1', NOW),
+  useTotpStep: (s) => s.useTotpStep('alice', 60_000_000, NOW + 60_000),
+  deleteExpiredSignInState: (s) => s.deleteExpiredSignInState(NOW + 600_000, 500),
   ping: (s) => s.ping(),
   close: () => Promise.resolve(), // closing is afterAll's; it prepares nothing
 };

@@ -24,6 +24,9 @@ const GROWING = [
   'sessions',
   'passkeys',
   'per_call_approvals',
+  'oidc_pending',
+  'webauthn_challenges',
+  'totp_steps',
 ];
 
 /**

@@ -10,7 +10,13 @@ import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PgStore } from '../../../src/storage/pg-store.js';
 import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
-import type { PerCallRecord, Store, StoreWriter } from '../../../src/storage/types.js';
+import type {
+  ChallengeRecord,
+  OidcPendingRecord,
+  PerCallRecord,
+  Store,
+  StoreWriter,
+} from '../../../src/storage/types.js';
 import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { tempDbFile } from '../../helpers/proxy.js';
 import {
@@ -795,6 +801,146 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.deletePasskey('k1', 'alice')).toBe(true);
       expect(await store.deletePasskey('k1', 'alice')).toBe(false);
       expect(await store.passkey('k1')).toBeUndefined();
+    });
+  });
+
+  describe('approval-page state (shared by replicas, issue 13)', () => {
+    const pending = (n: number, over: Partial<OidcPendingRecord> = {}): OidcPendingRecord => ({
+      stateHash: `state${n}`,
+      nonce: `nonce${n}`,
+      verifier: `verifier${n}`,
+      returnTo: `/approvals/${n}`,
+      fresh: n % 2 === 0,
+      browserHash: 'browser',
+      expiresAt: NOW + 600_000 + n,
+      ...over,
+    });
+    const challenge = (n: number, owner = 'ip:1', over: Partial<ChallengeRecord> = {}): ChallengeRecord => ({
+      challengeHash: `challenge${n}`,
+      owner,
+      data: JSON.stringify({ n }),
+      expiresAt: NOW + 120_000,
+      ...over,
+    });
+    const LIMITS = { perOwner: 5, total: 10_000 };
+
+    it('a pending OIDC sign-in round-trips, is taken once, only by its browser, and not once expired', async () => {
+      await store.insertOidcPending(pending(1), 10, NOW);
+      await store.insertOidcPending(pending(2), 10, NOW);
+      expect(await store.takeOidcPending('state1', 'another browser', NOW)).toBeUndefined();
+      expect(await store.takeOidcPending('state1', 'browser', NOW)).toEqual(pending(1));
+      expect(await store.takeOidcPending('state1', 'browser', NOW)).toBeUndefined();
+      expect(await store.takeOidcPending('state2', 'browser', NOW + 600_002)).toBeUndefined();
+      expect(await store.takeOidcPending('state2', 'browser', NOW)).toBeUndefined();
+    });
+
+    it('pending OIDC sign-ins: at most max unexpired, the one expiring first evicted', async () => {
+      for (const n of [1, 2, 3]) await store.insertOidcPending(pending(n), 3, NOW);
+      await store.insertOidcPending(pending(4), 3, NOW);
+      expect(await store.takeOidcPending('state1', 'browser', NOW)).toBeUndefined();
+      for (const n of [2, 3, 4])
+        expect(await store.takeOidcPending(`state${n}`, 'browser', NOW)).toBeDefined();
+      // Expired ones do not count: nothing unexpired is evicted for them.
+      await store.insertOidcPending(pending(5, { expiresAt: NOW }), 1, NOW - 1);
+      await store.insertOidcPending(pending(6), 1, NOW);
+      expect(await store.takeOidcPending('state6', 'browser', NOW)).toBeDefined();
+    });
+
+    it('of two concurrent takes of one pending sign-in, or of one challenge, exactly one gets it', async () => {
+      for (let i = 0; i < 5; i++) {
+        await store.insertOidcPending(pending(i), 100, NOW);
+        await store.issueChallenge(challenge(i, `ip:${i}`), LIMITS, NOW);
+        const oidc = await Promise.all([
+          store.takeOidcPending(`state${i}`, 'browser', NOW),
+          store.takeOidcPending(`state${i}`, 'browser', NOW),
+        ]);
+        expect(oidc.filter((r) => r !== undefined)).toHaveLength(1);
+        const taken = await Promise.all([
+          store.takeChallenge(`challenge${i}`, NOW),
+          store.takeChallenge(`challenge${i}`, NOW),
+        ]);
+        expect(taken.filter((r) => r !== undefined)).toEqual([challenge(i, `ip:${i}`)]);
+      }
+    });
+
+    it('a challenge is taken once, and not once expired', async () => {
+      expect(await store.issueChallenge(challenge(1), LIMITS, NOW)).toBe(true);
+      expect(await store.issueChallenge(challenge(2), LIMITS, NOW)).toBe(true);
+      expect(await store.takeChallenge('challenge1', NOW)).toEqual(challenge(1));
+      expect(await store.takeChallenge('challenge1', NOW)).toBeUndefined();
+      expect(await store.takeChallenge('challenge2', NOW + 120_000)).toBeUndefined();
+      expect(await store.takeChallenge('challenge2', NOW)).toBeUndefined();
+      expect(await store.takeChallenge('nope', NOW)).toBeUndefined();
+    });
+
+    it("challenges per owner: a new one evicts that owner's oldest, never another owner's", async () => {
+      const limits = { perOwner: 3, total: 100 };
+      await store.issueChallenge(challenge(0, 'ip:2'), limits, NOW);
+      for (let n = 1; n <= 4; n++) expect(await store.issueChallenge(challenge(n), limits, NOW)).toBe(true);
+      expect(await store.takeChallenge('challenge1', NOW)).toBeUndefined();
+      for (const n of [0, 2, 3, 4]) expect(await store.takeChallenge(`challenge${n}`, NOW)).toBeDefined();
+    });
+
+    it('challenges in total: once full of unexpired ones a new one is refused, nothing evicted', async () => {
+      const limits = { perOwner: 5, total: 3 };
+      for (let n = 1; n <= 3; n++)
+        expect(await store.issueChallenge(challenge(n, `ip:${n}`), limits, NOW)).toBe(true);
+      expect(await store.issueChallenge(challenge(4, 'ip:4'), limits, NOW)).toBe(false);
+      for (let n = 1; n <= 3; n++) expect(await store.takeChallenge(`challenge${n}`, NOW)).toBeDefined();
+      expect(await store.takeChallenge('challenge4', NOW)).toBeUndefined();
+      // Expired ones do not count.
+      for (let n = 5; n <= 7; n++) {
+        await store.issueChallenge(challenge(n, `ip:${n}`, { expiresAt: NOW }), limits, NOW - 1);
+      }
+      expect(await store.issueChallenge(challenge(8, 'ip:8'), limits, NOW)).toBe(true);
+    });
+
+    it('challenge bounds hold under concurrent issues: never more than total, nor perOwner for one owner', async () => {
+      const limits = { perOwner: 3, total: 4 };
+      const issued = await Promise.all(
+        Array.from({ length: 10 }, (_, n) => store.issueChallenge(challenge(n, `ip:${n}`), limits, NOW)),
+      );
+      expect(issued.filter(Boolean)).toHaveLength(4);
+      for (let n = 0; n < 10; n++) await store.takeChallenge(`challenge${n}`, NOW);
+      await Promise.all(
+        Array.from({ length: 8 }, (_, n) => store.issueChallenge(challenge(20 + n, 'ip:same'), limits, NOW)),
+      );
+      const left = await Promise.all(
+        Array.from({ length: 8 }, (_, n) => store.takeChallenge(`challenge${20 + n}`, NOW)),
+      );
+      expect(left.filter((c) => c !== undefined)).toHaveLength(3);
+    });
+
+    it('a TOTP step is used once per user; an earlier step after a later one is refused too', async () => {
+      expect(await store.useTotpStep('alice', 100, NOW)).toBe(true);
+      expect(await store.useTotpStep('alice', 100, NOW)).toBe(false);
+      expect(await store.useTotpStep('alice', 99, NOW)).toBe(false);
+      expect(await store.useTotpStep('bob', 100, NOW)).toBe(true);
+      expect(await store.useTotpStep('alice', 101, NOW)).toBe(true);
+      const both = await Promise.all([
+        store.useTotpStep('carol', 7, NOW),
+        store.useTotpStep('carol', 7, NOW),
+      ]);
+      expect(both.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('sweeps expired rows of each table, at most limit of each, and says the most from one', async () => {
+      for (let n = 0; n < 3; n++) {
+        await store.insertOidcPending(pending(n, { expiresAt: NOW - n }), 100, NOW - 10);
+        await store.issueChallenge(challenge(n, `ip:${n}`, { expiresAt: NOW - n }), LIMITS, NOW - 10);
+        await store.useTotpStep(`user${n}`, 1, NOW - n);
+      }
+      await store.insertOidcPending(pending(9), 100, NOW);
+      await store.issueChallenge(challenge(9), LIMITS, NOW);
+      await store.useTotpStep('alice', 1, NOW + 1);
+      expect(await store.deleteExpiredSignInState(NOW, 2)).toBe(2);
+      expect(await store.deleteExpiredSignInState(NOW, 2)).toBe(1);
+      expect(await store.deleteExpiredSignInState(NOW, 2)).toBe(0);
+      // What was kept: the unexpired rows, and a used step stays refused until it is swept.
+      expect(await store.takeOidcPending('state9', 'browser', NOW)).toBeDefined();
+      expect(await store.takeChallenge('challenge9', NOW)).toBeDefined();
+      expect(await store.useTotpStep('alice', 1, NOW + 1)).toBe(false);
+      expect(await store.useTotpStep('user0', 1, NOW + 1)).toBe(true);
     });
   });
 
