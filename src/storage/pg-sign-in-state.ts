@@ -6,7 +6,8 @@
  * - a take is one `DELETE … RETURNING`: of two concurrent takes, the second deletes nothing;
  * - an issue (a challenge, a pending sign-in) checks its bounds and inserts under a transaction
  *   advisory lock, so two replicas never both see room for one more;
- * - a TOTP step is inserted under its primary key: a second use of the code conflicts.
+ * - a TOTP step is inserted under the user's advisory lock and its primary key: a second use of
+ *   the code conflicts, and no earlier step is accepted once a later one was.
  *
  * Bounds count unexpired rows only, and at most up to the bound (`LIMIT`): a range of the expiry
  * index, never the whole table.
@@ -18,6 +19,8 @@ import type { ChallengeLimits, ChallengeRecord, OidcPendingRecord } from './type
 /** Advisory lock keys (any fixed numbers) under which issues are checked against their bounds. */
 const CHALLENGE_LOCK = 0x6161_7000_0131;
 const OIDC_LOCK = 0x6161_7000_0132;
+/** The first key of the per-user TOTP lock (the second is the user id's hash). */
+const TOTP_LOCK = 0x6161_7001;
 
 const rowCount = (r: { rowCount: number | null }): number => r.rowCount ?? 0;
 
@@ -115,18 +118,24 @@ export async function takeChallenge(
 }
 
 export async function useTotpStep(
-  query: Query,
+  connections: Connections,
   userId: string,
   step: number,
   keepUntil: number,
 ): Promise<boolean> {
-  const inserted = await query(
-    `INSERT INTO totp_steps (user_id, step, keep_until) SELECT $1, $2, $3
-      WHERE NOT EXISTS (SELECT 1 FROM totp_steps WHERE user_id = $1 AND step >= $2)
-      ON CONFLICT DO NOTHING`,
-    [userId, step, keepUntil],
-  );
-  return rowCount(inserted) > 0;
+  // Under the user's own advisory lock: two replicas checking codes of one account take turns, so
+  // of an earlier and a later step used at the same instant only one is accepted (the primary key
+  // alone refuses only the same step twice). Other accounts never wait.
+  return transaction(connections, 'READ COMMITTED', async (query) => {
+    await query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [TOTP_LOCK, userId]);
+    const inserted = await query(
+      `INSERT INTO totp_steps (user_id, step, keep_until) SELECT $1, $2, $3
+        WHERE NOT EXISTS (SELECT 1 FROM totp_steps WHERE user_id = $1 AND step >= $2)
+        ON CONFLICT DO NOTHING`,
+      [userId, step, keepUntil],
+    );
+    return rowCount(inserted) > 0;
+  });
 }
 
 export async function deleteExpiredSignInState(query: Query, now: number, limit: number): Promise<number> {

@@ -303,7 +303,7 @@ export class PgStore extends PgReader implements Store {
   }
 
   useTotpStep(userId: string, step: number, keepUntil: number): Promise<boolean> {
-    return signInState.useTotpStep(this.query, userId, step, keepUntil);
+    return signInState.useTotpStep(this.connections, userId, step, keepUntil);
   }
 
   deleteExpiredSignInState(now: number, limit: number): Promise<number> {
