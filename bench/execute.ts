@@ -38,6 +38,8 @@ export interface RouteResults {
   readonly direct: PhaseResult;
   readonly relay: PhaseResult;
   readonly relayVerify: PhaseResult;
+  /** The floor of issue 14: Ed25519, a jti map, the JSON body parsed and checked, the relay. */
+  readonly floor: PhaseResult;
   readonly proxied: PhaseResult;
 }
 
@@ -124,24 +126,18 @@ export async function runExecuteBench(
     }
     const agentId = registered.agent_id;
 
-    const relay = async (verify: boolean): Promise<{ url: string; pid: number }> => {
+    const relay = async (mode: 'relay' | 'verify' | 'floor'): Promise<{ url: string; pid: number }> => {
       const child = spawn(
         process.execPath,
-        [
-          '--import',
-          'tsx',
-          join(ROOT, 'bench/floor-proxy-child.ts'),
-          upstreamUrl,
-          agent.publicJwk.x,
-          verify ? '1' : '0',
-        ],
+        ['--import', 'tsx', join(ROOT, 'bench/floor-proxy-child.ts'), upstreamUrl, agent.publicJwk.x, mode],
         { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
       );
       children.push(child);
       return { url: `http://127.0.0.1:${Number(await firstLine(child))}`, pid: child.pid as number };
     };
-    const relayOnly = await relay(false);
-    const relayWithVerify = await relay(true);
+    const relayOnly = await relay('relay');
+    const relayWithVerify = await relay('verify');
+    const floorRelay = await relay('floor');
 
     const pools: Pool[] = [];
     const pool = (url: string): Pool => {
@@ -172,6 +168,7 @@ export async function runExecuteBench(
     };
     const viaRelay = through(relayOnly.url, relayOnly.pid);
     const viaRelayVerify = through(relayWithVerify.url, relayWithVerify.pid);
+    const viaFloor = through(floorRelay.url, floorRelay.pid);
     const viaProxy = through(proxyUrl, proxy.pid as number);
     const sign = async (n: number): Promise<string[]> => {
       const out: string[] = [];
@@ -181,23 +178,26 @@ export async function runExecuteBench(
 
     // Warm every route (connections, JIT, caches) before measuring.
     await phase(direct, 500, 8);
-    for (const via of [viaRelay, viaRelayVerify, viaProxy]) await phase(via(await sign(500)), 500, 8);
+    for (const via of [viaRelay, viaRelayVerify, viaFloor, viaProxy])
+      await phase(via(await sign(500)), 500, 8);
 
     // The routes take turns, ROUNDS times, each starting the round in turn: a burst of noise on a
     // shared machine then lands on every route alike instead of on whichever ran at that moment.
     // Each route gets its own fresh tokens: the proxy refuses a replayed jti.
     const routes = async (requests: number, concurrency: number): Promise<RouteResults> => {
-      const order: (keyof RouteResults)[] = ['direct', 'relay', 'relayVerify', 'proxied'];
+      const order: (keyof RouteResults)[] = ['direct', 'relay', 'relayVerify', 'floor', 'proxied'];
       const targets: Record<keyof RouteResults, (tokens: string[]) => Target> = {
         direct: () => direct,
         relay: viaRelay,
         relayVerify: viaRelayVerify,
+        floor: viaFloor,
         proxied: viaProxy,
       };
       const samples: Record<keyof RouteResults, Sample[]> = {
         direct: [],
         relay: [],
         relayVerify: [],
+        floor: [],
         proxied: [],
       };
       const perRound = Math.ceil(requests / ROUNDS);
@@ -212,6 +212,7 @@ export async function runExecuteBench(
         direct: summarize(samples.direct),
         relay: summarize(samples.relay),
         relayVerify: summarize(samples.relayVerify),
+        floor: summarize(samples.floor),
         proxied: summarize(samples.proxied),
       };
     };

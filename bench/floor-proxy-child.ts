@@ -1,20 +1,26 @@
 /**
- * The benchmark's yardstick, not a product: the least any agent gateway in Node must do per call.
- * It reads the agent's request, optionally checks the JWT's Ed25519 signature against one fixed
- * key (no claims, no replay cache, no grants, no validation, no activity), calls the upstream with
- * the same undici pool settings as the proxy and wraps the answer as `{"data": …}`. Whatever this
- * reaches is an upper bound for the real proxy on the same machine.
+ * The benchmark's yardsticks, not a product: the least any agent gateway in Node must do per call.
+ * It reads the agent's request, calls the upstream with the same undici pool settings as the proxy
+ * and wraps the answer as `{"data": …}`. By MODE, before the call:
+ * - `relay`: nothing else (a bare relay);
+ * - `verify`: checks the JWT's Ed25519 signature against one fixed key;
+ * - `floor` (issue 14): checks the signature, records the JWT's `jti` in a map (a second use is
+ *   refused), and parses and checks the JSON body (the capability's name, an integer petId).
+ * No grants, no policy, no activity: whatever these reach bounds the real proxy on this machine.
  *
- * argv: UPSTREAM_URL PUBLIC_KEY_X VERIFY(0|1). Prints its port on stdout.
+ * argv: UPSTREAM_URL PUBLIC_KEY_X MODE. Prints its port on stdout.
  */
 import { createPublicKey, verify } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 
-const [upstreamUrl = '', x = '', verifyFlag = '1'] = process.argv.slice(2);
+const [upstreamUrl = '', x = '', mode = 'verify'] = process.argv.slice(2);
 const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x }, format: 'jwk' });
-const checkSignature = verifyFlag === '1';
+const checkSignature = mode === 'verify' || mode === 'floor';
+const floor = mode === 'floor';
+/** Every jti seen (the benchmark's run is bounded, so the map is too). */
+const seen = new Map<string, number>();
 const upstream = new Pool(upstreamUrl, { connections: 128 });
 
 const server = createServer((req, res) => {
@@ -36,9 +42,24 @@ const server = createServer((req, res) => {
         res.writeHead(401).end();
         return;
       }
-      const { arguments: args } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+      if (floor) {
+        const payload = JSON.parse(
+          Buffer.from(token.slice(token.indexOf('.') + 1, lastDot), 'base64url').toString('utf8'),
+        ) as { jti?: unknown; exp?: unknown };
+        if (typeof payload.jti !== 'string' || seen.has(payload.jti)) {
+          res.writeHead(401).end();
+          return;
+        }
+        seen.set(payload.jti, typeof payload.exp === 'number' ? payload.exp : 0);
+      }
+      const { capability, arguments: args } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+        capability?: unknown;
         arguments?: { petId?: number };
       };
+      if (floor && (capability !== 'get_pet' || !Number.isInteger(args?.petId))) {
+        res.writeHead(400).end();
+        return;
+      }
       const reply = await upstream.request({
         path: `/v1/pets/${args?.petId ?? 1}`,
         method: 'GET',

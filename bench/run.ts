@@ -56,6 +56,7 @@ async function runExecute(): Promise<void> {
     ['direct', 'direct'],
     ['relay', 'bare relay'],
     ['relayVerify', 'bare relay + Ed25519'],
+    ['floor', 'floor (issue 14)'],
     ['proxied', 'proxy'],
   ];
   console.log(
@@ -69,14 +70,19 @@ async function runExecute(): Promise<void> {
     for (const [key, label] of routes) console.log(row(`${label}, c=${c}`, results[key]));
   }
   const ratio = (r: PhaseResult): string => (r.rps / exec.c32.direct.rps).toFixed(2);
+  const added = (r: PhaseResult): number => r.p50Ms - exec.c1.direct.p50Ms;
+  const cpu = (r: PhaseResult): number => r.cpuUsPerRequest?.proxy ?? NaN;
   console.log(
-    `  added p50 latency at c=1: proxy ${(exec.c1.proxied.p50Ms - exec.c1.direct.p50Ms).toFixed(3)} ms, ` +
-      `bare relay + Ed25519 ${(exec.c1.relayVerify.p50Ms - exec.c1.direct.p50Ms).toFixed(3)} ms`,
+    `  added p50 latency at c=1: proxy ${added(exec.c1.proxied).toFixed(3)} ms, ` +
+      `floor ${added(exec.c1.floor).toFixed(3)} ms (proxy/floor ${(added(exec.c1.proxied) / added(exec.c1.floor)).toFixed(2)}, target ≤ 1.25)`,
   );
   console.log(
     `  throughput at c=32 relative to direct: bare relay ${ratio(exec.c32.relay)}, ` +
-      `bare relay + Ed25519 ${ratio(exec.c32.relayVerify)}, proxy ${ratio(exec.c32.proxied)}; ` +
-      `proxy/(bare relay + Ed25519) ${(exec.c32.proxied.rps / exec.c32.relayVerify.rps).toFixed(2)}`,
+      `bare relay + Ed25519 ${ratio(exec.c32.relayVerify)}, floor ${ratio(exec.c32.floor)}, proxy ${ratio(exec.c32.proxied)}`,
+  );
+  console.log(
+    `  proxy against the floor at c=32: throughput ${(exec.c32.proxied.rps / exec.c32.floor.rps).toFixed(2)} (target ≥ 0.8), ` +
+      `gateway CPU per request ${(cpu(exec.c32.proxied) / cpu(exec.c32.floor)).toFixed(2)} (target ≤ 1.25)`,
   );
 }
 
