@@ -70,6 +70,9 @@ function password(o: {
   const file = resolve(o.base, o.postgres.password_file);
   let value: string;
   try {
+    // Not settings.ts's readSecretFile: that trims and wants a token's shape (16+ characters, no
+    // white space); a database password is whatever the DBA set, so only the file's final line
+    // break is dropped.
     value = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
   } catch {
     throw new UserError(`postgres.password_file: ${file}: not found or not readable`);

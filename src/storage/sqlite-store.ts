@@ -74,7 +74,7 @@ export interface SqliteStoreOptions {
 export type WriteKind = 'state' | 'activity';
 
 /** The page cache of the store's one connection, in KiB (a bound on its memory, README). */
-export const SQLITE_CACHE_KIB = 32_768;
+const SQLITE_CACHE_KIB = 32_768;
 
 /** A contract with its promises taken off: the same methods, answering on the spot. */
 type Sync<T> = {

@@ -10,8 +10,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { serveCli, type ServedCli } from './cli-serve.js';
-import { ROOT } from './cli-process.js';
+import { killChildren, ROOT } from './cli-process.js';
 import { agentJwt, hostJwt, type TestKey } from './keys.js';
+import { startPostgres, type TestPostgres } from './postgres.js';
 import { TestUpstream } from './upstream.js';
 
 export const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
@@ -142,6 +143,39 @@ export async function startReplicas(options: {
     await Promise.all(started.map((r) => r.stop()));
     await upstream.close();
     rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+export interface ReplicaCluster extends ReplicaSet {
+  /** The cluster's own server (stopServer/startServer for an outage). */
+  readonly postgres: TestPostgres;
+}
+
+/**
+ * A PostgreSQL of its own and replicas on a fresh database of it (startReplicas' options, less
+ * the database and the children). `close` stops the replicas, kills any leftover by PID, then
+ * stops the server.
+ */
+export async function startReplicaCluster(
+  options: Omit<Parameters<typeof startReplicas>[0], 'db' | 'children'>,
+): Promise<ReplicaCluster> {
+  const children = new Set<ChildProcess>();
+  const postgres = await startPostgres();
+  try {
+    const set = await startReplicas({ ...options, db: await postgres.createDatabase(), children });
+    return {
+      ...set,
+      postgres,
+      close: async () => {
+        await set.close();
+        killChildren(children);
+        await postgres.stop();
+      },
+    };
+  } catch (err) {
+    killChildren(children);
+    await postgres.stop();
     throw err;
   }
 }

@@ -10,13 +10,11 @@
  * The browser's side is played by fetch and a software authenticator (test/helpers/webauthn.ts),
  * with the `Origin` a browser on the shared issuer would send.
  */
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/util/password.js';
 import { hotp, totpStep } from '../../../src/util/totp.js';
-import { CLI, ensureBuiltCli, killChildren } from '../../helpers/cli-process.js';
-import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { startReplicas, type Replica, type ReplicaSet } from '../../helpers/replicas.js';
+import { CLI, ensureBuiltCli } from '../../helpers/cli-process.js';
+import { startReplicaCluster, type Replica, type ReplicaCluster } from '../../helpers/replicas.js';
 import { SoftAuthenticator } from '../../helpers/webauthn.js';
 
 /** Passkeys need https or a `localhost` name: the replicas' shared issuer is one. */
@@ -27,33 +25,24 @@ const PASSWORD = 'correct horse battery staple';
 const TOTP_SECRET = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ';
 const TOTP_KEY = Buffer.from('12345678901234567890');
 
-const children = new Set<ChildProcess>();
-let postgres: TestPostgres;
-let set: ReplicaSet;
+let set: ReplicaCluster;
 let a: Replica;
 let b: Replica;
 
 beforeAll(async () => {
   expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
-  postgres = await startPostgres();
   const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
   const users = ['alice', 'bob'].map(
     (u) => `      - user_id: ${u}\n        password_hash: "${hash}"\n        totp_secret: ${TOTP_SECRET}`,
   );
-  set = await startReplicas({
-    db: await postgres.createDatabase(),
+  set = await startReplicaCluster({
     policy: 'rate_limits:\n  per_ip: null\n',
     config: ['sign_in:', '  fresh_auth: 5m', '  local:', '    users:', ...users].join('\n'),
     issuer: ISSUER,
-    children,
   });
   [a, b] = set.replicas as [Replica, Replica];
 });
-afterAll(async () => {
-  await set?.close();
-  killChildren(children);
-  await postgres?.stop();
-});
+afterAll(() => set?.close());
 
 interface PageReply {
   readonly status: number;

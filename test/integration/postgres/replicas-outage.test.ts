@@ -4,12 +4,10 @@
  * back, with everything acknowledged before still there; and the change notices that keep their
  * caches honest (§10.2) work again afterwards: a revocation on one is refused on the other.
  */
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, ensureBuiltCli, killChildren } from '../../helpers/cli-process.js';
+import { CLI, ensureBuiltCli } from '../../helpers/cli-process.js';
 import { generateTestKey } from '../../helpers/keys.js';
-import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { startReplicas, until, type Replica, type ReplicaSet } from '../../helpers/replicas.js';
+import { startReplicaCluster, until, type Replica, type ReplicaCluster } from '../../helpers/replicas.js';
 
 const POLICY = `
 capabilities:
@@ -20,23 +18,16 @@ rate_limits:
   approval_requests_per_user: null
 `;
 
-const children = new Set<ChildProcess>();
-let postgres: TestPostgres;
-let set: ReplicaSet;
+let set: ReplicaCluster;
 let a: Replica;
 let b: Replica;
 
 beforeAll(async () => {
   expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
-  postgres = await startPostgres();
-  set = await startReplicas({ db: await postgres.createDatabase(), policy: POLICY, children });
+  set = await startReplicaCluster({ policy: POLICY });
   [a, b] = set.replicas as [Replica, Replica];
 });
-afterAll(async () => {
-  await set?.close();
-  killChildren(children);
-  await postgres?.stop();
-});
+afterAll(() => set?.close());
 
 const status = async (r: Replica, path: string): Promise<number> => (await r.request('GET', path)).status;
 
@@ -54,7 +45,7 @@ describe('two replicas through a database outage', () => {
     ).toBe(200);
     expect((await b.execute(agent, agentId, 'get_pet', { petId: 1 })).status).toBe(200);
 
-    await postgres.stopServer();
+    await set.postgres.stopServer();
     for (const r of [a, b]) {
       await until(
         () => status(r, '/readyz'),
@@ -67,7 +58,7 @@ describe('two replicas through a database outage', () => {
       expect(r.child.exitCode).toBeNull();
     }
 
-    await postgres.startServer();
+    await set.postgres.startServer();
     for (const r of [a, b]) {
       await until(
         () => status(r, '/readyz'),

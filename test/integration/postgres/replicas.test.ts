@@ -6,18 +6,16 @@
  * rate limit split across both admits its count in total (§8.13); a notification stream on one
  * hears a decision made on the other (§10.10.2).
  */
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, ensureBuiltCli, killChildren } from '../../helpers/cli-process.js';
+import { CLI, ensureBuiltCli } from '../../helpers/cli-process.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../../helpers/keys.js';
-import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import {
   EXECUTE_AUD,
   ISSUER,
-  startReplicas,
+  startReplicaCluster,
   until,
   type Replica,
-  type ReplicaSet,
+  type ReplicaCluster,
 } from '../../helpers/replicas.js';
 
 /** The bound the README states for a change on one replica to be enforced by every other. */
@@ -39,23 +37,16 @@ rate_limits:
     get_inventory: "${INVENTORY_PER_HOUR}/1h"
 `;
 
-const children = new Set<ChildProcess>();
-let postgres: TestPostgres;
-let set: ReplicaSet;
+let set: ReplicaCluster;
 let a: Replica;
 let b: Replica;
 
 beforeAll(async () => {
   expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
-  postgres = await startPostgres();
-  set = await startReplicas({ db: await postgres.createDatabase(), policy: POLICY, children });
+  set = await startReplicaCluster({ policy: POLICY });
   [a, b] = set.replicas as [Replica, Replica];
 });
-afterAll(async () => {
-  await set?.close();
-  killChildren(children);
-  await postgres?.stop();
-});
+afterAll(() => set?.close());
 afterEach(() => set.upstream.reset());
 
 interface Registered {
