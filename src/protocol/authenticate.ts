@@ -318,26 +318,47 @@ export function agentStatusError(agent: AgentRecord): ProtocolError | undefined 
  * execute location for execution (§4.3). Records nothing (see `acceptAgent`), except that an
  * agent whose lifetime has run out is stored as expired on the way (lifecycle.ts).
  */
-export async function verifyAgentJwt(
+export function verifyAgentJwt(
   ctx: ProtocolContext,
   token: string,
   audiences: readonly string[],
-): Promise<AgentAuth> {
+): AgentAuth | Promise<AgentAuth> {
   const jwt = decode(token, 'agent+jwt');
   const { payload } = jwt;
   const sub = payload.sub;
   if (typeof sub !== 'string' || sub === '') throw invalid('The agent JWT needs a sub claim (§4.3).');
   const iss = payload.iss;
   if (iss !== undefined && typeof iss !== 'string') throw invalid('iss must be a string.');
+  // Execution's usual case: agent and host in the hot cache, the agent's own key. Everything is
+  // then synchronous, so the request goes on without a trip through the microtask queue.
   const agentHit = ctx.cache.agents.get(sub);
-  const stored = agentHit !== undefined ? agentHit : await loadAgent(ctx, sub);
-  // Unknown agent and foreign host get the same answer: nothing about other hosts leaks.
-  if (!stored) throw invalid('Unknown agent.');
-  const hostKey = `id:${stored.hostId}`;
-  const hostHit = ctx.cache.hosts.get(hostKey);
-  const host = hostHit !== undefined ? hostHit : await loadHost(ctx, hostKey, stored.hostId);
-  if (!host) throw invalid('Unknown agent.');
-  const claims = verify(ctx, jwt, await agentKey(ctx, jwt, stored), 'agent+jwt', audiences);
+  const hostHit = agentHit ? ctx.cache.hosts.get(`id:${agentHit.hostId}`) : undefined;
+  if (agentHit && hostHit && !agentHit.jwksUrl) {
+    return acceptedAgent(ctx, jwt, agentHit, hostHit, agentHit.publicJwk, audiences);
+  }
+  return (async () => {
+    const stored = agentHit !== undefined ? agentHit : await loadAgent(ctx, sub);
+    // Unknown agent and foreign host get the same answer: nothing about other hosts leaks.
+    if (!stored) throw invalid('Unknown agent.');
+    const hostKey = `id:${stored.hostId}`;
+    const cachedHost = ctx.cache.hosts.get(hostKey);
+    const host = cachedHost !== undefined ? cachedHost : await loadHost(ctx, hostKey, stored.hostId);
+    if (!host) throw invalid('Unknown agent.');
+    return acceptedAgent(ctx, jwt, stored, host, await agentKey(ctx, jwt, stored), audiences);
+  })();
+}
+
+/** §4.5 steps 3–7 once the agent, its host and the key are known. */
+function acceptedAgent(
+  ctx: ProtocolContext,
+  jwt: UnverifiedJwt,
+  stored: AgentRecord,
+  host: HostRecord,
+  key: Ed25519PublicJwk,
+  audiences: readonly string[],
+): AgentAuth | Promise<AgentAuth> {
+  const claims = verify(ctx, jwt, key, 'agent+jwt', audiences);
+  const iss = jwt.payload.iss;
   // The reference SDK omits iss; when present it MUST name the agent's own host (§4.5 steps 4–5).
   // Checked after the signature, so a forger cannot probe which host owns an agent. A JWKS-based
   // host's iss changes when it rotates, possibly before its next host JWT updates the stored one
@@ -354,7 +375,11 @@ export async function verifyAgentJwt(
   if (hostError) throw hostError;
   // A lifetime clock that ran out is stored on the way; otherwise nothing is awaited here.
   const due = dueStatus(ctx, stored);
-  const agent = due === undefined ? stored : await applyDueStatus(ctx, stored, due);
+  if (due === undefined) return activeAgent(stored, host, claims);
+  return applyDueStatus(ctx, stored, due).then((agent) => activeAgent(agent, host, claims));
+}
+
+function activeAgent(agent: AgentRecord, host: HostRecord, claims: Claims): AgentAuth {
   const agentError = agentStatusError(agent);
   if (agentError) throw agentError;
   return { agent, host, claims };

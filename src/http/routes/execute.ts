@@ -85,6 +85,32 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
   const { ctx, limits, engine, log, settings } = options;
   const streams = new Set<(error?: ProtocolError) => void>();
 
+  /** An async job's `202` (its status URL stored first) or a relayed event stream. */
+  const answerLater = async (
+    x: Exchange,
+    s: Execution,
+    outcome: Exclude<ExecutionOutcome, { kind: 'data' }>,
+    authorized: AuthorizedExecution,
+  ): Promise<void> => {
+    if (outcome.kind === 'async') {
+      const statusUrl = await openAsyncJob(ctx, {
+        agentId: authorized.auth.agent.id,
+        capability: authorized.capability.name,
+        upstreamUrl: outcome.upstreamUrl,
+        statusCapability: outcome.statusCapability,
+        ttlMs: settings.asyncJobTtlMs,
+      });
+      sendJson(
+        x.res,
+        202,
+        { status: 'pending', status_url: statusUrl },
+        outcome.retryAfter ? { 'retry-after': outcome.retryAfter } : {},
+      );
+    } else {
+      await relayStream(x.res, outcome, authorized, { ctx, settings }, need(s.abort, 'abort'), streams);
+    }
+  };
+
   router.addWithState<Execution>(
     'POST',
     '/capability/execute',
@@ -172,28 +198,15 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         });
         x.decision.upstream_status = s.outcome.upstreamStatus;
       }),
-      step('respond', async (x, s) => {
+      // Synchronous for a plain answer (the hot path); an async job or a stream is awaited.
+      step('respond', (x, s) => {
         const outcome = need(s.outcome, 'outcome');
         const authorized = need(s.authorized, 'authorized');
         if (outcome.kind === 'data') {
           sendJson(x.res, 200, { data: outcome.data });
-        } else if (outcome.kind === 'async') {
-          const statusUrl = await openAsyncJob(ctx, {
-            agentId: authorized.auth.agent.id,
-            capability: authorized.capability.name,
-            upstreamUrl: outcome.upstreamUrl,
-            statusCapability: outcome.statusCapability,
-            ttlMs: settings.asyncJobTtlMs,
-          });
-          sendJson(
-            x.res,
-            202,
-            { status: 'pending', status_url: statusUrl },
-            outcome.retryAfter ? { 'retry-after': outcome.retryAfter } : {},
-          );
-        } else {
-          await relayStream(x.res, outcome, authorized, { ctx, settings }, need(s.abort, 'abort'), streams);
+          return undefined;
         }
+        return answerLater(x, s, outcome, authorized);
       }),
     ],
     () => ({ started: performance.now() }),

@@ -25,18 +25,17 @@ function missing(what: string): ProtocolError {
 
 /**
  * Runs `verify`; a 401 it throws is charged to the client's failed-authentication budget and
- * logged (without the token) before it goes on.
+ * logged (without the token) before it goes on. A verification that finishes synchronously (the
+ * hot cache's usual case) stays synchronous, so execution does not wait on the microtask queue.
  */
-async function charged<T>(
+function charged<T>(
   { limits, logger }: TokenStepOptions,
   x: Exchange,
   verify: () => T | Promise<T>,
-): Promise<T> {
+): T | Promise<T> {
   limits.authFailuresLeft(x.clientIp);
   x.challenge ??= 'protocol';
-  try {
-    return await verify();
-  } catch (err) {
+  const refused = (err: unknown): never => {
     if (err instanceof ProtocolError && err.status === 401) {
       limits.authFailed(x.clientIp);
       logger.warn('authentication failed', {
@@ -47,7 +46,14 @@ async function charged<T>(
       });
     }
     throw err;
+  };
+  let result: T | Promise<T>;
+  try {
+    result = verify();
+  } catch (err) {
+    return refused(err);
   }
+  return result instanceof Promise ? result.catch(refused) : result;
 }
 
 function requireToken(x: Exchange, what: string): string {
@@ -73,11 +79,19 @@ export function agentToken(
   options: TokenStepOptions,
   audiences: (x: Exchange) => readonly string[] = () => [options.ctx.issuer()],
 ): SharedStep {
-  return step('agent-token', async (x) => {
-    x.agent = await charged(options, x, () =>
+  return step('agent-token', (x) => {
+    const auth = charged(options, x, () =>
       verifyAgentJwt(options.ctx, requireToken(x, 'an agent JWT'), audiences(x)),
     );
+    if (auth instanceof Promise) {
+      return auth.then((verified) => {
+        x.agent = verified;
+        noteAgent(x);
+      });
+    }
+    x.agent = auth;
     noteAgent(x);
+    return undefined;
   });
 }
 
