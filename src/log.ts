@@ -20,6 +20,8 @@ export interface Logger {
   info(msg: string, fields?: LogFields): void;
   warn(msg: string, fields?: LogFields): void;
   error(msg: string, fields?: LogFields): void;
+  /** Whether a line at `level` is written: fields that cost work to build are built only then. */
+  enabled(level: Exclude<LogLevel, 'silent'>): boolean;
 }
 
 /**
@@ -61,6 +63,7 @@ function wrap(p: Pino): Logger {
     info: (m, f) => p.info(f ?? {}, m),
     warn: (m, f) => p.warn(f ?? {}, m),
     error: (m, f) => p.error(f ?? {}, m),
+    enabled: (level) => p.isLevelEnabled(level),
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ProtocolError } from '../errors.js';
+import { readStream } from '../util/read-stream.js';
 
 /** Arrays and objects nested deeper than this are refused (400); no protocol body needs 16. */
 export const MAX_JSON_DEPTH = 64;
@@ -15,19 +16,14 @@ export async function readJsonObject(
   options: { optional?: boolean } = {},
 ): Promise<Record<string, unknown>> {
   const type = req.headers['content-type'];
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    // The declared length is checked up front; this catches chunked bodies that lie or omit it.
-    if (size > maxBytes) {
-      throw new ProtocolError('payload_too_large', `The request body exceeds the ${maxBytes}-byte limit.`, {
-        headers: { connection: 'close' },
-      });
-    }
-    chunks.push(chunk);
+  const { bytes, over } = await readStream(req, maxBytes, { keepOpen: true });
+  // The declared length is checked up front; this catches chunked bodies that lie or omit it.
+  if (over) {
+    throw new ProtocolError('payload_too_large', `The request body exceeds the ${maxBytes}-byte limit.`, {
+      headers: { connection: 'close' },
+    });
   }
-  if (size === 0) {
+  if (bytes.length === 0) {
     if (options.optional) return {};
     throw new ProtocolError('invalid_request', 'A JSON request body is required.');
   }
@@ -36,7 +32,7 @@ export async function readJsonObject(
   }
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    value = JSON.parse(bytes.toString('utf8'));
   } catch {
     throw new ProtocolError('invalid_request', 'The request body is not valid JSON.');
   }

@@ -24,6 +24,7 @@ import { isGrantEffective } from '../protocol/lifecycle.js';
 import { finishPerCall } from '../protocol/per-call-decide.js';
 import type { PerCallRecord } from '../storage/types.js';
 import { discard } from '../upstream/answers.js';
+import { Cancellation } from '../upstream/cancellation.js';
 import type { Executor } from '../upstream/executor.js';
 import { takeUpstreamSlot } from './in-flight.js';
 
@@ -77,7 +78,7 @@ async function execute(
   const slot = takeUpstreamSlot(inFlight, { agentId: r.agentId, hostId: r.hostId });
   let outcome: Awaited<ReturnType<Executor['execute']>>;
   try {
-    outcome = await executor.execute({ call, caller, requestId, controller: new AbortController() });
+    outcome = await executor.execute({ call, caller, requestId, controller: new Cancellation() });
   } finally {
     slot.release();
   }

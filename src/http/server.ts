@@ -103,7 +103,8 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Ser
     decision.status = res.statusCode;
     decision.total_ms = roundMs(performance.now() - started);
     options.onDecision?.(decision);
-    logger.info('request', decisionFields(decision, path));
+    // At `warn` and above the access line is not written: its fields are not built either.
+    if (logger.enabled('info')) logger.info('request', decisionFields(decision, path));
   });
   let exchange: Exchange | undefined;
   try {

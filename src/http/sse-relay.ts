@@ -8,6 +8,7 @@ import type { ExecutionSettings } from '../config/settings.js';
 import { ProtocolError, toProtocolError } from '../errors.js';
 import type { ProtocolContext } from '../protocol/context.js';
 import { streamStillAuthorized, type AuthorizedExecution } from '../protocol/execute.js';
+import type { Cancellation } from '../upstream/cancellation.js';
 import type { UpstreamReply } from '../upstream/client.js';
 import { formatSse, SseParser } from '../upstream/sse.js';
 
@@ -26,7 +27,7 @@ export async function relayStream(
   { reply, scrub }: { reply: UpstreamReply; scrub: (text: string) => string },
   authorized: AuthorizedExecution,
   options: RelayOptions,
-  abort: AbortController,
+  abort: Cancellation,
   open: Set<(error?: ProtocolError) => void>,
 ): Promise<void> {
   const { ctx, settings } = options;
@@ -91,7 +92,7 @@ export async function relayStream(
     }
     finish();
   } catch {
-    if (abort.signal.aborted) finish();
+    if (abort.aborted) finish();
     else finish(new ProtocolError('upstream_unavailable', 'The upstream stream failed.'));
   }
 }

@@ -6,6 +6,8 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
+import { readStream, type ReadBytes } from '../util/read-stream.js';
+import { Cancellation } from './cancellation.js';
 import { errorCode } from './oauth.js';
 
 export interface UpstreamCall {
@@ -20,11 +22,11 @@ export interface UpstreamCall {
   readonly retries: number;
   readonly retryBackoffMs: number;
   /**
-   * The caller's controller, which the call then uses as its own: the caller aborts it to cancel
-   * (e.g. the agent disconnected), the client aborts it when the deadline passes. One controller
-   * per request, because each costs several µs on the hot path. Absent: the client makes one.
+   * The caller's cancellation, which the call then uses as its own: the caller aborts it to cancel
+   * (e.g. the agent disconnected), the client aborts it when the deadline passes. One per request,
+   * because each costs on the hot path. Absent: the client makes one.
    */
-  readonly controller?: AbortController;
+  readonly controller?: Cancellation;
 }
 
 export interface UpstreamReply {
@@ -35,7 +37,7 @@ export interface UpstreamReply {
   /** How many attempts it took (1 = no retry). */
   readonly attempts: number;
   /** Aborts the body when the deadline passes while it is still being read. */
-  readonly deadline: AbortSignal;
+  readonly deadline: Cancellation;
   /** Ends the deadline (a relayed stream has its own limits); called when the body closes. */
   readonly done: () => void;
 }
@@ -86,10 +88,9 @@ export class UpstreamClient {
   private readonly sleep: (ms: number) => Promise<void>;
 
   async send(call: UpstreamCall): Promise<UpstreamReply> {
-    // One controller and one timer per call (AbortSignal.timeout/any cost more on the hot path).
-    const controller = call.controller ?? new AbortController();
-    const deadline = controller.signal;
-    const timer = setTimeout(() => controller.abort(DEADLINE_PASSED), call.timeoutMs).unref();
+    // One cancellation and one timer per call (AbortSignal.timeout/any cost more on the hot path).
+    const deadline = call.controller ?? new Cancellation();
+    const timer = setTimeout(() => deadline.abort(DEADLINE_PASSED), call.timeoutMs).unref();
     const done = (): void => clearTimeout(timer);
     try {
       const reply = await this.attempt(call, deadline);
@@ -101,7 +102,7 @@ export class UpstreamClient {
     }
   }
 
-  private async attempt(call: UpstreamCall, deadline: AbortSignal): Promise<Omit<UpstreamReply, 'done'>> {
+  private async attempt(call: UpstreamCall, deadline: Cancellation): Promise<Omit<UpstreamReply, 'done'>> {
     const retries = IDEMPOTENT.has(call.method) ? call.retries : 0;
     for (let attempt = 0; ; attempt++) {
       let res: Dispatcher.ResponseData;
@@ -151,31 +152,19 @@ export class UpstreamClient {
  * `truncate`, returns its first `maxBytes` bytes instead of failing.
  */
 export async function readBody(reply: UpstreamReply, maxBytes: number, truncate = false): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
+  let read: ReadBytes;
   try {
-    for await (const chunk of reply.body) {
-      const buf = chunk as Buffer;
-      size += buf.length;
-      if (size > maxBytes) {
-        reply.body.destroy();
-        if (truncate) {
-          chunks.push(buf.subarray(0, buf.length - (size - maxBytes)));
-          size = maxBytes;
-          break;
-        }
-        throw new UpstreamCallError('too_large', `the upstream response exceeds ${maxBytes} bytes`);
-      }
-      chunks.push(buf);
-    }
+    read = await readStream(reply.body, maxBytes);
   } catch (err) {
-    if (err instanceof UpstreamCallError) throw err;
     throw classify(err, reply.deadline);
   }
-  return Buffer.concat(chunks, size);
+  if (read.over && !truncate) {
+    throw new UpstreamCallError('too_large', `the upstream response exceeds ${maxBytes} bytes`);
+  }
+  return read.bytes;
 }
 
-function classify(err: unknown, deadline: AbortSignal): UpstreamCallError {
+function classify(err: unknown, deadline: Cancellation): UpstreamCallError {
   // The first abort wins: a deadline that passed stays a timeout if the caller then leaves too.
   if (deadline.aborted && deadline.reason !== DEADLINE_PASSED) {
     return new UpstreamCallError('aborted', 'the caller went away');

@@ -13,6 +13,7 @@ import { essence } from '../openapi/media.js';
 import type { Capability } from '../openapi/types.js';
 import { dataOf, discard, failureOf, readAnswer, relayedStream } from './answers.js';
 import { asyncLocation, headerValue, pollState, retryAfterOf, type AsyncState } from './async-status.js';
+import type { Cancellation } from './cancellation.js';
 import type { UpstreamClient, UpstreamReply } from './client.js';
 import type { OAuthTokens } from './oauth.js';
 import { refusingBadArguments, requestParts, withPins, type RequestContext } from './outgoing.js';
@@ -38,7 +39,7 @@ export interface PreparedCall {
 export interface ExecutionRequest extends RequestContext {
   readonly call: PreparedCall;
   /** Cancels the call when aborted (the agent went away); the upstream client also uses it. */
-  readonly controller?: AbortController;
+  readonly controller?: Cancellation;
 }
 
 export type ExecutionOutcome =

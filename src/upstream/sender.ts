@@ -6,6 +6,7 @@
 import { ProtocolError } from '../errors.js';
 import type { OperationBinding } from '../openapi/types.js';
 import { callFailure, discard } from './answers.js';
+import type { Cancellation } from './cancellation.js';
 import type { UpstreamClient, UpstreamReply } from './client.js';
 import type { AppliedCredentials } from './credentials.js';
 import { TokenError } from './oauth.js';
@@ -15,7 +16,7 @@ import type { ApiRuntime } from './runtime.js';
 
 export interface Sending {
   readonly timeoutMs: number;
-  readonly controller?: AbortController;
+  readonly controller?: Cancellation;
 }
 
 export class Sender {

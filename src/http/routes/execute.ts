@@ -28,6 +28,7 @@ import {
 } from '../../protocol/execute.js';
 import type { ExecutionLog } from '../../protocol/execution-log.js';
 import type { InFlightSlots, Slot } from '../../protocol/in-flight.js';
+import { Cancellation } from '../../upstream/cancellation.js';
 import type { CallerIdentity, ExecutionOutcome, Executor, PreparedCall } from '../../upstream/executor.js';
 import { traceContext, type TraceContext } from '../../upstream/trace-context.js';
 import { takeUpstreamSlot } from '../in-flight.js';
@@ -74,7 +75,7 @@ interface Execution {
   call?: PreparedCall;
   /** The upstream slot this execution holds until it is over (fair share). */
   slot?: Slot;
-  abort?: AbortController;
+  abort?: Cancellation;
   outcome?: ExecutionOutcome;
   /** Per-call approval: answered 202; the upstream is called only once a person approves. */
   deferred?: boolean;
@@ -183,7 +184,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         const authorized = need(s.authorized, 'authorized');
         // The grant's use (account page), counted in memory and flushed in batches: no write here.
         ctx.usage.recordGrant(authorized.grant.id, ctx.clock.now());
-        const abort = new AbortController();
+        const abort = new Cancellation();
         s.abort = abort;
         // Only an agent that goes away mid-call cancels it (a finished response closes too).
         x.res.once('close', () => {

@@ -1,0 +1,70 @@
+import { PassThrough, Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { readStream } from '../../../src/util/read-stream.js';
+
+describe('readStream', () => {
+  it('joins every chunk up to the end', async () => {
+    const read = await readStream(Readable.from([Buffer.from('ab'), Buffer.from('cd')]), 10);
+    expect(read).toEqual({ bytes: Buffer.from('abcd'), over: false });
+  });
+
+  it('an empty stream reads as no bytes', async () => {
+    const read = await readStream(Readable.from([]), 10);
+    expect(read.bytes.length).toBe(0);
+    expect(read.over).toBe(false);
+  });
+
+  it('a stream over the cap: its first maxBytes, flagged, and destroyed', async () => {
+    const stream = Readable.from([Buffer.from('abc'), Buffer.from('defg'), Buffer.from('hij')]);
+    const read = await readStream(stream, 5);
+    expect(read).toEqual({ bytes: Buffer.from('abcde'), over: true });
+    expect(stream.destroyed).toBe(true);
+  });
+
+  it('exactly maxBytes is not over', async () => {
+    const read = await readStream(Readable.from([Buffer.from('abcde')]), 5);
+    expect(read).toEqual({ bytes: Buffer.from('abcde'), over: false });
+  });
+
+  it('keepOpen pauses rather than destroys a stream over the cap', async () => {
+    const stream = new PassThrough();
+    const reading = readStream(stream, 3, { keepOpen: true });
+    stream.write(Buffer.from('abcd'));
+    const read = await reading;
+    expect(read.over).toBe(true);
+    expect(stream.destroyed).toBe(false);
+    expect(stream.isPaused()).toBe(true);
+  });
+
+  it('destroying a stream that reports it as an error does not leave the error unhandled', async () => {
+    const stream = new PassThrough();
+    // As undici's bodies do: destroyed before its end, the stream emits an error.
+    stream._destroy = (_err, cb) => cb(new Error('aborted'));
+    const reading = readStream(stream, 1);
+    stream.write(Buffer.from('ab'));
+    expect((await reading).over).toBe(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(stream.listenerCount('error')).toBe(1);
+  });
+
+  it("rejects with the stream's error", async () => {
+    const stream = new PassThrough();
+    const reading = readStream(stream, 10);
+    stream.destroy(new Error('boom'));
+    await expect(reading).rejects.toThrow('boom');
+  });
+
+  it('rejects a stream closed before its end as a premature close', async () => {
+    const stream = new PassThrough();
+    const reading = readStream(stream, 10);
+    stream.write('a');
+    stream.destroy();
+    await expect(reading).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' });
+  });
+
+  it('a stream already destroyed is a premature close', async () => {
+    const stream = new PassThrough();
+    stream.destroy();
+    await expect(readStream(stream, 10)).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' });
+  });
+});
