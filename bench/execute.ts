@@ -84,9 +84,10 @@ export async function runExecuteBench(
     const proxy = spawn(
       process.execPath,
       [
-        // AAP_BENCH_PROFILE=DIR writes a CPU profile of the proxy there (open it in Chrome DevTools).
+        // AAP_BENCH_PROFILE=DIR writes CPU profiles of the proxy (DIR/proxy) and of the floor
+        // (DIR/floor) there: open them in Chrome DevTools, or `npx tsx bench/profile-top.ts DIR`.
         ...(process.env.AAP_BENCH_PROFILE
-          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.AAP_BENCH_PROFILE}`]
+          ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.AAP_BENCH_PROFILE, 'proxy')}`]
           : []),
         // `npm run bench` builds first (prebench): the deployed artefact is what is measured.
         join(ROOT, 'dist/cli.js'),
@@ -129,7 +130,18 @@ export async function runExecuteBench(
     const relay = async (mode: 'relay' | 'verify' | 'floor'): Promise<{ url: string; pid: number }> => {
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', join(ROOT, 'bench/floor-proxy-child.ts'), upstreamUrl, agent.publicJwk.x, mode],
+        [
+          // The floor's profile beside the proxy's: what the proxy does beyond it shows as the difference.
+          ...(process.env.AAP_BENCH_PROFILE && mode === 'floor'
+            ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.AAP_BENCH_PROFILE, 'floor')}`]
+            : []),
+          '--import',
+          'tsx',
+          join(ROOT, 'bench/floor-proxy-child.ts'),
+          upstreamUrl,
+          agent.publicJwk.x,
+          mode,
+        ],
         { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
       );
       children.push(child);
