@@ -20,6 +20,7 @@ import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
 import { runHealth } from './health.js';
 import { toOverrides } from './overrides.js';
 import { runHashPassword } from './hash-password.js';
+import { writeCatalogJson } from './catalog-json.js';
 import { processOutput, userErrorLine, type CliOutput } from './output.js';
 
 const USAGE = `Usage:
@@ -271,23 +272,13 @@ async function check(cli: CliOverrides, io: CliOutput): Promise<number> {
 
 async function printCapabilities(cli: CliOverrides, json: boolean, io: CliOutput): Promise<number> {
   const { catalog } = await loadServedCatalog(resolveSettings(cli));
-  io.out(json ? `${JSON.stringify(catalogJson(catalog), null, 2)}\n` : catalogTable(catalog));
-  if (!json) for (const w of catalog.warnings) io.err(`warning: ${w}\n`);
+  if (json) {
+    await writeCatalogJson(catalog, io);
+    return 0;
+  }
+  io.out(catalogTable(catalog));
+  for (const w of catalog.warnings) io.err(`warning: ${w}\n`);
   return 0;
-}
-
-export function catalogJson(catalog: Catalog): unknown {
-  return {
-    capabilities: catalog.capabilities.map((c) => ({
-      name: c.name,
-      description: c.description,
-      ...(c.input ? { input: c.input } : {}),
-      ...(c.output ? { output: c.output } : {}),
-      method: c.operation.method.toUpperCase(),
-      path: c.operation.path,
-    })),
-    warnings: catalog.warnings,
-  };
 }
 
 function catalogTable(catalog: Catalog): string {

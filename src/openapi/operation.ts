@@ -41,7 +41,6 @@ export function deriveOperation(ctx: ApiContext, op: RawOperation): DerivedOpera
   const { view, converter } = ctx;
   const properties: Record<string, SchemaNode> = {};
   const required: string[] = [];
-  const defs = new Set<string>();
   const parameters: ParameterBinding[] = [];
 
   const rawParams = withTemplateParameters(ctx, op, collectParameters(view, op));
@@ -63,20 +62,19 @@ export function deriveOperation(ctx: ApiContext, op: RawOperation): DerivedOpera
         `${view.source}: ${p.pointer}: ${p.in} parameter "${p.name}" clashes with another argument; agents pass it as "${argument}"`,
       );
     }
-    const derived = convertParameter(view, converter, located, argument, defs);
+    const derived = convertParameter(view, converter, located, argument);
     properties[argument] = derived.schema;
     parameters.push(derived.binding);
     if (derived.binding.required) required.push(argument);
   }
 
   const rawBody = readBody(view, op, rawParams);
-  const body = rawBody ? deriveBody(rawBody, converter, new Set(Object.keys(properties)), defs) : undefined;
+  const body = rawBody ? deriveBody(rawBody, converter, new Set(Object.keys(properties))) : undefined;
   for (const [name, schema] of body?.properties ?? []) properties[name] = schema;
   for (const name of body?.required ?? []) if (!required.includes(name)) required.push(name);
 
   const argumentsSchema = converter.finish(
     { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false },
-    defs,
     'input',
   );
   const output = deriveOutput(view, op, converter);

@@ -156,11 +156,9 @@ export function convertParameter(
   converter: SchemaConverter,
   p: RawParameter & { in: ParameterLocation },
   argument: string,
-  defs: Set<string>,
 ): DerivedParameter {
   const { schema, contentType } = parameterSchema(view, p);
   const converted = converter.convert(schema ?? {}, 'input', `${p.pointer}/schema`);
-  for (const d of converted.defs) defs.add(d);
   const { style, explode } = serialization(view, p);
   const binding: ParameterBinding = {
     argument,
@@ -173,5 +171,5 @@ export function convertParameter(
     allowReserved: p.raw.allowReserved === true,
     ...(contentType ? { contentType } : {}),
   };
-  return { binding, schema: annotate(converted.schema, p.raw) };
+  return { binding, schema: annotate(converted, p.raw) };
 }

@@ -4,6 +4,7 @@
  * executor always sends the pinned value instead.
  */
 import { createCatalog, type Catalog } from './catalog.js';
+import { withReachableDefs } from './local-ref.js';
 import type { Capability, JsonSchema } from './types.js';
 
 /** Capability name → names of its pinned arguments. */
@@ -57,9 +58,10 @@ function strip(schema: JsonSchema, pinned: readonly string[]): JsonSchema {
     ? (schema.required as unknown[]).filter((r) => typeof r !== 'string' || !pinned.includes(r))
     : undefined;
   const { required: _required, ...rest } = schema;
-  return {
+  // Only the root is rebuilt: the `$defs` it keeps are the catalog's shared, frozen definitions.
+  return withReachableDefs({
     ...rest,
     properties,
     ...(required && required.length > 0 ? { required } : {}),
-  };
+  });
 }

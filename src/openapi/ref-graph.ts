@@ -1,6 +1,7 @@
 /**
- * Finds the `$ref`s of a bundled document that take part in a cycle. Those become `$defs` in a
- * capability's schema; every other `$ref` is inlined, which is friendlier to agents.
+ * The `$ref` graph of a bundled document: every local `$ref` it uses (each becomes one `$defs`
+ * entry of the capability schemas that reach it) and those that take part in a cycle (request
+ * bodies behind those are never flattened into arguments, see request-body.ts).
  */
 import { isObject, resolvePointer } from './pointer.js';
 
@@ -17,7 +18,14 @@ export function directRefs(node: unknown, out = new Set<string>()): Set<string> 
   return out;
 }
 
-export function findRecursiveRefs(doc: unknown): Set<string> {
+export interface RefGraph {
+  /** Every local `$ref` reachable from the document. */
+  readonly refs: ReadonlySet<string>;
+  /** The `$ref`s on a cycle (including one that refers to itself). */
+  readonly recursive: ReadonlySet<string>;
+}
+
+export function analyzeRefs(doc: unknown): RefGraph {
   const edges = new Map<string, string[]>();
   const pending = [...directRefs(doc)];
   while (pending.length > 0) {
@@ -27,7 +35,7 @@ export function findRecursiveRefs(doc: unknown): Set<string> {
     edges.set(ref, targets);
     for (const t of targets) if (!edges.has(t)) pending.push(t);
   }
-  return stronglyConnected(edges);
+  return { refs: new Set(edges.keys()), recursive: stronglyConnected(edges) };
 }
 
 /** Tarjan's algorithm, iterative so deep reference chains cannot overflow the stack. */

@@ -2,6 +2,7 @@
  * Request body → input properties. An object body is flattened into the top-level input unless a
  * field name collides with a parameter; anything else goes under one `body` argument.
  */
+import { followLocalRefs, type DefLookup } from './local-ref.js';
 import { isObject, stringList } from './pointer.js';
 import { deref, type DocumentView, type RawOperation } from './document.js';
 import { essence, isJsonLike, isTextual, sortByPreference } from './media.js';
@@ -97,36 +98,36 @@ export function deriveBody(
   raw: RawBody,
   converter: SchemaConverter,
   takenArguments: ReadonlySet<string>,
-  defs: Set<string>,
 ): DerivedBody {
   const mediaTypes = sortByPreference(raw.mediaTypes);
   const mediaType = mediaTypes[0] as string;
   const rawSchema = raw.schemas.get(mediaType);
-  const converted = converter.convert(rawSchema ?? defaultBodySchema(mediaType), 'input', raw.pointer);
-  const schema = converted.schema;
+  const schema = converter.convert(rawSchema ?? defaultBodySchema(mediaType), 'input', raw.pointer);
+  // Components are `$defs` references now; the body is flattened exactly when it was while they
+  // were inlined, which is when no cycle stands in the way (argument names are a stable contract).
+  const defs = converter.acyclicDefinitions('input');
+  const target = followLocalRefs(schema, defs);
   const encoding = readEncoding(raw.encodings.get(mediaType));
   const base = { mediaTypes, mediaType, required: raw.required, encoding };
 
-  if (isFlattenable(schema) && !Object.keys(schema.properties).some((f) => takenArguments.has(f))) {
-    for (const d of converted.defs) defs.add(d);
-    const properties = Object.entries(schema.properties);
+  if (isFlattenable(target) && !Object.keys(target.properties).some((f) => takenArguments.has(f))) {
+    const properties = Object.entries(target.properties);
     const fields = properties.map(([name]) => name);
-    const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
+    const required = Array.isArray(target.required) ? (target.required as string[]) : [];
     return {
       binding: {
         ...base,
         mode: 'flattened',
         fields,
-        binaryFields: fields.filter((f) => isBinary(schema.properties[f])),
+        binaryFields: fields.filter((f) => isBinary(target.properties[f], defs)),
       },
       properties,
       required,
     };
   }
 
-  for (const d of converted.defs) defs.add(d);
   const argument = ['body', 'request_body', 'body_'].find((a) => !takenArguments.has(a)) ?? 'request_body_';
-  const binaryFields = isBinary(schema) ? [argument] : [];
+  const binaryFields = isBinary(schema, defs) ? [argument] : [];
   return {
     binding: { ...base, mode: 'wrapped', argument, fields: [argument], binaryFields },
     properties: [[argument, schema]],
@@ -147,8 +148,8 @@ type FlatObject = JsonSchema & { properties: Record<string, SchemaNode> };
  * Only a plain object schema is flattened: no composition, no open-ended extra keys, and not
  * nullable, because those cannot be expressed as a set of named top-level arguments.
  */
-function isFlattenable(schema: SchemaNode): schema is FlatObject {
-  if (typeof schema === 'boolean' || !isObject(schema.properties)) return false;
+function isFlattenable(schema: unknown): schema is FlatObject {
+  if (!isObject(schema) || !isObject(schema.properties)) return false;
   if (schema.type !== undefined && schema.type !== 'object') return false;
   const blocking = [
     '$ref',
@@ -165,10 +166,12 @@ function isFlattenable(schema: SchemaNode): schema is FlatObject {
   return schema.additionalProperties === undefined || schema.additionalProperties === false;
 }
 
-function isBinary(schema: SchemaNode | undefined): boolean {
-  if (schema === undefined || typeof schema === 'boolean') return false;
+function isBinary(node: SchemaNode | undefined, defs: DefLookup): boolean {
+  const schema = followLocalRefs(node, defs);
+  if (!isObject(schema)) return false;
   if (schema.contentEncoding === 'base64') return true;
-  return isObject(schema.items) && schema.items.contentEncoding === 'base64';
+  const items = followLocalRefs(schema.items, defs);
+  return isObject(items) && items.contentEncoding === 'base64';
 }
 
 function readEncoding(value: unknown): BodyBinding['encoding'] {

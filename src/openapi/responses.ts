@@ -30,21 +30,20 @@ export function deriveOutput(
   const responses = successResponses(view, op);
   const schemas: SchemaNode[] = [];
   const seen = new Set<string>();
-  const defs = new Set<string>();
   for (const response of responses) {
     for (const [mediaType, raw] of response.content) {
       if (raw === undefined || !isJsonLike(mediaType)) continue;
       const converted = converter.convert(raw, 'output', response.pointer);
-      const key = JSON.stringify(converted.schema);
+      // Cheap now that components are references: only the response's own keywords are written.
+      const key = JSON.stringify(converted);
       if (seen.has(key)) continue;
       seen.add(key);
-      schemas.push(converted.schema);
-      for (const d of converted.defs) defs.add(d);
+      schemas.push(converted);
     }
   }
   const combined: SchemaNode | undefined =
     schemas.length === 0 ? undefined : schemas.length === 1 ? schemas[0] : { anyOf: schemas };
-  const output = combined === undefined ? undefined : converter.finish(combined, defs, 'output');
+  const output = combined === undefined ? undefined : converter.finish(combined, 'output');
   const mediaTypes = [...new Set(responses.flatMap((r) => [...r.content.keys()]))];
   return { ...(output ? { output } : {}), success: describeSuccess(responses[0], converter), mediaTypes };
 }
@@ -61,7 +60,7 @@ function describeSuccess(first: RawResponse | undefined, converter: SchemaConver
     status: first.status,
     mediaType,
     ...(example !== undefined ? { example } : {}),
-    ...(converted ? { schema: converter.finish(converted.schema, converted.defs, 'output') } : {}),
+    ...(converted !== undefined ? { schema: converter.finish(converted, 'output') } : {}),
   };
 }
 

@@ -1,11 +1,16 @@
 /**
  * Converts OpenAPI schemas (Swagger 2.0, OpenAPI 3.0 and 3.1 dialects) into self-contained JSON
- * Schema 2020-12. `$ref`s that take part in a cycle become `#/$defs/…` of the capability's own
- * schema; all others are inlined. Unknown or malformed keywords are dropped (with a warning where
- * they carried meaning), so every result compiles with ajv's strict 2020 validator.
+ * Schema 2020-12. Every `$ref` becomes a reference to the capability root's own `$defs`
+ * (`#/$defs/Name`), where the component appears once (issue #14: catalogs of real APIs stay small);
+ * cycles stay cycles. Unknown or malformed keywords are dropped (with a warning where they carried
+ * meaning), so every result compiles with ajv's strict 2020 validator.
+ *
+ * A component is converted once per direction and the result is frozen and shared by every
+ * capability that reaches it, so memory grows with the document, not with its operations.
  */
+import { defRef, localRefNames, schemaParts, type DefLookup } from './local-ref.js';
 import { isObject, resolvePointer } from './pointer.js';
-import { findRecursiveRefs } from './ref-graph.js';
+import { analyzeRefs } from './ref-graph.js';
 import type { JsonSchema, SpecFlavour } from './types.js';
 
 export const JSON_SCHEMA_2020 = 'https://json-schema.org/draft/2020-12/schema';
@@ -15,10 +20,10 @@ export type Direction = 'input' | 'output';
 
 export type SchemaNode = JsonSchema | boolean;
 
-/** A converted schema and the recursive `$ref`s (document pointers) it needs as `$defs`. */
-export interface Converted {
+/** One converted component: its schema and the `$defs` names it refers to directly. */
+interface Definition {
   readonly schema: SchemaNode;
-  readonly defs: ReadonlySet<string>;
+  readonly uses: readonly string[];
 }
 
 const JSON_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
@@ -74,10 +79,10 @@ export class SchemaConverter {
   /** Every `format` seen, so the validator can register unknown ones as annotations. */
   readonly formats = new Set<string>();
   private readonly recursive: ReadonlySet<string>;
-  private readonly defNames: ReadonlyMap<string, string>;
-  private readonly inlineMemo = new Map<string, Converted>();
-  private readonly defMemo = new Map<string, Converted>();
-  private readonly inProgress = new Set<string>();
+  /** Document `$ref` → `$defs` name, and back. */
+  private readonly defNames = new Map<string, string>();
+  private readonly refsByName = new Map<string, string>();
+  private readonly definitions = new Map<string, Definition>();
   private readonly warned = new Set<string>();
 
   constructor(
@@ -85,43 +90,56 @@ export class SchemaConverter {
     private readonly flavour: SpecFlavour,
     private readonly onWarning: (message: string) => void,
   ) {
-    this.recursive = findRecursiveRefs(doc);
-    this.defNames = assignDefNames(this.recursive);
+    const graph = analyzeRefs(doc);
+    this.recursive = graph.recursive;
+    // Named over the whole document in pointer order, so a name never depends on the operation.
+    for (const ref of [...graph.refs].sort()) this.nameRef(ref);
   }
 
   /** Converts one schema found at `where` (a JSON pointer, for messages). */
-  convert(node: unknown, direction: Direction, where: string): Converted {
-    const defs = new Set<string>();
-    const schema = this.node(node, direction, where, defs);
-    return { schema, defs };
+  convert(node: unknown, direction: Direction, where: string): SchemaNode {
+    return this.node(node, direction, where);
   }
 
   /**
    * Wraps a converted schema as a capability's root schema: `$schema`, plus `$defs` holding every
-   * recursive definition it reaches, transitively.
+   * definition it reaches, transitively, and nothing else.
    */
-  finish(schema: SchemaNode, defs: ReadonlySet<string>, direction: Direction): JsonSchema {
+  finish(schema: SchemaNode, direction: Direction): JsonSchema {
     const root: JsonSchema = {
       $schema: JSON_SCHEMA_2020,
       ...(typeof schema === 'boolean' ? (schema ? {} : { not: {} }) : schema),
     };
-    if (defs.size === 0) return root;
-    const out: Record<string, SchemaNode> = {};
-    const queue = [...defs].sort();
+    const queue = [...localRefNames(root)];
     const seen = new Set(queue);
+    const out: Record<string, SchemaNode> = {};
     while (queue.length > 0) {
-      const ref = queue.shift() as string;
-      const def = this.defBody(ref, direction);
-      out[this.defName(ref)] = def.schema;
-      for (const next of def.defs) {
+      const name = queue.shift() as string;
+      const def = this.definition(name, direction);
+      if (!def) continue;
+      out[name] = def.schema;
+      for (const next of def.uses) {
         if (!seen.has(next)) {
           seen.add(next);
           queue.push(next);
         }
       }
     }
-    root.$defs = Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : 1)));
+    const names = Object.keys(out).sort();
+    if (names.length > 0) root.$defs = Object.fromEntries(names.map((n) => [n, out[n]]));
     return root;
+  }
+
+  /**
+   * Definitions as request-body flattening may look through them: those on a cycle are declined,
+   * so a recursive body stays one wrapped argument as it always was (argument names are stable).
+   */
+  acyclicDefinitions(direction: Direction): DefLookup {
+    return (name) => {
+      const ref = this.refsByName.get(name);
+      if (ref === undefined || this.recursive.has(ref)) return undefined;
+      return this.definition(name, direction)?.schema;
+    };
   }
 
   /** Resolves `$ref` chains of a raw schema to the object that carries its keywords. */
@@ -133,16 +151,30 @@ export class SchemaConverter {
     return current;
   }
 
-  private defName(ref: string): string {
-    return this.defNames.get(ref) as string;
+  /** Assigns the `$defs` name of a document `$ref`: its last token, suffixed on a collision. */
+  private nameRef(ref: string): string {
+    const known = this.defNames.get(ref);
+    if (known !== undefined) return known;
+    const tokens = ref.split('/').map((t) => t.replace(/~1/g, '_').replace(/~0/g, '_'));
+    const last = tokens[tokens.length - 1] ?? 'def';
+    const base = (last.replace(/[^A-Za-z0-9_.-]/g, '_') || 'def').slice(0, 60);
+    let name = base;
+    for (let n = 2; this.refsByName.has(name); n++) name = `${base}_${n}`;
+    this.defNames.set(ref, name);
+    this.refsByName.set(name, ref);
+    return name;
   }
 
-  private defBody(ref: string, direction: Direction): Converted {
+  /** The converted component behind a `$defs` name, converted on first use per direction. */
+  private definition(name: string, direction: Direction): Definition | undefined {
+    const ref = this.refsByName.get(name);
+    if (ref === undefined) return undefined;
     const key = `${direction}\u0000${ref}`;
-    let def = this.defMemo.get(key);
+    let def = this.definitions.get(key);
     if (!def) {
-      def = this.convert(resolvePointer(this.doc, ref), direction, ref);
-      this.defMemo.set(key, def);
+      const schema = freezeSchema(this.node(resolvePointer(this.doc, ref), direction, ref));
+      def = { schema, uses: [...localRefNames(schema)] };
+      this.definitions.set(key, def);
     }
     return def;
   }
@@ -154,32 +186,23 @@ export class SchemaConverter {
     this.onWarning(line);
   }
 
-  private node(raw: unknown, dir: Direction, where: string, defs: Set<string>): SchemaNode {
+  private node(raw: unknown, dir: Direction, where: string): SchemaNode {
     if (typeof raw === 'boolean') return raw;
     if (!isObject(raw)) {
       this.warn(where, 'schema is not an object; treated as {}');
       return {};
     }
-    if (typeof raw.$ref === 'string') return this.ref(raw, raw.$ref, dir, where, defs);
-    return this.keywords(raw, dir, where, defs);
+    if (typeof raw.$ref === 'string') return this.ref(raw, raw.$ref, dir, where);
+    return this.keywords(raw, dir, where);
   }
 
-  private ref(
-    raw: Record<string, unknown>,
-    ref: string,
-    dir: Direction,
-    where: string,
-    defs: Set<string>,
-  ): SchemaNode {
-    let base: SchemaNode;
-    if (this.recursive.has(ref)) {
-      defs.add(ref);
-      base = { $ref: `#/$defs/${this.defName(ref)}` };
-    } else {
-      base = this.inline(ref, dir, defs);
-    }
+  private ref(raw: Record<string, unknown>, ref: string, dir: Direction, where: string): SchemaNode {
+    // A `$ref` outside the document cannot be followed: bundling leaves none, so this is a warning.
+    const base: SchemaNode = ref.startsWith('#')
+      ? { $ref: defRef(this.nameRef(ref)) }
+      : this.node(undefined, dir, ref);
     const { $ref: _ref, nullable, 'x-nullable': xNullable, ...siblings } = raw;
-    const extra = this.keywords(siblings, dir, where, defs);
+    const extra = this.keywords(siblings, dir, where);
     let result: SchemaNode = base;
     const keys = Object.keys(extra);
     if (keys.length > 0 && typeof base !== 'boolean') {
@@ -196,29 +219,7 @@ export class SchemaConverter {
     return result;
   }
 
-  private inline(ref: string, dir: Direction, defs: Set<string>): SchemaNode {
-    const key = `${dir}\u0000${ref}`;
-    let memo = this.inlineMemo.get(key);
-    if (!memo) {
-      if (this.inProgress.has(key)) {
-        // Only reachable through a cycle the graph did not see (it sees them all); stay finite.
-        return {};
-      }
-      this.inProgress.add(key);
-      memo = this.convert(resolvePointer(this.doc, ref), dir, ref);
-      this.inProgress.delete(key);
-      this.inlineMemo.set(key, memo);
-    }
-    for (const d of memo.defs) defs.add(d);
-    return memo.schema;
-  }
-
-  private keywords(
-    raw: Record<string, unknown>,
-    dir: Direction,
-    where: string,
-    defs: Set<string>,
-  ): JsonSchema {
+  private keywords(raw: Record<string, unknown>, dir: Direction, where: string): JsonSchema {
     const out: JsonSchema = {};
     for (const [key, value] of Object.entries(raw)) {
       const check = PLAIN[key];
@@ -226,16 +227,15 @@ export class SchemaConverter {
         if (check(value)) out[key] = value;
         else this.warn(where, `dropped invalid "${key}"`);
       } else if (SUBSCHEMA.includes(key)) {
-        out[key] = this.node(value, dir, `${where}/${key}`, defs);
+        out[key] = this.node(value, dir, `${where}/${key}`);
       } else if (SUBSCHEMA_LIST.includes(key)) {
         if (Array.isArray(value) && value.length > 0) {
-          out[key] = value.map((v, i) => this.node(v, dir, `${where}/${key}/${i}`, defs));
+          out[key] = value.map((v, i) => this.node(v, dir, `${where}/${key}/${i}`));
         }
       } else if (SUBSCHEMA_MAP.includes(key)) {
-        if (isObject(value))
-          out[key] = this.map(value, dir, `${where}/${key}`, defs, key === 'patternProperties');
+        if (isObject(value)) out[key] = this.map(value, dir, `${where}/${key}`, key === 'patternProperties');
       } else {
-        this.special(key, value, raw, out, dir, where, defs);
+        this.special(key, value, raw, out, dir, where);
       }
     }
     this.normalizeBounds(raw, out);
@@ -250,14 +250,13 @@ export class SchemaConverter {
     out: JsonSchema,
     dir: Direction,
     where: string,
-    defs: Set<string>,
   ): void {
     switch (key) {
       case 'type':
         this.type(value, out, where);
         return;
       case 'properties':
-        if (isObject(value)) this.properties(value, raw, out, dir, where, defs);
+        if (isObject(value)) this.properties(value, raw, out, dir, where);
         return;
       case 'required':
         // Handled with `properties`, which may drop readOnly/writeOnly members.
@@ -266,9 +265,9 @@ export class SchemaConverter {
       case 'items':
         if (Array.isArray(value)) {
           // Draft-4 style tuple validation.
-          out.prefixItems = value.map((v, i) => this.node(v, dir, `${where}/items/${i}`, defs));
+          out.prefixItems = value.map((v, i) => this.node(v, dir, `${where}/items/${i}`));
         } else {
-          out.items = this.node(value, dir, `${where}/items`, defs);
+          out.items = this.node(value, dir, `${where}/items`);
         }
         return;
       case 'enum':
@@ -339,13 +338,12 @@ export class SchemaConverter {
     out: JsonSchema,
     dir: Direction,
     where: string,
-    defs: Set<string>,
   ): void {
     const hidden = dir === 'input' ? 'readOnly' : 'writeOnly';
     const props: Record<string, SchemaNode> = {};
     for (const [name, sub] of Object.entries(value)) {
       if (this.hasFlag(sub, hidden)) continue;
-      props[name] = this.node(sub, dir, `${where}/properties/${name}`, defs);
+      props[name] = this.node(sub, dir, `${where}/properties/${name}`);
     }
     out.properties = props;
     if (Array.isArray(raw.required)) {
@@ -356,13 +354,7 @@ export class SchemaConverter {
     }
   }
 
-  private map(
-    value: Record<string, unknown>,
-    dir: Direction,
-    where: string,
-    defs: Set<string>,
-    patterns: boolean,
-  ): JsonSchema {
+  private map(value: Record<string, unknown>, dir: Direction, where: string, patterns: boolean): JsonSchema {
     const out: JsonSchema = {};
     for (const [k, v] of Object.entries(value)) {
       if (patterns && !validPattern(k)) {
@@ -372,7 +364,7 @@ export class SchemaConverter {
         );
         continue;
       }
-      out[k] = this.node(v, dir, `${where}/${k}`, defs);
+      out[k] = this.node(v, dir, `${where}/${k}`);
     }
     return out;
   }
@@ -420,21 +412,6 @@ export function makeNullable(schema: JsonSchema): JsonSchema {
   return { anyOf: [schema, { type: 'null' }] };
 }
 
-function assignDefNames(refs: ReadonlySet<string>): Map<string, string> {
-  const names = new Map<string, string>();
-  const used = new Set<string>();
-  for (const ref of [...refs].sort()) {
-    const tokens = ref.split('/').map((t) => t.replace(/~1/g, '_').replace(/~0/g, '_'));
-    const last = tokens[tokens.length - 1] ?? 'def';
-    const base = (last.replace(/[^A-Za-z0-9_.-]/g, '_') || 'def').slice(0, 60);
-    let name = base;
-    for (let n = 2; used.has(name); n++) name = `${base}_${n}`;
-    used.add(name);
-    names.set(ref, name);
-  }
-  return names;
-}
-
 function validPattern(pattern: string): boolean {
   try {
     new RegExp(pattern, 'u');
@@ -450,4 +427,13 @@ function uniqueStrings(values: readonly unknown[]): string[] {
 
 function pick(obj: JsonSchema, keys: readonly string[]): JsonSchema {
   return Object.fromEntries(Object.entries(obj).filter(([k]) => keys.includes(k)));
+}
+
+/**
+ * Freezes the schema objects a shared definition is made of, so no consumer can change it for the
+ * other capabilities. Instance values (`enum`, `default`, …) belong to the document and are left be.
+ */
+function freezeSchema<T>(node: T): T {
+  for (const part of schemaParts(node)) Object.freeze(part);
+  return node;
 }

@@ -7,7 +7,8 @@
  * arguments, exactly as an execution of that capability would be. Anything else — another path,
  * a dot segment, an encoded `/` or `\`, an undeclared query parameter — maps to nothing.
  */
-import type { Capability, JsonSchema, ParameterBinding } from '../openapi/types.js';
+import { propertySchema } from '../openapi/local-ref.js';
+import type { Capability, ParameterBinding } from '../openapi/types.js';
 
 export interface StatusTarget {
   readonly capability: Capability;
@@ -179,8 +180,7 @@ function binding(
 
 /** A URL's text as the argument's schema type expects (ids are often integers). */
 function typed(capability: Capability, argument: string, value: string): unknown {
-  const properties = capability.argumentsSchema.properties as Record<string, JsonSchema> | undefined;
-  const type = properties?.[argument]?.type;
+  const type = propertySchema(capability.argumentsSchema, argument)?.type;
   const is = (t: string): boolean => type === t || (Array.isArray(type) && type.includes(t));
   if ((is('integer') || is('number')) && /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/.test(value)) return Number(value);
   if (is('boolean') && (value === 'true' || value === 'false')) return value === 'true';

@@ -129,7 +129,10 @@ describe('GET /capability/describe (§5.2.1)', () => {
     expect(Object.keys(body).sort()).toEqual(['description', 'input', 'name', 'output', 'version']);
     expect(body.name).toBe('get_pet');
     expect(body.input).toMatchObject({ type: 'object', required: ['petId'], additionalProperties: false });
-    expect(body.output.properties.status).toEqual({ type: 'string', enum: ['available', 'pending', 'sold'] });
+    // The response's component sits once under the schema's own $defs (issue #14).
+    expect(body.output.$ref).toBe('#/$defs/Pet');
+    expect(body.output.$defs.Pet.properties.status).toEqual({ $ref: '#/$defs/PetStatus' });
+    expect(body.output.$defs.PetStatus).toEqual({ type: 'string', enum: ['available', 'pending', 'sold'] });
     // The API key header named by securitySchemes is the service's credential, never an input.
     expect(JSON.stringify(body)).not.toMatch(/X-Api-Key/i);
   });

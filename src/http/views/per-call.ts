@@ -5,6 +5,7 @@
  * visible (`\u{202E}`) rather than removed, so the text shown cannot differ from the value run.
  * Long values are folded in a `<details>` (no script needed) that shows them in full.
  */
+import { propertySchema } from '../../openapi/local-ref.js';
 import type { Capability } from '../../openapi/types.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
 import type { PerCallRecord, SessionRecord } from '../../storage/types.js';
@@ -57,8 +58,7 @@ function fieldsOf(capability: Capability | undefined, args: Readonly<Record<stri
 }
 
 function descriptionOf(capability: Capability | undefined, field: string): string | undefined {
-  const properties = capability?.input?.properties as Record<string, { description?: unknown }> | undefined;
-  const description = properties?.[field]?.description;
+  const description = propertySchema(capability?.input, field)?.description;
   return typeof description === 'string'
     ? plainText(description, DISPLAY_LIMITS.description).text
     : undefined;

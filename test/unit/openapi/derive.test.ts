@@ -1101,10 +1101,13 @@ describe('Swagger 2.0', () => {
     expect(cap.output).toEqual({
       $schema: JSON_SCHEMA_2020,
       type: 'array',
-      items: {
-        type: 'object',
-        required: ['name'],
-        properties: { id: { type: 'integer', readOnly: true }, name: { type: ['string', 'null'] } },
+      items: { $ref: '#/$defs/Pet' },
+      $defs: {
+        Pet: {
+          type: 'object',
+          required: ['name'],
+          properties: { id: { type: 'integer', readOnly: true }, name: { type: ['string', 'null'] } },
+        },
       },
     });
     expect(cap.operation.responseMediaTypes).toEqual(['application/json', 'application/xml']);

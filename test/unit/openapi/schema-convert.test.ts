@@ -7,7 +7,7 @@ import {
   type Direction,
 } from '../../../src/openapi/schema-convert.js';
 import type { JsonSchema, SpecFlavour } from '../../../src/openapi/types.js';
-import { collectRefs } from '../../helpers/schemas.js';
+import { collectRefs, inlineLocalRefs } from '../../helpers/schemas.js';
 
 interface Result {
   readonly schema: JsonSchema;
@@ -29,7 +29,7 @@ function convert(
     warnings.push(m),
   );
   const converted = converter.convert(node, direction, '#/test');
-  const schema = converter.finish(converted.schema, converted.defs, direction);
+  const schema = converter.finish(converted, direction);
   createSchemaValidator(converter.formats).compile(schema);
   for (const { ref } of collectRefs(schema)) {
     expect(ref).toMatch(/^#\/\$defs\/[^/]+$/);
@@ -123,8 +123,13 @@ describe('nullable (OpenAPI 3.0) and x-nullable (Swagger 2.0)', () => {
   it('applies nullable beside a $ref to the referenced schema', () => {
     const doc = { components: { schemas: { Name: { type: 'string', minLength: 1 } } } };
     const { schema, converter } = convert({ $ref: '#/components/schemas/Name', nullable: true }, { doc });
-    expect(schema).toMatchObject({ type: ['string', 'null'], minLength: 1 });
+    expect(body({ $ref: '#/components/schemas/Name', nullable: true }, { doc })).toEqual({
+      anyOf: [{ $ref: '#/$defs/Name' }, { type: 'null' }],
+      $defs: { Name: { type: 'string', minLength: 1 } },
+    });
     expect(validate(schema, converter.formats, null)).toBe(true);
+    expect(validate(schema, converter.formats, 'a')).toBe(true);
+    expect(validate(schema, converter.formats, '')).toBe(false);
   });
 
   it('makeNullable does not change its argument', () => {
@@ -266,8 +271,9 @@ describe('OpenAPI-only keywords and extensions', () => {
       },
       { doc },
     );
-    expect(Object.keys(schema).sort()).toEqual(['$schema', 'oneOf']);
-    expect(schema.oneOf).toEqual([doc.components.schemas.Cat, doc.components.schemas.Dog]);
+    expect(Object.keys(schema).sort()).toEqual(['$defs', '$schema', 'oneOf']);
+    expect(schema.oneOf).toEqual([{ $ref: '#/$defs/Cat' }, { $ref: '#/$defs/Dog' }]);
+    expect(schema.$defs).toEqual({ Cat: doc.components.schemas.Cat, Dog: doc.components.schemas.Dog });
     expect(warnings).toEqual([]);
   });
 });
@@ -386,7 +392,7 @@ describe('readOnly and writeOnly', () => {
   const pet = { $ref: '#/components/schemas/Pet' };
 
   it('leaves readOnly properties out of inputs, at every depth and behind $refs', () => {
-    const { schema } = convert(pet, { doc, direction: 'input' });
+    const schema = inlineLocalRefs(convert(pet, { doc, direction: 'input' }).schema);
     expect(Object.keys(schema.properties as object)).toEqual(['name', 'password', 'owner']);
     expect((schema.properties as any).owner.properties).toEqual({ label: { type: 'string' } });
     // Required names of dropped properties go too; names without a property stay.
@@ -394,7 +400,7 @@ describe('readOnly and writeOnly', () => {
   });
 
   it('leaves writeOnly properties out of outputs', () => {
-    const { schema } = convert(pet, { doc, direction: 'output' });
+    const schema = inlineLocalRefs(convert(pet, { doc, direction: 'output' }).schema);
     expect(Object.keys(schema.properties as object)).toEqual(['id', 'name', 'createdAt', 'owner']);
     expect((schema.properties as any).owner.properties).toHaveProperty('ownerId');
     expect(schema.required).toEqual(['id', 'name', 'createdAt', 'extra']);
@@ -410,7 +416,8 @@ describe('readOnly and writeOnly', () => {
 
   it('keeps the flags as annotations on the properties that stay', () => {
     const { schema } = convert(pet, { doc, direction: 'output' });
-    expect((schema.properties as any).id).toEqual({ type: 'integer', readOnly: true });
+    expect((schema.$defs as any).Pet.properties.id).toEqual({ $ref: '#/$defs/Id' });
+    expect((schema.$defs as any).Id).toEqual({ type: 'integer', readOnly: true });
   });
 });
 
@@ -451,11 +458,11 @@ describe('recursive schemas', () => {
     expect(validate(schema, converter.formats, { name: 'a', children: [{ children: [] }] })).toBe(false);
   });
 
-  it('inlines the non-recursive schema that leads to a recursive one', () => {
+  it('puts the non-recursive schema that leads to a recursive one into $defs as well', () => {
     const { schema } = convert({ $ref: '#/components/schemas/Tree' }, { doc });
-    expect(schema.type).toBe('object');
-    expect((schema.properties as any).root).toEqual({ $ref: '#/$defs/Node' });
-    expect(Object.keys(schema.$defs as object)).toEqual(['Node']);
+    expect(schema.$ref).toBe('#/$defs/Tree');
+    expect((schema.$defs as any).Tree.properties.root).toEqual({ $ref: '#/$defs/Node' });
+    expect(Object.keys(schema.$defs as object)).toEqual(['Node', 'Tree']);
   });
 
   it('puts both members of a mutual recursion into $defs', () => {
@@ -484,10 +491,12 @@ describe('recursive schemas', () => {
     expect(Object.keys(both.$defs as object).sort()).toEqual(['Node', 'Node_2']);
   });
 
-  it('does not add $defs to schemas that reach no recursion', () => {
-    expect(
-      convert({ $ref: '#/components/schemas/B' }, { doc: { components: { schemas: { B: {} } } } }).schema,
-    ).toEqual({ $schema: JSON_SCHEMA_2020 });
+  it('adds no $defs to a schema that refers to nothing', () => {
+    expect(convert({ type: 'object', properties: { a: {} } }, { doc }).schema).toEqual({
+      $schema: JSON_SCHEMA_2020,
+      type: 'object',
+      properties: { a: {} },
+    });
   });
 });
 
@@ -495,13 +504,21 @@ describe('$ref with sibling keywords', () => {
   const doc = { components: { schemas: { Name: { type: 'string', description: 'a name', maxLength: 50 } } } };
   const ref = '#/components/schemas/Name';
 
-  it('inlines the target', () => {
-    expect(body({ $ref: ref }, { doc })).toEqual({ type: 'string', description: 'a name', maxLength: 50 });
+  const $defs = { Name: { type: 'string', description: 'a name', maxLength: 50 } };
+
+  it('refers to the target, which sits once in $defs', () => {
+    expect(body({ $ref: ref }, { doc })).toEqual({ $ref: '#/$defs/Name', $defs });
   });
 
   it('OpenAPI 3.0: keeps sibling annotations over the target and ignores sibling constraints', () => {
     const schema = body({ $ref: ref, description: 'the pet name', maxLength: 5, default: 'rex' }, { doc });
-    expect(schema).toEqual({ type: 'string', description: 'the pet name', maxLength: 50, default: 'rex' });
+    expect(schema).toEqual({ $ref: '#/$defs/Name', description: 'the pet name', default: 'rex', $defs });
+    expect(inlineLocalRefs(schema)).toEqual({
+      type: 'string',
+      description: 'the pet name',
+      maxLength: 50,
+      default: 'rex',
+    });
   });
 
   it('Swagger 2.0 behaves like OpenAPI 3.0', () => {
@@ -510,24 +527,22 @@ describe('$ref with sibling keywords', () => {
       { $ref: '#/definitions/Name', maxLength: 5 },
       { doc: swaggerDoc, flavour: 'swagger-2.0' },
     );
-    expect(schema).toEqual({ type: 'string', maxLength: 50 });
+    expect(schema).toEqual({ $ref: '#/$defs/Name', $defs: { Name: { type: 'string', maxLength: 50 } } });
   });
 
   it('OpenAPI 3.1: applies sibling constraints too, through allOf', () => {
     const { schema, converter } = convert({ $ref: ref, maxLength: 5 }, { doc, flavour: 'openapi-3.1' });
-    expect(schema.allOf).toEqual([
-      { type: 'string', description: 'a name', maxLength: 50 },
-      { maxLength: 5 },
-    ]);
+    expect(schema.allOf).toEqual([{ $ref: '#/$defs/Name' }, { maxLength: 5 }]);
+    expect(schema.$defs).toEqual($defs);
     expect(validate(schema, converter.formats, 'abcdef')).toBe(false);
     expect(validate(schema, converter.formats, 'abc')).toBe(true);
   });
 
   it('OpenAPI 3.1: merges siblings that are only annotations', () => {
     expect(body({ $ref: ref, description: 'override' }, { doc, flavour: 'openapi-3.1' })).toEqual({
-      type: 'string',
+      $ref: '#/$defs/Name',
       description: 'override',
-      maxLength: 50,
+      $defs,
     });
   });
 

@@ -22,6 +22,15 @@ const catalog = deriveCatalog([
           },
         },
         '/jobs/export': { get: { operationId: 'exportJobs', responses: ok } },
+        '/runs/{runId}': {
+          get: {
+            operationId: 'getRun',
+            parameters: [
+              { name: 'runId', in: 'path', required: true, schema: { $ref: '#/components/schemas/RunId' } },
+            ],
+            responses: ok,
+          },
+        },
         '/files/{name}.json': {
           get: {
             operationId: 'getFile',
@@ -44,6 +53,7 @@ const catalog = deriveCatalog([
           },
         },
       },
+      components: { schemas: { RunId: { type: 'integer' } } },
     },
   },
 ]);
@@ -52,6 +62,10 @@ const api = { origin: 'https://api.example', basePath: '/v1' };
 const map = (location: string, relativeTo = '/v1/jobs') => statusTarget(api, gets, location, relativeTo);
 
 describe('statusTarget: an upstream URL as a call of a GET operation (issue 10, class 4)', () => {
+  it('types an argument whose schema is a $defs reference (issue #14)', () => {
+    expect(map('/v1/runs/7')).toMatchObject({ capability: { name: 'get_run' }, args: { runId: 7 } });
+  });
+
   it('maps a path to its operation and typed arguments, relative or absolute', () => {
     expect(map('/v1/jobs/42?verbose=true')).toMatchObject({
       capability: { name: 'get_job' },
