@@ -6,7 +6,7 @@
  * - starts one worker first and the others once that one serves, so a start-up error (a database
  *   out of reach, a port taken) is printed once and the primary exits with that worker's code;
  * - restarts a worker that exits on its own, after a back-off that doubles while workers keep
- *   dying young, and gives up (exit 1) when restarted workers keep failing to start;
+ *   dying young, and gives up (exiting with the last exit code) when restarts keep failing to start;
  * - forwards SIGTERM and SIGINT as SIGTERM (each worker drains, src/http/drain.ts) and SIGHUP (each
  *   worker reloads), and exits once every worker has: 0 when all drained cleanly.
  */

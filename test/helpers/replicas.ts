@@ -44,6 +44,11 @@ export class Replica {
     return this.served.logs();
   }
 
+  /** What it wrote to stderr so far. */
+  stderr(): string {
+    return this.served.stderr();
+  }
+
   /** Resolves with the exit code and signal once the process is gone. */
   get exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     return this.served.exited;

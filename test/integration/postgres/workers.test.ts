@@ -5,7 +5,8 @@
  * that both took part without any header telling clients which process they reached. A jti
  * accepted once is refused by both workers (§4.6); a budget of 10 an hour admits 10 of 30 over
  * both (§8.13); /metrics answers both workers' counts whichever answers; a worker killed with
- * SIGKILL is replaced and service goes on; SIGTERM drains both and the primary exits 0. With
+ * SIGKILL is replaced and service goes on; SIGTERM drains both and the primary exits 0; workers
+ * that keep failing to start (the database stopped) end the primary after five tries. With
  * SQLite serve refuses to start (exit 2; the flag's own checks are in test/integration/cli.test.ts),
  * and a first worker that cannot start ends the primary with its code.
  */
@@ -240,6 +241,31 @@ describe('serve --workers 2 on PostgreSQL', () => {
     for (const pid of workers) expect(alive(pid)).toBe(false);
     expect(proxy.logs().filter((l) => l.msg === 'worker exited; restarting')).toHaveLength(1);
   });
+});
+
+describe('serve --workers gives up on workers that keep failing to start', () => {
+  it('stops and exits with the worker’s code after five restarts in a row fail (the database gone)', async () => {
+    const again = await set.start();
+    const started = again.logs().filter((l) => l.msg === 'worker started');
+    expect(started).toHaveLength(2);
+    await set.postgres.stopServer();
+    try {
+      process.kill(started[0]!.pid as number, 'SIGKILL');
+      // The last worker's own code: 2, the database cannot be reached.
+      expect(await again.exited).toEqual({ code: 2, signal: null });
+      const failures = again.logs().filter((l) => l.msg === 'worker failed to start; stopping');
+      expect(failures).toEqual([expect.objectContaining({ worker: 0, failures: 5 })]);
+      // The kill, then four failed starts: the back-off doubles each time.
+      const delays = again
+        .logs()
+        .filter((l) => l.msg === 'worker exited; restarting')
+        .map((l) => l.restart_in_ms);
+      expect(delays).toEqual([100, 200, 400, 800, 1600]);
+      expect(again.stderr()).toContain('cannot be reached');
+    } finally {
+      await set.postgres.startServer();
+    }
+  }, 60_000);
 });
 
 describe('serve --workers refuses what it cannot run', () => {
