@@ -197,6 +197,7 @@ function printWorkers(result: WorkersResult): void {
   console.log(
     `  throughput --workers ${result.workers} / --workers 1 = ${(c32.many.rps / c32.one.rps).toFixed(2)}; ` +
       `proxy CPU per request ${((c32.many.cpuUsPerRequest?.proxies ?? NaN) / (c32.one.cpuUsPerRequest?.proxies ?? NaN)).toFixed(2)}; ` +
-      `workers' shares of their CPU: ${result.workerShares.map((s) => `${(s * 100).toFixed(0)}%`).join(' / ')}`,
+      `workers' shares of their CPU: ${result.workerShares.map((s) => `${(s * 100).toFixed(0)}%`).join(' / ')}; ` +
+      `the primary's own CPU: ${result.primaryCpuUs.toFixed(0)} µs/req`,
   );
 }

@@ -45,6 +45,8 @@ export interface WorkersResult {
   readonly c32: Readonly<Record<WorkersRoute, RouteResult>>;
   /** Each worker's share of the `--workers N` proxy's worker CPU over the measured rounds. */
   readonly workerShares: readonly number[];
+  /** The `--workers N` primary's own CPU per request it served, µs (accepting, handing out connections). */
+  readonly primaryCpuUs: number;
 }
 
 export async function runWorkersBench(options: {
@@ -158,6 +160,7 @@ export async function runWorkersBench(options: {
     }
     const workerPids = childPids(many.pid);
     const before = workerPids.map((pid) => ownCpuSeconds(pid) ?? 0);
+    const primaryBefore = ownCpuSeconds(many.pid) ?? 0;
     const samples: Record<WorkersRoute, Sample[]> = { direct: [], floor: [], one: [], many: [] };
     const perRound = Math.ceil(requests / ROUNDS);
     for (let round = 0; round < ROUNDS; round++) {
@@ -169,6 +172,8 @@ export async function runWorkersBench(options: {
     }
     const used = workerPids.map((pid, i) => (ownCpuSeconds(pid) ?? 0) - (before[i] ?? 0));
     const total = used.reduce((a, b) => a + b, 0);
+    const primaryUsed = (ownCpuSeconds(many.pid) ?? 0) - primaryBefore;
+    const manyRequests = samples.many.reduce((n, sample) => n + sample.latencies.length, 0);
     return {
       workers: options.workers,
       c32: {
@@ -178,6 +183,7 @@ export async function runWorkersBench(options: {
         many: summarize(samples.many),
       },
       workerShares: used.map((u) => (total > 0 ? u / total : 0)),
+      primaryCpuUs: (primaryUsed * 1e6) / manyRequests,
     };
   } finally {
     await Promise.all(pools.map((p) => p.close()));

@@ -69,8 +69,10 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       if (!stopping) logger.info('stopping workers', { signal, workers: born.size });
       stop(0);
     };
+    // Only to workers that serve: one still starting has no handler yet, and SIGHUP would end it
+    // (it reads the files as they are now anyway).
     const onReload = (): void => {
-      for (const worker of born.keys()) worker.process.kill('SIGHUP');
+      for (const worker of serving) worker.process.kill('SIGHUP');
     };
     const onMessage = (worker: Worker, message: unknown): void => {
       if (!isStartedMessage(message) || stopping) return;

@@ -5,10 +5,11 @@
  * that both took part without any header telling clients which process they reached. A jti
  * accepted once is refused by both workers (§4.6); a budget of 10 an hour admits 10 of 30 over
  * both (§8.13); /metrics answers both workers' counts whichever answers; a worker killed with
- * SIGKILL is replaced and service goes on; SIGTERM drains both and the primary exits 0; workers
- * that keep failing to start (the database stopped) end the primary after five tries. With
- * SQLite serve refuses to start (exit 2; the flag's own checks are in test/integration/cli.test.ts),
- * and a first worker that cannot start ends the primary with its code.
+ * SIGKILL is replaced and service goes on; SIGHUP reloads both; SIGTERM drains both and the
+ * primary exits 0; workers that keep failing to start (the database stopped) end the primary
+ * after five tries. With SQLite serve refuses to start (exit 2; the flag's own checks are in
+ * test/integration/cli.test.ts), and a first worker that cannot start ends the primary with its
+ * code.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -228,6 +229,23 @@ describe('serve --workers 2 on PostgreSQL', () => {
     await until(
       () => Promise.resolve(workersThatAnswered('/.well-known/agent-configuration', 200)),
       (ids) => ids.has(replacement.id),
+    );
+  });
+
+  it('reloads every worker on SIGHUP to the primary', async () => {
+    const serving = startedWorkers().filter((w) => alive(w.pid));
+    proxy.child.kill('SIGHUP');
+    await until(
+      () =>
+        Promise.resolve(
+          new Set(
+            proxy
+              .logs()
+              .filter((l) => l.msg === 'reloaded')
+              .map((l) => l.worker),
+          ),
+        ),
+      (reloaded) => serving.every((w) => reloaded.has(w.id)),
     );
   });
 
