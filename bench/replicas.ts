@@ -55,7 +55,7 @@ export interface ReplicasResult {
   readonly c32: Readonly<Record<Route, RouteResult>>;
 }
 
-interface Call {
+export interface Call {
   readonly path: string;
   readonly method: 'GET' | 'POST';
   readonly headers: Record<string, string>;
@@ -63,9 +63,10 @@ interface Call {
 }
 
 /** One way to send the call: request i goes to pools[i % pools.length]. */
-interface Target {
+export interface Target {
   readonly pools: readonly Pool[];
   readonly upstreamPid: number;
+  /** Each proxy's process; its CPU counts its children's too (the workers of `--workers`). */
   readonly proxyPids: readonly number[];
   readonly usesPostgres: boolean;
   /** The calls of a phase of n requests (JWTs signed here, before the timed part). */
@@ -94,23 +95,8 @@ export async function runReplicasBench(
     const host = await generateTestKey();
     const policy = join(dir, 'policy.yaml');
     writeFileSync(policy, benchPolicy(host));
-    const start = async (db: string, issuer?: string): Promise<{ url: string; pid: number }> => {
-      const port = await freePort();
-      // No password in the environment: the tests' server trusts loopback connections.
-      const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== DB_PASSWORD_ENV));
-      const child = spawn(
-        process.execPath,
-        [
-          join(ROOT, 'dist/cli.js'),
-          ...['--spec', join(ROOT, 'examples/openapi/petstore.yaml'), '--upstream', `${upstreamUrl}/v1`],
-          ...['--port', String(port), '--db', db, '--policy', policy, '--log-level', 'warn'],
-          ...(issuer ? ['--issuer', issuer] : []),
-        ],
-        { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], env },
-      );
-      children.push(child);
-      return { url: await ready(child, port), pid: child.pid as number };
-    };
+    const start = (db: string, issuer?: string): Promise<RunningProxy> =>
+      startProxyProcess({ upstreamUrl, db, policy, children, args: issuer ? ['--issuer', issuer] : [] });
 
     const sqlite = await start(join(dir, 'bench.db'));
     // The replicas share one issuer, as behind one Service; the first migrates the database.
@@ -206,8 +192,42 @@ export async function runReplicasBench(
   }
 }
 
+export interface RunningProxy {
+  readonly url: string;
+  readonly pid: number;
+}
+
+/**
+ * The built proxy (`dist/cli.js`) on a free port in front of `upstreamUrl`, with the bench
+ * policy at `policy`, once it answers /readyz; its process joins `children`.
+ */
+export async function startProxyProcess(options: {
+  readonly upstreamUrl: string;
+  readonly db: string;
+  readonly policy: string;
+  readonly children: ChildProcess[];
+  /** More serve flags, e.g. `--issuer URL`, `--workers 2`. */
+  readonly args?: readonly string[];
+}): Promise<RunningProxy> {
+  const port = await freePort();
+  // No password in the environment: the tests' server trusts loopback connections.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== DB_PASSWORD_ENV));
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'dist/cli.js'),
+      ...['--spec', join(ROOT, 'examples/openapi/petstore.yaml'), '--upstream', `${options.upstreamUrl}/v1`],
+      ...['--port', String(port), '--db', options.db, '--policy', options.policy, '--log-level', 'warn'],
+      ...(options.args ?? []),
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], env },
+  );
+  options.children.push(child);
+  return { url: await ready(child, port), pid: child.pid as number };
+}
+
 /** Registers one agent under the pre-registered host (get_pet granted by its defaults). */
-async function registerAgent(
+export async function registerAgent(
   url: string,
   host: TestKey,
 ): Promise<{ key: TestKey; id: string; audience: string }> {
@@ -239,14 +259,14 @@ interface CpuSeconds {
 }
 
 /** One timed run of one route: every latency, the wall time, and the CPU each kind used. */
-interface Sample {
+export interface Sample {
   readonly latencies: Float64Array;
   readonly seconds: number;
   readonly target: Target;
   readonly cpu?: CpuSeconds;
 }
 
-async function phase(
+export async function phase(
   target: Target,
   calls: readonly Call[],
   concurrency: number,
@@ -290,7 +310,7 @@ async function phase(
 }
 
 /** The rounds of one route as one result: throughput over their total time, percentiles over all. */
-function summarize(samples: readonly Sample[]): RouteResult {
+export function summarize(samples: readonly Sample[]): RouteResult {
   const sorted = samples.flatMap((s) => [...s.latencies]).sort((a, b) => a - b);
   const requests = sorted.length;
   const seconds = samples.reduce((sum, s) => sum + s.seconds, 0);
@@ -320,8 +340,8 @@ function summarize(samples: readonly Sample[]): RouteResult {
 function cpuSnapshot(target: Target, postmaster: number): CpuSeconds | undefined {
   const self = process.cpuUsage();
   const upstream = processCpuSeconds(target.upstreamPid);
-  const proxies = target.proxyPids.map(processCpuSeconds);
-  const postgres = postgresCpuSeconds(postmaster);
+  const proxies = target.proxyPids.map(treeCpuSeconds);
+  const postgres = treeCpuSeconds(postmaster);
   if (upstream === undefined || postgres === undefined || proxies.some((p) => p === undefined))
     return undefined;
   return {
@@ -333,7 +353,7 @@ function cpuSnapshot(target: Target, postmaster: number): CpuSeconds | undefined
 }
 
 /** The postmaster: the parent of the backend serving this connection. */
-async function postmasterPid(url: string): Promise<number> {
+export async function postmasterPid(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -345,19 +365,33 @@ async function postmasterPid(url: string): Promise<number> {
 }
 
 /**
- * CPU seconds of the PostgreSQL server: the postmaster, every process it has running (backends,
- * writers, autovacuum) and, through its cutime/cstime, those it forked and reaped.
+ * CPU seconds of a process and its children: the PostgreSQL server (the postmaster, every process
+ * it has running: backends, writers, autovacuum) or a proxy with `--workers` (the primary and its
+ * workers), and, through cutime/cstime, those it forked and reaped.
  */
-function postgresCpuSeconds(postmaster: number): number | undefined {
-  const own = procStat(postmaster);
+export function treeCpuSeconds(parent: number): number | undefined {
+  const own = procStat(parent);
   if (!own) return undefined;
   let ticks = own.ticks + own.childTicks;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = procStat(Number(entry));
-    if (stat?.ppid === postmaster) ticks += stat.ticks + stat.childTicks;
+  for (const pid of childPids(parent)) {
+    const stat = procStat(pid);
+    if (stat) ticks += stat.ticks + stat.childTicks;
   }
   return ticks / TICKS_PER_SECOND;
+}
+
+/** The processes whose parent is `parent` (Linux /proc). */
+export function childPids(parent: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => procStat(pid)?.ppid === parent);
+}
+
+/** A process's own CPU seconds (user + system), without its children's. */
+export function ownCpuSeconds(pid: number): number | undefined {
+  const stat = procStat(pid);
+  return stat ? stat.ticks / TICKS_PER_SECOND : undefined;
 }
 
 /** From /proc/PID/stat: the parent, the process's own CPU ticks and its reaped children's. */

@@ -4,13 +4,15 @@
  * `--scale`) runs the scale benchmark on its own: it seeds databases of millions of rows, so it
  * takes a few minutes; `-- scale --quick` seeds a tenth of that. `npm run bench -- replicas` runs
  * the two-replica benchmark on its own (one proxy on SQLite against two on one PostgreSQL);
- * `-- replicas --quick` sends a fifth of its requests.
+ * `-- replicas --quick` sends a fifth of its requests. `npm run bench -- --workers N` runs the
+ * proxy on PostgreSQL with 1 worker and with N at concurrency 32 (`--quick`: a fifth of the requests).
  */
 import { cpus, totalmem } from 'node:os';
 import { runCatalogBench } from './catalog.js';
 import { runExecuteBench, type PhaseResult, type RouteResults } from './execute.js';
 import { ROUTES, runReplicasBench, type ReplicasResult, type Route } from './replicas.js';
 import { runScaleBench, type ScaleResult } from './scale.js';
+import { runWorkersBench, WORKERS_ROUTES, type WorkersResult, type WorkersRoute } from './workers.js';
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
 console.log(
@@ -18,10 +20,21 @@ console.log(
 );
 
 const args = process.argv.slice(2);
-const only = args.includes('--scale') ? 'scale' : args[0];
-if (only !== undefined && !['catalog', 'execute', 'scale', 'replicas'].includes(only)) {
-  console.error(`unknown benchmark ${only}: use catalog, execute, scale or replicas`);
+const workersAt = args.indexOf('--workers');
+const only = args.includes('--scale') ? 'scale' : workersAt >= 0 ? 'workers' : args[0];
+if (only !== undefined && !['catalog', 'execute', 'scale', 'replicas', 'workers'].includes(only)) {
+  console.error(`unknown benchmark ${only}: use catalog, execute, scale, replicas or --workers N`);
   process.exit(2);
+}
+
+if (only === 'workers') {
+  const workers = Number(args[workersAt + 1] ?? 2);
+  if (!Number.isInteger(workers) || workers < 2) {
+    console.error('--workers N: N must be a whole number of at least 2 (it is measured against 1)');
+    process.exit(2);
+  }
+  printWorkers(await runWorkersBench({ workers, ...(args.includes('--quick') ? { requests: 4_000 } : {}) }));
+  process.exit(0);
 }
 
 if (only === 'scale') {
@@ -150,5 +163,41 @@ function printReplicas(result: ReplicasResult): void {
   console.log(
     `  throughput at c=32: ${labels.postgres} / ${labels.sqlite} = ${(c32.postgres.rps / c32.sqlite.rps).toFixed(2)}; ` +
       `relative to direct: ${(c32.sqlite.rps / c32.direct.rps).toFixed(2)} and ${(c32.postgres.rps / c32.direct.rps).toFixed(2)}`,
+  );
+}
+
+function printWorkers(result: WorkersResult): void {
+  const labels: Record<WorkersRoute, string> = {
+    direct: 'direct',
+    floor: 'floor (issue 14)',
+    one: 'proxy, --workers 1',
+    many: `proxy, --workers ${result.workers}`,
+  };
+  const { c32 } = result;
+  console.log(
+    `workers (GET one pet via POST /capability/execute, a fresh agent JWT per request, every protocol check on; ` +
+      `each proxy on its own database of one PostgreSQL; ${c32.direct.requests} requests per route at c=32 in 4 interleaved rounds).\n` +
+      `  On ${cpus().length} cores shared by the load generator, the upstream, the proxies and PostgreSQL.\n` +
+      `  CPU µs/req: user + system time per request of each kind of process (a proxy: its primary and workers together).`,
+  );
+  const us = (v: number | undefined): string => (v === undefined ? '–' : v.toFixed(0)).padStart(9);
+  console.log(
+    `  ${'route'.padEnd(24)}${'req/s'.padStart(8)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}` +
+      `${'load'.padStart(9)}${'proxy'.padStart(9)}${'postgres'.padStart(9)}${'upstream'.padStart(9)}`,
+  );
+  for (const route of WORKERS_ROUTES) {
+    const r = c32[route];
+    const cpu = r.cpuUsPerRequest;
+    console.log(
+      `  ${labels[route].padEnd(24)}${r.rps.toFixed(0).padStart(8)}` +
+        `${r.p50Ms.toFixed(3).padStart(9)}${r.p99Ms.toFixed(3).padStart(9)}` +
+        `${us(cpu?.loadgen)}${us(cpu?.proxies)}${us(cpu?.postgres)}${us(cpu?.upstream)}`,
+    );
+  }
+  console.log(
+    `  throughput --workers ${result.workers} / --workers 1 = ${(c32.many.rps / c32.one.rps).toFixed(2)}; ` +
+      `proxy CPU per request ${((c32.many.cpuUsPerRequest?.proxies ?? NaN) / (c32.one.cpuUsPerRequest?.proxies ?? NaN)).toFixed(2)}; ` +
+      `workers' shares of their CPU: ${result.workerShares.map((s) => `${(s * 100).toFixed(0)}%`).join(' / ')}; ` +
+      `the primary's own CPU: ${result.primaryCpuUs.toFixed(0)} µs/req`,
   );
 }

@@ -65,7 +65,8 @@ import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js'
 import { approvalEventRoutes } from './http/routes/approval-events.js';
 import { ApprovalEvents } from './protocol/approval-events.js';
 import { createJwksCache } from './protocol/jwks/index.js';
-import { Metrics } from './metrics.js';
+import type { Registry } from 'prom-client';
+import { Metrics, type Exposition } from './metrics.js';
 import { reloader, type ReloadResult } from './reload.js';
 import { metricsRoutes } from './http/routes/metrics.js';
 import { recordRequestMetrics } from './http/request-metrics.js';
@@ -119,6 +120,11 @@ export interface ProxyDeps {
   readonly timers?: Timers;
   /** Reads the settings again for a reload (the CLI: same flags, config file re-read); default: unchanged. */
   readonly rereadSettings?: () => Settings;
+  /**
+   * What `GET /metrics` answers, given this process's registry; default: that registry alone. A
+   * worker of `--workers` answers every worker's metrics aggregated (src/cluster/metrics.ts).
+   */
+  readonly metricsExposition?: (registry: Registry) => () => Promise<Exposition>;
 }
 
 export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
@@ -374,9 +380,10 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
       'capabilities.per_call is set but sign_in is not configured: nobody can approve those calls on the pages; they expire (approval_expired)',
     );
   }
-  if (internalRouter) metricsRoutes(internalRouter, { metrics });
+  const exposition = deps.metricsExposition?.(metrics.registry) ?? (() => metrics.exposition());
+  if (internalRouter) metricsRoutes(internalRouter, { exposition });
   else if (adminToken !== undefined)
-    metricsRoutes(router, { metrics, guard: { ctx, limits, logger, adminToken } });
+    metricsRoutes(router, { exposition, guard: { ctx, limits, logger, adminToken } });
   const database = new DatabaseReadiness(store, {
     ...DEFAULT_READINESS,
     onChange: (up) => {

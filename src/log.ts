@@ -27,19 +27,21 @@ export interface Logger {
 /**
  * A logger at `level` writing whole lines to `write` (default: standard output, synchronously,
  * so the last lines before an exit are not lost). `now` is the clock of `time` (tests pass
- * theirs).
+ * theirs). `fields` go on every line (`worker` with `--workers`).
  */
 export function createLogger(
   level: LogLevel,
   write?: (line: string) => void,
   now: () => number = Date.now,
   format: LogFormat = 'json',
+  fields?: Readonly<Record<string, number>>,
 ): Logger {
   const p = pino(
     {
       level,
-      // No pid/hostname: the container already says where a line comes from.
-      base: undefined,
+      // No pid/hostname: the container already says where a line comes from (and `worker` which
+      // of its processes, src/cluster/).
+      base: fields ?? undefined,
       messageKey: 'msg',
       timestamp: () => `,"time":"${new Date(now()).toISOString()}"`,
       formatters: { level: (label) => ({ level: label }) },

@@ -25,6 +25,12 @@ export const LIMIT_NAMES = [
 ] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
 
+/** What `GET /metrics` answers. */
+export interface Exposition {
+  readonly contentType: string;
+  readonly text: string;
+}
+
 /** What the gauges read when Prometheus scrapes (cheap: a counter in memory, an indexed count). */
 export interface MetricSources {
   readonly pendingApprovals: () => Promise<number>;
@@ -119,6 +125,8 @@ export class Metrics {
       name: `${METRIC_PREFIX}approvals_pending`,
       help: 'Approval requests waiting for a decision and not yet expired.',
       registers,
+      // Every worker (--workers) counts the same table: their sum would multiply it.
+      aggregator: 'max',
       // prom-client awaits an async collect before it renders the exposition. While the database
       // is unavailable (issue 13) the gauge keeps its last value: /metrics still answers, with
       // everything else it knows, when it matters most.
@@ -199,7 +207,7 @@ export class Metrics {
   }
 
   /** The exposition text (Prometheus text format 0.0.4) and its content type. */
-  async exposition(): Promise<{ contentType: string; text: string }> {
+  async exposition(): Promise<Exposition> {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
   }
 }

@@ -41,6 +41,12 @@ export const FLAGS = {
     arg: 'PORT',
     help: 'listen port (default 8080; 0 picks a free one)',
   },
+  workers: {
+    type: 'string',
+    only: 'serve',
+    arg: 'N',
+    help: 'processes serving the port (node:cluster; default 1); more than 1 needs --db postgres://…',
+  },
   'internal-port': {
     type: 'string',
     only: 'serve',

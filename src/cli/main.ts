@@ -6,10 +6,18 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { resolveDatabaseOnly, resolveSettings, type CliOverrides } from '../config/settings.js';
+import {
+  resolveDatabaseOnly,
+  resolveSettings,
+  type CliOverrides,
+  type Settings,
+} from '../config/settings.js';
 import { backupDatabase } from '../storage/backup.js';
 import { UserError } from '../errors.js';
-import { loadServedCatalog, startProxy } from '../app.js';
+import { loadServedCatalog, startProxy, type ProxyDeps } from '../app.js';
+import { runPrimary } from '../cluster/primary.js';
+import { announceStarted, asWorker, isWorker, workerDeps } from '../cluster/worker.js';
+import { createLogger } from '../log.js';
 import { watchedFiles, watchFiles } from '../watch.js';
 import { checkSettings } from '../check.js';
 import type { Catalog } from '../openapi/catalog.js';
@@ -191,24 +199,46 @@ async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentR
     : printCapabilities(cli, values.json === true, io);
 }
 
+/**
+ * `serve`: one process, or with `--workers N` (N > 1) the primary of N worker processes
+ * (src/cluster/), each of which comes back here and serves like one process.
+ */
 async function serve(cli: CliOverrides, watching: boolean): Promise<number> {
-  // A reload reads the config file again with the same flags and environment (README "Live changes").
   const settings = resolveSettings(cli);
-  const proxy = await startProxy(settings, { rereadSettings: () => resolveSettings(cli) });
+  if (settings.workers === 1) return serveOne(cli, settings, watching, {});
+  if (!isWorker()) {
+    const logger = createLogger(settings.logLevel, undefined, Date.now, settings.logFormat, { worker: 0 });
+    return runPrimary({ workers: settings.workers, logger });
+  }
+  return asWorker(() => serveOne(cli, settings, watching, workerDeps(settings)));
+}
+
+async function serveOne(
+  cli: CliOverrides,
+  settings: Settings,
+  watching: boolean,
+  deps: Pick<ProxyDeps, 'logger' | 'metricsExposition'>,
+): Promise<number> {
+  // A reload reads the config file again with the same flags and environment (README "Live changes").
+  const proxy = await startProxy(settings, { ...deps, rereadSettings: () => resolveSettings(cli) });
+  if (isWorker()) announceStarted(proxy.url);
   // The outcome is logged and counted by the reload itself; a signal has nobody to answer.
   const reload = (): void => void proxy.reload();
   process.on('SIGHUP', reload);
   const unwatch = watching ? watchFiles(watchedFiles(settings, cli.config), reload) : undefined;
+  // A worker stops when the primary says so (SIGTERM): a Ctrl-C reaches the whole process group,
+  // and the primary, which gets it too, stops every worker in turn.
+  const stopSignals: NodeJS.Signals[] = isWorker() ? ['SIGTERM'] : ['SIGINT', 'SIGTERM'];
+  const ignore = (): void => undefined;
+  if (isWorker()) process.on('SIGINT', ignore);
   await new Promise<void>((resolve) => {
     const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      for (const signal of stopSignals) process.off(signal, stop);
       process.off('SIGHUP', reload);
       unwatch?.();
       resolve();
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    for (const signal of stopSignals) process.once(signal, stop);
   });
   await proxy.close();
   return 0;

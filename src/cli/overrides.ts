@@ -1,4 +1,5 @@
 /** Parsed serve/capabilities/check flags → the overrides the settings resolver takes. */
+import { MAX_WORKERS } from '../config/schema.js';
 import type { CliOverrides } from '../config/settings.js';
 import { UserError } from '../errors.js';
 import { LOG_FORMATS, type LogFormat, type LogLevel } from '../log.js';
@@ -11,6 +12,7 @@ export function toOverrides(values: {
   config?: string;
   host?: string;
   port?: string;
+  workers?: string;
   'internal-port'?: string;
   issuer?: string;
   db?: string;
@@ -29,6 +31,7 @@ export function toOverrides(values: {
 }): CliOverrides {
   const port = portFlag('--port', values.port);
   const internalPort = portFlag('--internal-port', values['internal-port']);
+  const workers = workersFlag(values.workers);
   const level = values['log-level'];
   if (level !== undefined && !LOG_LEVELS.includes(level as LogLevel)) {
     throw new UserError(`--log-level ${JSON.stringify(level)}: must be one of ${LOG_LEVELS.join(', ')}`);
@@ -44,6 +47,7 @@ export function toOverrides(values: {
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(port !== undefined ? { port } : {}),
     ...(internalPort !== undefined ? { internalPort } : {}),
+    ...(workers !== undefined ? { workers } : {}),
     ...(values.issuer !== undefined ? { issuer: values.issuer } : {}),
     ...(values.db !== undefined ? { db: values.db } : {}),
     ...(values.policy !== undefined ? { policy: values.policy } : {}),
@@ -69,6 +73,16 @@ function portFlag(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
     throw new UserError(`${flag} ${JSON.stringify(value)}: must be a number from 0 to 65535`);
+  }
+  return Number(value);
+}
+
+function workersFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d{1,3}$/.test(value) || Number(value) < 1 || Number(value) > MAX_WORKERS) {
+    throw new UserError(
+      `--workers ${JSON.stringify(value)}: must be a whole number from 1 to ${MAX_WORKERS}`,
+    );
   }
   return Number(value);
 }

@@ -104,6 +104,12 @@ const executionLimits = {
   max_response_bytes: { type: 'integer', minimum: 1024, maximum: 1073741824 },
 } as const;
 
+/**
+ * The most worker processes (`server.workers`, `--workers`): each opens its own PostgreSQL pools
+ * (README "Workers"), so a typo of 600 for 6 is refused rather than exhausting the database.
+ */
+export const MAX_WORKERS = 64;
+
 export const CONFIG_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   $id: 'https://agent-auth-proxy.dev/schemas/proxy.schema.json',
@@ -118,6 +124,14 @@ export const CONFIG_SCHEMA = {
       properties: {
         host: { type: 'string', minLength: 1, default: '127.0.0.1' },
         port: { type: 'integer', minimum: 0, maximum: 65535, default: 8080 },
+        workers: {
+          type: 'integer',
+          minimum: 1,
+          maximum: MAX_WORKERS,
+          default: 1,
+          description:
+            'Processes serving the port (node:cluster). 1: one process, as without the key. More needs a PostgreSQL database: replay and rate state are shared only through it.',
+        },
         issuer: { ...httpUrl, description: 'Public base URL of the proxy; default http://{host}:{port}.' },
         internal_port: {
           type: 'integer',

@@ -98,6 +98,11 @@ export interface Settings {
   readonly host: string;
   readonly port: number;
   /**
+   * Processes serving the port (src/cluster/): 1 is one process and no cluster at all; more only
+   * on PostgreSQL, the one store whose replay ledger and rate budgets processes share.
+   */
+  readonly workers: number;
+  /**
    * The internal listener (/metrics, /healthz, /readyz, /admin/), when configured: operators'
    * endpoints off the public port (issue 12).
    */
@@ -148,6 +153,7 @@ export interface CliOverrides {
   readonly upstreams?: readonly string[];
   readonly host?: string;
   readonly port?: number;
+  readonly workers?: number;
   readonly internalPort?: number;
   readonly issuer?: string;
   readonly mockUpstream?: boolean;
@@ -352,6 +358,15 @@ export function resolveSettings(
     cwd,
     env,
   });
+  const workers = cli.workers ?? config.server.workers;
+  if (workers > 1 && database.kind !== 'postgres') {
+    // Each process would keep its own replay cache and rate buckets: a jti accepted by one worker
+    // would be accepted again by another (§4.6), and every budget would be multiplied.
+    const from = cli.workers !== undefined ? '--workers' : `${where}: server.workers:`;
+    throw new UserError(
+      `${from} ${workers} needs a shared store: replay and rate state live in one process with SQLite; use --db postgres://… (or database: in the config)`,
+    );
+  }
   const policyFile =
     cli.policy !== undefined
       ? resolve(cwd, cli.policy)
@@ -389,6 +404,7 @@ export function resolveSettings(
   return Object.freeze({
     host,
     port,
+    workers,
     ...(internalPort !== undefined
       ? { internal: Object.freeze({ host: config.server.internal_host, port: internalPort }) }
       : {}),

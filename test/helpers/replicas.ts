@@ -39,6 +39,21 @@ export class Replica {
     return this.served.child;
   }
 
+  /** The JSON log lines it wrote so far. */
+  logs(): Record<string, unknown>[] {
+    return this.served.logs();
+  }
+
+  /** What it wrote to stderr so far. */
+  stderr(): string {
+    return this.served.stderr();
+  }
+
+  /** Resolves with the exit code and signal once the process is gone. */
+  get exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    return this.served.exited;
+  }
+
   async request(method: string, path: string, token?: string, body?: unknown): Promise<Reply> {
     const res = await fetch(`${this.url}${path}`, {
       method,
@@ -102,6 +117,10 @@ export async function startReplicas(options: {
   readonly config?: string;
   /** Another shared issuer (passkeys need https or a `localhost` name); ISSUER by default. */
   readonly issuer?: string;
+  /** More serve flags for every replica, e.g. `--workers 2`. */
+  readonly args?: readonly string[];
+  /** The log message that means a replica serves (serveCli's `ready`). */
+  readonly ready?: string;
 }): Promise<ReplicaSet> {
   const upstream = await TestUpstream.start();
   const dir = mkdtempSync(join(tmpdir(), 'aap-replicas-'));
@@ -120,8 +139,16 @@ export async function startReplicas(options: {
   const started: Replica[] = [];
   const start = async (): Promise<Replica> => {
     const served = await serveCli(
-      ['--config', config, '--db', options.db, '--policy', policy, '--issuer', options.issuer ?? ISSUER],
-      { cwd: dir, env: { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN }, children: options.children },
+      [
+        ...['--config', config, '--db', options.db, '--policy', policy, '--issuer', options.issuer ?? ISSUER],
+        ...(options.args ?? []),
+      ],
+      {
+        cwd: dir,
+        env: { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+        children: options.children,
+        ...(options.ready !== undefined ? { ready: options.ready } : {}),
+      },
     );
     const replica = new Replica(served);
     started.push(replica);

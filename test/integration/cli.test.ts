@@ -250,6 +250,24 @@ describe('operator mistakes exit 2 with a message and no stack trace', () => {
     }
   });
 
+  it('a --workers that is not a worker count, or more than one worker on SQLite', async () => {
+    for (const workers of ['0', '1.5', 'two', '65']) {
+      const result = await run(['serve', '--spec', PETSTORE, `--workers=${workers}`]);
+      expectOperatorError(result);
+      expect(result.stderr).toBe(
+        `agent-auth-proxy: --workers ${JSON.stringify(workers)}: must be a whole number from 1 to 64\n`,
+      );
+    }
+    // Each worker would keep its own replay cache and rate buckets (test/integration/postgres/workers.test.ts).
+    for (const command of ['serve', 'check']) {
+      const result = await run([command, '--spec', PETSTORE, '--workers', '2', '--db', ':memory:']);
+      expect(result.code).toBe(command === 'serve' ? 2 : 1);
+      expect(result.stderr).toBe(
+        `agent-auth-proxy: --workers 2 needs a shared store: replay and rate state live in one process with SQLite; use --db postgres://… (or database: in the config)\n`,
+      );
+    }
+  });
+
   it('listening on every interface without --issuer: the URL agents reach cannot be derived', async () => {
     for (const host of ['0.0.0.0', '::']) {
       const result = await run(['serve', '--spec', PETSTORE, '--host', host, '--port', '0']);

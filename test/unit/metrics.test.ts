@@ -1,4 +1,5 @@
 /** The Metrics object alone: closed label sets, a registry per instance, gauges read at scrape time. */
+import { AggregatorRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { recordRequestMetrics } from '../../src/http/request-metrics.js';
@@ -43,6 +44,23 @@ describe('Metrics', () => {
       'agent_auth_proxy_registrations_total{outcome="success"} 1',
     );
     expect((await b.exposition()).text).not.toContain('agent_auth_proxy_registrations_total{');
+  });
+});
+
+describe('workers aggregated (--workers, src/cluster/metrics.ts)', () => {
+  it('sums counters and the replay caches, but not the pending approvals every worker counts', async () => {
+    const workers = [metrics(), metrics()];
+    workers.forEach((m, i) => {
+      m.watch({ pendingApprovals: () => Promise.resolve(4), replayCacheSize: () => 10 + i });
+      m.execution('get_item', null);
+    });
+    const merged = AggregatorRegistry.aggregate(
+      await Promise.all(workers.map((m) => m.registry.getMetricsAsJSON())),
+    );
+    const text = await merged.metrics();
+    expect(text).toContain('agent_auth_proxy_executions_total{capability="get_item",outcome="success"} 2');
+    expect(text).toContain('agent_auth_proxy_replay_cache_entries 21');
+    expect(text).toContain('agent_auth_proxy_approvals_pending 4');
   });
 });
 

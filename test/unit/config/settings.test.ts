@@ -608,3 +608,38 @@ describe('internal listener (server.internal_port, --internal-port)', () => {
     );
   });
 });
+
+describe('worker processes (server.workers, --workers)', () => {
+  it('is one process by default', () => {
+    expect(resolveSettings({ specs: ['x.yaml'] }, dir).workers).toBe(1);
+  });
+
+  it('takes more than one only with PostgreSQL, from the config or the flag', () => {
+    const config = writeConfig(
+      'workers/proxy.yaml',
+      'server:\n  workers: 4\ndatabase: postgres://proxy@db.internal/proxy\napis:\n  - spec: x.yaml\n',
+    );
+    expect(resolveSettings({ config }, dir).workers).toBe(4);
+    expect(resolveSettings({ config, workers: 2 }, dir).workers).toBe(2);
+  });
+
+  it('refuses more than one on SQLite, naming where the number came from and the fix', () => {
+    const config = writeConfig('workers/sqlite.yaml', 'server:\n  workers: 2\napis:\n  - spec: x.yaml\n');
+    expect(userError(() => resolveSettings({ config }, dir)).message).toBe(
+      `${config}: server.workers: 2 needs a shared store: replay and rate state live in one process with SQLite; use --db postgres://… (or database: in the config)`,
+    );
+    expect(userError(() => resolveSettings({ specs: ['x.yaml'], workers: 3 }, dir)).message).toMatch(
+      /^--workers 3 needs a shared store/,
+    );
+  });
+
+  it('--workers takes a whole number from 1 to 64; the config the same', () => {
+    expect(toOverrides({ workers: '8' })).toEqual({ workers: 8 });
+    for (const bad of ['0', '65', '2.5', '-1', 'auto']) {
+      expect(() => toOverrides({ workers: bad })).toThrow(
+        `--workers ${JSON.stringify(bad)}: must be a whole number from 1 to 64`,
+      );
+    }
+    expect(() => parseConfig('server:\n  workers: 0\n', 'w.yaml')).toThrow('server.workers');
+  });
+});

@@ -1,0 +1,214 @@
+/**
+ * Worker benchmark (issue 14, `npm run bench -- --workers N`): the execute workload of
+ * replicas.ts (GET one pet through `POST /capability/execute`, a fresh agent JWT per request, every
+ * check on) at concurrency 32, sent to the upstream directly, through the floor relay of
+ * execute.ts (for reference), and through the proxy on PostgreSQL with `--workers 1` and with
+ * `--workers N`: one port each, the primary handing connections to its workers. Each proxy has a
+ * database of its own on one PostgreSQL server, so neither's change notices reach the other. The
+ * routes take turns in rounds; every request must be answered 200. CPU per request is each kind of
+ * process's user + system time (a proxy's: the primary and its workers together), and the share of
+ * each worker shows that all of them served.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { agentJwt, generateTestKey } from '../test/helpers/keys.js';
+import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
+import { benchPolicy, firstLine } from './execute.js';
+import {
+  childPids,
+  ownCpuSeconds,
+  phase,
+  postmasterPid,
+  registerAgent,
+  startProxyProcess,
+  summarize,
+  type Call,
+  type RouteResult,
+  type RunningProxy,
+  type Sample,
+  type Target,
+} from './replicas.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const ROUNDS = 4;
+const CONCURRENCY = 32;
+
+export type WorkersRoute = 'direct' | 'floor' | 'one' | 'many';
+export const WORKERS_ROUTES: readonly WorkersRoute[] = ['direct', 'floor', 'one', 'many'];
+
+export interface WorkersResult {
+  readonly workers: number;
+  readonly c32: Readonly<Record<WorkersRoute, RouteResult>>;
+  /** Each worker's share of the `--workers N` proxy's worker CPU over the measured rounds. */
+  readonly workerShares: readonly number[];
+  /** The `--workers N` primary's own CPU per request it served, µs (accepting, handing out connections). */
+  readonly primaryCpuUs: number;
+}
+
+export async function runWorkersBench(options: {
+  readonly workers: number;
+  readonly requests?: number;
+}): Promise<WorkersResult> {
+  const requests = options.requests ?? 20_000;
+  const dir = mkdtempSync(join(tmpdir(), 'aap-bench-workers-'));
+  const children: ChildProcess[] = [];
+  const pools: Pool[] = [];
+  let postgres: TestPostgres | undefined;
+  try {
+    const upstream = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream-child.ts')], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(upstream);
+    const upstreamUrl = `http://127.0.0.1:${Number(await firstLine(upstream))}`;
+    postgres = await startPostgres();
+    const postmaster = await postmasterPid(postgres.url);
+    const host = await generateTestKey();
+    const policy = join(dir, 'policy.yaml');
+    writeFileSync(policy, benchPolicy(host));
+
+    const start = async (workers: number): Promise<RunningProxy> => {
+      const db = await (postgres as TestPostgres).createDatabase();
+      const proxy = await startProxyProcess({
+        upstreamUrl,
+        db,
+        policy,
+        children,
+        args: ['--workers', String(workers)],
+      });
+      if (workers > 1) await allWorkers(proxy.pid, workers);
+      return proxy;
+    };
+    const one = await start(1);
+    const many = await start(options.workers);
+
+    const pool = (url: string): Pool => {
+      const p = new Pool(url, { connections: 64, pipelining: 1 });
+      pools.push(p);
+      return p;
+    };
+    const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
+    const calls = (agent: Awaited<ReturnType<typeof registerAgent>>) => async (n: number) => {
+      const out: Call[] = [];
+      for (let i = 0; i < n; i++) {
+        const jwt = await agentJwt(agent.key, agent.id, agent.audience);
+        out.push({
+          path: '/capability/execute',
+          method: 'POST',
+          headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
+          body,
+        });
+      }
+      return out;
+    };
+    const through = async (proxy: RunningProxy): Promise<Target> => ({
+      pools: [pool(proxy.url)],
+      upstreamPid: upstream.pid as number,
+      proxyPids: [proxy.pid],
+      usesPostgres: true,
+      calls: calls(await registerAgent(proxy.url, host)),
+    });
+    // The floor checks the signature of the agent registered on the one-worker proxy (its key).
+    const floorAgent = await registerAgent(one.url, host);
+    const floorChild = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(ROOT, 'bench/floor-proxy-child.ts'),
+        upstreamUrl,
+        floorAgent.key.publicJwk.x,
+        'floor',
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    children.push(floorChild);
+    const floorUrl = `http://127.0.0.1:${Number(await firstLine(floorChild))}`;
+    const targets: Record<WorkersRoute, Target> = {
+      direct: {
+        pools: [pool(upstreamUrl)],
+        upstreamPid: upstream.pid as number,
+        proxyPids: [],
+        usesPostgres: false,
+        calls: (n) =>
+          Promise.resolve(
+            Array.from({ length: n }, () => ({
+              path: '/v1/pets/1',
+              method: 'GET' as const,
+              headers: { accept: 'application/json' },
+            })),
+          ),
+      },
+      floor: {
+        pools: [pool(floorUrl)],
+        upstreamPid: upstream.pid as number,
+        proxyPids: [floorChild.pid as number],
+        usesPostgres: false,
+        calls: calls(floorAgent),
+      },
+      one: await through(one),
+      many: await through(many),
+    };
+
+    // Warm every route (connections, JIT, caches) first.
+    for (const route of WORKERS_ROUTES) {
+      await phase(targets[route], await targets[route].calls(500), 8, postmaster);
+    }
+    const workerPids = childPids(many.pid);
+    const before = workerPids.map((pid) => ownCpuSeconds(pid) ?? 0);
+    const primaryBefore = ownCpuSeconds(many.pid) ?? 0;
+    const samples: Record<WorkersRoute, Sample[]> = { direct: [], floor: [], one: [], many: [] };
+    const perRound = Math.ceil(requests / ROUNDS);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let k = 0; k < WORKERS_ROUTES.length; k++) {
+        const route = WORKERS_ROUTES[(round + k) % WORKERS_ROUTES.length] as WorkersRoute;
+        const batch = await targets[route].calls(perRound);
+        samples[route].push(await phase(targets[route], batch, CONCURRENCY, postmaster));
+      }
+    }
+    const used = workerPids.map((pid, i) => (ownCpuSeconds(pid) ?? 0) - (before[i] ?? 0));
+    const total = used.reduce((a, b) => a + b, 0);
+    const primaryUsed = (ownCpuSeconds(many.pid) ?? 0) - primaryBefore;
+    const manyRequests = samples.many.reduce((n, sample) => n + sample.latencies.length, 0);
+    return {
+      workers: options.workers,
+      c32: {
+        direct: summarize(samples.direct),
+        floor: summarize(samples.floor),
+        one: summarize(samples.one),
+        many: summarize(samples.many),
+      },
+      workerShares: used.map((u) => (total > 0 ? u / total : 0)),
+      primaryCpuUs: (primaryUsed * 1e6) / manyRequests,
+    };
+  } finally {
+    await Promise.all(pools.map((p) => p.close()));
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(
+      children.map((c) =>
+        c.exitCode !== null || c.signalCode !== null
+          ? Promise.resolve()
+          : new Promise<void>((done) => c.once('exit', () => done())),
+      ),
+    );
+    await postgres?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Waits until the primary `pid` has forked its `workers` (it forks the others once the first
+ * serves): /readyz answered by the first says nothing of the others. The warm-up that follows
+ * gives a late one time to listen; the worker shares show whether every one served.
+ */
+async function allWorkers(pid: number, workers: number): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (childPids(pid).length === workers) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the proxy did not fork ${workers} workers within 60 s`);
+}
