@@ -4,10 +4,14 @@
  * `--scale`) runs the scale benchmark on its own: it seeds databases of millions of rows, so it
  * takes a few minutes; `-- scale --quick` seeds a tenth of that. `npm run bench -- replicas` runs
  * the two-replica benchmark on its own (one proxy on SQLite against two on one PostgreSQL);
- * `-- replicas --quick` sends a fifth of its requests.
+ * `-- replicas --quick` sends a fifth of its requests. `npm run bench -- corpus [ID…] [--all]` prints
+ * the catalog figures of the shared corpus and the large-API corpus (fetched first if missing),
+ * or only of the documents named; `--all` adds those listed as out of set.
  */
 import { cpus, totalmem } from 'node:os';
 import { runCatalogBench } from './catalog.js';
+import { corpusBenchDocuments, runCorpusBench } from './corpus.js';
+import { corpusHeader, corpusLine } from './corpus-report.js';
 import { runExecuteBench, type PhaseResult, type RouteResults } from './execute.js';
 import { ROUTES, runReplicasBench, type ReplicasResult, type Route } from './replicas.js';
 import { runScaleBench, type ScaleResult } from './scale.js';
@@ -19,13 +23,22 @@ console.log(
 
 const args = process.argv.slice(2);
 const only = args.includes('--scale') ? 'scale' : args[0];
-if (only !== undefined && !['catalog', 'execute', 'scale', 'replicas'].includes(only)) {
-  console.error(`unknown benchmark ${only}: use catalog, execute, scale or replicas`);
+if (only !== undefined && !['catalog', 'execute', 'scale', 'replicas', 'corpus'].includes(only)) {
+  console.error(`unknown benchmark ${only}: use catalog, execute, scale, replicas or corpus`);
   process.exit(2);
 }
 
 if (only === 'scale') {
   printScale(await runScaleBench({ scale: args.includes('--quick') ? 0.1 : 1 }));
+  process.exit(0);
+}
+if (only === 'corpus') {
+  const ids = args.slice(1).filter((a) => !a.startsWith('--'));
+  const docs = corpusBenchDocuments({ ids, all: args.includes('--all') });
+  console.log(corpusHeader());
+  await runCorpusBench(docs, (row) => {
+    console.log(corpusLine(row));
+  });
   process.exit(0);
 }
 if (only === 'replicas') {
