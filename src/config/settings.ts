@@ -15,7 +15,7 @@ import { CONFIG_SCHEMA, type FileConfig, type SecretConfig } from './schema.js';
 import { resolveSignIn, type SignInSettings } from './sign-in.js';
 import { resolveJwks, type JwksSettings } from './jwks.js';
 import { resolveNotifications, type NotificationSettings } from './notifications.js';
-import { compileConfigSchema, validateOrThrow } from './validate.js';
+import { lazyConfigSchema, validateOrThrow } from './validate.js';
 
 export interface ApiSettings {
   readonly id?: string;
@@ -185,7 +185,7 @@ export const MIN_SERVICE_SECRET_LENGTH = 8;
 type ApiConfig = FileConfig['apis'][number];
 type DurationConfig = FileConfig['execution']['timeout'];
 
-const validateConfig = compileConfigSchema(CONFIG_SCHEMA);
+const validateConfig = lazyConfigSchema(CONFIG_SCHEMA);
 
 export function readConfigFile(file: string): FileConfig {
   let text: string;
@@ -203,7 +203,7 @@ export function parseConfig(text: string, file: string): FileConfig {
     throw new UserError(doc.errors.map((e) => `${file}: ${e.message.split('\n')[0] ?? ''}`).join('\n'));
   }
   const data: unknown = doc.toJS() ?? {};
-  validateOrThrow(validateConfig, data, file);
+  validateOrThrow(validateConfig(), data, file);
   return data as FileConfig;
 }
 

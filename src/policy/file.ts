@@ -6,12 +6,12 @@
 import { readFileSync } from 'node:fs';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parseDocument } from 'yaml';
-import { compileConfigSchema, keyPath, validateOrThrow } from '../config/validate.js';
+import { keyPath, lazyConfigSchema, validateOrThrow } from '../config/validate.js';
 import { UserError } from '../errors.js';
 import { POLICY_SCHEMA } from './schema.js';
 import type { PolicyFile } from './types.js';
 
-const validatePolicySchema = compileConfigSchema(POLICY_SCHEMA);
+const validatePolicySchema = lazyConfigSchema(POLICY_SCHEMA);
 
 export function readPolicyText(file: string): string {
   try {
@@ -82,8 +82,9 @@ const EXPECTED: readonly (readonly [schema: object, keyword: string, message: st
 ];
 
 function checkSchema(data: unknown, file: string): void {
-  if (validatePolicySchema(data)) return;
-  const errors = validatePolicySchema.errors ?? [];
+  const validate = validatePolicySchema();
+  if (validate(data)) return;
+  const errors = validate.errors ?? [];
   const anchors = new Map<ErrorObject, string>();
   for (const e of errors) {
     const hit = EXPECTED.find(([schema, keyword]) => e.parentSchema === schema && e.keyword === keyword);
