@@ -15,6 +15,7 @@ import { CONFIG_SCHEMA, type FileConfig, type SecretConfig } from './schema.js';
 import { resolveSignIn, type SignInSettings } from './sign-in.js';
 import { resolveJwks, type JwksSettings } from './jwks.js';
 import { resolveNotifications, type NotificationSettings } from './notifications.js';
+import { schemaDefaults } from './schema-defaults.js';
 import { lazyConfigSchema, validateOrThrow } from './validate.js';
 
 export interface ApiSettings {
@@ -187,6 +188,11 @@ type DurationConfig = FileConfig['execution']['timeout'];
 
 const validateConfig = lazyConfigSchema(CONFIG_SCHEMA);
 
+/** No config file: `{}` with the schema's defaults, as parseConfig('{}') gives, without compiling it. */
+export function defaultConfig(): FileConfig {
+  return schemaDefaults(CONFIG_SCHEMA) as FileConfig;
+}
+
 export function readConfigFile(file: string): FileConfig {
   let text: string;
   try {
@@ -220,7 +226,7 @@ export function resolveDatabaseOnly(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): DatabaseSettings {
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
-  const config = file ? readConfigFile(file) : parseConfig('{}', '(defaults)');
+  const config = file ? readConfigFile(file) : defaultConfig();
   return resolveDatabase({
     flag: cli.db,
     configured: config.database,
@@ -239,7 +245,7 @@ export function resolveListenAddress(
   cli: Pick<CliOverrides, 'config' | 'host' | 'port'>,
   cwd = process.cwd(),
 ): { host: string; port: number } {
-  const config = cli.config ? readConfigFile(resolve(cwd, cli.config)) : parseConfig('{}', '(defaults)');
+  const config = cli.config ? readConfigFile(resolve(cwd, cli.config)) : defaultConfig();
   return { host: cli.host ?? config.server.host, port: cli.port ?? config.server.port };
 }
 
@@ -249,7 +255,7 @@ export function resolveSettings(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Settings {
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
-  const config = file ? readConfigFile(file) : parseConfig('{}', '(defaults)');
+  const config = file ? readConfigFile(file) : defaultConfig();
   const base = file ? dirname(file) : cwd;
   const location = (spec: string, from: string): string =>
     /^https?:\/\//i.test(spec) ? spec : resolve(from, spec);

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parseDocument } from 'yaml';
+import { schemaDefaults } from '../config/schema-defaults.js';
 import { keyPath, lazyConfigSchema, validateOrThrow } from '../config/validate.js';
 import { UserError } from '../errors.js';
 import { POLICY_SCHEMA } from './schema.js';
@@ -19,6 +20,11 @@ export function readPolicyText(file: string): string {
   } catch {
     throw new UserError(`${file}: policy file not found or not readable`);
   }
+}
+
+/** No policy file: `{}` with the schema's defaults, as parsePolicyFile('{}') gives, without compiling it. */
+export function defaultPolicyFile(): PolicyFile {
+  return schemaDefaults(POLICY_SCHEMA) as PolicyFile;
 }
 
 /** Parses YAML text (`file` is for messages) and checks it against POLICY_SCHEMA. */
