@@ -6,9 +6,14 @@
  * the two-replica benchmark on its own (one proxy on SQLite against two on one PostgreSQL);
  * `-- replicas --quick` sends a fifth of its requests. `npm run bench -- --workers N` runs the
  * proxy on PostgreSQL with 1 worker and with N at concurrency 32 (`--quick`: a fifth of the requests).
+ * `npm run bench -- corpus [ID…] [--all]` prints the catalog figures of the shared corpus and the
+ * large-API corpus (fetched first if missing), or only of the documents named; `--all` adds those
+ * listed as out of set.
  */
 import { cpus, totalmem } from 'node:os';
 import { runCatalogBench } from './catalog.js';
+import { corpusBenchDocuments, runCorpusBench } from './corpus.js';
+import { corpusHeader, corpusLine } from './corpus-report.js';
 import { runExecuteBench, type PhaseResult, type RouteResults } from './execute.js';
 import { ROUTES, runReplicasBench, type ReplicasResult, type Route } from './replicas.js';
 import { runScaleBench, type ScaleResult } from './scale.js';
@@ -22,8 +27,8 @@ console.log(
 const args = process.argv.slice(2);
 const workersAt = args.indexOf('--workers');
 const only = args.includes('--scale') ? 'scale' : workersAt >= 0 ? 'workers' : args[0];
-if (only !== undefined && !['catalog', 'execute', 'scale', 'replicas', 'workers'].includes(only)) {
-  console.error(`unknown benchmark ${only}: use catalog, execute, scale, replicas or --workers N`);
+if (only !== undefined && !['catalog', 'execute', 'scale', 'replicas', 'workers', 'corpus'].includes(only)) {
+  console.error(`unknown benchmark ${only}: use catalog, execute, scale, replicas, corpus or --workers N`);
   process.exit(2);
 }
 
@@ -39,6 +44,15 @@ if (only === 'workers') {
 
 if (only === 'scale') {
   printScale(await runScaleBench({ scale: args.includes('--quick') ? 0.1 : 1 }));
+  process.exit(0);
+}
+if (only === 'corpus') {
+  const ids = args.slice(1).filter((a) => !a.startsWith('--'));
+  const docs = corpusBenchDocuments({ ids, all: args.includes('--all') });
+  console.log(corpusHeader());
+  await runCorpusBench(docs, (row) => {
+    console.log(corpusLine(row));
+  });
   process.exit(0);
 }
 if (only === 'replicas') {

@@ -15,7 +15,8 @@ import { CONFIG_SCHEMA, type FileConfig, type SecretConfig } from './schema.js';
 import { resolveSignIn, type SignInSettings } from './sign-in.js';
 import { resolveJwks, type JwksSettings } from './jwks.js';
 import { resolveNotifications, type NotificationSettings } from './notifications.js';
-import { compileConfigSchema, validateOrThrow } from './validate.js';
+import { schemaDefaults } from './schema-defaults.js';
+import { lazyConfigSchema, validateOrThrow } from './validate.js';
 
 export interface ApiSettings {
   readonly id?: string;
@@ -191,7 +192,12 @@ export const MIN_SERVICE_SECRET_LENGTH = 8;
 type ApiConfig = FileConfig['apis'][number];
 type DurationConfig = FileConfig['execution']['timeout'];
 
-const validateConfig = compileConfigSchema(CONFIG_SCHEMA);
+const validateConfig = lazyConfigSchema(CONFIG_SCHEMA);
+
+/** No config file: `{}` with the schema's defaults, as parseConfig('{}') gives, without compiling it. */
+export function defaultConfig(): FileConfig {
+  return schemaDefaults(CONFIG_SCHEMA) as FileConfig;
+}
 
 export function readConfigFile(file: string): FileConfig {
   let text: string;
@@ -209,7 +215,7 @@ export function parseConfig(text: string, file: string): FileConfig {
     throw new UserError(doc.errors.map((e) => `${file}: ${e.message.split('\n')[0] ?? ''}`).join('\n'));
   }
   const data: unknown = doc.toJS() ?? {};
-  validateOrThrow(validateConfig, data, file);
+  validateOrThrow(validateConfig(), data, file);
   return data as FileConfig;
 }
 
@@ -226,7 +232,7 @@ export function resolveDatabaseOnly(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): DatabaseSettings {
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
-  const config = file ? readConfigFile(file) : parseConfig('{}', '(defaults)');
+  const config = file ? readConfigFile(file) : defaultConfig();
   return resolveDatabase({
     flag: cli.db,
     configured: config.database,
@@ -245,7 +251,7 @@ export function resolveListenAddress(
   cli: Pick<CliOverrides, 'config' | 'host' | 'port'>,
   cwd = process.cwd(),
 ): { host: string; port: number } {
-  const config = cli.config ? readConfigFile(resolve(cwd, cli.config)) : parseConfig('{}', '(defaults)');
+  const config = cli.config ? readConfigFile(resolve(cwd, cli.config)) : defaultConfig();
   return { host: cli.host ?? config.server.host, port: cli.port ?? config.server.port };
 }
 
@@ -255,7 +261,7 @@ export function resolveSettings(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Settings {
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
-  const config = file ? readConfigFile(file) : parseConfig('{}', '(defaults)');
+  const config = file ? readConfigFile(file) : defaultConfig();
   const base = file ? dirname(file) : cwd;
   const location = (spec: string, from: string): string =>
     /^https?:\/\//i.test(spec) ? spec : resolve(from, spec);

@@ -9,6 +9,7 @@ import { resolve as resolvePath } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { parse as parseYaml } from 'yaml';
 import { UserError } from '../errors.js';
+import { hasOnlyPlainLocalRefs } from './local-refs.js';
 import { toPointer } from './pointer.js';
 import { DEFAULT_FETCH_LIMITS, fetchDocument, type FetchLimits } from './fetch.js';
 
@@ -104,6 +105,7 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
     // The root is parsed on its own, without continueOnError: with it, a root that is not valid
     // YAML/JSON reaches swagger-parser as null and fails with an unrelated TypeError.
     const root = parsed ?? (await parse(location, { resolve: resolvers }));
+    if (hasOnlyPlainLocalRefs(root)) return { source, doc: root };
     const doc = await bundle(location, root, { resolve: resolvers, continueOnError: true });
     return { source, doc };
   } catch (err) {

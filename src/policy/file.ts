@@ -6,12 +6,13 @@
 import { readFileSync } from 'node:fs';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { parseDocument } from 'yaml';
-import { compileConfigSchema, keyPath, validateOrThrow } from '../config/validate.js';
+import { schemaDefaults } from '../config/schema-defaults.js';
+import { keyPath, lazyConfigSchema, validateOrThrow } from '../config/validate.js';
 import { UserError } from '../errors.js';
 import { POLICY_SCHEMA } from './schema.js';
 import type { PolicyFile } from './types.js';
 
-const validatePolicySchema = compileConfigSchema(POLICY_SCHEMA);
+const validatePolicySchema = lazyConfigSchema(POLICY_SCHEMA);
 
 export function readPolicyText(file: string): string {
   try {
@@ -19,6 +20,11 @@ export function readPolicyText(file: string): string {
   } catch {
     throw new UserError(`${file}: policy file not found or not readable`);
   }
+}
+
+/** No policy file: `{}` with the schema's defaults, as parsePolicyFile('{}') gives, without compiling it. */
+export function defaultPolicyFile(): PolicyFile {
+  return schemaDefaults(POLICY_SCHEMA) as PolicyFile;
 }
 
 /** Parses YAML text (`file` is for messages) and checks it against POLICY_SCHEMA. */
@@ -82,8 +88,9 @@ const EXPECTED: readonly (readonly [schema: object, keyword: string, message: st
 ];
 
 function checkSchema(data: unknown, file: string): void {
-  if (validatePolicySchema(data)) return;
-  const errors = validatePolicySchema.errors ?? [];
+  const validate = validatePolicySchema();
+  if (validate(data)) return;
+  const errors = validate.errors ?? [];
   const anchors = new Map<ErrorObject, string>();
   for (const e of errors) {
     const hit = EXPECTED.find(([schema, keyword]) => e.parentSchema === schema && e.keyword === keyword);

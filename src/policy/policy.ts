@@ -15,7 +15,7 @@ import type { Catalog } from '../openapi/catalog.js';
 import type { Capability } from '../openapi/types.js';
 import { resolveApproval, resolveLifetimes } from './approval.js';
 import { resolveCapabilityClasses } from './capability-lists.js';
-import { parsePolicyFile, readPolicyText } from './file.js';
+import { defaultPolicyFile, parsePolicyFile, readPolicyText } from './file.js';
 import { resolveHosts } from './hosts.js';
 import { Problems } from './problems.js';
 import { resolveBounds } from './bounds.js';
@@ -50,7 +50,7 @@ export function parsePolicy(text: string, file: string, catalog: Catalog): Polic
  * schema's defaults.
  */
 export function defaultPolicy(catalog: Catalog): Policy {
-  const base = parsePolicy('{}', '(default policy)', catalog);
+  const base = resolvePolicy(defaultPolicyFile(), '(default policy)', catalog);
   const safe = (c: Capability): boolean => c.operation.method === 'get' || c.operation.method === 'head';
   return Object.freeze({
     ...base,

@@ -1,0 +1,67 @@
+/**
+ * Large real APIs (issue 14): Stripe (the payments API), GitHub (1,223 operations), Figma (the
+ * design-tool API) and Kubernetes 1.13 (Swagger 2.0, 1,014 operations), from the pinned packages
+ * of scripts/api-corpus.json. Every operation becomes a capability, names are unique, snake_case
+ * and do not depend on the order of `paths`, and no capability's input and output schemas
+ * together exceed 256 KiB (as JSON). Figures (time, memory) are the bench's: `npm run bench -- corpus`.
+ */
+import { createHash } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Catalog } from '../../src/openapi/catalog.js';
+import { deriveCatalog } from '../../src/openapi/derive.js';
+import { loadDocument } from '../../src/openapi/load.js';
+import { apiCorpusDocument } from '../helpers/api-corpus.js';
+
+const MAX_CAPABILITY_BYTES = 256 * 1024;
+
+/**
+ * sha256 of the sorted `name METHOD path` lines: a renamed capability would orphan its grants, so
+ * a change here must be deliberate.
+ */
+const NAMES_FINGERPRINT: Record<string, string> = {
+  stripe: '3ddfa1d80a2f55045c215ab7063cd997eacd2807124b20c0dce5f19ab1585505',
+  github: 'a43bc983f04a0c10e3b23b8eb811861a5502192544cb6835aef780bd8ba37adb',
+  figma: '46c07b54759a241c0ab63511768c59d550005e2e0cbbfa4631af7ca8dc8c7ff5',
+  'kubernetes-1.13-swagger2': '2d980bab5a1d5fcbf32d27cf9fc96707f99cb213a0aef7bc902ea67db8868890',
+};
+
+describe.each(Object.keys(NAMES_FINGERPRINT))('large API %s', (id) => {
+  const entry = apiCorpusDocument(id);
+  let doc: unknown;
+  let catalog: Catalog;
+
+  beforeAll(async () => {
+    ({ doc } = await loadDocument(entry.file, { allowRemoteRefs: false, allowHttp: false }));
+    catalog = deriveCatalog([{ source: entry.file, doc }]);
+  }, 120_000);
+
+  it(`every one of its ${entry.operations} operations becomes a capability with a unique snake_case name`, () => {
+    expect(catalog.capabilities).toHaveLength(entry.operations);
+    const names = catalog.capabilities.map((c) => c.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) expect(name).toMatch(/^[a-z0-9_]{1,64}$/);
+  });
+
+  it('names are stable: pinned, and the same with `paths` in reverse order', () => {
+    const lines = (c: Catalog): string[] =>
+      c.capabilities.map((x) => `${x.name} ${x.operation.method.toUpperCase()} ${x.operation.path}`).sort();
+    const fingerprint = createHash('sha256').update(lines(catalog).join('\n')).digest('hex');
+    expect(fingerprint).toBe(NAMES_FINGERPRINT[id]);
+
+    const { paths, ...rest } = doc as { paths: Record<string, unknown> };
+    const reversed = { ...rest, paths: Object.fromEntries(Object.entries(paths).reverse()) };
+    expect(lines(deriveCatalog([{ source: entry.file, doc: reversed }]))).toEqual(lines(catalog));
+  }, 120_000);
+
+  it('no capability has more than 256 KiB of input and output schemas', () => {
+    const size = (schema: unknown): number => (schema === undefined ? 0 : JSON.stringify(schema).length);
+    const over = catalog.capabilities
+      .map((c) => ({ name: c.name, kib: Math.round((size(c.input) + size(c.output)) / 1024) }))
+      .filter((c) => c.kib * 1024 > MAX_CAPABILITY_BYTES)
+      .sort((a, b) => b.kib - a.kib);
+    expect(
+      over,
+      `${over.length} capabilities over 256 KiB; the largest: ${JSON.stringify(over.slice(0, 3))}`,
+    ).toEqual([]);
+  });
+});
