@@ -34,7 +34,10 @@ export function applyDrift(ctx: ProtocolContext): Promise<DriftOutcome> {
     let adopted = 0;
     const now = ctx.clock.now();
     const byAgent = new Map<string, GrantRecord[]>();
+    // Hashing a capability costs as much as its schemas are large: only the held ones are hashed.
+    const held = await tx.grantedCapabilities(ctx.catalog.capabilities.map((c) => c.name));
     for (const capability of ctx.catalog.capabilities) {
+      if (!held.has(capability.name)) continue;
       const version = capabilityVersion(capability);
       for (const grant of await tx.grantsOffVersion(capability.name, version)) {
         if (grant.capabilityVersion === null || grant.capabilityVersion === undefined) {

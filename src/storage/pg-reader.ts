@@ -123,6 +123,14 @@ export class PgReader implements StoreReader {
     });
   }
 
+  async grantedCapabilities(capabilities: readonly string[]): Promise<Set<string>> {
+    const { rows } = await this.query(
+      `SELECT DISTINCT capability FROM grants WHERE status = 'active' AND capability = ANY($1::text[])`,
+      [capabilities],
+    );
+    return new Set(rows.map((r) => String(r.capability)));
+  }
+
   approval(id: string): Promise<ApprovalRecord | undefined> {
     return this.one(APPROVAL, 'SELECT * FROM approvals WHERE id = $1', [id]);
   }

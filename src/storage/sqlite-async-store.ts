@@ -167,6 +167,10 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.grantsOffVersion(capability, version));
   }
 
+  grantedCapabilities(capabilities: readonly string[]): Promise<Set<string>> {
+    return this.run(() => this.engine.grantedCapabilities(capabilities));
+  }
+
   approval(id: string): Promise<ApprovalRecord | undefined> {
     return this.run(() => this.engine.approval(id));
   }

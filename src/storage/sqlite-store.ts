@@ -226,6 +226,16 @@ export class SqliteEngine implements SyncStore {
     );
   }
 
+  grantedCapabilities(capabilities: readonly string[]): Set<string> {
+    // One statement whatever the catalog's size: the names go in as one JSON array, and each is
+    // looked up in grants_version (capability, status, …).
+    const rows = this.stmt(
+      `SELECT DISTINCT capability FROM grants
+        WHERE status = 'active' AND capability IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(capabilities)) as { capability: string }[];
+    return new Set(rows.map((r) => r.capability));
+  }
+
   approval(id: string): ApprovalRecord | undefined {
     return this.one(APPROVAL, 'SELECT * FROM approvals WHERE id = ?', id);
   }
@@ -677,6 +687,7 @@ export class SqliteEngine implements SyncStore {
       agents: (f) => reader.agents(f),
       grants: (a) => reader.grants(a),
       grantsOffVersion: (c, v) => reader.grantsOffVersion(c, v),
+      grantedCapabilities: (names) => reader.grantedCapabilities(names),
       approval: (id) => reader.approval(id),
       approvalByUserCode: (c) => reader.approvalByUserCode(c),
       approvals: (f) => reader.approvals(f),

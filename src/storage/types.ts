@@ -358,6 +358,11 @@ export interface StoreReader {
   grants(agentId: string): Promise<GrantRecord[]>;
   /** Active grants of a capability not at `version` (drift, §2.12); NULL versions included. */
   grantsOffVersion(capability: string, version: string): Promise<GrantRecord[]>;
+  /**
+   * Of `capabilities`, those with at least one active grant: drift (§2.12) hashes only those, so
+   * a start-up over a large catalog does not hash capabilities nobody holds. One statement.
+   */
+  grantedCapabilities(capabilities: readonly string[]): Promise<Set<string>>;
   approval(id: string): Promise<ApprovalRecord | undefined>;
   approvalByUserCode(userCode: string): Promise<ApprovalRecord | undefined>;
   approvals(filter?: { status?: ApprovalStatus; agentId?: string } & ListingPage): Promise<ApprovalRecord[]>;

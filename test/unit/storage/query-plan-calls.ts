@@ -189,6 +189,7 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
   ],
   grants: (s) => s.grants('a1'),
   grantsOffVersion: (s) => s.grantsOffVersion('list_pets', 'v1'),
+  grantedCapabilities: (s) => s.grantedCapabilities(['list_pets', 'get_pet']),
   approval: (s) => s.approval('p1'),
   approvalByUserCode: (s) => s.approvalByUserCode('code-p1'),
   approvals: (s) => [

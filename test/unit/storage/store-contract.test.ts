@@ -397,6 +397,19 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(ids(await store.grantsOffVersion('list_pets', 'v2')).sort()).toEqual(['g1', 'g2']);
       expect(ids(await store.grantsOffVersion('list_pets', 'v1')).sort()).toEqual(['g2', 'g4']);
       expect(await store.grantsOffVersion('get_pet', 'v1')).toEqual([]);
+      // Only active grants count; names nobody holds, or unknown, are left out.
+      expect(await store.grantedCapabilities(['list_pets', 'get_pet', 'add_pet', 'no_such'])).toEqual(
+        new Set(['list_pets', 'get_pet']),
+      );
+      await store.write(async (tx) => {
+        await tx.putGrant(
+          grant('g3', 'a1', { capability: 'get_pet', capabilityVersion: 'v1', status: 'revoked' }),
+        );
+      });
+      expect(await store.grantedCapabilities(['list_pets', 'get_pet'])).toEqual(new Set(['list_pets']));
+      expect(await store.grantedCapabilities([])).toEqual(new Set());
+      // A name with JSON or SQL metacharacters is a name like any other.
+      expect(await store.grantedCapabilities(['x"],"y', "z' OR 1=1 --"])).toEqual(new Set());
     });
 
     it('counts uses and raises the last use in batches (touch); grantUses lists used grants only', async () => {
