@@ -8,6 +8,7 @@
  * A component is converted once per direction and the result is frozen and shared by every
  * capability that reaches it, so memory grows with the document, not with its operations.
  */
+import { markNullableRef } from './inlined-marks.js';
 import { defRef, localRefNames, schemaParts, type DefLookup } from './local-ref.js';
 import { isObject, resolvePointer } from './pointer.js';
 import { analyzeRefs } from './ref-graph.js';
@@ -214,8 +215,10 @@ export class SchemaConverter {
         result = { ...base, ...pick(extra, ANNOTATIONS) };
       }
     }
-    if ((nullable === true || xNullable === true) && typeof result !== 'boolean')
+    if ((nullable === true || xNullable === true) && typeof result !== 'boolean') {
+      if (typeof result.$ref === 'string') markNullableRef(result);
       result = makeNullable(result);
+    }
     return result;
   }
 
