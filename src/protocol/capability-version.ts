@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto';
 import type { Capability, JsonSchema } from '../openapi/types.js';
 import { canonicalJson } from '../util/canonical-json.js';
-import { HashSink, LengthSink } from './version/sinks.js';
+import { HashSink, LengthSink, TextTooLong } from './version/sinks.js';
 import { writeRoot, type SchemaForm, type TextSink } from './version/schema-text.js';
 
 /** Inlined canonical text per capability, in UTF-16 code units, beyond which merkle is used. */
@@ -29,26 +29,27 @@ const versions = new WeakMap<Capability, string>();
 export function capabilityVersion(capability: Capability): string {
   let version = versions.get(capability);
   if (version === undefined) {
-    const form = inlinedLength(capability) <= INLINED_TEXT_MAX ? 'inlined' : 'merkle';
-    version = versionIn(capability, form);
+    try {
+      version = versionIn(capability, 'inlined', INLINED_TEXT_MAX);
+    } catch (err) {
+      if (!(err instanceof TextTooLong)) throw err;
+      // Learn the length of every definition it reaches (linear: lengths are remembered), so
+      // other capabilities reaching the same long definitions stop before writing them.
+      writeCovered(capability, 'inlined', new LengthSink());
+      version = versionIn(capability, 'merkle', Infinity);
+    }
     versions.set(capability, version);
   }
   return version;
 }
 
-/** The version in a given form (the merkle one is exported for tests of the fallback). */
-export function versionIn(capability: Capability, form: SchemaForm): string {
+/** The version in a given form; TextTooLong past `limit` (exported for tests of the forms). */
+export function versionIn(capability: Capability, form: SchemaForm, limit: number): string {
   const hash = createHash('sha256');
-  const sink = new HashSink(hash);
+  const sink = new HashSink(hash, limit);
   writeCovered(capability, form, sink);
   sink.finish();
   return hash.digest('base64url').slice(0, 22);
-}
-
-function inlinedLength(capability: Capability): number {
-  const sink = new LengthSink();
-  writeCovered(capability, 'inlined', sink);
-  return sink.length;
 }
 
 /**

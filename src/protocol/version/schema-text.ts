@@ -57,7 +57,7 @@ export function writeRoot(root: Layer, form: SchemaForm, sink: TextSink): void {
           sink.write('{');
           kept.forEach((name, i) => {
             sink.write(`${i > 0 ? ',' : ''}${JSON.stringify(name)}:`);
-            writer.node((defs as Layer)[name]);
+            writer.definition((defs as Layer)[name] as Layer);
           });
           sink.write('}');
         };
@@ -138,7 +138,7 @@ class SchemaWriter {
   }
 
   /** A definition's text in this form, from the sink's memory when it has it. */
-  private definition(def: Layer): void {
+  definition(def: Layer): void {
     if (this.sink.replay(def)) return;
     this.sink.begin();
     this.node(def);
@@ -147,33 +147,38 @@ class SchemaWriter {
 
   /** Keys of all layers in canonical order; a key's value comes from the last layer holding it. */
   private object(given: readonly Layer[], defs: (() => void) | undefined, fallbackExamples = false): void {
-    const layers = this.form === 'inlined' ? inlinedLayers(given, fallbackExamples, this) : given;
-    const values = merge(layers);
-    const keys = [...values.keys()].filter((k) => values.get(k) !== undefined);
+    const composed = this.form === 'inlined' && (fallbackExamples || hasNullableRef(given));
+    const layers = composed ? inlinedLayers(given, fallbackExamples, this) : given;
+    const values = layers.length === 1 ? (layers[0] as Layer) : merge(layers);
+    const keys = Object.keys(values).filter((k) => values[k] !== undefined);
     if (defs) keys.push('$defs');
     keys.sort();
-    this.sink.write('{');
-    keys.forEach((key, i) => {
-      this.sink.write(`${i > 0 ? ',' : ''}${JSON.stringify(key)}:`);
-      if (key === '$defs' && defs) return defs();
-      const value = values.get(key);
-      if (VALUE_KEYWORDS.has(key)) this.sink.write(canonicalJson(value));
+    const sink = this.sink;
+    sink.write('{');
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      sink.write(i > 0 ? `,${JSON.stringify(key)}:` : `${JSON.stringify(key)}:`);
+      const value = values[key];
+      if (key === '$defs' && defs) defs();
+      else if (VALUE_KEYWORDS.has(key)) sink.write(canonicalJson(value));
       else if (SCHEMA_MAPS.has(key) && isObject(value)) this.map(value);
       else this.node(value);
-    });
-    this.sink.write('}');
+    }
+    sink.write('}');
   }
 
   private map(value: Layer): void {
     const keys = Object.keys(value)
       .filter((k) => value[k] !== undefined)
       .sort();
-    this.sink.write('{');
-    keys.forEach((key, i) => {
-      this.sink.write(`${i > 0 ? ',' : ''}${JSON.stringify(key)}:`);
+    const sink = this.sink;
+    sink.write('{');
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      sink.write(i > 0 ? `,${JSON.stringify(key)}:` : `${JSON.stringify(key)}:`);
       this.node(value[key]);
-    });
-    this.sink.write('}');
+    }
+    sink.write('}');
   }
 
   /** The merkle hash of a definition off a cycle: sha256 of its own merkle text. */
@@ -195,13 +200,22 @@ class SchemaWriter {
 }
 
 /** Each key's value from the last layer holding it (`$ref` only from the base layer). */
-function merge(layers: readonly Layer[]): Map<string, unknown> {
-  const values = new Map<string, unknown>();
+function merge(layers: readonly Layer[]): Layer {
+  const values: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   layers.forEach((layer, i) => {
     // A sibling layer's own `$ref` was followed; only the base layer's stays.
-    for (const key of Object.keys(layer)) if (key !== '$ref' || i === 0) values.set(key, layer[key]);
+    for (const key of Object.keys(layer)) if (key !== '$ref' || i === 0) values[key] = layer[key];
   });
   return values;
+}
+
+/** Whether the `anyOf` the layers end up with may be one `nullable` wrapped around a reference. */
+function hasNullableRef(layers: readonly Layer[]): boolean {
+  for (let i = layers.length - 1; i >= 0; i--) {
+    const anyOf = (layers[i] as Layer).anyOf;
+    if (anyOf !== undefined) return Array.isArray(anyOf) && isNullableRef(anyOf[0]);
+  }
+  return false;
 }
 
 /**
@@ -220,7 +234,7 @@ function inlinedLayers(given: readonly Layer[], fallbackExamples: boolean, write
     bottom = [{ examples }];
     layers = [...layers.slice(0, -1), rest];
   }
-  const anyOf = merge(layers).get('anyOf');
+  const anyOf = merge(layers).anyOf;
   const nullable = nullableReference(anyOf, writer);
   if (nullable) {
     layers = [...nullable, ...layers.map(({ anyOf: _anyOf, ...rest }) => rest)];
@@ -238,7 +252,7 @@ function nullableReference(anyOf: unknown, writer: SchemaWriter): Layer[] | unde
   if (resolved === undefined || !isObject(resolved[0])) return undefined;
   const layers = [resolved[0], ...resolved[1]];
   const merged = merge(layers);
-  const type = merged.get('type');
+  const type = merged.type;
   if (typeof type !== 'string' && !Array.isArray(type)) return undefined;
   const patch: Record<string, unknown> = {
     type:
@@ -250,7 +264,7 @@ function nullableReference(anyOf: unknown, writer: SchemaWriter): Layer[] | unde
           ? type
           : [...type, 'null'],
   };
-  const values = merged.get('enum');
+  const values = merged.enum;
   if (Array.isArray(values) && !values.includes(null)) patch.enum = [...values, null];
   return [...layers, patch];
 }

@@ -53,24 +53,46 @@ export class LengthSink implements TextSink {
   }
 }
 
-/** Feeds a hash, remembering short definitions' texts to replay them. */
+/** Thrown by a HashSink when the text passes its limit. */
+export class TextTooLong extends Error {}
+
+/**
+ * Feeds a hash, remembering short definitions' texts to replay them. Stops with TextTooLong as
+ * soon as the text would pass `limit`, before writing a definition already known to be too long.
+ */
 export class HashSink implements TextSink {
   /** Text not yet hashed, and its offset in the whole text. */
   private pending = '';
   private pendingAt = 0;
   private length = 0;
-  /** Offsets where the definitions being written began; -1 once one is too long to keep. */
+  /** Where the definitions being written began, and whether their text is still wanted. */
   private readonly starts: number[] = [];
+  private readonly wanted: boolean[] = [];
 
-  constructor(private readonly hash: Hash) {}
+  constructor(
+    private readonly hash: Hash,
+    private readonly limit: number,
+  ) {}
 
   write(text: string): void {
+    if (this.length + text.length > this.limit) throw new TextTooLong();
+    if (text.length >= PIECE && !this.wanted.includes(true)) {
+      // Long remembered texts go to the hash as they are, not through `pending`.
+      this.flush(true);
+      this.hash.update(text);
+      this.length += text.length;
+      this.pendingAt = this.length;
+      return;
+    }
     this.pending += text;
     this.length += text.length;
     if (this.pending.length >= PIECE) this.flush(false);
   }
 
   replay(def: object): boolean {
+    const length = lengths.get(def);
+    if (length === undefined) return false;
+    if (this.length + length > this.limit) throw new TextTooLong();
     const known = texts.get(def);
     if (known === undefined) return false;
     this.write(known);
@@ -79,11 +101,14 @@ export class HashSink implements TextSink {
 
   begin(): void {
     this.starts.push(this.length);
+    this.wanted.push(true);
   }
 
   end(def: object): void {
     const start = this.starts.pop() as number;
-    if (start >= 0 && this.length - start <= REMEMBERED_TEXT_MAX)
+    const wanted = this.wanted.pop() as boolean;
+    lengths.set(def, this.length - start);
+    if (wanted && this.length - start <= REMEMBERED_TEXT_MAX)
       remember(def, this.pending.slice(start - this.pendingAt));
   }
 
@@ -96,11 +121,12 @@ export class HashSink implements TextSink {
     // Text a definition being written may still want to remember stays pending.
     let keepFrom = this.length;
     if (!all) {
-      this.starts.forEach((start, i) => {
-        if (start < 0) return;
-        if (this.length - start > REMEMBERED_TEXT_MAX) this.starts[i] = -1;
+      for (let i = 0; i < this.starts.length; i++) {
+        if (!this.wanted[i]) continue;
+        const start = this.starts[i] as number;
+        if (this.length - start > REMEMBERED_TEXT_MAX) this.wanted[i] = false;
         else keepFrom = Math.min(keepFrom, start);
-      });
+      }
     }
     let cut = keepFrom - this.pendingAt;
     // Never split a surrogate pair: each half alone would be hashed as U+FFFD.
