@@ -74,7 +74,10 @@ class SchemaWriter {
   /** The root: like any node, except that `$defs` is added and a boolean stays an object. */
   root(body: Layer, defs: (() => void) | undefined): void {
     const resolved = this.resolve(body);
-    if (resolved === undefined) return this.object([body], defs);
+    if (resolved === undefined) {
+      this.object([body], defs);
+      return;
+    }
     const [target, layers] = resolved;
     // The old converter wrapped a boolean root as `{}` or `{"not":{}}` beside `$schema`.
     const base = isObject(target) ? target : target === false ? { not: {} } : {};
@@ -96,14 +99,20 @@ class SchemaWriter {
       return;
     }
     const plain = this.form === 'inlined' ? this.plainReference(node) : undefined;
-    if (plain !== undefined) return isObject(plain) ? this.definition(plain) : this.node(plain);
+    if (isObject(plain)) {
+      this.definition(plain);
+      return;
+    }
     const fallback = hasFallbackExamples(node);
-    const resolved = this.resolve(node);
-    if (resolved === undefined) return this.object([node], undefined, fallback);
+    const resolved: [unknown, Layer[]] | undefined = plain === undefined ? this.resolve(node) : [plain, []];
+    if (resolved === undefined) {
+      this.object([node], undefined, fallback);
+      return;
+    }
     const [target, layers] = resolved;
     // A reference to a boolean schema was the boolean, annotations beside it dropped.
-    if (!isObject(target)) return this.sink.write(JSON.stringify(target));
-    this.object([target, ...layers], undefined, fallback);
+    if (isObject(target)) this.object([target, ...layers], undefined, fallback);
+    else this.sink.write(JSON.stringify(target));
   }
 
   /** The definition a bare reference (no siblings) stands for in the inlined form, if any. */
@@ -253,19 +262,13 @@ function nullableReference(anyOf: unknown, writer: SchemaWriter): Layer[] | unde
   const layers = [resolved[0], ...resolved[1]];
   const merged = merge(layers);
   const type = merged.type;
-  if (typeof type !== 'string' && !Array.isArray(type)) return undefined;
-  const patch: Record<string, unknown> = {
-    type:
-      typeof type === 'string'
-        ? type === 'null'
-          ? 'null'
-          : [type, 'null']
-        : type.includes('null')
-          ? type
-          : [...type, 'null'],
-  };
+  const patch: Record<string, unknown> = {};
+  // As the converter's makeNullable did to the component it had inlined.
+  if (typeof type === 'string') patch.type = type === 'null' ? 'null' : [type, 'null'];
+  else if (Array.isArray(type)) patch.type = type.includes('null') ? type : [...(type as unknown[]), 'null'];
+  else return undefined;
   const values = merged.enum;
-  if (Array.isArray(values) && !values.includes(null)) patch.enum = [...values, null];
+  if (Array.isArray(values) && !values.includes(null)) patch.enum = [...(values as unknown[]), null];
   return [...layers, patch];
 }
 
