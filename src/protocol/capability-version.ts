@@ -9,10 +9,14 @@
  * hashed as that inlined canonical text, written straight into the hash (version/schema-text.ts)
  * and equal to what the old build hashed: an upgrade suspends no grant.
  *
- * Some documents inline to enormous text (Stripe's runs to gigabytes: the old build ran out of
- * memory on it, so no grant was ever stamped with an inlined version there). Past
- * INLINED_TEXT_MAX a capability is hashed in the merkle form instead, where a component is
- * written as the hash of its own text: cost grows with the document, not with its expansion.
+ * A document whose components reuse each other without a cycle can inline to text exponential in
+ * its size (2^16 copies of a leaf for 16 levels that each use the one below twice). The old build
+ * wrote that text as one string, failing past V8's string limit (about 512 MiB) and serving such
+ * a capability only at great cost below it. Past INLINED_TEXT_MAX a capability is hashed in the
+ * merkle form instead, where a component is written as the hash of its own text: cost grows with
+ * the document, not with its expansion. The limit is far above real documents (GitHub's longest
+ * capability is 0.4 MiB of text, Stripe's 1 MiB); a grant the old build stamped on a capability
+ * past it would be asked for re-approval once, which we accept rather than hash gigabytes.
  */
 import { createHash } from 'node:crypto';
 import type { Capability, JsonSchema } from '../openapi/types.js';

@@ -1,9 +1,10 @@
 /**
  * Which `$defs` of a capability root schema lie on a reference cycle. Before issue #14 the
  * converter inlined every component except those on a cycle, so these are exactly the
- * definitions that the old layout kept as `#/$defs/…` (legacy-text.ts writes that layout).
+ * definitions that the old layout kept as `#/$defs/…` (schema-text.ts writes that layout).
  * Definitions are shared, frozen objects (schema-convert.ts), so the answer is kept per object.
  */
+import { cyclicDefName } from '../../openapi/inlined-marks.js';
 import { defsOf, localRefNames, type DefLookup } from '../../openapi/local-ref.js';
 import { isObject } from '../../openapi/pointer.js';
 import { stronglyConnected } from '../../openapi/ref-graph.js';
@@ -41,7 +42,15 @@ export function rootDefs(root: unknown): DefLookup {
   return lookup;
 }
 
-/** True for a definition on a cycle; rootDefs() of a root holding it must have run. */
+/**
+ * True for a definition on a cycle: of the document, as the converter marked it, or of the root's
+ * `$defs` (schemas not made by the converter). rootDefs() of a root holding it must have run.
+ */
 export function isOnCycle(def: unknown): boolean {
-  return isObject(def) && onCycle.get(def) === true;
+  return isObject(def) && (cyclicDefName(def) !== undefined || onCycle.get(def) === true);
+}
+
+/** The `$defs` name a definition on a cycle had in the inlined layout (names moved with #14). */
+export function inlinedLayoutName(def: unknown, name: string): string {
+  return cyclicDefName(def) ?? name;
 }

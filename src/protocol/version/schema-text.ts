@@ -14,11 +14,11 @@
  * and may be replayed from the sink's memory (sinks.ts).
  */
 import { createHash } from 'node:crypto';
-import { hasFallbackExamples, isNullableRef } from '../../openapi/inlined-marks.js';
-import { defName, type DefLookup } from '../../openapi/local-ref.js';
+import { cyclicDefName, hasFallbackExamples, isNullableRef } from '../../openapi/inlined-marks.js';
+import { DEFS_PREFIX, defName, type DefLookup } from '../../openapi/local-ref.js';
 import { isObject } from '../../openapi/pointer.js';
 import { canonicalJson } from '../../util/canonical-json.js';
-import { isOnCycle, rootDefs } from './def-cycles.js';
+import { inlinedLayoutName, isOnCycle, rootDefs } from './def-cycles.js';
 
 export type SchemaForm = 'inlined' | 'merkle';
 
@@ -44,10 +44,12 @@ const merkleHashes = new WeakMap<object, string>();
 export function writeRoot(root: Layer, form: SchemaForm, sink: TextSink): void {
   const lookup = rootDefs(root);
   const { $defs: defs, ...body } = root;
+  // The inlined layout's `$defs`: the definitions on a cycle, under their names of that layout.
   const kept = isObject(defs)
     ? Object.keys(defs)
         .filter((n) => isOnCycle(defs[n]))
-        .sort()
+        .map((n): [string, Layer] => [inlinedLayoutName(defs[n], n), defs[n] as Layer])
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     : [];
   const writer = new SchemaWriter(lookup, form, sink);
   const extra =
@@ -55,9 +57,9 @@ export function writeRoot(root: Layer, form: SchemaForm, sink: TextSink): void {
       ? undefined
       : (): void => {
           sink.write('{');
-          kept.forEach((name, i) => {
+          kept.forEach(([name, def], i) => {
             sink.write(`${i > 0 ? ',' : ''}${JSON.stringify(name)}:`);
-            writer.definition((defs as Layer)[name] as Layer);
+            writer.definition(def);
           });
           sink.write('}');
         };
@@ -115,6 +117,14 @@ class SchemaWriter {
     else this.sink.write(JSON.stringify(target));
   }
 
+  /** A kept reference, to its definition's name in the inlined layout. */
+  private refText(ref: string): string {
+    const name = defName(ref);
+    const target = name === undefined ? undefined : this.lookup(name);
+    const legacy = target === undefined ? undefined : cyclicDefName(target);
+    return legacy === undefined ? ref : `${DEFS_PREFIX}${legacy}`;
+  }
+
   /** The definition a bare reference (no siblings) stands for in the inlined form, if any. */
   private plainReference(node: Layer): unknown {
     if (typeof node.$ref !== 'string' || Object.keys(node).length !== 1) return undefined;
@@ -169,6 +179,7 @@ class SchemaWriter {
       sink.write(i > 0 ? `,${JSON.stringify(key)}:` : `${JSON.stringify(key)}:`);
       const value = values[key];
       if (key === '$defs' && defs) defs();
+      else if (key === '$ref' && typeof value === 'string') sink.write(JSON.stringify(this.refText(value)));
       else if (VALUE_KEYWORDS.has(key)) sink.write(canonicalJson(value));
       else if (SCHEMA_MAPS.has(key) && isObject(value)) this.map(value);
       else this.node(value);

@@ -1,8 +1,9 @@
 /**
- * Where schema-text.ts writes: a sink that only counts (to decide, before hashing, whether a
- * capability's inlined text stays under the cap) and one that feeds a hash in large pieces.
- * Both remember what they learnt about a definition — its length, its text — per shared
- * definition object, so a component used by many capabilities is worked out once per catalog.
+ * Where schema-text.ts writes: a sink that feeds a hash in large pieces and stops at a length
+ * limit, and one that only counts (run after a capability passed the limit, so that others
+ * reaching the same long definitions stop before writing them). Both remember what they learnt
+ * about a definition — its length, its text — per shared definition object, so a component used
+ * by many capabilities is written out once per catalog.
  */
 import type { Hash } from 'node:crypto';
 import type { TextSink } from './schema-text.js';
