@@ -158,6 +158,11 @@ class SchemaWriter {
 
   /** A definition's text in this form, from the sink's memory when it has it. */
   definition(def: Layer): void {
+    // Sinks remember inlined texts; a merkle text is short, and must never be taken for one.
+    if (this.form !== 'inlined') {
+      this.node(def);
+      return;
+    }
     if (this.sink.replay(def)) return;
     this.sink.begin();
     this.node(def);
