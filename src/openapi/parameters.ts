@@ -3,6 +3,7 @@
  * parameters that carry the API's own credentials are never inputs: agents must not set them.
  */
 import { credentialKeys, nameKey } from './credential-names.js';
+import { markFallbackExamples } from './inlined-marks.js';
 import { isObject, toPointer } from './pointer.js';
 import { deref, isLocation, type DocumentView, type RawOperation } from './document.js';
 import type { SchemaConverter, SchemaNode } from './schema-convert.js';
@@ -147,7 +148,10 @@ export function annotate(schema: SchemaNode, raw: Record<string, unknown>): Sche
   const out = { ...schema };
   if (typeof raw.description === 'string' && raw.description) out.description = raw.description;
   if (raw.deprecated === true) out.deprecated = true;
-  if (raw.example !== undefined && out.examples === undefined) out.examples = [raw.example];
+  if (raw.example !== undefined && out.examples === undefined) {
+    out.examples = [raw.example];
+    markFallbackExamples(out);
+  }
   return out;
 }
 

@@ -39,7 +39,7 @@ export function analyzeRefs(doc: unknown): RefGraph {
 }
 
 /** Tarjan's algorithm, iterative so deep reference chains cannot overflow the stack. */
-function stronglyConnected(edges: ReadonlyMap<string, readonly string[]>): Set<string> {
+export function stronglyConnected(edges: ReadonlyMap<string, readonly string[]>): Set<string> {
   const index = new Map<string, number>();
   const low = new Map<string, number>();
   const onStack = new Set<string>();

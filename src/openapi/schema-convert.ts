@@ -8,6 +8,7 @@
  * A component is converted once per direction and the result is frozen and shared by every
  * capability that reaches it, so memory grows with the document, not with its operations.
  */
+import { markCyclicDef, markNullableRef } from './inlined-marks.js';
 import { defRef, localRefNames, schemaParts, type DefLookup } from './local-ref.js';
 import { isObject, resolvePointer } from './pointer.js';
 import { analyzeRefs } from './ref-graph.js';
@@ -83,6 +84,8 @@ export class SchemaConverter {
   private readonly defNames = new Map<string, string>();
   private readonly refsByName = new Map<string, string>();
   private readonly definitions = new Map<string, Definition>();
+  /** Names of the `$ref`s on a cycle as the converter gave them before issue #14. */
+  private readonly legacyNames: ReadonlyMap<string, string>;
   private readonly warned = new Set<string>();
 
   constructor(
@@ -92,6 +95,7 @@ export class SchemaConverter {
   ) {
     const graph = analyzeRefs(doc);
     this.recursive = graph.recursive;
+    this.legacyNames = legacyDefNames(graph.recursive);
     // Named over the whole document in pointer order, so a name never depends on the operation.
     for (const ref of [...graph.refs].sort()) this.nameRef(ref);
   }
@@ -155,9 +159,7 @@ export class SchemaConverter {
   private nameRef(ref: string): string {
     const known = this.defNames.get(ref);
     if (known !== undefined) return known;
-    const tokens = ref.split('/').map((t) => t.replace(/~1/g, '_').replace(/~0/g, '_'));
-    const last = tokens[tokens.length - 1] ?? 'def';
-    const base = (last.replace(/[^A-Za-z0-9_.-]/g, '_') || 'def').slice(0, 60);
+    const base = baseDefName(ref);
     let name = base;
     for (let n = 2; this.refsByName.has(name); n++) name = `${base}_${n}`;
     this.defNames.set(ref, name);
@@ -173,6 +175,8 @@ export class SchemaConverter {
     let def = this.definitions.get(key);
     if (!def) {
       const schema = freezeSchema(this.node(resolvePointer(this.doc, ref), direction, ref));
+      const legacyName = this.legacyNames.get(ref);
+      if (legacyName !== undefined && typeof schema === 'object') markCyclicDef(schema, legacyName);
       def = { schema, uses: [...localRefNames(schema)] };
       this.definitions.set(key, def);
     }
@@ -214,8 +218,10 @@ export class SchemaConverter {
         result = { ...base, ...pick(extra, ANNOTATIONS) };
       }
     }
-    if ((nullable === true || xNullable === true) && typeof result !== 'boolean')
+    if ((nullable === true || xNullable === true) && typeof result !== 'boolean') {
+      if (typeof result.$ref === 'string') markNullableRef(result);
       result = makeNullable(result);
+    }
     return result;
   }
 
@@ -410,6 +416,30 @@ export function makeNullable(schema: JsonSchema): JsonSchema {
     return out;
   }
   return { anyOf: [schema, { type: 'null' }] };
+}
+
+/** A `$defs` name for a document `$ref` before collisions: its last token, made safe. */
+function baseDefName(ref: string): string {
+  const tokens = ref.split('/').map((t) => t.replace(/~1/g, '_').replace(/~0/g, '_'));
+  const last = tokens[tokens.length - 1] ?? 'def';
+  return (last.replace(/[^A-Za-z0-9_.-]/g, '_') || 'def').slice(0, 60);
+}
+
+/**
+ * The names the converter gave before issue #14, when only the `$ref`s on a cycle were `$defs`
+ * (so collisions were counted among those alone): the §2.12 version still writes them.
+ */
+function legacyDefNames(recursive: ReadonlySet<string>): Map<string, string> {
+  const names = new Map<string, string>();
+  const used = new Set<string>();
+  for (const ref of [...recursive].sort()) {
+    const base = baseDefName(ref);
+    let name = base;
+    for (let n = 2; used.has(name); n++) name = `${base}_${n}`;
+    used.add(name);
+    names.set(ref, name);
+  }
+  return names;
 }
 
 function validPattern(pattern: string): boolean {

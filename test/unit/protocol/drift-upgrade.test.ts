@@ -1,0 +1,112 @@
+/**
+ * §2.12 drift on the upgrade past issue #14 (components moved from inlined copies to `$defs`):
+ * grants stamped by the inlining build keep their capability's version and stay active; only a
+ * grant whose capability really changed is suspended.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../../src/log.js';
+import { loadCatalog } from '../../../src/openapi/load-catalog.js';
+import { defaultPolicy } from '../../../src/policy/policy.js';
+import { createContext } from '../../../src/protocol/context.js';
+import { applyDrift } from '../../../src/protocol/drift.js';
+import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import type { AgentRecord, HostRecord, Store } from '../../../src/storage/types.js';
+
+const SPECS = fileURLToPath(new URL('../../fixtures/specs/version/', import.meta.url));
+const NOW = 1_700_000_000_000;
+const FILE = 'legacy-30.yaml';
+const fixture = JSON.parse(readFileSync(`${SPECS}pre-14-versions.json`, 'utf8')) as {
+  specs: Record<string, Record<string, string>>;
+};
+/** Versions the inlining build stamped on grants of legacy-30.yaml's capabilities. */
+const stamped = fixture.specs[FILE] as Record<string, string>;
+
+const stores: Store[] = [];
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+});
+
+const jwk = { kty: 'OKP', crv: 'Ed25519', x: 'A'.repeat(43) } as const;
+const host: HostRecord = {
+  id: 'hst_1',
+  thumbprint: 'host-thumbprint',
+  publicJwk: jwk,
+  name: 'host',
+  userId: 'user-1',
+  defaultCapabilities: [],
+  status: 'active',
+  preRegistered: false,
+  admittedByPolicy: false,
+  activatedAt: NOW - 1000,
+  lastUsedAt: null,
+  createdAt: NOW - 1000,
+  updatedAt: NOW - 1000,
+};
+const agent: AgentRecord = {
+  id: 'agt_1',
+  hostId: host.id,
+  userId: 'user-1',
+  name: 'agent',
+  publicJwk: jwk,
+  keyThumbprint: 'agent-thumbprint',
+  mode: 'delegated',
+  status: 'active',
+  lastUsedAt: null,
+  activatedAt: NOW - 1000,
+  createdAt: NOW - 1000,
+  updatedAt: NOW - 1000,
+};
+
+describe('drift on the upgrade from the inlined layout (§2.12, issue #14)', () => {
+  it('suspends no grant stamped by the inlining build; a changed capability still is', async () => {
+    const store = openSqliteStore({ file: ':memory:' });
+    stores.push(store);
+    const catalog = await loadCatalog([{ spec: `${SPECS}${FILE}`, id: FILE }], {
+      allowRemoteRefs: false,
+      allowHttp: false,
+    });
+    const ctx = createContext({
+      store,
+      catalog,
+      policy: defaultPolicy(catalog),
+      clock: { now: () => NOW },
+      logger: silentLogger,
+      issuer: () => 'http://127.0.0.1:1',
+    });
+    const names = Object.keys(stamped);
+    expect(names.length).toBeGreaterThan(1);
+    await ctx.write(async (tx) => {
+      await tx.insertHost(host);
+      await tx.insertAgent(agent);
+      for (const [i, capability] of names.entries()) {
+        await tx.putGrant({
+          id: `grt_${i}`,
+          agentId: agent.id,
+          capability,
+          status: 'active',
+          constraints: null,
+          grantedBy: 'user-1',
+          deniedBy: null,
+          reason: null,
+          expiresAt: null,
+          approvalId: null,
+          // The last one was approved at some other version of its capability: a real change.
+          capabilityVersion: i === names.length - 1 ? 'approved-at-another' : stamped[capability],
+          createdAt: NOW - 1000,
+          updatedAt: NOW - 1000,
+        });
+      }
+    });
+
+    const outcome = await applyDrift(ctx);
+
+    const changed = names[names.length - 1] as string;
+    expect(outcome).toEqual({ suspended: new Map([[changed, 1]]), adopted: 0 });
+    const grants = await store.grants(agent.id);
+    expect(Object.fromEntries(grants.map((g) => [g.capability, g.status]))).toEqual(
+      Object.fromEntries(names.map((n) => [n, n === changed ? 'pending' : 'active'])),
+    );
+  });
+});
