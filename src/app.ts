@@ -35,7 +35,6 @@ import { Passkeys, relyingParty } from './protocol/passkeys.js';
 import { PageAuth } from './http/page-auth.js';
 import { Sessions } from './protocol/sessions.js';
 import { LocalSignIn } from './protocol/sign-in.js';
-import { OidcSignIn } from './protocol/oidc.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
@@ -325,8 +324,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         runPerCall({ ctx, executor: engine.executor, inFlight, validators: engine.validators }, r, requestId),
     });
   }
+  // openid-client is loaded only when a provider is configured: several MiB of memory otherwise.
   const oidc = settings.signIn.oidc
-    ? new OidcSignIn(
+    ? new (await import('./protocol/oidc.js')).OidcSignIn(
         settings.signIn.oidc,
         store,
         clock,

@@ -6,7 +6,11 @@
  * request headers or bodies, so credentials cannot reach the log by accident (§11).
  */
 import { pino, type DestinationStream, type Logger as Pino } from 'pino';
-import { prettyFactory } from 'pino-pretty';
+import { createRequire } from 'node:module';
+import type { prettyFactory as PrettyFactory } from 'pino-pretty';
+
+// pino-pretty (CommonJS) is required only for the `pretty` format: several MiB of memory otherwise.
+const require = createRequire(import.meta.url);
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 export type LogFormat = 'json' | 'pretty';
@@ -55,6 +59,7 @@ function destination(write: ((line: string) => void) | undefined, format: LogFor
   const out = write ? { write } : pino.destination({ dest: 1, sync: true });
   if (format === 'json') return out;
   // String levels are not pino's numbers: pino-pretty prints the label it finds as is.
+  const { prettyFactory } = require('pino-pretty') as { prettyFactory: typeof PrettyFactory };
   const pretty = prettyFactory({ colorize: false, translateTime: false, ignore: '' });
   return { write: (line: string) => void out.write(pretty(line)) };
 }

@@ -10,7 +10,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { OidcUnavailable, PENDING_TTL_MS, type OidcSignIn } from '../../protocol/oidc.js';
+import { OidcUnavailable, PENDING_TTL_MS } from '../../protocol/oidc-outcomes.js';
+import type { OidcSignIn } from '../../protocol/oidc.js';
 import { redirect } from '../html.js';
 import { safeReturn, type PageAuth } from '../page-auth.js';
 import { step } from '../pipeline.js';
