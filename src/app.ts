@@ -289,6 +289,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     metrics.rateLimited(limit),
   );
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
+  // With upstream calls in flight more requests are under way: their jtis share one write a turn.
+  storage.replayLedger?.groupWhile?.(() => inFlight.count() > 0);
   capabilityRoutes(router, { ctx, limits, logger });
   const auth = new PageAuth(
     settings.signIn,

@@ -21,6 +21,11 @@ export interface ReplayLedger {
    * recorded before. Throws, or rejects, when it cannot be recorded (the caller refuses with 503).
    */
   record(seen: SeenJti): boolean | Promise<boolean>;
+  /**
+   * While `busy()` is true, records of one event-loop turn may share one write, each settling
+   * once it is written (the journal); a ledger that cannot group ignores it.
+   */
+  groupWhile?(busy: () => boolean): void;
   /** Forgets at most about `limit` expired jtis (the journal: its expired files); how many. */
   sweep(now: number, limit: number): number | Promise<number>;
   close(): void;

@@ -37,7 +37,60 @@ function segments(path: string): string[] {
     .sort();
 }
 
+function restoredBy(path: string, now = NOW + 1): string[] {
+  const next = new ReplayJournal(path, now);
+  opened.push(next);
+  return next.takeRestored().map((s) => s.jti);
+}
+
 describe('ReplayJournal', () => {
+  describe('group write while busy', () => {
+    it('not busy: a record is written before record returns', () => {
+      const path = dir();
+      const journal = open(path);
+      expect(journal.record({ identity: 'agent:a', jti: 'j1', expiresAt: NOW + 1000 })).toBe(true);
+      expect(restoredBy(path)).toEqual(['j1']);
+    });
+
+    it("busy: the turn's records wait, then go in together; each request's promise settles after", async () => {
+      const path = dir();
+      const journal = open(path);
+      journal.groupWhile(() => true);
+      const first = journal.record({ identity: 'agent:a', jti: 'j1', expiresAt: NOW + 1000 });
+      const second = journal.record({ identity: 'agent:b', jti: 'j2', expiresAt: NOW + 2000 });
+      expect(first).toBeInstanceOf(Promise);
+      // Nothing is on disk yet: a request that waits on its promise has not gone on.
+      expect(restoredBy(path)).toEqual([]);
+      expect(await Promise.all([first, second])).toEqual([true, true]);
+      expect(restoredBy(path)).toEqual(['j1', 'j2']);
+    });
+
+    it('once a group is open this turn, a record joins it even if no longer busy', async () => {
+      const path = dir();
+      const journal = open(path);
+      let busy = true;
+      journal.groupWhile(() => busy);
+      const first = journal.record({ identity: 'agent:a', jti: 'j1', expiresAt: NOW + 1000 });
+      busy = false;
+      const second = journal.record({ identity: 'agent:a', jti: 'j2', expiresAt: NOW + 1000 });
+      expect(second).toBeInstanceOf(Promise);
+      await Promise.all([first, second]);
+      // The next turn, not busy: written at once again.
+      expect(journal.record({ identity: 'agent:a', jti: 'j3', expiresAt: NOW + 1000 })).toBe(true);
+      expect(restoredBy(path)).toEqual(['j1', 'j2', 'j3']);
+    });
+
+    it('close writes a group still waiting for its turn, and its requests go on', async () => {
+      const path = dir();
+      const journal = new ReplayJournal(path, NOW);
+      journal.groupWhile(() => true);
+      const waiting = journal.record({ identity: 'agent:a', jti: 'j1', expiresAt: NOW + 1000 });
+      journal.close();
+      expect(await waiting).toBe(true);
+      expect(restoredBy(path)).toEqual(['j1']);
+    });
+  });
+
   it('gives the next process every jti still live, and none that expired', () => {
     const path = dir();
     const first = open(path);
