@@ -166,7 +166,7 @@ export class ReplayJournal implements ReplayLedger {
     try {
       this.#write(group.lines.join(''), group.maxExpiresAt);
     } catch (err) {
-      group.settle(err);
+      group.settle(err instanceof Error ? err : new Error(String(err)));
       return;
     }
     group.settle();
@@ -260,7 +260,7 @@ export class ReplayJournal implements ReplayLedger {
   }
 }
 
-type GroupSettle = (err?: unknown) => void;
+type GroupSettle = (err?: Error) => void;
 
 function lineOf(seen: SeenJti): string {
   return `${JSON.stringify([seen.expiresAt, seen.identity, seen.jti])}\n`;
