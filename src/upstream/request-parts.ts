@@ -35,7 +35,6 @@ export function buildRequestParts(op: OperationBinding, args: Args): UpstreamReq
       throw new ArgumentError(p.argument, `Missing required ${p.in} parameter ${p.name}.`);
     }
   }
-  const pathParams = new Map(op.parameters.filter((p) => p.in === 'path').map((p) => [p.name, p]));
   const query: string[] = [];
   const headers: Record<string, string> = {};
   const cookies: (readonly [string, string])[] = [];
@@ -52,7 +51,7 @@ export function buildRequestParts(op: OperationBinding, args: Args): UpstreamReq
       }
     }
   }
-  const path = expandPath(op.path, pathParams, args) + (query.length > 0 ? '?' + query.join('&') : '');
+  const path = expandPath(op, args) + (query.length > 0 ? '?' + query.join('&') : '');
   const body = op.body ? encodeBody(op.body, args) : undefined;
   return { method: op.method.toUpperCase(), path, headers, cookies, ...(body ? { body } : {}) };
 }
@@ -66,42 +65,66 @@ const DOT_SEGMENT = /^(?:\.|%2e){1,2}$/i;
 /** Characters a path template's literal text may keep (RFC 3986 pchar, plus `/`); the rest is encoded. */
 const LITERAL_UNSAFE = /%[0-9A-Fa-f]{2}|[^A-Za-z0-9\-._~!$&'()*+,;=:@/]/gu;
 
-function expandPath(template: string, params: ReadonlyMap<string, ParameterBinding>, args: Args): string {
-  const absolute = template.startsWith('/') ? template : '/' + template;
-  const segments = absolute.split('/').map((segment) => expandSegment(segment, template, params, args));
-  const path = segments.join('/');
-  // Defence in depth: every value is encoded, so expansion can never add or remove a segment.
-  if (path.split('/').length !== segments.length) {
-    throw new Error(`Expanding ${template} changed its number of path segments.`);
-  }
-  return path;
+/** A segment of a path template: its literal text (encoded once) and the parameters in it. */
+interface PathSegment {
+  readonly pieces: readonly (string | ParameterBinding)[];
+  /** The whole segment, when it holds no parameter. */
+  readonly literal?: string;
 }
 
-function expandSegment(
-  segment: string,
-  template: string,
-  params: ReadonlyMap<string, ParameterBinding>,
-  args: Args,
-): string {
-  let argument: string | undefined;
-  const expanded = segment
-    .split(/(\{[^{}]*\})/)
-    .map((piece, i) => {
+/** Each operation's template, split and bound once: expansion is then concatenation. */
+const compiledPaths = new WeakMap<OperationBinding, readonly PathSegment[]>();
+
+function compilePath(op: OperationBinding): readonly PathSegment[] {
+  const cached = compiledPaths.get(op);
+  if (cached) return cached;
+  const template = op.path;
+  const params = new Map(op.parameters.filter((p) => p.in === 'path').map((p) => [p.name, p]));
+  const absolute = template.startsWith('/') ? template : '/' + template;
+  const compiled = absolute.split('/').map((segment): PathSegment => {
+    const pieces = segment.split(/(\{[^{}]*\})/).map((piece, i) => {
       if (i % 2 === 0)
         return piece.replace(LITERAL_UNSAFE, (c) => (c.length === 3 ? c : encodeURIComponent(c)));
       const p = params.get(piece.slice(1, -1));
       if (p === undefined)
         throw new Error(`Path template ${template} names ${piece}, which no parameter binds.`);
-      argument ??= p.argument;
-      const shape = shapeOf(args[p.argument], p.argument, p.contentType);
-      if (shape === undefined) {
-        throw new ArgumentError(p.argument, `Missing required path parameter ${p.name}.`);
-      }
-      const text = isEmpty(shape) ? '' : pathValue(p, shape, p.argument);
-      if (text === '') throw new ArgumentError(p.argument, `Path parameter ${p.name} must not be empty.`);
-      return text;
-    })
-    .join('');
+      return p;
+    });
+    return pieces.length === 1 ? { pieces, literal: pieces[0] as string } : { pieces };
+  });
+  compiledPaths.set(op, compiled);
+  return compiled;
+}
+
+function expandPath(op: OperationBinding, args: Args): string {
+  let path = '';
+  for (const [i, segment] of compilePath(op).entries()) {
+    if (i > 0) path += '/';
+    path += segment.literal ?? expandSegment(segment, op.path, args);
+  }
+  return path;
+}
+
+function expandSegment(segment: PathSegment, template: string, args: Args): string {
+  let argument: string | undefined;
+  let expanded = '';
+  for (const piece of segment.pieces) {
+    if (typeof piece === 'string') {
+      expanded += piece;
+      continue;
+    }
+    argument ??= piece.argument;
+    const shape = shapeOf(args[piece.argument], piece.argument, piece.contentType);
+    if (shape === undefined) {
+      throw new ArgumentError(piece.argument, `Missing required path parameter ${piece.name}.`);
+    }
+    const text = isEmpty(shape) ? '' : pathValue(piece, shape, piece.argument);
+    if (text === '')
+      throw new ArgumentError(piece.argument, `Path parameter ${piece.name} must not be empty.`);
+    // Defence in depth: every value is encoded, so expansion can never add a segment.
+    if (text.includes('/')) throw new Error(`Expanding ${template} changed its number of path segments.`);
+    expanded += text;
+  }
   if (argument !== undefined && DOT_SEGMENT.test(expanded)) {
     throw new ArgumentError(
       argument,
