@@ -69,13 +69,8 @@ export async function runExecuteBench(
   const dir = mkdtempSync(join(tmpdir(), 'aap-bench-exec-'));
   const children: ChildProcess[] = [];
   try {
-    const upstream = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream-child.ts')], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(upstream);
-    const upstreamPort = Number(await firstLine(upstream));
-    const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
+    const upstream = await startBenchUpstream((child) => children.push(child));
+    const upstreamUrl = upstream.url;
 
     const host = await generateTestKey();
     const policy = join(dir, 'policy.yaml');
@@ -158,7 +153,7 @@ export async function runExecuteBench(
       return p;
     };
     const directPool = pool(upstreamUrl);
-    const pids = { upstream: upstream.pid as number };
+    const pids = { upstream: upstream.pid };
     const direct: Target = {
       pool: directPool,
       pids,
@@ -354,6 +349,21 @@ export function processCpuSeconds(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Starts the benchmarks' minimal upstream (bench/upstream-child.ts) as a process of its own; its
+ * origin and pid, once it listens. `keep` receives the child so the caller stops it.
+ */
+export async function startBenchUpstream(
+  keep: (child: ChildProcess) => void,
+): Promise<{ readonly url: string; readonly pid: number }> {
+  const upstream = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream-child.ts')], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  keep(upstream);
+  return { url: `http://127.0.0.1:${Number(await firstLine(upstream))}`, pid: upstream.pid as number };
 }
 
 export function firstLine(child: ChildProcess): Promise<string> {

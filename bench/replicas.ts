@@ -22,7 +22,14 @@ import { Pool } from 'undici';
 import { DB_PASSWORD_ENV } from '../src/config/database.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../test/helpers/keys.js';
 import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
-import { benchPolicy, firstLine, freePort, processCpuSeconds, ready, TICKS_PER_SECOND } from './execute.js';
+import {
+  benchPolicy,
+  freePort,
+  processCpuSeconds,
+  ready,
+  startBenchUpstream,
+  TICKS_PER_SECOND,
+} from './execute.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const ROUNDS = 4;
@@ -83,12 +90,8 @@ export async function runReplicasBench(
   const pools: Pool[] = [];
   let postgres: TestPostgres | undefined;
   try {
-    const upstream = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream-child.ts')], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(upstream);
-    const upstreamUrl = `http://127.0.0.1:${Number(await firstLine(upstream))}`;
+    const upstream = await startBenchUpstream((child) => children.push(child));
+    const upstreamUrl = upstream.url;
     postgres = await startPostgres();
     const postmaster = await postmasterPid(postgres.url);
 
@@ -111,7 +114,7 @@ export async function runReplicasBench(
     };
     const direct: Target = {
       pools: [pool(upstreamUrl)],
-      upstreamPid: upstream.pid as number,
+      upstreamPid: upstream.pid,
       proxyPids: [],
       usesPostgres: false,
       calls: (n) =>
@@ -131,7 +134,7 @@ export async function runReplicasBench(
       const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
       return {
         pools: proxies.map((p) => pool(p.url)),
-        upstreamPid: upstream.pid as number,
+        upstreamPid: upstream.pid,
         proxyPids: proxies.map((p) => p.pid),
         usesPostgres,
         calls: async (n) => {

@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../test/helpers/keys.js';
-import { benchPolicy, firstLine, freePort, processCpuSeconds } from './execute.js';
+import { benchPolicy, freePort, processCpuSeconds, startBenchUpstream } from './execute.js';
 import { QUIET_AGENT, seedActivity, seedPrincipals, type SeedSize } from './scale-seed.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -66,12 +66,7 @@ export async function runScaleBench(options: ScaleOptions = {}): Promise<ScaleRe
     const sizes = await seedSizes(build, dir, scale);
     const seedSeconds = (performance.now() - seedStarted) / 1000;
 
-    const upstream = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream-child.ts')], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.add(upstream);
-    const upstreamUrl = `http://127.0.0.1:${Number(await firstLine(upstream))}/v1`;
+    const upstreamUrl = `${(await startBenchUpstream((child) => children.add(child))).url}/v1`;
     const host = await generateTestKey();
     const policy = join(dir, 'policy.yaml');
     writeFileSync(policy, benchPolicy(host));

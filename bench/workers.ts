@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { agentJwt, generateTestKey } from '../test/helpers/keys.js';
 import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
-import { benchPolicy, firstLine } from './execute.js';
+import { benchPolicy, firstLine, startBenchUpstream } from './execute.js';
 import {
   childPids,
   ownCpuSeconds,
@@ -59,12 +59,8 @@ export async function runWorkersBench(options: {
   const pools: Pool[] = [];
   let postgres: TestPostgres | undefined;
   try {
-    const upstream = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/upstream-child.ts')], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(upstream);
-    const upstreamUrl = `http://127.0.0.1:${Number(await firstLine(upstream))}`;
+    const upstream = await startBenchUpstream((child) => children.push(child));
+    const upstreamUrl = upstream.url;
     postgres = await startPostgres();
     const postmaster = await postmasterPid(postgres.url);
     const host = await generateTestKey();
@@ -107,7 +103,7 @@ export async function runWorkersBench(options: {
     };
     const through = async (proxy: RunningProxy): Promise<Target> => ({
       pools: [pool(proxy.url)],
-      upstreamPid: upstream.pid as number,
+      upstreamPid: upstream.pid,
       proxyPids: [proxy.pid],
       usesPostgres: true,
       calls: calls(await registerAgent(proxy.url, host)),
@@ -131,7 +127,7 @@ export async function runWorkersBench(options: {
     const targets: Record<WorkersRoute, Target> = {
       direct: {
         pools: [pool(upstreamUrl)],
-        upstreamPid: upstream.pid as number,
+        upstreamPid: upstream.pid,
         proxyPids: [],
         usesPostgres: false,
         calls: (n) =>
@@ -145,7 +141,7 @@ export async function runWorkersBench(options: {
       },
       floor: {
         pools: [pool(floorUrl)],
-        upstreamPid: upstream.pid as number,
+        upstreamPid: upstream.pid,
         proxyPids: [floorChild.pid as number],
         usesPostgres: false,
         calls: calls(floorAgent),

@@ -32,16 +32,6 @@ import {
   type OidcRefusal,
 } from './oidc-outcomes.js';
 
-export {
-  DISCOVERY_RETRY_MS,
-  MAX_PENDING,
-  OidcUnavailable,
-  PENDING_TTL_MS,
-  PROVIDER_TIMEOUT_S,
-  type OidcFinish,
-  type OidcRefusal,
-} from './oidc-outcomes.js';
-
 export class OidcSignIn {
   #config: Promise<oidc.Configuration> | undefined;
   #failedAt = -Infinity;

@@ -9,7 +9,7 @@
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/log.js';
-import { PENDING_TTL_MS } from '../../../src/protocol/oidc.js';
+import { PENDING_TTL_MS } from '../../../src/protocol/oidc-outcomes.js';
 import { hashPassword } from '../../../src/util/password.js';
 import {
   freePort,

@@ -12,7 +12,8 @@ import { defaultPolicy } from '../../../src/policy/policy.js';
 import { createContext } from '../../../src/protocol/context.js';
 import { applyDrift } from '../../../src/protocol/drift.js';
 import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
-import type { AgentRecord, HostRecord, Store } from '../../../src/storage/types.js';
+import type { Store } from '../../../src/storage/types.js';
+import { agent as agentRecord, grant, host as hostRecord } from '../storage/store-fixtures.js';
 
 const SPECS = fileURLToPath(new URL('../../fixtures/specs/version/', import.meta.url));
 const NOW = 1_700_000_000_000;
@@ -27,37 +28,6 @@ const stores: Store[] = [];
 afterEach(async () => {
   for (const s of stores.splice(0)) await s.close();
 });
-
-const jwk = { kty: 'OKP', crv: 'Ed25519', x: 'A'.repeat(43) } as const;
-const host: HostRecord = {
-  id: 'hst_1',
-  thumbprint: 'host-thumbprint',
-  publicJwk: jwk,
-  name: 'host',
-  userId: 'user-1',
-  defaultCapabilities: [],
-  status: 'active',
-  preRegistered: false,
-  admittedByPolicy: false,
-  activatedAt: NOW - 1000,
-  lastUsedAt: null,
-  createdAt: NOW - 1000,
-  updatedAt: NOW - 1000,
-};
-const agent: AgentRecord = {
-  id: 'agt_1',
-  hostId: host.id,
-  userId: 'user-1',
-  name: 'agent',
-  publicJwk: jwk,
-  keyThumbprint: 'agent-thumbprint',
-  mode: 'delegated',
-  status: 'active',
-  lastUsedAt: null,
-  activatedAt: NOW - 1000,
-  createdAt: NOW - 1000,
-  updatedAt: NOW - 1000,
-};
 
 describe('drift on the upgrade from the inlined layout (§2.12, issue #14)', () => {
   it('suspends no grant stamped by the inlining build; a changed capability still is', async () => {
@@ -77,26 +47,23 @@ describe('drift on the upgrade from the inlined layout (§2.12, issue #14)', () 
     });
     const names = Object.keys(stamped);
     expect(names.length).toBeGreaterThan(1);
+    const agent = agentRecord('agt_1', 'hst_1');
     await ctx.write(async (tx) => {
-      await tx.insertHost(host);
+      await tx.insertHost(hostRecord('hst_1'));
       await tx.insertAgent(agent);
       for (const [i, capability] of names.entries()) {
-        await tx.putGrant({
-          id: `grt_${i}`,
-          agentId: agent.id,
-          capability,
-          status: 'active',
-          constraints: null,
-          grantedBy: 'user-1',
-          deniedBy: null,
-          reason: null,
-          expiresAt: null,
-          approvalId: null,
-          // The last one was approved at some other version of its capability: a real change.
-          capabilityVersion: i === names.length - 1 ? 'approved-at-another' : stamped[capability],
-          createdAt: NOW - 1000,
-          updatedAt: NOW - 1000,
-        });
+        await tx.putGrant(
+          grant(`grt_${i}`, agent.id, {
+            capability,
+            status: 'active',
+            constraints: null,
+            proposedConstraints: null,
+            approvedConstraints: null,
+            expiresAt: null,
+            // The last one was approved at some other version of its capability: a real change.
+            capabilityVersion: i === names.length - 1 ? 'approved-at-another' : stamped[capability],
+          }),
+        );
       }
     });
 
