@@ -1,6 +1,7 @@
 /** Loads every API's document (in parallel) and derives one catalog from them. */
 import type { Catalog } from './catalog.js';
 import { deriveCatalog, type ApiDocument } from './derive.js';
+import { collectGarbage } from '../util/collect-garbage.js';
 import { loadDocument, type LoadOptions } from './load.js';
 
 export type ApiSource = Omit<ApiDocument, 'doc' | 'source'> & { readonly spec: string };
@@ -10,6 +11,8 @@ export async function loadCatalog(
   options: LoadOptions,
 ): Promise<Catalog & { readonly formats: ReadonlySet<string> }> {
   const loaded = await Promise.all(apis.map((api) => loadDocument(api.spec, options)));
+  // What parsing left behind goes before deriving adds to the heap: it bounds the peak.
+  collectGarbage();
   return deriveCatalog(
     apis.map(({ spec: _spec, ...api }, i) => ({
       ...api,
