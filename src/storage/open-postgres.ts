@@ -6,7 +6,7 @@
 import type { Clock } from '../clock.js';
 import { localLimiter, RateLimiter, type Limiter } from '../util/rate-limit.js';
 import { StoreUnavailableError } from './errors.js';
-import type { OpenStoreOptions, Storage, StoreLocation } from './open.js';
+import type { OpenStoreOptions, Storage, StoreLocation } from './storage-kinds.js';
 import { PgChangeListener } from './pg-notify.js';
 import { sharedLimiter, sharedReplayLedger } from './pg-shared.js';
 import { PgStore } from './pg-store.js';
