@@ -122,26 +122,8 @@ export async function runExecuteBench(
     }
     const agentId = registered.agent_id;
 
-    const relay = async (mode: 'relay' | 'verify' | 'floor'): Promise<{ url: string; pid: number }> => {
-      const child = spawn(
-        process.execPath,
-        [
-          // The floor's profile beside the proxy's: what the proxy does beyond it shows as the difference.
-          ...(process.env.AAP_BENCH_PROFILE && mode === 'floor'
-            ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.AAP_BENCH_PROFILE, 'floor')}`]
-            : []),
-          '--import',
-          'tsx',
-          join(ROOT, 'bench/floor-proxy-child.ts'),
-          upstreamUrl,
-          agent.publicJwk.x,
-          mode,
-        ],
-        { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-      );
-      children.push(child);
-      return { url: `http://127.0.0.1:${Number(await firstLine(child))}`, pid: child.pid as number };
-    };
+    const relay = (mode: FloorMode) =>
+      startFloorChild({ upstreamUrl, keyX: agent.publicJwk.x, mode, keep: (child) => children.push(child) });
     const relayOnly = await relay('relay');
     const relayWithVerify = await relay('verify');
     const floorRelay = await relay('floor');
@@ -349,6 +331,40 @@ export function processCpuSeconds(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+export type FloorMode = 'relay' | 'verify' | 'floor';
+
+/**
+ * Starts a yardstick gateway (bench/floor-proxy-child.ts) in MODE, checking JWTs against the key
+ * whose `x` is `keyX`; its origin and pid once it listens. With AAP_BENCH_PROFILE the floor writes
+ * its CPU profile beside the proxy's.
+ */
+export async function startFloorChild(options: {
+  readonly upstreamUrl: string;
+  readonly keyX: string;
+  readonly mode: FloorMode;
+  readonly keep: (child: ChildProcess) => void;
+}): Promise<{ readonly url: string; readonly pid: number }> {
+  const { upstreamUrl, keyX, mode } = options;
+  const child = spawn(
+    process.execPath,
+    [
+      // The floor's profile beside the proxy's: what the proxy does beyond it shows as the difference.
+      ...(process.env.AAP_BENCH_PROFILE && mode === 'floor'
+        ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.AAP_BENCH_PROFILE, 'floor')}`]
+        : []),
+      '--import',
+      'tsx',
+      join(ROOT, 'bench/floor-proxy-child.ts'),
+      upstreamUrl,
+      keyX,
+      mode,
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  options.keep(child);
+  return { url: `http://127.0.0.1:${Number(await firstLine(child))}`, pid: child.pid as number };
 }
 
 /**

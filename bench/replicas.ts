@@ -80,6 +80,24 @@ export interface Target {
   calls(n: number): Promise<Call[]>;
 }
 
+/** The baseline: GET one pet straight from the upstream, no gateway. */
+export function directTarget(pool: Pool, upstreamPid: number): Target {
+  return {
+    pools: [pool],
+    upstreamPid,
+    proxyPids: [],
+    usesPostgres: false,
+    calls: (n) =>
+      Promise.resolve(
+        Array.from({ length: n }, () => ({
+          path: '/v1/pets/1',
+          method: 'GET' as const,
+          headers: { accept: 'application/json' },
+        })),
+      ),
+  };
+}
+
 export async function runReplicasBench(
   options: { c1Requests?: number; c32Requests?: number } = {},
 ): Promise<ReplicasResult> {
@@ -112,20 +130,7 @@ export async function runReplicasBench(
       pools.push(p);
       return p;
     };
-    const direct: Target = {
-      pools: [pool(upstreamUrl)],
-      upstreamPid: upstream.pid,
-      proxyPids: [],
-      usesPostgres: false,
-      calls: (n) =>
-        Promise.resolve(
-          Array.from({ length: n }, () => ({
-            path: '/v1/pets/1',
-            method: 'GET' as const,
-            headers: { accept: 'application/json' },
-          })),
-        ),
-    };
+    const direct = directTarget(pool(upstreamUrl), upstream.pid);
     const through = async (
       proxies: readonly { url: string; pid: number }[],
       usesPostgres: boolean,

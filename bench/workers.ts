@@ -9,17 +9,17 @@
  * process's user + system time (a proxy's: the primary and its workers together), and the share of
  * each worker shows that all of them served.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { agentJwt, generateTestKey } from '../test/helpers/keys.js';
 import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
-import { benchPolicy, firstLine, startBenchUpstream } from './execute.js';
+import { benchPolicy, startBenchUpstream, startFloorChild } from './execute.js';
 import {
   childPids,
+  directTarget,
   ownCpuSeconds,
   phase,
   postmasterPid,
@@ -33,7 +33,6 @@ import {
   type Target,
 } from './replicas.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const ROUNDS = 4;
 const CONCURRENCY = 32;
 
@@ -110,39 +109,18 @@ export async function runWorkersBench(options: {
     });
     // The floor checks the signature of the agent registered on the one-worker proxy (its key).
     const floorAgent = await registerAgent(one.url, host);
-    const floorChild = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        join(ROOT, 'bench/floor-proxy-child.ts'),
-        upstreamUrl,
-        floorAgent.key.publicJwk.x,
-        'floor',
-      ],
-      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    children.push(floorChild);
-    const floorUrl = `http://127.0.0.1:${Number(await firstLine(floorChild))}`;
+    const floor = await startFloorChild({
+      upstreamUrl,
+      keyX: floorAgent.key.publicJwk.x,
+      mode: 'floor',
+      keep: (child) => children.push(child),
+    });
     const targets: Record<WorkersRoute, Target> = {
-      direct: {
-        pools: [pool(upstreamUrl)],
-        upstreamPid: upstream.pid,
-        proxyPids: [],
-        usesPostgres: false,
-        calls: (n) =>
-          Promise.resolve(
-            Array.from({ length: n }, () => ({
-              path: '/v1/pets/1',
-              method: 'GET' as const,
-              headers: { accept: 'application/json' },
-            })),
-          ),
-      },
+      direct: directTarget(pool(upstreamUrl), upstream.pid),
       floor: {
-        pools: [pool(floorUrl)],
+        pools: [pool(floor.url)],
         upstreamPid: upstream.pid,
-        proxyPids: [floorChild.pid as number],
+        proxyPids: [floor.pid],
         usesPostgres: false,
         calls: calls(floorAgent),
       },
