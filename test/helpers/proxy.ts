@@ -53,6 +53,23 @@ export function writeTempSpec(doc: unknown, name = 'spec.json'): string {
   return file;
 }
 
+/** A request with an optional bearer token and JSON body; the answer as getJson gives it. */
+export function requestJson(
+  url: string,
+  method: string,
+  token?: string,
+  body?: unknown,
+): Promise<{ status: number; headers: Headers; body: any }> {
+  return getJson(url, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+}
+
 export async function getJson(
   url: string,
   init?: RequestInit,

@@ -14,6 +14,7 @@ import { killChildren, ROOT } from './cli-process.js';
 import { agentJwt, hostJwt, type TestKey } from './keys.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 import { TestUpstream } from './upstream.js';
+import { requestJson } from './proxy.js';
 
 export const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
 export const ADMIN_TOKEN = 'replicas-admin-token-0123456789abcdef';
@@ -55,16 +56,7 @@ export class Replica {
   }
 
   async request(method: string, path: string, token?: string, body?: unknown): Promise<Reply> {
-    const res = await fetch(`${this.url}${path}`, {
-      method,
-      headers: {
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+    return requestJson(`${this.url}${path}`, method, token, body);
   }
 
   admin(method: string, path: string, body?: unknown): Promise<Reply> {

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { serveCli } from '../../helpers/cli-serve.js';
 import { CLI, ensureBuiltCli, killChildren, ROOT } from '../../helpers/cli-process.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../../helpers/keys.js';
+import { requestJson } from '../../helpers/proxy.js';
 
 const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
 const ADMIN_TOKEN = 'replay-restart-admin-token-0123456789';
@@ -84,16 +85,8 @@ class Proxy {
   }
 
   async request(method: string, path: string, token?: string, body?: unknown): Promise<Reply> {
-    const res = await fetch(`${this.url}${path}`, {
-      method,
-      headers: {
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    const { status, body: answer } = await requestJson(`${this.url}${path}`, method, token, body);
+    return { status, body: answer };
   }
 
   agentToken(agent: TestKey, agentId: string): Promise<string> {
