@@ -55,9 +55,9 @@ class Proxy {
     readonly exited: Promise<void>,
   ) {}
 
-  static async boot(db: string): Promise<Proxy> {
+  static async boot(db: string, extra: readonly string[] = []): Promise<Proxy> {
     const served = await serveCli(
-      ['--spec', PETSTORE, '--issuer', ISSUER, '--db', db, '--policy', policyFile],
+      ['--spec', PETSTORE, '--issuer', ISSUER, '--db', db, '--policy', policyFile, ...extra],
       {
         cwd: tmp,
         env: { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
@@ -89,8 +89,8 @@ class Proxy {
     return { status, body: answer };
   }
 
-  agentToken(agent: TestKey, agentId: string): Promise<string> {
-    return agentJwt(agent, agentId, ISSUER);
+  agentToken(agent: TestKey, agentId: string, audience = ISSUER): Promise<string> {
+    return agentJwt(agent, agentId, audience);
   }
 
   hostToken(host: TestKey, extra: Record<string, unknown> = {}): Promise<string> {
@@ -173,6 +173,32 @@ describe('a JWT accepted before a restart is refused after it (jti journal)', ()
 
     const second = await Proxy.boot(db);
     for (const token of tokens) expectReplayRefused(await second.request('GET', '/capability/list', token));
+    await second.crash();
+  }, 60_000);
+
+  it('40 executions at once (upstream calls in flight, so their jtis share journal writes), SIGKILL after the last answer: every one is refused after restart', async () => {
+    const db = join(mkdtempSync(join(tmp, 'db-')), 'proxy.db');
+    const first = await Proxy.boot(db, ['--mock-upstream']);
+    const { agent, agentId } = await setUp(first);
+    const execute = `${ISSUER}/capability/execute`;
+    const tokens = await Promise.all(
+      Array.from({ length: 40 }, () => first.agentToken(agent, agentId, execute)),
+    );
+    const call = { capability: 'list_pets', arguments: {} };
+    let answered = 0;
+    await Promise.all(
+      tokens.map(async (token) => {
+        const reply = await first.request('POST', '/capability/execute', token, call);
+        expect(reply.status).toBe(200);
+        if (++answered === tokens.length) first.child.kill('SIGKILL');
+      }),
+    );
+    await first.exited;
+
+    const second = await Proxy.boot(db, ['--mock-upstream']);
+    for (const token of tokens) {
+      expectReplayRefused(await second.request('POST', '/capability/execute', token, call));
+    }
     await second.crash();
   }, 60_000);
 });
