@@ -46,10 +46,7 @@ export interface CorpusRow extends CorpusDocumentRef {
 }
 
 /** The documents to measure: the shared corpus, then the large set (fetched first if missing). */
-export function corpusBenchDocuments(options: {
-  ids?: readonly string[];
-  all?: boolean;
-}): CorpusDocumentRef[] {
+export function corpusBenchDocuments(options: { ids?: readonly string[] }): CorpusDocumentRef[] {
   const shared = corpusDocuments().map((d) => ({
     id: d.id,
     set: 'shared' as const,
@@ -58,9 +55,7 @@ export function corpusBenchDocuments(options: {
   }));
   const large = ensureApiCorpus((line) => {
     console.log(line);
-  })
-    .filter((d) => options.all === true || d.inSet !== false)
-    .map((d) => ({ id: d.id, set: 'large' as const, flavour: d.flavour, file: d.file }));
+  }).map((d) => ({ id: d.id, set: 'large' as const, flavour: d.flavour, file: d.file }));
   const ids = options.ids ?? [];
   return [...shared, ...large].filter((d) => ids.length === 0 || ids.includes(d.id));
 }

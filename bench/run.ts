@@ -6,9 +6,8 @@
  * the two-replica benchmark on its own (one proxy on SQLite against two on one PostgreSQL);
  * `-- replicas --quick` sends a fifth of its requests. `npm run bench -- --workers N` runs the
  * proxy on PostgreSQL with 1 worker and with N at concurrency 32 (`--quick`: a fifth of the requests).
- * `npm run bench -- corpus [ID…] [--all]` prints the catalog figures of the shared corpus and the
- * large-API corpus (fetched first if missing), or only of the documents named; `--all` adds those
- * listed as out of set.
+ * `npm run bench -- corpus [ID…]` prints the catalog figures of the shared corpus and the
+ * large-API corpus (fetched first if missing), or only of the documents named.
  */
 import { cpus, totalmem } from 'node:os';
 import { runCatalogBench } from './catalog.js';
@@ -48,7 +47,7 @@ if (only === 'scale') {
 }
 if (only === 'corpus') {
   const ids = args.slice(1).filter((a) => !a.startsWith('--'));
-  const docs = corpusBenchDocuments({ ids, all: args.includes('--all') });
+  const docs = corpusBenchDocuments({ ids });
   console.log(corpusHeader());
   await runCorpusBench(docs, (row) => {
     console.log(corpusLine(row));

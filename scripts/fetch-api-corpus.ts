@@ -31,9 +31,6 @@ export interface ApiCorpusDocument {
   readonly flavour: string;
   readonly operations: number;
   readonly license: string;
-  /** false: measured once, but outside the set that the tests and the bench cover. */
-  readonly inSet?: boolean;
-  readonly note?: string;
 }
 
 export type FetchedDocument = ApiCorpusDocument & { readonly file: string };
