@@ -61,6 +61,18 @@ interface Target {
   };
 }
 
+/**
+ * The load generator's connections to one target: as many as the highest concurrency a benchmark
+ * runs (32), one request at a time each. More would not add load, and the proxy closes a peer's
+ * 65th connection on arrival (`server.max_connections_per_ip`, 64 by default): a pool of 64, plus
+ * the connection the agent's registration left open, now and then had a request reset.
+ */
+export function loadPool(url: string, pools: Pool[]): Pool {
+  const pool = new Pool(url, { connections: 32, pipelining: 1 });
+  pools.push(pool);
+  return pool;
+}
+
 export async function runExecuteBench(
   options: { c1Requests?: number; c32Requests?: number } = {},
 ): Promise<ExecuteBenchResult> {
@@ -129,11 +141,7 @@ export async function runExecuteBench(
     const floorRelay = await relay('floor');
 
     const pools: Pool[] = [];
-    const pool = (url: string): Pool => {
-      const p = new Pool(url, { connections: 64, pipelining: 1 });
-      pools.push(p);
-      return p;
-    };
+    const pool = (url: string): Pool => loadPool(url, pools);
     const directPool = pool(upstreamUrl);
     const pids = { upstream: upstream.pid };
     const direct: Target = {

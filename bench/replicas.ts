@@ -25,6 +25,7 @@ import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
 import {
   benchPolicy,
   freePort,
+  loadPool,
   processCpuSeconds,
   ready,
   startBenchUpstream,
@@ -125,11 +126,7 @@ export async function runReplicasBench(
     const replicas = [first];
     for (let i = 1; i < REPLICAS; i++) replicas.push(await start(postgres.url, 'http://agents.bench.test'));
 
-    const pool = (url: string): Pool => {
-      const p = new Pool(url, { connections: 64, pipelining: 1 });
-      pools.push(p);
-      return p;
-    };
+    const pool = (url: string): Pool => loadPool(url, pools);
     const direct = directTarget(pool(upstreamUrl), upstream.pid);
     const through = async (
       proxies: readonly { url: string; pid: number }[],

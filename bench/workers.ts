@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { agentJwt, generateTestKey } from '../test/helpers/keys.js';
 import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
-import { benchPolicy, startBenchUpstream, startFloorChild } from './execute.js';
+import { benchPolicy, loadPool, startBenchUpstream, startFloorChild } from './execute.js';
 import {
   childPids,
   directTarget,
@@ -81,11 +81,7 @@ export async function runWorkersBench(options: {
     const one = await start(1);
     const many = await start(options.workers);
 
-    const pool = (url: string): Pool => {
-      const p = new Pool(url, { connections: 64, pipelining: 1 });
-      pools.push(p);
-      return p;
-    };
+    const pool = (url: string): Pool => loadPool(url, pools);
     const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
     const calls = (agent: Awaited<ReturnType<typeof registerAgent>>) => async (n: number) => {
       const out: Call[] = [];
