@@ -18,8 +18,8 @@
  * whole cache.
  *
  * Beyond memory, a ledger (storage/replay-ledger.ts) records each jti before it is kept: the
- * proxy calls `check`, records, then `keep`. `remember` is the three in one call, with an optional
- * synchronous `journal` as the record. `restore` loads what a ledger kept across a restart.
+ * proxy calls `check`, records, then `keep` (authenticate.ts). `remember` is `check` and `keep` in
+ * one call, for callers with no ledger. `restore` loads what a ledger kept across a restart.
  */
 import type { Clock } from '../clock.js';
 
@@ -35,8 +35,6 @@ export type ReplayVerdict = RememberOutcome | 'extend';
 export interface ReplayCacheOptions {
   readonly maxEntries?: number;
   readonly maxPerIdentity?: number;
-  /** Called before a jti is kept (and when a replay extends one); a throw keeps nothing. */
-  readonly journal?: (identity: string, jti: string, untilMs: number) => void;
 }
 
 export interface RememberedJti {
@@ -57,7 +55,6 @@ export class ReplayCache {
   readonly #maxEntries: number;
   readonly #maxPerIdentity: number;
   readonly #newIdentityLimit: number;
-  readonly #journal: ReplayCacheOptions['journal'];
   readonly #buckets = new Map<string, Bucket>();
   /** One heap node per live entry; a node whose time is behind its entry's was extended. */
   readonly #heap = new ExpiryHeap();
@@ -76,7 +73,6 @@ export class ReplayCache {
     this.#maxEntries = maxEntries;
     this.#maxPerIdentity = maxPerIdentity;
     this.#newIdentityLimit = Math.max(1, Math.floor(maxEntries * NEW_IDENTITY_SHARE));
-    this.#journal = options.journal;
   }
 
   get maxEntries(): number {
@@ -114,10 +110,7 @@ export class ReplayCache {
   remember(identity: string, jti: string, untilMs: number): RememberOutcome {
     const verdict = this.check(identity, jti, untilMs);
     if (verdict !== 'fresh' && verdict !== 'extend') return verdict;
-    if (untilMs > this.#clock.now()) {
-      this.#journal?.(identity, jti, untilMs);
-      this.keep(identity, jti, untilMs);
-    }
+    if (untilMs > this.#clock.now()) this.keep(identity, jti, untilMs);
     return verdict === 'extend' ? 'replay' : 'fresh';
   }
 
@@ -157,7 +150,7 @@ export class ReplayCache {
 
   /**
    * Loads entries remembered before a restart. They were accepted then, so they are kept whatever
-   * the caps say now (a lower cap only delays new entries until they expire). Not journalled.
+   * the caps say now (a lower cap only delays new entries until they expire).
    */
   restore(entries: Iterable<RememberedJti>): void {
     const now = this.#clock.now();

@@ -293,41 +293,7 @@ describe('ReplayCache: bounds (per identity and in total)', () => {
   });
 });
 
-describe('ReplayCache: journal and restore (replay across restarts)', () => {
-  it('journals a fresh entry before keeping it, and a throwing journal keeps nothing', () => {
-    const clock = manualClock();
-    const written: string[] = [];
-    let failing = false;
-    const cache = new ReplayCache(clock, {
-      journal: (identity, jti, untilMs) => {
-        if (failing) throw new Error('disk full');
-        written.push(`${identity}/${jti}/${untilMs - clock.now()}`);
-      },
-    });
-    expect(cache.remember('agent:a', 'j1', clock.now() + 1000)).toBe('fresh');
-    expect(written).toEqual(['agent:a/j1/1000']);
-    failing = true;
-    expect(() => cache.remember('agent:a', 'j2', clock.now() + 1000)).toThrow('disk full');
-    failing = false;
-    expect(cache.remember('agent:a', 'j2', clock.now() + 1000)).toBe('fresh');
-  });
-
-  it('journals nothing for replays, refusals and closed windows; an extension is journalled', () => {
-    const clock = manualClock();
-    const written: string[] = [];
-    const cache = new ReplayCache(clock, {
-      maxEntries: 10,
-      maxPerIdentity: 1,
-      journal: (identity, jti, untilMs) => written.push(`${identity}/${jti}/${untilMs - clock.now()}`),
-    });
-    cache.remember('a', 'j1', clock.now() + 1000);
-    cache.remember('a', 'j1', clock.now() + 500);
-    cache.remember('a', 'j2', clock.now() + 1000);
-    cache.remember('b', 'old', clock.now());
-    cache.remember('a', 'j1', clock.now() + 2000);
-    expect(written).toEqual(['a/j1/1000', 'a/j1/2000']);
-  });
-
+describe('ReplayCache: restore (replay across restarts)', () => {
   it('restore brings back live entries as replays, drops expired ones, and ignores the caps', () => {
     const clock = manualClock();
     const cache = new ReplayCache(clock, { maxEntries: 2, maxPerIdentity: 1 });
