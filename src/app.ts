@@ -1,6 +1,7 @@
 /**
- * Composition root: settings → catalog → (mock upstream) → routes → listening server.
- * The only module that knows every concrete part.
+ * Composition root: settings → catalog → (mock upstream) → storage → routes → listening server,
+ * and the proxy's lifetime (reload, maintenance, shutdown). Which endpoints are served on which
+ * listener is routes.ts; the two are the only modules that know every concrete part.
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -10,31 +11,11 @@ import { UserError } from './errors.js';
 import { createLogger, type Logger } from './log.js';
 import type { Catalog } from './openapi/catalog.js';
 import { loadCatalog } from './openapi/load-catalog.js';
-import type { ApiInfo } from './openapi/types.js';
 import { Router } from './http/router.js';
 import { ClientAddress } from './http/client-address.js';
 import { Drain } from './http/drain.js';
 import { createHttpServer } from './http/server.js';
-import { capabilityRoutes } from './http/routes/capabilities.js';
-import { discoveryRoutes } from './http/routes/discovery.js';
-import { healthRoutes } from './http/routes/health.js';
-import { approvalsRoutes } from './http/routes/approvals.js';
-import { deviceRoutes } from './http/routes/device.js';
-import { signInRoutes } from './http/routes/sign-in.js';
-import { accountRoutes } from './http/routes/account.js';
-import { accountAgentRoutes, agentsAccountSection } from './http/routes/account-agents.js';
-import { oidcRoutes } from './http/routes/oidc.js';
-import { accountPasskeyRoutes, passkeysAccountSection } from './http/routes/account-passkeys.js';
-import { passkeyRoutes } from './http/routes/passkeys.js';
-import { perCallRoutes } from './http/routes/per-call.js';
-import { runPerCall } from './http/per-call-run.js';
 import { sweepPerCalls } from './protocol/per-call-decide.js';
-import { PASSKEY_PAGE_HEADERS } from './http/views/passkey-script.js';
-import { PresenceGate } from './http/steps/presence.js';
-import { Passkeys, relyingParty } from './protocol/passkeys.js';
-import { PageAuth } from './http/page-auth.js';
-import { Sessions } from './protocol/sessions.js';
-import { LocalSignIn } from './protocol/sign-in.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
@@ -48,12 +29,7 @@ import { InFlightSlots } from './protocol/in-flight.js';
 import { localLimiter, RateLimiter, type Limiter } from './util/rate-limit.js';
 import { StoreUnavailableError } from './storage/errors.js';
 import { openStorage, type Storage } from './storage/open.js';
-import { DatabaseReadiness, DEFAULT_READINESS } from './storage/readiness.js';
 import { replicaChangeHandlers } from './protocol/replica-changes.js';
-import { RateLimits } from './http/rate-limits.js';
-import { agentRoutes } from './http/routes/agent.js';
-import { adminRoutes } from './http/routes/admin.js';
-import { executeRoutes } from './http/routes/execute.js';
 import { pinArguments, PinError } from './openapi/pins.js';
 import { withoutProxyHeaders } from './openapi/proxy-headers.js';
 import { ExecutionLog } from './protocol/execution-log.js';
@@ -61,14 +37,13 @@ import { UpstreamClient } from './upstream/client.js';
 import { buildEngine, type BuiltEngine, type EngineShared } from './engine.js';
 import { OAuthTokens } from './upstream/oauth.js';
 import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js';
-import { approvalEventRoutes } from './http/routes/approval-events.js';
 import { ApprovalEvents } from './protocol/approval-events.js';
 import { createJwksCache } from './protocol/jwks/index.js';
 import type { Registry } from 'prom-client';
 import { Metrics, type Exposition } from './metrics.js';
 import { reloader, type ReloadResult } from './reload.js';
-import { metricsRoutes } from './http/routes/metrics.js';
 import { recordRequestMetrics } from './http/request-metrics.js';
+import { mountRoutes } from './routes.js';
 
 export interface RunningProxy {
   /** Where the server listens, e.g. `http://127.0.0.1:8080`. */
@@ -277,133 +252,29 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const warmup = new AbortController();
 
   let ready = false;
-  const providerName = settings.providerName ?? defaultProviderName(catalog.apis);
-  discoveryRoutes(router, {
-    issuer: () => issuer,
-    providerName,
-    description: settings.providerDescription ?? defaultDescription(catalog.apis),
-    modes: policy.modes,
-    approvalMethods: policy.approval.methods,
-  });
-  const limits = new RateLimits(budgets(), new RateLimiter(clock), policy.rateLimits, (limit) =>
-    metrics.rateLimited(limit),
-  );
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
   // With upstream calls in flight more requests are under way: their jtis share one write a turn.
   storage.replayLedger?.groupWhile?.(() => inFlight.count() > 0);
-  capabilityRoutes(router, { ctx, limits, logger });
-  const auth = new PageAuth(
-    settings.signIn,
-    new Sessions(store, clock, settings.signIn.sessionLifetimeMs),
-    new LocalSignIn(settings.signIn.localUsers, budgets(), store, clock),
-    () => issuer,
-  );
-  // §8.11 passkeys: the relying party is the issuer's host (known once the server listens).
-  const passkeys = new Passkeys(store, clock, () => relyingParty(issuer, providerName));
-  const presence = new PresenceGate(passkeys, policy.approval.requirePresence);
-  deviceRoutes(router, { ctx, limits, auth, serverName: providerName, presence });
-  if (auth.enabled) {
-    signInRoutes(router, { auth, limits, serverName: providerName, passkeys });
-    const flushActivity = (): Promise<void> => executionLog.flush();
-    const account = accountRoutes(router, {
-      auth,
-      limits,
-      serverName: providerName,
-      sections: [passkeysAccountSection(auth, passkeys), agentsAccountSection(ctx, flushActivity)],
-      headers: PASSKEY_PAGE_HEADERS,
-    });
-    accountPasskeyRoutes(router, { auth, limits, passkeys, page: account });
-    accountAgentRoutes(router, { ctx, auth, limits, page: account, flushActivity });
-    passkeyRoutes(router, { ctx, auth, limits, passkeys, presence });
-    approvalsRoutes(router, { ctx, limits, auth, serverName: providerName });
-    perCallRoutes(router, {
-      ctx,
-      limits,
-      auth,
-      serverName: providerName,
-      passkeys,
-      run: (r, requestId) =>
-        runPerCall({ ctx, executor: engine.executor, inFlight, validators: engine.validators }, r, requestId),
-    });
-  }
-  // openid-client is loaded only when a provider is configured: several MiB of memory otherwise.
-  const oidc = settings.signIn.oidc
-    ? new (await import('./protocol/oidc.js')).OidcSignIn(
-        settings.signIn.oidc,
-        store,
-        clock,
-        settings.signIn.freshAuthMs,
-        logger,
-        () => `${issuer.replace(/\/+$/, '')}/sign-in/oidc/callback`,
-      )
-    : undefined;
-  if (oidc) oidcRoutes(router, { auth, oidc, limits, serverName: providerName });
-  agentRoutes(router, {
+  const { execution, approvalStreams, oidc } = await mountRoutes({
+    settings,
+    catalog,
+    policy,
     ctx,
-    limits,
+    router,
+    internalRouter,
     logger,
-    maxBodyBytes: settings.maxBodyBytes,
-    introspectionTokens: [settings.introspectionToken, settings.adminToken].filter(
-      (t): t is string => t !== undefined,
-    ),
-  });
-  const approvalStreams = approvalEventRoutes(router, {
-    ctx,
-    limits,
-    logger,
-    timers: deps.timers ?? systemTimers,
-  });
-  const execution = executeRoutes(router, {
-    ctx,
-    limits,
-    inFlight,
+    clock,
+    metrics,
+    timers,
+    issuer: () => issuer,
     engine: () => engine,
-    log: executionLog,
-    settings: settings.execution,
-    maxBodyBytes: settings.maxBodyBytes,
-    logger,
+    budgets,
+    executionLog,
+    inFlight,
+    ready: () => ready,
+    metricsExposition: deps.metricsExposition,
   });
-  // The operator's endpoints: on the internal listener when there is one, else on the public port
-  // (/metrics there only with the admin token, README "Metrics").
-  const operatorRouter = internalRouter ?? router;
-  const { adminToken } = settings;
-  if (adminToken !== undefined) {
-    adminRoutes(operatorRouter, {
-      ctx,
-      limits,
-      logger,
-      adminToken,
-      maxBodyBytes: settings.maxBodyBytes,
-      flushActivity: () => executionLog.flush(),
-    });
-  }
-  if (policy.perCall.size > 0 && !auth.enabled) {
-    logger.warn(
-      'capabilities.per_call is set but sign_in is not configured: nobody can approve those calls on the pages; they expire (approval_expired)',
-    );
-  }
-  const exposition = deps.metricsExposition?.(metrics.registry) ?? (() => metrics.exposition());
-  if (internalRouter) metricsRoutes(internalRouter, { exposition });
-  else if (adminToken !== undefined)
-    metricsRoutes(router, { exposition, guard: { ctx, limits, logger, adminToken } });
-  const database = new DatabaseReadiness(store, {
-    ...DEFAULT_READINESS,
-    onChange: (up) => {
-      if (up) logger.info('database reachable again: ready');
-      else logger.warn('database unreachable: not ready until it answers');
-    },
-  });
-  for (const r of [router, internalRouter]) {
-    if (r) {
-      healthRoutes(r, {
-        ready: () => ready,
-        database: () => database.up(),
-        capabilities: catalog.capabilities.length,
-      });
-    }
-  }
 
-  // Set once shutdown begins (see close below): from then on the drain turns new requests away.
   ctx.usage.start();
   executionLog.start();
   // The provider's metadata, fetched in the background: a provider that is down delays nothing.
@@ -644,18 +515,4 @@ function closeServer(server: Server): Promise<void> {
 
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
-}
-
-function defaultProviderName(apis: readonly ApiInfo[]): string {
-  return apis.length === 1
-    ? (apis[0] as ApiInfo).id.replace(/[^a-z0-9_-]/g, '_').slice(0, 64)
-    : 'agent-auth-proxy';
-}
-
-function defaultDescription(apis: readonly ApiInfo[]): string {
-  if (apis.length === 1) {
-    const api = apis[0] as ApiInfo;
-    return api.description?.split('\n')[0]?.trim() || api.title;
-  }
-  return `Agent access to ${apis.map((a) => a.title).join(', ')}`;
 }
