@@ -25,6 +25,13 @@ const WORKERS = 8;
 const MAX_SENT = 6_000;
 /** The signal is sent once this many executions have been answered. */
 const SIGNAL_AFTER = 600;
+/**
+ * How late the proxy's commit timer may run on a busy machine (README: the last commit window
+ * "plus however late a busy process runs its timer"): the whole suite shares two cores, and one
+ * run found a record answered just over 20 ms before the kill and not yet committed. A proxy that
+ * commits later than that (or only at shutdown) still fails.
+ */
+const TIMER_SLACK_MS = 30;
 
 /** The shipped default of audit.commit_window, from the generated schema of the config. */
 function defaultCommitWindowMs(): number {
@@ -175,9 +182,12 @@ describe('audit durability: activity is group-committed within audit.commit_wind
     expect((await proxy.exited).signal).toBe('SIGKILL');
 
     const recorded = recordedJtis(db);
-    const due = answers.filter((a) => a.at <= signalledAt - window);
+    const due = answers.filter((a) => a.at <= signalledAt - window - TIMER_SLACK_MS);
     const missing = due.filter((a) => !recorded.has(a.jti)).map((a) => a.jti);
-    expect(missing, `answered more than ${window} ms before the kill, yet not recorded`).toEqual([]);
+    expect(
+      missing,
+      `answered more than ${window} + ${TIMER_SLACK_MS} ms before the kill, yet not recorded`,
+    ).toEqual([]);
     // Not vacuous: most answers were due, and nothing was recorded that was never sent.
     expect(due.length).toBeGreaterThan(SIGNAL_AFTER / 2);
     expect(recorded.size).toBeLessThanOrEqual(sent);
