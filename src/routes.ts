@@ -126,6 +126,7 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
       auth,
       serverName: providerName,
       passkeys,
+      longestCallMs: () => engine().executor.longestCallMs(),
       run: (r, requestId) =>
         runPerCall(
           { ctx, executor: engine().executor, inFlight, validators: engine().validators },

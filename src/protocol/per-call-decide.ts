@@ -4,12 +4,26 @@
  * the agent's poll of the status URL (§5.11: a final state is delivered once, then deleted) and
  * the maintenance sweep. Each change is a compare-and-set on the row's status with its §11
  * activity record in the same transaction.
+ *
+ * A claimed call whose outcome was never stored (the proxy died, or its database was down, between
+ * the claim and the end of the call) would read `pending` until its row is deleted, and then "not
+ * found", which an agent could take as "never ran" and send again. Once no call could still be
+ * running (`outcomeUnknownAfterMs`), the poll answers `failed` with `outcome: "unknown"` instead:
+ * the call may or may not have reached the upstream.
  */
 import { ProtocolError } from '../errors.js';
 import type { PerCallRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
 import { PER_CALL_RESULT_TTL_MS, PER_CALL_SWEEP_BATCH, perCallEvent, shownHash } from './per-call.js';
+
+/**
+ * How long after its claim a call may still be running: twice the longest upstream deadline (one
+ * OAuth token refresh sends a call twice, sender.ts), plus a minute for the database writes.
+ */
+export function outcomeUnknownAfterMs(longestCallMs: number): number {
+  return 2 * longestCallMs + 60_000;
+}
 
 /** Who decided and how they authenticated (§11: on the activity record). */
 export interface PerCallDecider {
@@ -53,6 +67,7 @@ export function claimPerCall(
   id: string,
   hash: string,
   by: PerCallDecider,
+  unknownAfterMs: number,
 ): Promise<PerCallRecord | undefined> {
   const now = ctx.clock.now();
   return ctx.write(async (tx) => {
@@ -62,6 +77,8 @@ export function claimPerCall(
       status: 'executing',
       decidedAt: now,
       decidedBy: by.actor,
+      // Kept until a poll can tell the agent the outcome is unknown, should it never be stored.
+      keepUntil: Math.max(r.keepUntil, now + unknownAfterMs + PER_CALL_RESULT_TTL_MS),
     });
     if (!claimed) return undefined;
     await tx.appendActivity(
@@ -84,11 +101,16 @@ export function finishPerCall(
   const now = ctx.clock.now();
   const failed = 'error' in outcome;
   return ctx.write(async (tx) => {
-    await tx.updatePerCall(r.id, 'executing', {
+    const stored = await tx.updatePerCall(r.id, 'executing', {
       status: failed ? 'failed' : 'completed',
       ...(failed ? { error: outcome.error.toBody() } : { result: outcome.result }),
       keepUntil: now + PER_CALL_RESULT_TTL_MS,
     });
+    if (!stored) {
+      // Past outcomeUnknownAfterMs a poll already told the agent the outcome is unknown.
+      ctx.logger.warn('per-call outcome arrived after it was reported unknown', { call_id: r.id });
+      return;
+    }
     await tx.appendActivity(
       perCallEvent(r, now, 'per_call.executed', failed ? outcome.error.code : 'success', {
         ...(failed ? {} : { upstream_status: outcome.upstreamStatus }),
@@ -110,6 +132,23 @@ function expire(ctx: ProtocolContext, r: PerCallRecord): Promise<void> {
   });
 }
 
+/** A claimed call past `unknownAfterMs` with no stored outcome fails as unknown (see the top). */
+function abandon(ctx: ProtocolContext, r: PerCallRecord): Promise<void> {
+  const now = ctx.clock.now();
+  return ctx.write(async (tx) => {
+    const moved = await tx.updatePerCall(r.id, 'executing', {
+      status: 'failed',
+      error: new ProtocolError(
+        'internal_error',
+        'The call was approved and started, but its outcome was never recorded (the proxy stopped or its database was unavailable). It may or may not have reached the upstream API: check there before sending it again.',
+        { fields: { outcome: 'unknown' } },
+      ).toBody(),
+      keepUntil: now + PER_CALL_RESULT_TTL_MS,
+    });
+    if (moved) await tx.appendActivity(perCallEvent(r, now, 'per_call.outcome_unknown', 'unknown', {}));
+  });
+}
+
 export type PerCallState =
   | { readonly status: 'pending' }
   | { readonly status: 'completed'; readonly result: unknown }
@@ -119,7 +158,12 @@ export type PerCallState =
  * §5.11 polling of a per-call status URL by `auth`'s agent (the token step has checked a fresh
  * JWT). A final state is delivered once: the row is deleted as it is read.
  */
-export async function pollPerCall(ctx: ProtocolContext, auth: AgentAuth, id: string): Promise<PerCallState> {
+export async function pollPerCall(
+  ctx: ProtocolContext,
+  auth: AgentAuth,
+  id: string,
+  unknownAfterMs: number,
+): Promise<PerCallState> {
   let r = await ctx.store.perCall(id);
   if (!r) {
     throw new ProtocolError(
@@ -132,6 +176,10 @@ export async function pollPerCall(ctx: ProtocolContext, auth: AgentAuth, id: str
   }
   if (r.status === 'pending' && r.expiresAt <= ctx.clock.now()) {
     await expire(ctx, r);
+    r = (await ctx.store.perCall(id)) ?? r;
+  }
+  if (r.status === 'executing' && (r.decidedAt ?? r.createdAt) + unknownAfterMs <= ctx.clock.now()) {
+    await abandon(ctx, r);
     r = (await ctx.store.perCall(id)) ?? r;
   }
   if (r.status === 'pending' || r.status === 'executing') return { status: 'pending' };

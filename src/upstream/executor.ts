@@ -100,6 +100,19 @@ export class Executor {
     this.requestIdHeader = options.requestIdHeader;
   }
 
+  /**
+   * The longest deadline of any one call (the API's `timeout`, or an operation's own): one call,
+   * retries included, ends by then (client.ts), or twice that when an OAuth token is refreshed.
+   */
+  longestCallMs(): number {
+    let longest = 0;
+    for (const api of this.apis.values()) {
+      longest = Math.max(longest, api.settings.timeoutMs);
+      for (const op of Object.values(api.settings.operations)) longest = Math.max(longest, op.timeoutMs ?? 0);
+    }
+    return longest;
+  }
+
   /** Start-up diagnostics (problems.ts). */
   problems(catalog: Catalog): { errors: string[]; warnings: string[] } {
     return executionProblems(this.apis.values(), catalog, this.requestIdHeader);

@@ -12,7 +12,7 @@ import { ProtocolError, toProtocolError } from '../../errors.js';
 import { executionRecord } from '../../protocol/execution-record.js';
 import { authorizeStatusRead, openAsyncJob, statusUrlOf } from '../../protocol/async-jobs.js';
 import { isPerCallId, openPerCall, PENDING_APPROVAL } from '../../protocol/per-call.js';
-import { pollPerCall } from '../../protocol/per-call-decide.js';
+import { outcomeUnknownAfterMs, pollPerCall } from '../../protocol/per-call-decide.js';
 import type { AgentAuth } from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { cachedGrants, loadGrants } from '../../protocol/grants.js';
@@ -247,7 +247,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       const auth = need(x.agent, 'agent');
       const id = x.params.id ?? '';
       if (isPerCallId(id)) {
-        const state = await pollPerCall(ctx, auth, id);
+        const unknownAfter = outcomeUnknownAfterMs(engine().executor.longestCallMs());
+        const state = await pollPerCall(ctx, auth, id, unknownAfter);
         sendJson(
           x.res,
           200,

@@ -18,7 +18,7 @@ import type { ProtocolContext } from '../../protocol/context.js';
 import { displayText } from '../../protocol/approvals.js';
 import type { Passkeys } from '../../protocol/passkeys.js';
 import { lookUpPerCall, shownHash } from '../../protocol/per-call.js';
-import { claimPerCall, denyPerCall } from '../../protocol/per-call-decide.js';
+import { claimPerCall, denyPerCall, outcomeUnknownAfterMs } from '../../protocol/per-call-decide.js';
 import { presenceScope } from '../../protocol/presence.js';
 import type { PerCallRecord, SessionRecord } from '../../storage/types.js';
 import { escapeHtml, htmlPage, sendHtml } from '../html.js';
@@ -42,6 +42,8 @@ export interface PerCallRouteOptions {
   readonly passkeys: Passkeys;
   /** Executes a claimed call once and stores its outcome (http/per-call-run.ts). */
   readonly run: (r: PerCallRecord, requestId: string) => Promise<void>;
+  /** The longest deadline of one upstream call, by the configuration in force (Executor). */
+  readonly longestCallMs: () => number;
 }
 
 /** What the assertion of an approval of call `id` is bound to (the challenge derives from it). */
@@ -183,7 +185,13 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
         );
         return;
       }
-      const claimed = await claimPerCall(ctx, r.id, shown, { actor: s.userId, authMethod: 'passkey' });
+      const claimed = await claimPerCall(
+        ctx,
+        r.id,
+        shown,
+        { actor: s.userId, authMethod: 'passkey' },
+        outcomeUnknownAfterMs(options.longestCallMs()),
+      );
       if (!claimed) {
         notFound(x, s);
         return;

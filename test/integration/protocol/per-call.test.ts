@@ -6,6 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin } from '../../../src/cli/admin.js';
+import { claimPerCall, outcomeUnknownAfterMs } from '../../../src/protocol/per-call-decide.js';
+import { shownHash } from '../../../src/protocol/per-call.js';
 import type { TestKey } from '../../helpers/keys.js';
 import { ADMIN_TOKEN, type TestProtocol } from '../../helpers/protocol.js';
 import {
@@ -163,6 +165,46 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     p.clock.advance(15 * 60_000);
     await p.proxy.maintain();
     expect(await store.perCall(id)).toBeUndefined();
+  });
+
+  it('a claimed call whose outcome was never stored reads pending, then failed with outcome "unknown" once none could still run', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-lost', amount: 7 });
+    const ctx = p.proxy.protocol;
+    // What a proxy that died (or lost its database) right after Approve leaves: claimed, no outcome.
+    const row = await ctx.store.perCall(callIdOf(statusUrl));
+    const unknownAfter = outcomeUnknownAfterMs(30_000); // execution.timeout's default, 30 s
+    const claimed = await claimPerCall(
+      ctx,
+      callIdOf(statusUrl),
+      shownHash(row!),
+      { actor: ALICE, authMethod: 'passkey' },
+      unknownAfter,
+    );
+    expect(claimed?.id).toBe(callIdOf(statusUrl));
+    // Kept past the row's usual end (deadline + 15 min) until the poll can say what happened.
+    expect((await ctx.store.perCall(callIdOf(statusUrl)))?.keepUntil).toBeGreaterThanOrEqual(
+      p.clock.now() + unknownAfter,
+    );
+
+    p.clock.advance(unknownAfter - 1);
+    expect((await poll(a, statusUrl)).body).toEqual({ status: 'pending', status_url: statusUrl });
+    p.clock.advance(1);
+    expect((await poll(a, statusUrl)).body).toEqual({
+      status: 'failed',
+      error: {
+        error: 'internal_error',
+        outcome: 'unknown',
+        message: expect.stringContaining('may or may not'),
+      },
+    });
+    // Delivered once, recorded, and nothing was sent by this test's proxy.
+    expect((await poll(a, statusUrl)).body.error).toBe('execution_not_found');
+    expect((await ctx.store.activity({ agentId: a.agentId, limit: 20 })).map((r) => r.type)).toContain(
+      'per_call.outcome_unknown',
+    );
+    expect(s.upstream.requests).toHaveLength(0);
   });
 
   it('a grant revoked before approval: nothing executed, failed with capability_not_granted', async () => {
