@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin } from '../../../src/cli/admin.js';
-import { claimPerCall, outcomeUnknownAfterMs } from '../../../src/protocol/per-call-decide.js';
+import { claimPerCall, finishPerCall, outcomeUnknownAfterMs } from '../../../src/protocol/per-call-decide.js';
 import { shownHash } from '../../../src/protocol/per-call.js';
 import type { TestKey } from '../../helpers/keys.js';
 import { ADMIN_TOKEN, type TestProtocol } from '../../helpers/protocol.js';
@@ -201,9 +201,12 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     });
     // Delivered once, recorded, and nothing was sent by this test's proxy.
     expect((await poll(a, statusUrl)).body.error).toBe('execution_not_found');
-    expect((await ctx.store.activity({ agentId: a.agentId, limit: 20 })).map((r) => r.type)).toContain(
-      'per_call.outcome_unknown',
-    );
+    // An outcome that turns up after all is not stored over what the agent was told.
+    await finishPerCall(ctx, claimed!, { result: { ok: true }, upstreamStatus: 200 });
+    expect(await ctx.store.perCall(callIdOf(statusUrl))).toBeUndefined();
+    const types = (await ctx.store.activity({ agentId: a.agentId, limit: 20 })).map((r) => r.type);
+    expect(types).toContain('per_call.outcome_unknown');
+    expect(types).not.toContain('per_call.executed');
     expect(s.upstream.requests).toHaveLength(0);
   });
 
