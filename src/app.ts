@@ -279,7 +279,22 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   executionLog.start();
   // The provider's metadata, fetched in the background: a provider that is down delays nothing.
   oidc?.warm();
-  void engine.validators.warm(catalog, warmup.signal);
+  const warmGranted = (validators: BuiltEngine['validators'], served: Catalog): void => {
+    // Only what someone holds a grant on: executions need no other (argument-validators.ts).
+    store
+      .grantedCapabilities(served.capabilities.map((c) => c.name))
+      .then((held) =>
+        validators.warm(
+          served.capabilities.filter((c) => held.has(c.name)),
+          warmup.signal,
+        ),
+      )
+      .catch((err: unknown) => {
+        // Shutting down closed the store under the query: nothing to report.
+        if (!warmup.signal.aborted) backgroundFailure(logger, 'validator warm-up', err);
+      });
+  };
+  warmGranted(engine.validators, catalog);
   let maintaining = false;
   const maintenance = setInterval(() => {
     // A run that is still going (a large backlog) is not overlapped by the next.
@@ -316,7 +331,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         : defaultPolicy(served.catalog);
       const built = buildEngine(next, served.catalog, served.formats, shared);
       // Compiled in the background from now: the first calls after the swap need not pay for it.
-      void built.validators.warm(served.catalog, warmup.signal);
+      warmGranted(built.validators, served.catalog);
       return { catalog: served.catalog, policy: nextPolicy, engine: built };
     },
     engine: () => engine,
