@@ -101,8 +101,10 @@ export class ExecutionLog {
 
   /**
    * Commits every queued record now: in one transaction, or a backlog in several of MAX_WRITE.
-   * Settles when the store has them; never rejects (a failure is logged, and what failed kept for
-   * the next attempt).
+   * Settles when the store has them, and those of batches already being written (a reader that
+   * flushes first, such as the activity listing, must see a record whose batch the timer just
+   * handed to a slow store); never rejects (a failure is logged, and what failed kept for the next
+   * attempt).
    */
   flush(): Promise<void> {
     this.disarm();
@@ -110,6 +112,12 @@ export class ExecutionLog {
       this.logger.warn('execution records dropped (database too slow)', { dropped: this.dropped });
       this.dropped = 0;
     }
+    const earlier = [...this.writing];
+    return Promise.all([...earlier, this.writeQueued()]).then(() => undefined);
+  }
+
+  /** Hands what is queued now to the store (then any rest of a backlog); never rejects. */
+  private writeQueued(): Promise<void> {
     if (this.queue.length === 0) return Promise.resolve();
     const batch = this.queue.length <= MAX_WRITE ? this.queue : this.queue.slice(0, MAX_WRITE);
     this.queue = this.queue.length <= MAX_WRITE ? [] : this.queue.slice(MAX_WRITE);
@@ -122,7 +130,7 @@ export class ExecutionLog {
         this.failing = false;
         this.failures = 0;
         // The rest of a backlog, at once: flush's promise settles once all of it is written.
-        return rest ? this.flush() : undefined;
+        return rest ? this.writeQueued() : undefined;
       },
       (err: unknown) => {
         // Keep the batch for the next attempt (a busy or unreachable database is transient).

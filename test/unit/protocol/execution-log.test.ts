@@ -100,6 +100,35 @@ describe('ExecutionLog', () => {
     expect(await written(store)).toEqual(['cap_1', 'cap_2']);
   });
 
+  it('a flush settles only once batches already being written are stored (the activity listing flushes first)', async () => {
+    const store = openStore();
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // The store takes its time with the first batch, as a database just back from an outage may.
+    const slow = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop === 'appendActivities') {
+          return async (records: readonly ActivityRecord[]) => {
+            await gate;
+            return target.appendActivities(records);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, receiver);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const log = new ExecutionLog(slow, capturingLogger().logger);
+    log.record(record(1));
+    void log.flush(); // the timer's commit, say: the batch is now with the store
+    let settled = false;
+    const reader = log.flush().then(() => (settled = true));
+    await nextTick();
+    expect(settled).toBe(false);
+    open();
+    await reader;
+    expect(await written(store)).toEqual(['cap_1']);
+  });
+
   it('commits everything queued on stop (SIGTERM), long before the window would have', async () => {
     const store = openStore();
     const log = new ExecutionLog(store, capturingLogger().logger, { commitWindowMs: 1_000, maxBatch: 256 });
