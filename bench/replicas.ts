@@ -99,89 +99,41 @@ export function directTarget(pool: Pool, upstreamPid: number): Target {
   };
 }
 
-export async function runReplicasBench(
-  options: { c1Requests?: number; c32Requests?: number } = {},
-): Promise<ReplicasResult> {
-  const c1Requests = options.c1Requests ?? 2_000;
-  const c32Requests = options.c32Requests ?? 20_000;
-  const dir = mkdtempSync(join(tmpdir(), 'aap-bench-replicas-'));
+/** What the PostgreSQL benchmarks (replicas, workers) stand on, torn down after each run. */
+export interface PostgresBench {
+  /** A temporary folder for the run's files (removed after). */
+  readonly dir: string;
+  /** Processes to stop after the run. */
+  readonly children: ChildProcess[];
+  /** The load generator's pools (loadPool), closed after the run. */
+  readonly pools: Pool[];
+  readonly upstream: { readonly url: string; readonly pid: number };
+  readonly postgres: TestPostgres;
+  /** The PostgreSQL server's pid, whose process tree's CPU each phase accounts for. */
+  readonly postmaster: number;
+  /** The pre-registered host of the bench policy (benchPolicy). */
+  readonly host: TestKey;
+  /** The bench policy's file. */
+  readonly policy: string;
+}
+
+/** Starts the upstream and a PostgreSQL server, runs `run` on them, then stops everything. */
+export async function withPostgresBench<T>(
+  name: string,
+  run: (bench: PostgresBench) => Promise<T>,
+): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), `aap-bench-${name}-`));
   const children: ChildProcess[] = [];
   const pools: Pool[] = [];
   let postgres: TestPostgres | undefined;
   try {
     const upstream = await startBenchUpstream((child) => children.push(child));
-    const upstreamUrl = upstream.url;
     postgres = await startPostgres();
     const postmaster = await postmasterPid(postgres.url);
-
     const host = await generateTestKey();
     const policy = join(dir, 'policy.yaml');
     writeFileSync(policy, benchPolicy(host));
-    const start = (db: string, issuer?: string): Promise<RunningProxy> =>
-      startProxyProcess({ upstreamUrl, db, policy, children, args: issuer ? ['--issuer', issuer] : [] });
-
-    const sqlite = await start(join(dir, 'bench.db'));
-    // The replicas share one issuer, as behind one Service; the first migrates the database.
-    const first = await start(postgres.url, 'http://agents.bench.test');
-    const replicas = [first];
-    for (let i = 1; i < REPLICAS; i++) replicas.push(await start(postgres.url, 'http://agents.bench.test'));
-
-    const pool = (url: string): Pool => loadPool(url, pools);
-    const direct = directTarget(pool(upstreamUrl), upstream.pid);
-    const through = async (
-      proxies: readonly { url: string; pid: number }[],
-      usesPostgres: boolean,
-    ): Promise<Target> => {
-      const agent = await registerAgent(proxies[0]?.url as string, host);
-      const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
-      return {
-        pools: proxies.map((p) => pool(p.url)),
-        upstreamPid: upstream.pid,
-        proxyPids: proxies.map((p) => p.pid),
-        usesPostgres,
-        calls: async (n) => {
-          const calls: Call[] = [];
-          for (let i = 0; i < n; i++) {
-            const jwt = await agentJwt(agent.key, agent.id, agent.audience);
-            calls.push({
-              path: '/capability/execute',
-              method: 'POST',
-              headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
-              body,
-            });
-          }
-          return calls;
-        },
-      };
-    };
-    const targets: Record<Route, Target> = {
-      direct,
-      sqlite: await through([sqlite], false),
-      postgres: await through(replicas, true),
-    };
-
-    // Warm every route (connections, JIT, caches, each replica's view of the agent) first.
-    for (const route of ROUTES) await phase(targets[route], await targets[route].calls(500), 8, postmaster);
-
-    const measure = async (requests: number, concurrency: number): Promise<Record<Route, RouteResult>> => {
-      const samples: Record<Route, Sample[]> = { direct: [], sqlite: [], postgres: [] };
-      const perRound = Math.ceil(requests / ROUNDS);
-      for (let round = 0; round < ROUNDS; round++) {
-        for (let k = 0; k < ROUTES.length; k++) {
-          const route = ROUTES[(round + k) % ROUTES.length] as Route;
-          const calls = await targets[route].calls(perRound);
-          samples[route].push(await phase(targets[route], calls, concurrency, postmaster));
-        }
-      }
-      return {
-        direct: summarize(samples.direct),
-        sqlite: summarize(samples.sqlite),
-        postgres: summarize(samples.postgres),
-      };
-    };
-    const c1 = await measure(c1Requests, 1);
-    const c32 = await measure(c32Requests, 32);
-    return { replicas: REPLICAS, c1, c32 };
+    return await run({ dir, children, pools, upstream, postgres, postmaster, host, policy });
   } finally {
     await Promise.all(pools.map((p) => p.close()));
     for (const child of children) child.kill('SIGTERM');
@@ -195,6 +147,91 @@ export async function runReplicasBench(
     await postgres?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** `n` executions of get_pet by `agent`, each with a JWT of its own (a jti is used once). */
+export function executeCalls(agent: RegisteredAgent): (n: number) => Promise<Call[]> {
+  const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
+  return async (n) => {
+    const calls: Call[] = [];
+    for (let i = 0; i < n; i++) {
+      const jwt = await agentJwt(agent.key, agent.id, agent.audience);
+      calls.push({
+        path: '/capability/execute',
+        method: 'POST',
+        headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
+        body,
+      });
+    }
+    return calls;
+  };
+}
+
+export async function runReplicasBench(
+  options: { c1Requests?: number; c32Requests?: number } = {},
+): Promise<ReplicasResult> {
+  const c1Requests = options.c1Requests ?? 2_000;
+  const c32Requests = options.c32Requests ?? 20_000;
+  return withPostgresBench(
+    'replicas',
+    async ({ dir, children, pools, upstream, postgres, postmaster, host, policy }) => {
+      const start = (db: string, issuer?: string): Promise<RunningProxy> =>
+        startProxyProcess({
+          upstreamUrl: upstream.url,
+          db,
+          policy,
+          children,
+          args: issuer ? ['--issuer', issuer] : [],
+        });
+
+      const sqlite = await start(join(dir, 'bench.db'));
+      // The replicas share one issuer, as behind one Service; the first migrates the database.
+      const first = await start(postgres.url, 'http://agents.bench.test');
+      const replicas = [first];
+      for (let i = 1; i < REPLICAS; i++) replicas.push(await start(postgres.url, 'http://agents.bench.test'));
+
+      const pool = (url: string): Pool => loadPool(url, pools);
+      const direct = directTarget(pool(upstream.url), upstream.pid);
+      const through = async (
+        proxies: readonly { url: string; pid: number }[],
+        usesPostgres: boolean,
+      ): Promise<Target> => ({
+        pools: proxies.map((p) => pool(p.url)),
+        upstreamPid: upstream.pid,
+        proxyPids: proxies.map((p) => p.pid),
+        usesPostgres,
+        calls: executeCalls(await registerAgent(proxies[0]?.url as string, host)),
+      });
+      const targets: Record<Route, Target> = {
+        direct,
+        sqlite: await through([sqlite], false),
+        postgres: await through(replicas, true),
+      };
+
+      // Warm every route (connections, JIT, caches, each replica's view of the agent) first.
+      for (const route of ROUTES) await phase(targets[route], await targets[route].calls(500), 8, postmaster);
+
+      const measure = async (requests: number, concurrency: number): Promise<Record<Route, RouteResult>> => {
+        const samples: Record<Route, Sample[]> = { direct: [], sqlite: [], postgres: [] };
+        const perRound = Math.ceil(requests / ROUNDS);
+        for (let round = 0; round < ROUNDS; round++) {
+          for (let k = 0; k < ROUTES.length; k++) {
+            const route = ROUTES[(round + k) % ROUTES.length] as Route;
+            const calls = await targets[route].calls(perRound);
+            samples[route].push(await phase(targets[route], calls, concurrency, postmaster));
+          }
+        }
+        return {
+          direct: summarize(samples.direct),
+          sqlite: summarize(samples.sqlite),
+          postgres: summarize(samples.postgres),
+        };
+      };
+      const c1 = await measure(c1Requests, 1);
+      const c32 = await measure(c32Requests, 32);
+      return { replicas: REPLICAS, c1, c32 };
+    },
+  );
 }
 
 export interface RunningProxy {
@@ -232,10 +269,14 @@ export async function startProxyProcess(options: {
 }
 
 /** Registers one agent under the pre-registered host (get_pet granted by its defaults). */
-export async function registerAgent(
-  url: string,
-  host: TestKey,
-): Promise<{ key: TestKey; id: string; audience: string }> {
+export interface RegisteredAgent {
+  readonly key: TestKey;
+  readonly id: string;
+  /** Where its execute JWTs are addressed (the proxy's default location). */
+  readonly audience: string;
+}
+
+export async function registerAgent(url: string, host: TestKey): Promise<RegisteredAgent> {
   const discovery = (await (await fetch(`${url}/.well-known/agent-configuration`)).json()) as {
     issuer: string;
     default_location: string;

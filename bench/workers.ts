@@ -9,24 +9,18 @@
  * process's user + system time (a proxy's: the primary and its workers together), and the share of
  * each worker shows that all of them served.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Pool } from 'undici';
-import { agentJwt, generateTestKey } from '../test/helpers/keys.js';
-import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
-import { benchPolicy, loadPool, startBenchUpstream, startFloorChild } from './execute.js';
+import type { Pool } from 'undici';
+import { loadPool, startFloorChild } from './execute.js';
 import {
   childPids,
   directTarget,
+  executeCalls,
   ownCpuSeconds,
   phase,
-  postmasterPid,
   registerAgent,
   startProxyProcess,
   summarize,
-  type Call,
+  withPostgresBench,
   type RouteResult,
   type RunningProxy,
   type Sample,
@@ -53,121 +47,86 @@ export async function runWorkersBench(options: {
   readonly requests?: number;
 }): Promise<WorkersResult> {
   const requests = options.requests ?? 20_000;
-  const dir = mkdtempSync(join(tmpdir(), 'aap-bench-workers-'));
-  const children: ChildProcess[] = [];
-  const pools: Pool[] = [];
-  let postgres: TestPostgres | undefined;
-  try {
-    const upstream = await startBenchUpstream((child) => children.push(child));
-    const upstreamUrl = upstream.url;
-    postgres = await startPostgres();
-    const postmaster = await postmasterPid(postgres.url);
-    const host = await generateTestKey();
-    const policy = join(dir, 'policy.yaml');
-    writeFileSync(policy, benchPolicy(host));
-
-    const start = async (workers: number): Promise<RunningProxy> => {
-      const db = await (postgres as TestPostgres).createDatabase();
-      const proxy = await startProxyProcess({
-        upstreamUrl,
-        db,
-        policy,
-        children,
-        args: ['--workers', String(workers)],
-      });
-      if (workers > 1) await allWorkers(proxy.pid, workers);
-      return proxy;
-    };
-    const one = await start(1);
-    const many = await start(options.workers);
-
-    const pool = (url: string): Pool => loadPool(url, pools);
-    const body = JSON.stringify({ capability: 'get_pet', arguments: { petId: 1 } });
-    const calls = (agent: Awaited<ReturnType<typeof registerAgent>>) => async (n: number) => {
-      const out: Call[] = [];
-      for (let i = 0; i < n; i++) {
-        const jwt = await agentJwt(agent.key, agent.id, agent.audience);
-        out.push({
-          path: '/capability/execute',
-          method: 'POST',
-          headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
-          body,
+  return withPostgresBench(
+    'workers',
+    async ({ children, pools, upstream, postgres, postmaster, host, policy }) => {
+      const start = async (workers: number): Promise<RunningProxy> => {
+        const db = await postgres.createDatabase();
+        const proxy = await startProxyProcess({
+          upstreamUrl: upstream.url,
+          db,
+          policy,
+          children,
+          args: ['--workers', String(workers)],
         });
-      }
-      return out;
-    };
-    const through = async (proxy: RunningProxy): Promise<Target> => ({
-      pools: [pool(proxy.url)],
-      upstreamPid: upstream.pid,
-      proxyPids: [proxy.pid],
-      usesPostgres: true,
-      calls: calls(await registerAgent(proxy.url, host)),
-    });
-    // The floor checks the signature of the agent registered on the one-worker proxy (its key).
-    const floorAgent = await registerAgent(one.url, host);
-    const floor = await startFloorChild({
-      upstreamUrl,
-      keyX: floorAgent.key.publicJwk.x,
-      mode: 'floor',
-      keep: (child) => children.push(child),
-    });
-    const targets: Record<WorkersRoute, Target> = {
-      direct: directTarget(pool(upstreamUrl), upstream.pid),
-      floor: {
-        pools: [pool(floor.url)],
-        upstreamPid: upstream.pid,
-        proxyPids: [floor.pid],
-        usesPostgres: false,
-        calls: calls(floorAgent),
-      },
-      one: await through(one),
-      many: await through(many),
-    };
+        if (workers > 1) await allWorkers(proxy.pid, workers);
+        return proxy;
+      };
+      const one = await start(1);
+      const many = await start(options.workers);
 
-    // Warm every route (connections, JIT, caches) first.
-    for (const route of WORKERS_ROUTES) {
-      await phase(targets[route], await targets[route].calls(500), 8, postmaster);
-    }
-    const workerPids = childPids(many.pid);
-    const before = workerPids.map((pid) => ownCpuSeconds(pid) ?? 0);
-    const primaryBefore = ownCpuSeconds(many.pid) ?? 0;
-    const samples: Record<WorkersRoute, Sample[]> = { direct: [], floor: [], one: [], many: [] };
-    const perRound = Math.ceil(requests / ROUNDS);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (let k = 0; k < WORKERS_ROUTES.length; k++) {
-        const route = WORKERS_ROUTES[(round + k) % WORKERS_ROUTES.length] as WorkersRoute;
-        const batch = await targets[route].calls(perRound);
-        samples[route].push(await phase(targets[route], batch, CONCURRENCY, postmaster));
+      const pool = (url: string): Pool => loadPool(url, pools);
+      const through = async (proxy: RunningProxy): Promise<Target> => ({
+        pools: [pool(proxy.url)],
+        upstreamPid: upstream.pid,
+        proxyPids: [proxy.pid],
+        usesPostgres: true,
+        calls: executeCalls(await registerAgent(proxy.url, host)),
+      });
+      // The floor checks the signature of the agent registered on the one-worker proxy (its key).
+      const floorAgent = await registerAgent(one.url, host);
+      const floor = await startFloorChild({
+        upstreamUrl: upstream.url,
+        keyX: floorAgent.key.publicJwk.x,
+        mode: 'floor',
+        keep: (child) => children.push(child),
+      });
+      const targets: Record<WorkersRoute, Target> = {
+        direct: directTarget(pool(upstream.url), upstream.pid),
+        floor: {
+          pools: [pool(floor.url)],
+          upstreamPid: upstream.pid,
+          proxyPids: [floor.pid],
+          usesPostgres: false,
+          calls: executeCalls(floorAgent),
+        },
+        one: await through(one),
+        many: await through(many),
+      };
+
+      // Warm every route (connections, JIT, caches) first.
+      for (const route of WORKERS_ROUTES) {
+        await phase(targets[route], await targets[route].calls(500), 8, postmaster);
       }
-    }
-    const used = workerPids.map((pid, i) => (ownCpuSeconds(pid) ?? 0) - (before[i] ?? 0));
-    const total = used.reduce((a, b) => a + b, 0);
-    const primaryUsed = (ownCpuSeconds(many.pid) ?? 0) - primaryBefore;
-    const manyRequests = samples.many.reduce((n, sample) => n + sample.latencies.length, 0);
-    return {
-      workers: options.workers,
-      c32: {
-        direct: summarize(samples.direct),
-        floor: summarize(samples.floor),
-        one: summarize(samples.one),
-        many: summarize(samples.many),
-      },
-      workerShares: used.map((u) => (total > 0 ? u / total : 0)),
-      primaryCpuUs: (primaryUsed * 1e6) / manyRequests,
-    };
-  } finally {
-    await Promise.all(pools.map((p) => p.close()));
-    for (const child of children) child.kill('SIGTERM');
-    await Promise.all(
-      children.map((c) =>
-        c.exitCode !== null || c.signalCode !== null
-          ? Promise.resolve()
-          : new Promise<void>((done) => c.once('exit', () => done())),
-      ),
-    );
-    await postgres?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+      const workerPids = childPids(many.pid);
+      const before = workerPids.map((pid) => ownCpuSeconds(pid) ?? 0);
+      const primaryBefore = ownCpuSeconds(many.pid) ?? 0;
+      const samples: Record<WorkersRoute, Sample[]> = { direct: [], floor: [], one: [], many: [] };
+      const perRound = Math.ceil(requests / ROUNDS);
+      for (let round = 0; round < ROUNDS; round++) {
+        for (let k = 0; k < WORKERS_ROUTES.length; k++) {
+          const route = WORKERS_ROUTES[(round + k) % WORKERS_ROUTES.length] as WorkersRoute;
+          const batch = await targets[route].calls(perRound);
+          samples[route].push(await phase(targets[route], batch, CONCURRENCY, postmaster));
+        }
+      }
+      const used = workerPids.map((pid, i) => (ownCpuSeconds(pid) ?? 0) - (before[i] ?? 0));
+      const total = used.reduce((a, b) => a + b, 0);
+      const primaryUsed = (ownCpuSeconds(many.pid) ?? 0) - primaryBefore;
+      const manyRequests = samples.many.reduce((n, sample) => n + sample.latencies.length, 0);
+      return {
+        workers: options.workers,
+        c32: {
+          direct: summarize(samples.direct),
+          floor: summarize(samples.floor),
+          one: summarize(samples.one),
+          many: summarize(samples.many),
+        },
+        workerShares: used.map((u) => (total > 0 ? u / total : 0)),
+        primaryCpuUs: (primaryUsed * 1e6) / manyRequests,
+      };
+    },
+  );
 }
 
 /**
