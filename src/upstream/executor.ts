@@ -93,11 +93,14 @@ export class Executor {
   private readonly apis: Map<string, ApiRuntime>;
   private readonly sender: Sender;
   private readonly requestIdHeader: string;
+  /** Fixed with the settings: an engine is rebuilt, not changed, on reload. */
+  private readonly longestCall: number;
 
   constructor(options: ExecutorOptions) {
     this.apis = apiRuntimes(options.catalog, options.settings, options.baseUrlFor, options.oauth);
     this.sender = new Sender(options.client, options.requestIdHeader, options.observeUpstream);
     this.requestIdHeader = options.requestIdHeader;
+    this.longestCall = longestDeadline(options.settings.values());
   }
 
   /**
@@ -105,12 +108,7 @@ export class Executor {
    * retries included, ends by then (client.ts), or twice that when an OAuth token is refreshed.
    */
   longestCallMs(): number {
-    let longest = 0;
-    for (const api of this.apis.values()) {
-      longest = Math.max(longest, api.settings.timeoutMs);
-      for (const op of Object.values(api.settings.operations)) longest = Math.max(longest, op.timeoutMs ?? 0);
-    }
-    return longest;
+    return this.longestCall;
   }
 
   /** Start-up diagnostics (problems.ts). */
@@ -263,4 +261,14 @@ function accepted(
     upstreamStatus: 202,
     ...(retryAfter ? { retryAfter } : {}),
   };
+}
+
+/** The longest `timeout` of any API or operation among these settings. */
+function longestDeadline(apis: Iterable<ApiExecutionSettings>): number {
+  let longest = 0;
+  for (const api of apis) {
+    longest = Math.max(longest, api.timeoutMs);
+    for (const op of Object.values(api.operations)) longest = Math.max(longest, op.timeoutMs ?? 0);
+  }
+  return longest;
 }
