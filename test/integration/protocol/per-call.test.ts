@@ -191,6 +191,11 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     p.clock.advance(unknownAfter - 1);
     expect((await poll(a, statusUrl)).body).toEqual({ status: 'pending', status_url: statusUrl });
     p.clock.advance(1);
+    // §5.11: only the agent that started it may poll; another one changes nothing.
+    const foreign = await poll(await aliceAgent(), statusUrl);
+    expect(foreign.status).toBe(403);
+    expect(foreign.body.error).toBe('unauthorized');
+    expect((await ctx.store.perCall(callIdOf(statusUrl)))?.status).toBe('executing');
     expect((await poll(a, statusUrl)).body).toEqual({
       status: 'failed',
       error: {
