@@ -106,7 +106,7 @@ describe('TtlCache', () => {
   });
 });
 
-describe('TtlCache: LRU eviction', () => {
+describe('TtlCache: eviction (second chance)', () => {
   it('evicts the least recently set key beyond maxEntries', () => {
     const cache = new TtlCache<number>(manualClock(), 10_000, 3);
     cache.set('a', 1);
@@ -126,6 +126,27 @@ describe('TtlCache: LRU eviction', () => {
     cache.set('d', 4);
     expect(cache.get('b')).toBeUndefined();
     expect([cache.get('a'), cache.get('c'), cache.get('d')]).toEqual([1, 3, 4]);
+  });
+
+  it('spares a read entry once: read again, it is spared again; not read, it goes', () => {
+    const cache = new TtlCache<number>(manualClock(), 10_000, 2);
+    cache.set('a', 1);
+    cache.set('b', 2);
+    expect(cache.get('a')).toBe(1);
+    cache.set('c', 3); // a spared (moved behind b), b evicted
+    expect(cache.get('b')).toBeUndefined();
+    cache.set('d', 4); // a, not read since, is now the oldest
+    expect(cache.get('a')).toBeUndefined();
+    expect([cache.get('c'), cache.get('d')]).toEqual([3, 4]);
+  });
+
+  it('evicts the oldest set when every entry was read (the second pass ends it)', () => {
+    const cache = new TtlCache<number>(manualClock(), 10_000, 3);
+    for (const k of ['a', 'b', 'c']) cache.set(k, 0);
+    for (const k of ['c', 'b', 'a']) cache.get(k);
+    cache.set('d', 4);
+    expect(cache.get('a')).toBeUndefined();
+    expect([cache.get('b'), cache.get('c'), cache.get('d')]).toEqual([0, 0, 4]);
   });
 
   it('counts setting an existing key as use, without growing', () => {
