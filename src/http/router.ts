@@ -17,8 +17,12 @@ export type Match =
   | { readonly kind: 'method_not_allowed'; readonly allow: readonly string[] }
   | { readonly kind: 'not_found' };
 
+const NO_PARAMS: Record<string, string> = Object.freeze({});
+
 export class Router {
   private readonly routes: Route[] = [];
+  /** Routes without `:name` segments by their exact path: most requests (execute) match at once. */
+  private readonly exact = new Map<string, Route>();
 
   /** A route whose steps keep no state of their own. */
   add(method: Method, path: string, steps: readonly SharedStep[]): this {
@@ -38,6 +42,12 @@ export class Router {
     if (!route) {
       route = { segments, handlers: new Map() };
       this.routes.push(route);
+      // Routes are tried in the order they were added: an earlier route with parameters that
+      // takes this path keeps it, so such a path stays out of the exact table.
+      const exact = !segments.some((s) => s.startsWith(':'));
+      if (exact && !this.routes.some((r) => r !== route && matchSegments(r.segments, segments))) {
+        this.exact.set(path, route);
+      }
     }
     if (route.handlers.has(method)) throw new Error(`duplicate route ${method} ${path}`);
     route.handlers.set(method, endpoint(`${method} ${path}`, steps, init, record));
@@ -45,20 +55,24 @@ export class Router {
   }
 
   match(method: string, pathname: string): Match {
+    const exact = this.exact.get(pathname);
+    if (exact !== undefined) return found(exact, method, NO_PARAMS);
     const parts = pathname.split('/').slice(1);
     for (const route of this.routes) {
       const params = matchSegments(route.segments, parts);
-      if (!params) continue;
-      // HEAD is answered by the GET handler; Node omits the body of HEAD responses.
-      const handler =
-        route.handlers.get(method) ?? (method === 'HEAD' ? route.handlers.get('GET') : undefined);
-      if (handler) return { kind: 'found', handler, params };
-      const allow = [...route.handlers.keys()];
-      if (allow.includes('GET')) allow.push('HEAD');
-      return { kind: 'method_not_allowed', allow };
+      if (params) return found(route, method, params);
     }
     return { kind: 'not_found' };
   }
+}
+
+function found(route: Route, method: string, params: Record<string, string>): Match {
+  // HEAD is answered by the GET handler; Node omits the body of HEAD responses.
+  const handler = route.handlers.get(method) ?? (method === 'HEAD' ? route.handlers.get('GET') : undefined);
+  if (handler) return { kind: 'found', handler, params };
+  const allow = [...route.handlers.keys()];
+  if (allow.includes('GET')) allow.push('HEAD');
+  return { kind: 'method_not_allowed', allow };
 }
 
 function matchSegments(

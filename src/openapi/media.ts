@@ -1,8 +1,20 @@
 /** Media-type classification shared by input (request body) and output (responses) derivation. */
 
+// Every upstream answer's Content-Type is classified several times over (stream? JSON? text?), and
+// an API sends few distinct ones: the essences are remembered, up to a bound, then started afresh.
+const ESSENCES = new Map<string, string>();
+const MAX_ESSENCES = 256;
+
 /** `application/json; charset=utf-8` → `application/json` */
 export function essence(mediaType: string): string {
-  return (mediaType.split(';')[0] ?? '').trim().toLowerCase();
+  let found = ESSENCES.get(mediaType);
+  if (found === undefined) {
+    found = (mediaType.split(';')[0] ?? '').trim().toLowerCase();
+    if (ESSENCES.size >= MAX_ESSENCES) ESSENCES.clear();
+    // Only short ones: a header is attacker-sized, and a key is kept as long as the entry.
+    if (mediaType.length <= 200) ESSENCES.set(mediaType, found);
+  }
+  return found;
 }
 
 export function isJsonLike(mediaType: string): boolean {
