@@ -7,7 +7,7 @@
  * Nothing here knows HTTP, protocol or storage: the composition root passes the recording
  * methods down as callbacks, and the gauges read what they show through `watch` at scrape time.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type LabelValues } from 'prom-client';
 import type { ErrorCode } from './errors.js';
 import { StoreUnavailableError } from './storage/errors.js';
 
@@ -52,11 +52,40 @@ const DATABASE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 
 type Child = { inc(): void };
 type Timer = { observe(seconds: number): void };
 
+/**
+ * One label combination's count since prom-client last collected, as a plain number: prom-client
+ * hashes the labels on every `inc`, a child's too (about 0.5 µs), and two counters are counted on
+ * every request. Each scrape (or a worker's report to the primary) collects first, so the
+ * exposition is as current as before.
+ */
+class Tally<T extends string> implements Child {
+  pending = 0;
+  constructor(readonly labels: LabelValues<T>) {}
+  inc(): void {
+    this.pending++;
+  }
+}
+
+/** A counter whose per-request label combinations are tallied in memory until it collects. */
+function talliedCounter<T extends string>(
+  options: { name: string; help: string; labelNames: readonly T[]; registers: Registry[] },
+  tallies: readonly Tally<T>[],
+): Counter<T> {
+  return new Counter<T>({
+    ...options,
+    collect() {
+      for (const tally of tallies) {
+        if (tally.pending === 0) continue;
+        this.inc(tally.labels, tally.pending);
+        tally.pending = 0;
+      }
+    },
+  });
+}
+
 export class Metrics {
   readonly registry = new Registry();
   #capabilities: ReadonlySet<string>;
-  readonly #requests: Counter<'route' | 'status'>;
-  readonly #executions: Counter<'capability' | 'outcome'>;
   readonly #registrations: Counter<'outcome'>;
   readonly #rateLimited: Counter<'limit'>;
   readonly #configReloads: Counter<'result'>;
@@ -67,6 +96,8 @@ export class Metrics {
   readonly #requestChildren = new Map<string, Map<number, Child>>();
   readonly #executionChildren = new Map<string, Map<string, Child>>();
   readonly #registrationChildren = new Map<string, Child>();
+  readonly #requestTallies: Tally<'route' | 'status'>[] = [];
+  readonly #executionTallies: Tally<'capability' | 'outcome'>[] = [];
   readonly #upstreamChildren = new Map<string, Timer>();
   readonly #stateWrites: Timer;
   readonly #activityWrites: Timer;
@@ -76,18 +107,24 @@ export class Metrics {
     const registers = [this.registry];
     this.#capabilities = new Set(options.capabilities);
     collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
-    this.#requests = new Counter({
-      name: `${METRIC_PREFIX}requests_total`,
-      help: 'HTTP requests by route pattern (other: no route matched) and status.',
-      labelNames: ['route', 'status'],
-      registers,
-    });
-    this.#executions = new Counter({
-      name: `${METRIC_PREFIX}executions_total`,
-      help: 'POST /capability/execute by capability (unknown: not in the catalog) and outcome (success or the error code).',
-      labelNames: ['capability', 'outcome'],
-      registers,
-    });
+    talliedCounter(
+      {
+        name: `${METRIC_PREFIX}requests_total`,
+        help: 'HTTP requests by route pattern (other: no route matched) and status.',
+        labelNames: ['route', 'status'],
+        registers,
+      },
+      this.#requestTallies,
+    );
+    talliedCounter(
+      {
+        name: `${METRIC_PREFIX}executions_total`,
+        help: 'POST /capability/execute by capability (unknown: not in the catalog) and outcome (success or the error code).',
+        labelNames: ['capability', 'outcome'],
+        registers,
+      },
+      this.#executionTallies,
+    );
     this.#registrations = new Counter({
       name: `${METRIC_PREFIX}registrations_total`,
       help: 'POST /agent/register by outcome (success or the error code).',
@@ -165,7 +202,7 @@ export class Metrics {
   /** One finished HTTP request: `route` is the router's pattern, or `other`. */
   request(route: string, status: number): void {
     const byStatus = memo(this.#requestChildren, route, () => new Map<number, Child>());
-    memo(byStatus, status, () => this.#requests.labels(route, String(status))).inc();
+    memo(byStatus, status, () => tallied(this.#requestTallies, { route, status: String(status) })).inc();
   }
 
   /**
@@ -182,7 +219,7 @@ export class Metrics {
     const name = capability !== null && this.#capabilities.has(capability) ? capability : 'unknown';
     const outcome = code ?? 'success';
     const byOutcome = memo(this.#executionChildren, name, () => new Map<string, Child>());
-    memo(byOutcome, outcome, () => this.#executions.labels(name, outcome)).inc();
+    memo(byOutcome, outcome, () => tallied(this.#executionTallies, { capability: name, outcome })).inc();
   }
 
   registration(code: ErrorCode | null): void {
@@ -210,6 +247,13 @@ export class Metrics {
   async exposition(): Promise<Exposition> {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
   }
+}
+
+/** A new tally of `labels`, collected with the others of its counter. */
+function tallied<T extends string>(tallies: Tally<T>[], labels: LabelValues<T>): Tally<T> {
+  const tally = new Tally(labels);
+  tallies.push(tally);
+  return tally;
 }
 
 /** The value cached under `key`, made once. */

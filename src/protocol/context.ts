@@ -186,6 +186,8 @@ export function createContext(options: ContextOptions): ProtocolContext {
       }
     }
   };
+  let executeFor: string | undefined;
+  let execute = '';
   const ctx: ProtocolContext = {
     store: options.store,
     // Getters over one holder: a property read per request, and a swap is one assignment.
@@ -198,7 +200,16 @@ export function createContext(options: ContextOptions): ProtocolContext {
     clock: options.clock,
     logger: options.logger,
     issuer: options.issuer,
-    executeLocation: () => `${options.issuer()}/capability/execute`,
+    executeLocation: () => {
+      // One string per issuer, not one per call: every execute compares its JWT's audience with
+      // it, and a string built anew is flattened for each comparison.
+      const issuer = options.issuer();
+      if (issuer !== executeFor) {
+        executeFor = issuer;
+        execute = `${issuer}/capability/execute`;
+      }
+      return execute;
+    },
     replay,
     ...(ledger ? { replayLedger: ledger } : {}),
     usage: new UsageTracker(options.store, options.logger),
