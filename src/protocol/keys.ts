@@ -129,8 +129,9 @@ export function thumbprint(jwk: Ed25519PublicJwk): Promise<string> {
 /** Enough for every active key of a busy deployment; evicting only costs a re-import. */
 export const PUBLIC_KEY_CACHE_LIMIT = 1024;
 
-// Insertion-ordered Map used as an LRU: a hit is moved to the end, the oldest entry is evicted.
-const keyCache = new Map<string, KeyObject>();
+// Bounded by second-chance eviction, as the §10.2 cache (util/ttl-cache.ts): a hit only marks its
+// entry, where moving the key to the end on every verification kept V8 rehashing the Map.
+const keyCache = new Map<string, { readonly key: KeyObject; used: boolean }>();
 
 /**
  * The node KeyObject for a validated JWK. Importing costs more than verifying a short JWT, and the
@@ -140,15 +141,17 @@ const keyCache = new Map<string, KeyObject>();
 export function publicKeyObject(jwk: Ed25519PublicJwk): KeyObject {
   const cached = keyCache.get(jwk.x);
   if (cached !== undefined) {
-    keyCache.delete(jwk.x);
-    keyCache.set(jwk.x, cached);
-    return cached;
+    cached.used = true;
+    return cached.key;
   }
   const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' });
-  keyCache.set(jwk.x, key);
-  if (keyCache.size > PUBLIC_KEY_CACHE_LIMIT) {
-    const oldest = keyCache.keys().next();
-    if (oldest.done !== true) keyCache.delete(oldest.value);
+  // Room first: the oldest entry not used since it was added (or last spared) goes; a used one
+  // is spared once, moved to the end unmarked, so this ends within two passes.
+  for (const [x, entry] of keyCache) {
+    if (keyCache.size < PUBLIC_KEY_CACHE_LIMIT) break;
+    keyCache.delete(x);
+    if (entry.used) keyCache.set(x, { key: entry.key, used: false });
   }
+  keyCache.set(jwk.x, { key, used: false });
   return key;
 }

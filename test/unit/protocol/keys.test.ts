@@ -178,12 +178,12 @@ describe('publicKeyObject', () => {
     expect(publicKeyObject({ ...key.publicJwk })).toBe(publicKeyObject({ ...key.publicJwk, kid: 'x' }));
   });
 
-  it('evicts the least recently used key beyond the limit', async () => {
+  it('evicts beyond the limit a key not used since it was cached, sparing one in use', async () => {
     const first = await generateTestKey();
     const second = await generateTestKey();
     const firstObject = publicKeyObject(first.publicJwk);
     const secondObject = publicKeyObject(second.publicJwk);
-    // Touch `first` so that `second` is the oldest entry when the flood starts.
+    // Use `first` again, so that eviction spares it and takes `second`, cached and not used since.
     publicKeyObject(first.publicJwk);
     for (let i = 0; i < PUBLIC_KEY_CACHE_LIMIT - 1; i++) {
       const { publicKey } = generateKeyPairSync('ed25519');
