@@ -166,6 +166,29 @@ describe('typ (§4.5 step 1, §4.5.1 step 1)', () => {
     ).toThrow(/typ/);
   });
 
+  it('a header checked once for one typ is still refused for the other (headers are remembered per typ)', async () => {
+    const token = await agentJwt(host, 'agt_1', ISSUER, {}, { nowMs: NOW });
+    expect(decodeJwt(token, 'agent+jwt').header.typ).toBe('agent+jwt');
+    expect(() => decodeJwt(token, 'host+jwt')).toThrow(/typ.*host\+jwt/);
+    expect(decodeJwt(token, 'agent+jwt').header.typ).toBe('agent+jwt');
+  });
+
+  it('a refused header is refused again on its next use (only checked headers are remembered)', async () => {
+    const token = await signJwt(host, 'host+jwt', hostClaims(), { header: { crit: ['exp'] } });
+    for (let i = 0; i < 2; i++) expect(() => decodeJwt(token, 'host+jwt')).toThrow(/crit/);
+  });
+
+  it('a decoded token cannot be altered into pairing its signature with other claims', async () => {
+    const token = await signJwt(host, 'host+jwt', hostClaims(), { nowMs: NOW });
+    const decoded = decodeJwt(token, 'host+jwt');
+    expect(() => {
+      (decoded as { payload: unknown }).payload = hostClaims({ sub: 'someone else' });
+    }).toThrow(TypeError);
+    expect(() => {
+      (decoded.payload as Record<string, unknown>).aud = 'https://evil.example';
+    }).toThrow(TypeError);
+  });
+
   it('verifyJwt judges the claims in the token, not those of a hand-built object beside it', async () => {
     const token = await signJwt(host, 'host+jwt', hostClaims({ aud: 'https://evil.example' }), {
       nowMs: NOW,
