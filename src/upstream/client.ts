@@ -92,17 +92,8 @@ export class UpstreamClient {
     const deadline = call.controller ?? new Cancellation();
     const timer = setTimeout(() => deadline.abort(DEADLINE_PASSED), call.timeoutMs).unref();
     const done = (): void => clearTimeout(timer);
-    try {
-      const reply = await this.attempt(call, deadline);
-      reply.body.once('close', done);
-      return { ...reply, done };
-    } catch (err) {
-      done();
-      throw err;
-    }
-  }
-
-  private async attempt(call: UpstreamCall, deadline: Cancellation): Promise<Omit<UpstreamReply, 'done'>> {
+    // The attempts run in this one function: a call is on the hot path, and each async layer
+    // costs a promise and a turn of the microtask queue.
     const retries = IDEMPOTENT.has(call.method) ? call.retries : 0;
     for (let attempt = 0; ; attempt++) {
       let res: Dispatcher.ResponseData;
@@ -124,6 +115,7 @@ export class UpstreamClient {
           await this.sleep(backoff(call.retryBackoffMs, attempt));
           continue;
         }
+        done();
         throw failure;
       }
       if (RETRY_STATUS.has(res.statusCode) && attempt < retries && !deadline.aborted) {
@@ -132,12 +124,14 @@ export class UpstreamClient {
         await this.sleep(backoff(call.retryBackoffMs, attempt));
         continue;
       }
+      res.body.once('close', done);
       return {
         status: res.statusCode,
         headers: res.headers,
         body: res.body,
         attempts: attempt + 1,
         deadline,
+        done,
       };
     }
   }

@@ -18,6 +18,9 @@ export interface AppliedCredentials {
 const NONE: AppliedCredentials = Object.freeze({ headers: {}, query: [], cookies: [] });
 
 export class ServiceCredentials {
+  /** Results without OAuth tokens, by requirement list (an operation's, for the catalog's life). */
+  private readonly fixed = new WeakMap<readonly SecurityRequirement[], AppliedCredentials>();
+
   constructor(
     private readonly apiId: string,
     private readonly schemes: Readonly<Record<string, SecuritySchemeInfo>>,
@@ -45,26 +48,50 @@ export class ServiceCredentials {
    * Credentials for one call: the first alternative of `security` whose schemes all have a
    * credential (OpenAPI: one satisfied alternative meets the requirement). None when the
    * operation needs no security or nothing is configured; the upstream then decides.
+   *
+   * Synchronous unless an OAuth token must be fetched: without one, what a requirement list gets
+   * is the same on every call, so it is built once and remembered (every execution asks).
    */
-  async apply(security: readonly SecurityRequirement[], refresh = false): Promise<AppliedCredentials> {
+  apply(
+    security: readonly SecurityRequirement[],
+    refresh = false,
+  ): AppliedCredentials | Promise<AppliedCredentials> {
+    const fixed = this.fixed.get(security);
+    if (fixed !== undefined) return fixed;
     const alternative = this.choose(security);
-    if (!alternative) return NONE;
+    if (alternative && Object.keys(alternative).some((name) => this.configured[name]?.kind === 'oauth2')) {
+      return this.withTokens(alternative, refresh);
+    }
+    const applied = alternative ? this.build(alternative, new Map()) : NONE;
+    this.fixed.set(security, applied);
+    return applied;
+  }
+
+  private async withTokens(alternative: SecurityRequirement, refresh: boolean): Promise<AppliedCredentials> {
+    const tokens = new Map<string, string>();
+    for (const [name, scopes] of Object.entries(alternative)) {
+      const credential = this.configured[name] as ServiceCredential;
+      if (credential.kind !== 'oauth2') continue;
+      const scheme = this.schemes[name] as SecuritySchemeInfo;
+      tokens.set(
+        name,
+        await this.oauth.token(`${this.apiId}/${name}`, credential, scheme.tokenUrl, scopes, refresh),
+      );
+    }
+    return this.build(alternative, tokens);
+  }
+
+  /** The headers, query and cookies of one alternative; `tokens` holds its OAuth schemes' tokens. */
+  private build(alternative: SecurityRequirement, tokens: ReadonlyMap<string, string>): AppliedCredentials {
     const headers: Record<string, string> = {};
     const query: [string, string][] = [];
     const cookies: [string, string][] = [];
     let oauthScheme: string | undefined;
-    for (const [name, scopes] of Object.entries(alternative)) {
+    for (const name of Object.keys(alternative)) {
       const scheme = this.schemes[name] as SecuritySchemeInfo;
       const credential = this.configured[name] as ServiceCredential;
       if (credential.kind === 'oauth2') {
-        const token = await this.oauth.token(
-          `${this.apiId}/${name}`,
-          credential,
-          scheme.tokenUrl,
-          scopes,
-          refresh,
-        );
-        headers.authorization = `Bearer ${token}`;
+        headers.authorization = `Bearer ${tokens.get(name) ?? ''}`;
         oauthScheme = name;
       } else if (credential.kind === 'basic') {
         const pair = Buffer.from(`${credential.username}:${credential.password}`, 'utf8').toString('base64');
@@ -81,7 +108,13 @@ export class ServiceCredentials {
         headers.authorization = `Bearer ${credential.value}`;
       }
     }
-    return { headers, query, cookies, ...(oauthScheme !== undefined ? { oauthScheme } : {}) };
+    // Frozen: one result may serve every call of an operation.
+    return Object.freeze({
+      headers: Object.freeze(headers),
+      query: Object.freeze(query),
+      cookies: Object.freeze(cookies),
+      ...(oauthScheme !== undefined ? { oauthScheme } : {}),
+    });
   }
 
   /**

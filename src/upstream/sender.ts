@@ -35,26 +35,29 @@ export class Sender {
     request: RequestContext,
     sending: Sending,
   ): Promise<UpstreamReply> {
-    const first = await this.attempt(api, op, parts, request, sending, false);
-    if (first.reply.status !== 401 || first.creds.oauthScheme === undefined) return first.reply;
+    // Credentials without an OAuth token are at hand at once: no turn of the event loop for them.
+    const applied = credentials(api, op, false);
+    const creds = applied instanceof Promise ? await applied : applied;
+    const first = await this.call(api, op, parts, request, sending, creds);
+    if (first.status !== 401 || creds.oauthScheme === undefined) return first;
     // The cached token may have been revoked early: fetch a new one, once.
-    discard(first.reply);
-    return (await this.attempt(api, op, parts, request, sending, true)).reply;
+    discard(first);
+    return this.call(api, op, parts, request, sending, await credentials(api, op, true));
   }
 
   close(): Promise<void> {
     return this.client.close();
   }
 
-  private async attempt(
+  /** One request with these credentials; a transport failure becomes the agent's error. */
+  private call(
     api: ApiRuntime,
     op: OperationBinding,
     parts: UpstreamRequestParts,
     request: RequestContext,
     { timeoutMs, controller }: Sending,
-    refresh: boolean,
-  ): Promise<{ reply: UpstreamReply; creds: AppliedCredentials }> {
-    const creds = await credentials(api, op, refresh);
+    creds: AppliedCredentials,
+  ): Promise<UpstreamReply> {
     if (!api.origin) {
       throw new ProtocolError(
         'upstream_unavailable',
@@ -62,43 +65,50 @@ export class Sender {
       );
     }
     const started = performance.now();
-    try {
-      const reply = await this.client.send({
+    const observed = (): void => this.observe?.(api.info.id, (performance.now() - started) / 1000);
+    return this.client
+      .send({
         origin: api.origin,
         path: upstreamPath(api, parts, creds),
         method: parts.method,
         headers: upstreamHeaders(api, op, parts, creds, request, this.requestIdHeader),
-        ...(parts.body ? { body: parts.body.bytes } : {}),
+        body: parts.body?.bytes,
         timeoutMs,
-        ...(controller ? { controller } : {}),
+        controller,
         retries: api.settings.retries,
         retryBackoffMs: api.settings.retryBackoffMs,
-      });
-      return { reply, creds };
-    } catch (err) {
-      throw callFailure(err, timeoutMs);
-    } finally {
-      this.observe?.(api.info.id, (performance.now() - started) / 1000);
-    }
+      })
+      .then(
+        (reply) => {
+          observed();
+          return reply;
+        },
+        (err: unknown) => {
+          observed();
+          throw callFailure(err, timeoutMs);
+        },
+      );
   }
 }
 
-async function credentials(
+/** The operation's credentials; an OAuth token that cannot be had is the agent's 503. */
+function credentials(
   api: ApiRuntime,
   op: OperationBinding,
   refresh: boolean,
-): Promise<AppliedCredentials> {
-  try {
-    return await api.credentials.apply(op.security, refresh);
-  } catch (err) {
-    if (err instanceof TokenError) {
-      // The reason names the token endpoint's behaviour, never a secret.
-      throw new ProtocolError(
-        'upstream_unavailable',
-        `Could not obtain the service's OAuth token: ${err.message}.`,
-        { cause: err },
-      );
-    }
-    throw err;
+): AppliedCredentials | Promise<AppliedCredentials> {
+  const applied = api.credentials.apply(op.security, refresh);
+  return applied instanceof Promise ? applied.catch(tokenFailure) : applied;
+}
+
+function tokenFailure(err: unknown): never {
+  if (err instanceof TokenError) {
+    // The reason names the token endpoint's behaviour, never a secret.
+    throw new ProtocolError(
+      'upstream_unavailable',
+      `Could not obtain the service's OAuth token: ${err.message}.`,
+      { cause: err },
+    );
   }
+  throw err;
 }

@@ -87,6 +87,27 @@ describe('ServiceCredentials.apply: choosing an alternative', () => {
   });
 });
 
+describe('ServiceCredentials.apply: without OAuth, one result per requirement list', () => {
+  it('answers at once (no promise), the same frozen result for every call of an operation', () => {
+    const creds = credentials({ headerKey: secret('h-secret') });
+    const security = [{ headerKey: [] }];
+    const first = creds.apply(security);
+    expect(first).not.toBeInstanceOf(Promise);
+    expect(creds.apply(security)).toBe(first);
+    expect(first).toEqual({ headers: { 'x-api-key': 'h-secret' }, query: [], cookies: [] });
+    expect(Object.isFrozen(first) && Object.isFrozen((first as { headers: object }).headers)).toBe(true);
+  });
+
+  it('is per instance: a reload builds new credentials and gets the new secret', () => {
+    const security = [{ headerKey: [] }];
+    const before = credentials({ headerKey: secret('old') }).apply(security);
+    const after = credentials({ headerKey: secret('new') }).apply(security);
+    expect(
+      [before, after].map((a) => (a as { headers: Record<string, string> }).headers['x-api-key']),
+    ).toEqual(['old', 'new']);
+  });
+});
+
 describe('ServiceCredentials.apply: placement', () => {
   it('puts an apiKey in a header (lower-cased name), the query or a cookie', async () => {
     const creds = credentials({
