@@ -6,7 +6,7 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
-import { readStream, type ReadBytes } from '../util/read-stream.js';
+import { readStream } from '../util/read-stream.js';
 import { Cancellation } from './cancellation.js';
 import { errorCode } from './oauth.js';
 
@@ -145,17 +145,19 @@ export class UpstreamClient {
  * Reads a whole body, failing once it exceeds `maxBytes` (the rest is discarded unread); with
  * `truncate`, returns its first `maxBytes` bytes instead of failing.
  */
-export async function readBody(reply: UpstreamReply, maxBytes: number, truncate = false): Promise<Buffer> {
-  let read: ReadBytes;
-  try {
-    read = await readStream(reply.body, maxBytes);
-  } catch (err) {
-    throw classify(err, reply.deadline);
-  }
-  if (read.over && !truncate) {
-    throw new UpstreamCallError('too_large', `the upstream response exceeds ${maxBytes} bytes`);
-  }
-  return read.bytes;
+export function readBody(reply: UpstreamReply, maxBytes: number, truncate = false): Promise<Buffer> {
+  // A promise chain, not an async function: every execution reads its answer through here.
+  return readStream(reply.body, maxBytes).then(
+    (read) => {
+      if (read.over && !truncate) {
+        throw new UpstreamCallError('too_large', `the upstream response exceeds ${maxBytes} bytes`);
+      }
+      return read.bytes;
+    },
+    (err: unknown) => {
+      throw classify(err, reply.deadline);
+    },
+  );
 }
 
 function classify(err: unknown, deadline: Cancellation): UpstreamCallError {
