@@ -4,7 +4,7 @@
  * numbers go in: never a header, a token or a body, so no secret can reach the log through it.
  */
 import type { LogFields } from '../log.js';
-import type { DecisionRecord } from './pipeline.js';
+import { stepTime, type DecisionRecord } from './pipeline.js';
 
 export function decisionFields(d: DecisionRecord, path: string): LogFields {
   return {
@@ -29,6 +29,6 @@ export function decisionFields(d: DecisionRecord, path: string): LogFields {
     upstream_status: d.upstream_status,
     upstream_cause: d.upstream_cause,
     duration_ms: d.total_ms,
-    upstream_ms: d.timings.upstream ?? null,
+    upstream_ms: stepTime(d, 'upstream'),
   };
 }
