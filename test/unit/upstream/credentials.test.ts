@@ -322,7 +322,7 @@ describe('OAuth2 client credentials (RFC 6749 §4.4)', () => {
     expect(await tokens.token('a', oauthCredential({ tokenUrl }), undefined, [], false)).toBe('tok-1');
     expect(await tokens.token('b', oauthCredential({ tokenUrl }), undefined, [], false)).toBe('tok-2');
     expect(await tokens.token('a', oauthCredential({ tokenUrl }), undefined, [], false)).toBe('tok-1');
-    expect(tokens.currentTokens().sort()).toEqual(['tok-1', 'tok-2']);
+    expect([...tokens.currentTokens()].sort()).toEqual(['tok-1', 'tok-2']);
   });
 
   it('lets concurrent callers share one fetch', async () => {
