@@ -5,18 +5,45 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ProtocolError } from '../errors.js';
-import { readStream } from '../util/read-stream.js';
+import { readStream, type ReadBytes } from '../util/read-stream.js';
 
 /** Arrays and objects nested deeper than this are refused (400); no protocol body needs 16. */
 export const MAX_JSON_DEPTH = 64;
 
-export async function readJsonObject(
+export function readJsonObject(
   req: IncomingMessage,
   maxBytes: number,
   options: { optional?: boolean } = {},
-): Promise<Record<string, unknown>> {
+): Record<string, unknown> | Promise<Record<string, unknown>> {
+  const whole = bufferedBody(req);
+  if (whole !== undefined)
+    return parseJsonObject(req, { bytes: whole, over: whole.length > maxBytes }, maxBytes, options);
+  return readStream(req, maxBytes, { keepOpen: true }).then((read) =>
+    parseJsonObject(req, read, maxBytes, options),
+  );
+}
+
+/**
+ * The whole body when it has all arrived already (a small one comes with its headers, and the
+ * steps before this one checked the caller first): taken from the stream's buffer at once, with no
+ * listeners, promise or turn of the event loop. Undefined while some of it is still to come.
+ */
+function bufferedBody(req: IncomingMessage): Buffer | undefined {
+  if (!req.complete || req.readableFlowing === true) return undefined;
+  const chunks: Buffer[] = [];
+  for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? (chunks[0]) : Buffer.concat(chunks);
+}
+
+function parseJsonObject(
+  req: IncomingMessage,
+  { bytes, over }: ReadBytes,
+  maxBytes: number,
+  options: { optional?: boolean },
+): Record<string, unknown> {
   const type = req.headers['content-type'];
-  const { bytes, over } = await readStream(req, maxBytes, { keepOpen: true });
   // The declared length is checked up front; this catches chunked bodies that lie or omit it.
   if (over) {
     throw new ProtocolError('payload_too_large', `The request body exceeds the ${maxBytes}-byte limit.`, {

@@ -3,7 +3,15 @@ import { readJsonObject } from '../body.js';
 import { step, type SharedStep } from '../pipeline.js';
 
 export function jsonBody(maxBytes: number, options: { optional?: boolean } = {}): SharedStep {
-  return step('body', async (x) => {
-    x.body = await readJsonObject(x.req, maxBytes, options);
+  return step('body', (x) => {
+    // Synchronous when the body has all arrived (body.ts), as a small one mostly has.
+    const body = readJsonObject(x.req, maxBytes, options);
+    if (!(body instanceof Promise)) {
+      x.body = body;
+      return undefined;
+    }
+    return body.then((read) => {
+      x.body = read;
+    });
   });
 }

@@ -191,6 +191,34 @@ describe('failures that cost nothing', () => {
     expect(r.body).toMatchObject({ error: 'invalid_request', message: expect.stringMatching(/64 levels/) });
   });
 
+  it('a body still on its way after the headers is waited for, and one that came with them taken at once', async () => {
+    p = await startProtocol({
+      policy: 'capabilities:\n  defaults: [list_pets]\n',
+      overrides: { mockUpstream: true },
+    });
+    const { agent, agentId } = await p.activeAgent(['list_pets']);
+    const body = JSON.stringify({ capability: 'list_pets', arguments: {} });
+    const statusOf = async (parts: readonly string[]): Promise<string> => {
+      const token = await p!.agentToken(agent, agentId, {}, p!.executeLocation);
+      const s = await openSocket(p!.proxy.url);
+      let answer = '';
+      s.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+      const head =
+        `POST /capability/execute HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
+      s.write(head + (parts[0] ?? ''));
+      for (const part of parts.slice(1)) {
+        // The rest after the proxy has read the head and gone through the steps before the body.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        s.write(part);
+      }
+      await closed(s);
+      return answer.split('\r\n')[0] ?? '';
+    };
+    expect(await statusOf([body])).toBe('HTTP/1.1 200 OK');
+    expect(await statusOf(['', body.slice(0, 10), body.slice(10)])).toBe('HTTP/1.1 200 OK');
+  });
+
   it('a huge body gets 413 with a JSON error, declared or chunked', async () => {
     p = await startProtocol({
       policy: 'capabilities:\n  defaults: [list_pets]\n',
