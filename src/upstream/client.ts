@@ -146,6 +146,8 @@ export class UpstreamClient {
  * `truncate`, returns its first `maxBytes` bytes instead of failing.
  */
 export function readBody(reply: UpstreamReply, maxBytes: number, truncate = false): Promise<Buffer> {
+  const whole = arrived(reply, maxBytes);
+  if (whole !== undefined) return Promise.resolve(whole);
   // A promise chain, not an async function: every execution reads its answer through here.
   return readStream(reply.body, maxBytes).then(
     (read) => {
@@ -158,6 +160,25 @@ export function readBody(reply: UpstreamReply, maxBytes: number, truncate = fals
       throw classify(err, reply.deadline);
     },
   );
+}
+
+/**
+ * The body when all its declared bytes (Content-Length) are buffered already, within the cap: a
+ * small answer mostly arrives with its headers. Taken at once, with no listeners or turn of the
+ * event loop; undefined otherwise (no length, more to come, or over the cap: read as a stream).
+ */
+function arrived(reply: UpstreamReply, maxBytes: number): Buffer | undefined {
+  const declared = reply.headers['content-length'];
+  const length = typeof declared === 'string' ? Number(declared) : NaN;
+  const body = reply.body;
+  if (!Number.isSafeInteger(length) || length > maxBytes || body.readableFlowing === true) return undefined;
+  if (body.readableLength !== length) return undefined;
+  const chunks: Buffer[] = [];
+  for (let chunk: unknown = body.read(); chunk !== null; chunk = body.read()) chunks.push(chunk as Buffer);
+  // Flowing from here, so the stream ends (and closes, which ends the call's deadline timer) even
+  // if its end was not yet pushed when it was read.
+  body.resume();
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
 }
 
 function classify(err: unknown, deadline: Cancellation): UpstreamCallError {
