@@ -1,4 +1,4 @@
-/** Writing responses. Every JSON response, success or error, goes through `sendJson`. */
+/** Writing responses. Every JSON response, success or error, goes through `sendJsonText` (most through `sendJson`). */
 import type { ServerResponse } from 'node:http';
 import { toProtocolError } from '../errors.js';
 
@@ -11,7 +11,16 @@ export function sendJson<T>(
   body: Settled<T>,
   headers: Readonly<Record<string, string>> = {},
 ): void {
-  const payload = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** `payload`, already JSON text, as sendJson sends a value. */
+export function sendJsonText(
+  res: ServerResponse,
+  status: number,
+  payload: string,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(payload),

@@ -11,7 +11,7 @@ import { ProtocolError } from '../errors.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { essence } from '../openapi/media.js';
 import type { Capability } from '../openapi/types.js';
-import { dataOf, discard, failureOf, readAnswer, relayedStream } from './answers.js';
+import { answerData, dataOf, discard, failureOf, readAnswer, relayedStream } from './answers.js';
 import { asyncLocation, headerValue, pollState, retryAfterOf, type AsyncState } from './async-status.js';
 import type { Cancellation } from './cancellation.js';
 import type { UpstreamClient, UpstreamReply } from './client.js';
@@ -43,7 +43,13 @@ export interface ExecutionRequest extends RequestContext {
 }
 
 export type ExecutionOutcome =
-  | { readonly kind: 'data'; readonly data: unknown; readonly upstreamStatus: number }
+  | {
+      readonly kind: 'data';
+      readonly data: unknown;
+      /** `data` as the upstream's own JSON text, when it answered JSON (answers.ts). */
+      readonly json?: string;
+      readonly upstreamStatus: number;
+    }
   | {
       readonly kind: 'stream';
       /** The event stream, decoded and with secrets redacted across events. */
@@ -162,7 +168,7 @@ export class Executor {
     if (ok)
       return {
         kind: 'data',
-        data: dataOf(api, body, contentType, reply.status),
+        ...answerData(api, body, contentType, reply.status),
         upstreamStatus: reply.status,
       };
     throw failureOf(api, reply.status, contentType, body);

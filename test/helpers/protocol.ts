@@ -80,6 +80,8 @@ export interface Reply {
   status: number;
   headers: Headers;
   body: any;
+  /** The body as sent, before parsing. */
+  text: string;
 }
 
 export class TestProtocol {
@@ -127,7 +129,7 @@ export class TestProtocol {
     } catch {
       parsed = text;
     }
-    return { status: res.status, headers: res.headers, body: parsed };
+    return { status: res.status, headers: res.headers, body: parsed, text };
   }
 
   /** The operator API, on the internal listener when the proxy has one (server.internal_port). */

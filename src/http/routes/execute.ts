@@ -34,7 +34,7 @@ import { traceContext, type TraceContext } from '../../upstream/trace-context.js
 import { takeUpstreamSlot } from '../in-flight.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
-import { sendJson } from '../respond.js';
+import { sendJson, sendJsonText } from '../respond.js';
 import type { Router } from '../router.js';
 import { relayStream } from '../sse-relay.js';
 import { jsonBody } from '../steps/body.js';
@@ -204,7 +204,9 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         const outcome = need(s.outcome, 'outcome');
         const authorized = need(s.authorized, 'authorized');
         if (outcome.kind === 'data') {
-          sendJson(x.res, 200, { data: outcome.data });
+          // A JSON answer goes out as its own text inside the envelope: no second serialization.
+          if (outcome.json !== undefined) sendJsonText(x.res, 200, `{"data":${outcome.json}}`);
+          else sendJson(x.res, 200, { data: outcome.data });
           return undefined;
         }
         return answerLater(x, s, outcome, authorized);

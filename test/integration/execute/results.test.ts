@@ -33,6 +33,18 @@ describe('§5.11 sync results', () => {
     expect(gw.upstream.received('/v1/items/abc')).toHaveLength(1);
   });
 
+  it('a JSON answer is relayed as its own text: no number rounded to a double, no re-serialization', async () => {
+    const text = '{"id": 12345678901234567890, "price": 1.10, "big": 1e400, "name": "caf\\u00e9"}';
+    gw.upstream.on('GET /v1/items/exact', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(text);
+    });
+    const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'exact' });
+    expect(reply.status).toBe(200);
+    expect(reply.text).toBe(`{"data":${text}}`);
+    expect(reply.body.data.name).toBe('café');
+  });
+
   it('a JSON scalar or array is data as is (§5.11: data is any)', async () => {
     gw.upstream.on('GET /v1/items', (_req, res) => json(res, 200, [1, 'two', null]));
     gw.upstream.on('GET /v1/items/n', (_req, res) => json(res, 200, 0));
