@@ -15,8 +15,18 @@ import type { Policy, RateLimitSpec } from '../policy/policy.js';
 import type { Limiter, RateLimiter, RateVerdict } from '../util/rate-limit.js';
 import type { LimitName } from '../metrics.js';
 
-/** One budget a request takes from: its key, its limit (null: off), whom the refusal names. */
-type Budget = readonly [key: string, spec: RateLimitSpec | null, who: string, limit: LimitName];
+/**
+ * One budget a request takes from: its key and limit (a RateTake as it stands), and whom a refusal
+ * names, in parts (`Agent agt_1 on get_pet`), so that the message is built only for a refusal.
+ */
+interface Budget {
+  readonly key: string;
+  readonly limit: RateLimitSpec;
+  readonly who: string;
+  readonly id: string;
+  readonly on?: string;
+  readonly name: LimitName;
+}
 
 export class RateLimits {
   constructor(
@@ -30,36 +40,28 @@ export class RateLimits {
 
   /** Takes from each budget in order, stopping at the first that refuses (Limiter.take). */
   private take(budgets: readonly Budget[]): void | Promise<void> {
-    const on = budgets.filter((b): b is readonly [string, RateLimitSpec, string, LimitName] => b[1] !== null);
-    if (on.length === 0) return;
-    const verdict = this.limiter.take(on.map(([key, limit]) => ({ key, limit })));
-    if (verdict instanceof Promise) return verdict.then((v) => this.settle(v, on));
-    this.settle(verdict, on);
+    if (budgets.length === 0) return;
+    const verdict = this.limiter.take(budgets);
+    if (verdict instanceof Promise) return verdict.then((v) => this.settle(v, budgets));
+    this.settle(verdict, budgets);
   }
 
-  private settle(
-    verdict: RateVerdict,
-    budgets: readonly (readonly [string, RateLimitSpec, string, LimitName])[],
-  ): void {
+  private settle(verdict: RateVerdict, budgets: readonly Budget[]): void {
     if (verdict.ok) return;
-    const [, spec, who, limit] = budgets[verdict.refused] as (typeof budgets)[number];
-    this.onRefused(limit);
-    throw limited(spec, who, verdict.retryAfterSec);
+    const refused = budgets[verdict.refused] as Budget;
+    this.onRefused(refused.name);
+    throw limited(refused, verdict.retryAfterSec);
   }
 
   ip(ip: string): void | Promise<void> {
-    return this.take([[`ip:${ip}`, this.limits.perIp, `Client ${ip}`, 'per_ip']]);
+    return this.take(budgets([`ip:${ip}`, this.limits.perIp, 'Client', ip, 'per_ip']));
   }
 
   unknownHostRegistration(ip: string): void | Promise<void> {
-    return this.take([
-      [
-        `reg:${ip}`,
-        this.limits.unknownHostRegistration,
-        `Registrations of new hosts from ${ip}`,
-        'unknown_host_registration',
-      ],
-    ]);
+    const limit = this.limits.unknownHostRegistration;
+    return this.take(
+      budgets([`reg:${ip}`, limit, 'Registrations of new hosts from', ip, 'unknown_host_registration']),
+    );
   }
 
   /** Refuses a client that has used up its failed-authentication budget (nothing is charged). */
@@ -84,17 +86,18 @@ export class RateLimits {
   }
 
   host(hostId: string): void | Promise<void> {
-    return this.take([[`host:${hostId}`, this.limits.perHost, `Host ${hostId}`, 'per_host']]);
+    return this.take(budgets([`host:${hostId}`, this.limits.perHost, 'Host', hostId, 'per_host']));
   }
 
   agent(agentId: string, hostId: string, userId: string | null): void | Promise<void> {
-    return this.take([
-      [`agent:${agentId}`, this.limits.perAgent, `Agent ${agentId}`, 'per_agent'],
-      [`host:${hostId}`, this.limits.perHost, `Host ${hostId}`, 'per_host'],
-      ...(userId !== null
-        ? [[`user:${userId}`, this.limits.perUser, `User ${userId}`, 'per_user'] as const]
-        : []),
-    ]);
+    const { perAgent, perHost, perUser } = this.limits;
+    return this.take(
+      budgets(
+        [`agent:${agentId}`, perAgent, 'Agent', agentId, 'per_agent'],
+        [`host:${hostId}`, perHost, 'Host', hostId, 'per_host'],
+        userId !== null ? [`user:${userId}`, perUser, 'User', userId, 'per_user'] : undefined,
+      ),
+    );
   }
 
   /**
@@ -106,21 +109,45 @@ export class RateLimits {
     const limits = this.limits.perCapability.get(name);
     if (!limits) return;
     const per = 'per_capability';
-    return this.take([
-      [`cap:${name}:agent:${agentId}`, limits.perAgent, `Agent ${agentId} on ${name}`, per],
-      [`cap:${name}:host:${hostId}`, limits.perHost, `Host ${hostId} on ${name}`, per],
-      ...(userId !== null
-        ? [[`cap:${name}:user:${userId}`, limits.perUser, `User ${userId} on ${name}`, per] as const]
-        : []),
-      [`cap:${name}`, limits.global, `Capability ${name}`, per],
-    ]);
+    return this.take(
+      budgets(
+        [`cap:${name}:agent:${agentId}`, limits.perAgent, 'Agent', agentId, per, name],
+        [`cap:${name}:host:${hostId}`, limits.perHost, 'Host', hostId, per, name],
+        userId !== null
+          ? [`cap:${name}:user:${userId}`, limits.perUser, 'User', userId, per, name]
+          : undefined,
+        [`cap:${name}`, limits.global, 'Capability', name, per],
+      ),
+    );
   }
 }
 
-function limited(spec: RateLimitSpec, who: string, retryAfterSec: number): ProtocolError {
+/** A budget as its builder lists it; `on`: the capability a refusal names, if any. */
+type BudgetParts = readonly [
+  key: string,
+  limit: RateLimitSpec | null,
+  who: string,
+  id: string,
+  name: LimitName,
+  on?: string,
+];
+
+/** The budgets whose limit is on, in order. */
+function budgets(...parts: readonly (BudgetParts | undefined)[]): Budget[] {
+  const out: Budget[] = [];
+  for (const p of parts) {
+    if (p === undefined || p[1] === null) continue;
+    const [key, limit, who, id, name, on] = p;
+    out.push(on === undefined ? { key, limit, who, id, name } : { key, limit, who, id, name, on });
+  }
+  return out;
+}
+
+function limited(b: Budget, retryAfterSec: number): ProtocolError {
+  const who = b.on === undefined ? `${b.who} ${b.id}` : `${b.who} ${b.id} on ${b.on}`;
   return new ProtocolError(
     'rate_limited',
-    `${who} exceeded ${spec.count} requests per ${Math.round(spec.windowMs / 1000)} s.`,
+    `${who} exceeded ${b.limit.count} requests per ${Math.round(b.limit.windowMs / 1000)} s.`,
     { headers: { 'retry-after': String(retryAfterSec) } },
   );
 }

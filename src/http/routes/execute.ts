@@ -212,7 +212,19 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         return answerLater(x, s, outcome, authorized);
       }),
     ],
-    () => ({ started: performance.now() }),
+    // Every field from the start: one shape, where adding them step by step grew the object.
+    (): Execution => ({
+      started: performance.now(),
+      engine: undefined,
+      request: undefined,
+      authorized: undefined,
+      call: undefined,
+      slot: undefined,
+      abort: undefined,
+      outcome: undefined,
+      deferred: undefined,
+      trace: undefined,
+    }),
     (x, s, failure) => {
       s.slot?.release();
       // Every execute's record carries a trace id, also one refused before the upstream call.

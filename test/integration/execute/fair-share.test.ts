@@ -342,7 +342,9 @@ describe('per-capability rate limits per agent, host and user (rate_limits.per_c
     for (let i = 0; i < 2; i++) {
       expect((await gw.p.execute(a.agent, a.agentId, 'get_item', { itemId: 'x' })).status).toBe(200);
     }
-    expectRateLimited(await gw.p.execute(a.agent, a.agentId, 'get_item', { itemId: 'x' }), 30);
+    const refused = await gw.p.execute(a.agent, a.agentId, 'get_item', { itemId: 'x' });
+    expectRateLimited(refused, 30);
+    expect(refused.body.message).toBe(`Agent ${a.agentId} on get_item exceeded 2 requests per 60 s.`);
     expect(gw.upstream.received('/v1/items/x')).toHaveLength(2);
     expect((await gw.p.execute(b.agent, b.agentId, 'get_item', { itemId: 'y' })).status).toBe(200);
     gw.p.clock.advance(30_000);
@@ -386,7 +388,9 @@ describe('per-capability rate limits per agent, host and user (rate_limits.per_c
     expect((await gw.p.execute(b.agent, b.agentId, 'ping', {})).status).toBe(200);
     expect((await gw.p.execute(c.agent, c.agentId, 'ping', {})).status).toBe(200);
     const d = await newAgent(gw.p, ['ping'], 'zack');
-    expectRateLimited(await gw.p.execute(d.agent, d.agentId, 'ping', {}), 20);
+    const everyone = await gw.p.execute(d.agent, d.agentId, 'ping', {});
+    expectRateLimited(everyone, 20);
+    expect(everyone.body.message).toBe('Capability ping exceeded 3 requests per 60 s.');
     expect(gw.upstream.received('/v1/public/ping')).toHaveLength(3);
   });
 
