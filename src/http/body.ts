@@ -15,26 +15,38 @@ export function readJsonObject(
   maxBytes: number,
   options: { optional?: boolean } = {},
 ): Record<string, unknown> | Promise<Record<string, unknown>> {
+  const parse = (bytes: Buffer): Record<string, unknown> =>
+    parseJsonObject(req, { bytes, over: bytes.length > maxBytes }, maxBytes, options);
   const whole = bufferedBody(req);
-  if (whole !== undefined)
-    return parseJsonObject(req, { bytes: whole, over: whole.length > maxBytes }, maxBytes, options);
-  return readStream(req, maxBytes, { keepOpen: true }).then((read) =>
-    parseJsonObject(req, read, maxBytes, options),
-  );
+  if (whole !== undefined) return parse(whole);
+  // Steps that awaited nothing still run inside the parser's callback for the head, before it
+  // pushes a body that came in the same packet; it runs no microtasks until it has, so one
+  // microtask later such a body is there. Only a body still on its way is read as a stream.
+  return Promise.resolve().then(() => {
+    const later = bufferedBody(req);
+    if (later !== undefined) return parse(later);
+    return readStream(req, maxBytes, { keepOpen: true }).then((read) =>
+      parseJsonObject(req, read, maxBytes, options),
+    );
+  });
 }
 
 /**
- * The whole body when it has all arrived already (a small one comes with its headers, and the
- * steps before this one checked the caller first): taken from the stream's buffer at once, with no
- * listeners, promise or turn of the event loop. Undefined while some of it is still to come.
+ * The whole body when all of it is buffered already (a small one mostly arrives with its head):
+ * taken from the stream's buffer at once, with no listeners, promise or turn of the event loop.
+ * All of it means: all the bytes its Content-Length declares, or the whole message (a chunked
+ * one) once the parser is through with it. Undefined while some of it is still to come.
  */
 function bufferedBody(req: IncomingMessage): Buffer | undefined {
-  if (!req.complete || req.readableFlowing === true) return undefined;
+  if (req.readableFlowing === true) return undefined;
+  const declared = req.headers['content-length'];
+  const length = declared === undefined ? NaN : Number(declared);
+  if (!req.complete && !(Number.isSafeInteger(length) && req.readableLength === length)) return undefined;
   const chunks: Buffer[] = [];
-  for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? (chunks[0]) : Buffer.concat(chunks);
+  for (let chunk: unknown = req.read(); chunk !== null; chunk = req.read()) chunks.push(chunk as Buffer);
+  // Flowing from here, so the request still reaches its end (which Node's server waits for).
+  req.resume();
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
 }
 
 function parseJsonObject(
