@@ -24,14 +24,16 @@ import type { ApiRuntime } from './runtime.js';
  * The decoded body. A failure's body is read only up to the error cap and kept even when cut
  * (results.ts echoes a bounded part of it), so a 4xx keeps its status however big its body is.
  */
-export function readAnswer(api: ApiRuntime, reply: UpstreamReply): Promise<Buffer> {
+export function readAnswer(api: ApiRuntime, reply: UpstreamReply): Buffer | Promise<Buffer> {
   const failed = reply.status < 200 || reply.status >= 300;
   const cap = failed ? UPSTREAM_ERROR_READ_BYTES : api.settings.maxResponseBytes;
   // Before reading: an answer in a coding the proxy cannot undo is refused unread (thrown here,
-  // at once: both callers await this inside async functions).
+  // at once: both callers are async functions).
   const codings = codingsOrDiscard(reply);
-  // A promise chain, not an async function: every execution reads its answer through here.
-  return readBody(reply, cap, failed).then(
+  const read = readBody(reply, cap, failed);
+  // At once for an answer that has all arrived and needs no decoding: no promise on the hot path.
+  if (!(read instanceof Promise) && codings.length === 0) return read;
+  return Promise.resolve(read).then(
     (raw) => (codings.length === 0 ? raw : decodeBody(raw, codings, cap, failed)),
     (err: unknown) => {
       throw callFailure(err, api.settings.timeoutMs);

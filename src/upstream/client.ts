@@ -143,11 +143,12 @@ export class UpstreamClient {
 
 /**
  * Reads a whole body, failing once it exceeds `maxBytes` (the rest is discarded unread); with
- * `truncate`, returns its first `maxBytes` bytes instead of failing.
+ * `truncate`, returns its first `maxBytes` bytes instead of failing. At once when it has all
+ * arrived (`arrived`), else a promise.
  */
-export function readBody(reply: UpstreamReply, maxBytes: number, truncate = false): Promise<Buffer> {
+export function readBody(reply: UpstreamReply, maxBytes: number, truncate = false): Buffer | Promise<Buffer> {
   const whole = arrived(reply, maxBytes);
-  if (whole !== undefined) return Promise.resolve(whole);
+  if (whole !== undefined) return whole;
   // A promise chain, not an async function: every execution reads its answer through here.
   return readStream(reply.body, maxBytes).then(
     (read) => {

@@ -160,7 +160,8 @@ export class Executor {
         scrub: (t) => api.redactor.text(t),
       };
     }
-    const body = await readAnswer(api, reply);
+    const read = readAnswer(api, reply);
+    const body = read instanceof Promise ? await read : read;
     if (reply.status === 202) {
       const location = asyncLocation(reply, contentType, body);
       if (location !== undefined) return accepted(api, reply, location, api.basePath + parts.path, request);

@@ -28,16 +28,30 @@ export class Sender {
     private readonly observe?: (apiId: string, seconds: number) => void,
   ) {}
 
-  async send(
+  send(
     api: ApiRuntime,
     op: OperationBinding,
     parts: UpstreamRequestParts,
     request: RequestContext,
     sending: Sending,
   ): Promise<UpstreamReply> {
-    // Credentials without an OAuth token are at hand at once: no turn of the event loop for them.
     const applied = credentials(api, op, false);
-    const creds = applied instanceof Promise ? await applied : applied;
+    // Credentials without an OAuth token are at hand at once, and there is no token to refresh on
+    // a 401: the call is the whole of it, with no async layer around it.
+    if (!(applied instanceof Promise)) return this.call(api, op, parts, request, sending, applied);
+    return this.withToken(api, op, parts, request, sending, applied);
+  }
+
+  /** A call with an OAuth token, fetched anew once when the upstream answers 401. */
+  private async withToken(
+    api: ApiRuntime,
+    op: OperationBinding,
+    parts: UpstreamRequestParts,
+    request: RequestContext,
+    sending: Sending,
+    applied: Promise<AppliedCredentials>,
+  ): Promise<UpstreamReply> {
+    const creds = await applied;
     const first = await this.call(api, op, parts, request, sending, creds);
     if (first.status !== 401 || creds.oauthScheme === undefined) return first;
     // The cached token may have been revoked early: fetch a new one, once.
