@@ -5,7 +5,6 @@
  * finish. `idle()` resolves when none is left; the composition root bounds the wait by
  * `server.shutdown_grace`.
  */
-import type { ServerResponse } from 'node:http';
 
 /** What still answers normally while draining: liveness, and readiness (which says "not ready"). */
 const ANSWERED_WHILE_DRAINING: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
@@ -28,13 +27,14 @@ export class Drain {
     this.started = true;
   }
 
-  /** Counts `res` as in progress until it closes (finished, or its connection went away). */
-  track(res: ServerResponse): void {
+  /** Counts one more request in progress, until `closed` (its response closed: finished, or gone). */
+  opened(): void {
     this.active++;
-    res.once('close', () => {
-      this.active--;
-      if (this.active === 0) for (const wake of this.wake.splice(0)) wake();
-    });
+  }
+
+  closed(): void {
+    this.active--;
+    if (this.active === 0) for (const wake of this.wake.splice(0)) wake();
   }
 
   /** Whether a request for `path` is turned away now. */

@@ -110,6 +110,8 @@ export interface Exchange {
   sessionCookie?: string;
   /** Set by the form step: the url-encoded form fields of a page POST. */
   form?: URLSearchParams;
+  /** Called when the client goes away before its answer has finished (a route cancels its work). */
+  abandoned?: () => void;
 }
 
 export interface Step<S> {

@@ -99,18 +99,25 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Tag
   const decision = newDecision(requestId, method, options.clientAddress.of(req));
   let path = '-';
   res.tag(options.requestIdHeader, requestId);
-  options.drain?.track(res);
+  options.drain?.opened();
   // Draining: keep-alive clients would go on sending on the connections they hold; `Connection:
   // close` ends each after this answer.
   if (options.drain?.draining) res.setHeader('connection', 'close');
-  res.once('finish', () => {
+  let exchange: ServedExchange | undefined;
+  // One listener for all that waits on the response (drain, decision, a route's cancellation):
+  // it closes once, a tick after it finished, or when the client went away before that.
+  res.on('close', () => {
+    options.drain?.closed();
+    if (!res.writableFinished) {
+      exchange?.abandoned?.();
+      return;
+    }
     decision.status = res.statusCode;
     decision.total_ms = roundMs(performance.now() - started);
     options.onDecision?.(decision);
     // At `warn` and above the access line is not written: its fields are not built either.
     if (logger.enabled('info')) logger.info('request', decisionFields(decision, path));
   });
-  let exchange: Exchange | undefined;
   try {
     const target = req.url ?? '';
     // A plain path is its own pathname: the URL is built only for a route that reads it.
@@ -189,6 +196,7 @@ class ServedExchange implements Exchange {
   session?: Exchange['session'];
   sessionCookie?: string;
   form?: URLSearchParams;
+  abandoned?: () => void;
   #url: URL | undefined;
 
   constructor(

@@ -186,10 +186,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         ctx.usage.recordGrant(authorized.grant.id, ctx.clock.now());
         const abort = new Cancellation();
         s.abort = abort;
-        // Only an agent that goes away mid-call cancels it (a finished response closes too).
-        x.res.once('close', () => {
-          if (!x.res.writableFinished) abort.abort();
-        });
+        // Only an agent that goes away mid-call cancels it.
+        x.abandoned = () => abort.abort();
         s.outcome = await need(s.engine, 'engine').executor.execute({
           call: need(s.call, 'call'),
           caller: callerOf(authorized.auth),
