@@ -94,7 +94,11 @@ export async function runExecuteBench(
         // AAP_BENCH_PROFILE=DIR writes CPU profiles of the proxy (DIR/proxy) and of the floor
         // (DIR/floor) there: open them in Chrome DevTools, or `npx tsx bench/profile-top.ts DIR`.
         ...(process.env.AAP_BENCH_PROFILE
-          ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.AAP_BENCH_PROFILE, 'proxy')}`]
+          ? [
+              '--cpu-prof',
+              ...PROFILE_INTERVAL,
+              `--cpu-prof-dir=${join(process.env.AAP_BENCH_PROFILE, 'proxy')}`,
+            ]
           : []),
         // `npm run bench` builds first (prebench): the deployed artefact is what is measured.
         join(ROOT, 'dist/cli.js'),
@@ -343,6 +347,10 @@ export function processCpuSeconds(pid: number): number | undefined {
 
 export type FloorMode = 'relay' | 'verify' | 'floor';
 
+// Sampled every 200 µs: at Node's default (1 ms) an item of 1 µs per request got a few dozen
+// samples in a run, too few to tell a change from noise.
+const PROFILE_INTERVAL = ['--cpu-prof-interval=200'];
+
 /**
  * Starts a yardstick gateway (bench/floor-proxy-child.ts) in MODE, checking JWTs against the key
  * whose `x` is `keyX`; its origin and pid once it listens. With AAP_BENCH_PROFILE the floor writes
@@ -360,7 +368,11 @@ export async function startFloorChild(options: {
     [
       // The floor's profile beside the proxy's: what the proxy does beyond it shows as the difference.
       ...(process.env.AAP_BENCH_PROFILE && mode === 'floor'
-        ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.AAP_BENCH_PROFILE, 'floor')}`]
+        ? [
+            '--cpu-prof',
+            ...PROFILE_INTERVAL,
+            `--cpu-prof-dir=${join(process.env.AAP_BENCH_PROFILE, 'floor')}`,
+          ]
         : []),
       '--import',
       'tsx',
