@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ProtocolError } from '../errors.js';
-import { readStream, type ReadBytes } from '../util/read-stream.js';
+import { declaredLength, readStream, takeBuffered, type ReadBytes } from '../util/read-stream.js';
 
 /** Arrays and objects nested deeper than this are refused (400); no protocol body needs 16. */
 export const MAX_JSON_DEPTH = 64;
@@ -31,22 +31,9 @@ export function readJsonObject(
   });
 }
 
-/**
- * The whole body when all of it is buffered already (a small one mostly arrives with its head):
- * taken from the stream's buffer at once, with no listeners, promise or turn of the event loop.
- * All of it means: all the bytes its Content-Length declares, or the whole message (a chunked
- * one) once the parser is through with it. Undefined while some of it is still to come.
- */
+/** The body when all of it is here: its declared bytes, or the whole message (a chunked one). */
 function bufferedBody(req: IncomingMessage): Buffer | undefined {
-  if (req.readableFlowing === true) return undefined;
-  const declared = req.headers['content-length'];
-  const length = declared === undefined ? NaN : Number(declared);
-  if (!req.complete && !(Number.isSafeInteger(length) && req.readableLength === length)) return undefined;
-  const chunks: Buffer[] = [];
-  for (let chunk: unknown = req.read(); chunk !== null; chunk = req.read()) chunks.push(chunk as Buffer);
-  // Flowing from here, so the request still reaches its end (which Node's server waits for).
-  req.resume();
-  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  return takeBuffered(req, declaredLength(req.headers['content-length']), req.complete);
 }
 
 function parseJsonObject(

@@ -6,7 +6,7 @@
  */
 import { Agent, type Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
-import { readStream } from '../util/read-stream.js';
+import { declaredLength, readStream, takeBuffered } from '../util/read-stream.js';
 import { Cancellation } from './cancellation.js';
 import { errorCode } from './oauth.js';
 
@@ -163,23 +163,10 @@ export function readBody(reply: UpstreamReply, maxBytes: number, truncate = fals
   );
 }
 
-/**
- * The body when all its declared bytes (Content-Length) are buffered already, within the cap: a
- * small answer mostly arrives with its headers. Taken at once, with no listeners or turn of the
- * event loop; undefined otherwise (no length, more to come, or over the cap: read as a stream).
- */
+/** The body when all its declared bytes are buffered already, within the cap (else read as a stream). */
 function arrived(reply: UpstreamReply, maxBytes: number): Buffer | undefined {
-  const declared = reply.headers['content-length'];
-  const length = typeof declared === 'string' ? Number(declared) : NaN;
-  const body = reply.body;
-  if (!Number.isSafeInteger(length) || length > maxBytes || body.readableFlowing === true) return undefined;
-  if (body.readableLength !== length) return undefined;
-  const chunks: Buffer[] = [];
-  for (let chunk: unknown = body.read(); chunk !== null; chunk = body.read()) chunks.push(chunk as Buffer);
-  // Flowing from here, so the stream ends (and closes, which ends the call's deadline timer) even
-  // if its end was not yet pushed when it was read.
-  body.resume();
-  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  const length = declaredLength(reply.headers['content-length']);
+  return length > maxBytes ? undefined : takeBuffered(reply.body, length);
 }
 
 function classify(err: unknown, deadline: Cancellation): UpstreamCallError {

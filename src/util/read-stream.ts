@@ -76,3 +76,25 @@ export function readStream(
 }
 
 function ignore(): void {}
+
+/**
+ * The whole of `stream` when all of it is buffered already: the `length` bytes a Content-Length
+ * declared, or everything once `ended` (the message is through the parser). A small body mostly
+ * arrives with its head, and is then taken at once, with no listeners, promise or turn of the
+ * event loop. The stream is set flowing afterwards, so it still ends and closes even if its end
+ * was not pushed yet. Undefined while some of it is still to come.
+ */
+export function takeBuffered(stream: Readable, length: number, ended = false): Buffer | undefined {
+  if (stream.readableFlowing === true) return undefined;
+  if (!ended && !(Number.isSafeInteger(length) && stream.readableLength === length)) return undefined;
+  const chunks: Buffer[] = [];
+  for (let chunk: unknown = stream.read(); chunk !== null; chunk = stream.read())
+    chunks.push(chunk as Buffer);
+  stream.resume();
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+}
+
+/** A Content-Length header's value as a number; NaN when absent or not one value. */
+export function declaredLength(header: string | string[] | undefined): number {
+  return typeof header === 'string' ? Number(header) : NaN;
+}

@@ -1,6 +1,7 @@
+import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { readStream } from '../../../src/util/read-stream.js';
+import { readStream, takeBuffered } from '../../../src/util/read-stream.js';
 
 describe('readStream', () => {
   it('joins every chunk up to the end', async () => {
@@ -66,5 +67,38 @@ describe('readStream', () => {
     const stream = new PassThrough();
     stream.destroy();
     await expect(readStream(stream, 10)).rejects.toMatchObject({ code: 'ERR_STREAM_PREMATURE_CLOSE' });
+  });
+});
+
+describe('takeBuffered', () => {
+  function buffered(...chunks: string[]): Readable {
+    const stream = new Readable({ read() {} });
+    for (const c of chunks) stream.push(Buffer.from(c));
+    return stream;
+  }
+
+  it('takes the declared bytes once all are buffered, and the stream still ends', async () => {
+    const stream = buffered('{"a"', ':1}');
+    stream.push(null);
+    const ended = once(stream, 'end');
+    expect(takeBuffered(stream, 7)?.toString()).toBe('{"a":1}');
+    await ended;
+  });
+
+  it('takes nothing while bytes are still to come, and leaves the buffer as it was', () => {
+    const stream = buffered('{"a"');
+    expect(takeBuffered(stream, 7)).toBeUndefined();
+    expect(stream.readableLength).toBe(4);
+    expect(takeBuffered(stream, NaN)).toBeUndefined();
+  });
+
+  it('takes everything of an ended message with no declared length (chunked)', () => {
+    expect(takeBuffered(buffered('ab', 'cd'), NaN, true)?.toString()).toBe('abcd');
+  });
+
+  it('leaves a stream someone already reads in flowing mode', () => {
+    const stream = buffered('abc');
+    stream.on('data', () => undefined);
+    expect(takeBuffered(stream, 3)).toBeUndefined();
   });
 });
