@@ -5,7 +5,7 @@
  */
 import { pipeline } from 'node:stream';
 import { ProtocolError } from '../errors.js';
-import { essence, isJsonLike } from '../openapi/media.js';
+import { essence } from '../openapi/media.js';
 import { readBody, UpstreamCallError, type UpstreamReply } from './client.js';
 import { contentCodings, decodeBody, decodingStream } from './content-coding.js';
 import { redactEventStream } from './event-redaction.js';
@@ -13,7 +13,8 @@ import { TokenError } from './oauth.js';
 import {
   bodyText,
   decodeData,
-  decodeText,
+  decodeTextKeepingJson,
+  type DecodedText,
   isTextData,
   upstreamError,
   UPSTREAM_ERROR_READ_BYTES,
@@ -51,30 +52,11 @@ export function dataOf(api: ApiRuntime, body: Buffer, contentType: string, statu
   return answerData(api, body, contentType, status).data;
 }
 
-/** `data`, and its JSON text when the answer was JSON. */
-export interface AnswerData {
-  readonly data: unknown;
-  /**
-   * The answer's own text (redacted) when it parsed as JSON: relayed as it came, it needs no second
-   * serialization, and no number in it is rounded to a double on the way.
-   */
-  readonly json?: string;
-}
-
-/** dataOf, keeping the JSON text of a JSON answer. */
-export function answerData(api: ApiRuntime, body: Buffer, contentType: string, status: number): AnswerData {
+/** dataOf, keeping the JSON text of a JSON answer (results.ts). */
+export function answerData(api: ApiRuntime, body: Buffer, contentType: string, status: number): DecodedText {
   if (body.length === 0) return { data: null };
-  const type = essence(contentType);
-  if (isTextData(type)) {
-    const text = api.redactor.text(bodyText(contentType, body));
-    if ((type === '' || isJsonLike(type)) && text !== '') {
-      try {
-        return { data: JSON.parse(text) as unknown, json: text };
-      } catch {
-        // Not JSON after all: decodeText decides (the text itself, or upstream_error).
-      }
-    }
-    return { data: decodeText(contentType, text) };
+  if (isTextData(essence(contentType))) {
+    return decodeTextKeepingJson(contentType, api.redactor.text(bodyText(contentType, body)));
   }
   if (api.redactor.inBytes(body)) {
     throw new ProtocolError(

@@ -62,22 +62,37 @@ export function decodeData(contentType: string, body: Buffer): unknown {
   return envelope;
 }
 
+/** A success body's text as `data`, and the text itself when it parsed as JSON. */
+export interface DecodedText {
+  readonly data: unknown;
+  /**
+   * The text, when it parsed as JSON: relayed as it came, it needs no second serialization, and
+   * no number in it is rounded to a double on the way.
+   */
+  readonly json?: string;
+}
+
 /** The decoded text of a success body (see isTextData) as `data`: parsed when it is JSON. */
 export function decodeText(contentType: string, text: string): unknown {
-  if (text === '') return null;
+  return decodeTextKeepingJson(contentType, text).data;
+}
+
+/** decodeText, keeping the JSON text of an answer that parsed as JSON. */
+export function decodeTextKeepingJson(contentType: string, text: string): DecodedText {
+  if (text === '') return { data: null };
   const type = essence(contentType);
   if (type === '' || isJsonLike(type)) {
     try {
-      return JSON.parse(text);
+      return { data: JSON.parse(text) as unknown, json: text };
     } catch {
       // Declared JSON (or undeclared) that does not parse: pass the text rather than fail.
-      if (type === '') return text;
+      if (type === '') return { data: text };
       throw new ProtocolError('upstream_error', 'The upstream API answered with invalid JSON.', {
         fields: { upstream_status: 200 },
       });
     }
   }
-  return text;
+  return { data: text };
 }
 
 /**
