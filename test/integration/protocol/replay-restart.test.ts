@@ -27,6 +27,9 @@ rate_limits:
   per_agent: null
   per_user: null
   unknown_host_registration: null
+  # 40 executions at once must all be let through together (the point of the 40-at-once case),
+  # above the default cap of 16 upstream calls in flight per agent.
+  in_flight_per_agent: 40
 `;
 
 const children = new Set<ChildProcess>();
