@@ -6,7 +6,7 @@
  * upstream, each gateway (the proxy as built in dist/, as deployed) and the load generator run in
  * separate processes; each phase also reports the CPU time each of them spent per request, read
  * from /proc, since on a shared 2-core machine throughput alone hides where the cycles went. The
- * routes take turns in rounds (see `routes`), so noise from outside lands on all of them alike.
+ * routes take turns in rounds (see `inTurns`), so noise from outside lands on all of them alike.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -182,9 +182,8 @@ export async function runExecuteBench(
     for (const via of [viaRelay, viaRelayVerify, viaFloor, viaProxy])
       await phase(via(await sign(500)), 500, 8);
 
-    // The routes take turns, ROUNDS times, each starting the round in turn: a burst of noise on a
-    // shared machine then lands on every route alike instead of on whichever ran at that moment.
-    // Each route gets its own fresh tokens: the proxy refuses a replayed jti.
+    // The routes take turns (inTurns). Each gets its own fresh tokens: the proxy refuses a
+    // replayed jti.
     const routes = async (requests: number, concurrency: number): Promise<RouteResults> => {
       const order: (keyof RouteResults)[] = ['direct', 'relay', 'relayVerify', 'floor', 'proxied'];
       const targets: Record<keyof RouteResults, (tokens: string[]) => Target> = {
@@ -194,21 +193,10 @@ export async function runExecuteBench(
         floor: viaFloor,
         proxied: viaProxy,
       };
-      const samples: Record<keyof RouteResults, Sample[]> = {
-        direct: [],
-        relay: [],
-        relayVerify: [],
-        floor: [],
-        proxied: [],
-      };
-      const perRound = Math.ceil(requests / ROUNDS);
-      for (let round = 0; round < ROUNDS; round++) {
-        for (let k = 0; k < order.length; k++) {
-          const route = order[(round + k) % order.length] as keyof RouteResults;
-          const tokens = route === 'direct' ? [] : await sign(perRound);
-          samples[route].push(await phase(targets[route](tokens), perRound, concurrency));
-        }
-      }
+      const samples = await inTurns(order, requests, async (route, count) => {
+        const tokens = route === 'direct' ? [] : await sign(count);
+        return phase(targets[route](tokens), count, concurrency);
+      });
       return {
         direct: summarize(samples.direct),
         relay: summarize(samples.relay),
@@ -227,7 +215,29 @@ export async function runExecuteBench(
   }
 }
 
+/** Rounds in which the routes of a benchmark take turns (inTurns). */
 const ROUNDS = 4;
+
+/**
+ * Sends `requests` through each route in ROUNDS rounds, the routes taking turns and each round
+ * starting with the next route: a burst of noise on a shared machine then lands on every route
+ * alike instead of on whichever ran at that moment. `run` sends one route's share of one round.
+ */
+export async function inTurns<R extends string, S>(
+  routes: readonly R[],
+  requests: number,
+  run: (route: R, count: number) => Promise<S>,
+): Promise<Record<R, S[]>> {
+  const samples = Object.fromEntries(routes.map((r) => [r, [] as S[]])) as Record<R, S[]>;
+  const perRound = Math.ceil(requests / ROUNDS);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let k = 0; k < routes.length; k++) {
+      const route = routes[(round + k) % routes.length] as R;
+      samples[route].push(await run(route, perRound));
+    }
+  }
+  return samples;
+}
 
 /**
  * Every benchmark's policy: one pre-registered host whose agents get get_pet without asking. The

@@ -25,6 +25,7 @@ import { startPostgres, type TestPostgres } from '../test/helpers/postgres.js';
 import {
   benchPolicy,
   freePort,
+  inTurns,
   loadPool,
   processCpuSeconds,
   ready,
@@ -33,7 +34,6 @@ import {
 } from './execute.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const ROUNDS = 4;
 const REPLICAS = 2;
 
 export type Route = 'direct' | 'sqlite' | 'postgres';
@@ -212,15 +212,9 @@ export async function runReplicasBench(
       for (const route of ROUTES) await phase(targets[route], await targets[route].calls(500), 8, postmaster);
 
       const measure = async (requests: number, concurrency: number): Promise<Record<Route, RouteResult>> => {
-        const samples: Record<Route, Sample[]> = { direct: [], sqlite: [], postgres: [] };
-        const perRound = Math.ceil(requests / ROUNDS);
-        for (let round = 0; round < ROUNDS; round++) {
-          for (let k = 0; k < ROUTES.length; k++) {
-            const route = ROUTES[(round + k) % ROUTES.length] as Route;
-            const calls = await targets[route].calls(perRound);
-            samples[route].push(await phase(targets[route], calls, concurrency, postmaster));
-          }
-        }
+        const samples = await inTurns(ROUTES, requests, async (route, count) =>
+          phase(targets[route], await targets[route].calls(count), concurrency, postmaster),
+        );
         return {
           direct: summarize(samples.direct),
           sqlite: summarize(samples.sqlite),

@@ -10,7 +10,7 @@
  * each worker shows that all of them served.
  */
 import type { Pool } from 'undici';
-import { loadPool, startFloorChild } from './execute.js';
+import { inTurns, loadPool, startFloorChild } from './execute.js';
 import {
   childPids,
   directTarget,
@@ -23,11 +23,9 @@ import {
   withPostgresBench,
   type RouteResult,
   type RunningProxy,
-  type Sample,
   type Target,
 } from './replicas.js';
 
-const ROUNDS = 4;
 const CONCURRENCY = 32;
 
 export type WorkersRoute = 'direct' | 'floor' | 'one' | 'many';
@@ -101,15 +99,9 @@ export async function runWorkersBench(options: {
       const workerPids = childPids(many.pid);
       const before = workerPids.map((pid) => ownCpuSeconds(pid) ?? 0);
       const primaryBefore = ownCpuSeconds(many.pid) ?? 0;
-      const samples: Record<WorkersRoute, Sample[]> = { direct: [], floor: [], one: [], many: [] };
-      const perRound = Math.ceil(requests / ROUNDS);
-      for (let round = 0; round < ROUNDS; round++) {
-        for (let k = 0; k < WORKERS_ROUTES.length; k++) {
-          const route = WORKERS_ROUTES[(round + k) % WORKERS_ROUTES.length] as WorkersRoute;
-          const batch = await targets[route].calls(perRound);
-          samples[route].push(await phase(targets[route], batch, CONCURRENCY, postmaster));
-        }
-      }
+      const samples = await inTurns(WORKERS_ROUTES, requests, async (route, count) =>
+        phase(targets[route], await targets[route].calls(count), CONCURRENCY, postmaster),
+      );
       const used = workerPids.map((pid, i) => (ownCpuSeconds(pid) ?? 0) - (before[i] ?? 0));
       const total = used.reduce((a, b) => a + b, 0);
       const primaryUsed = (ownCpuSeconds(many.pid) ?? 0) - primaryBefore;
