@@ -10,7 +10,7 @@ import { ProtocolError } from '../errors.js';
 import type { AgentRecord, HostRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
 import { decodeJwt, JwtError, replayHorizonMs, verifyJwt, type UnverifiedJwt } from './jwt.js';
-import { parsePublicJwk, publicKeyObject, thumbprint, type Ed25519PublicJwk } from './keys.js';
+import { parsePublicJwk, thumbprint, verificationKey, type Ed25519PublicJwk } from './keys.js';
 import { agentKey, jwksHostKey, storedHostKey } from './jwks-auth.js';
 import { applyDueStatus, dueStatus } from './lifecycle.js';
 
@@ -70,7 +70,7 @@ function verify(
     maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
   };
   try {
-    return verifyJwt(jwt, publicKeyObject(key), { typ, audiences, clock: ctx.clock, policy });
+    return verifyJwt(jwt, verificationKey(key), { typ, audiences, clock: ctx.clock, policy });
   } catch (err) {
     if (err instanceof JwtError) throw invalid(err.message);
     throw err;

@@ -1,8 +1,9 @@
 /**
  * Client-supplied public keys: validation of inline JWKs (§4.1), their RFC 7638 thumbprints
- * (the host identifier, §4.2) and the node KeyObjects used to verify signatures.
+ * (the host identifier, §4.2) and the keys signatures are verified with (ed25519.ts).
  */
-import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { Ed25519PublicKey } from './ed25519.js';
 
 export interface Ed25519PublicJwk {
   readonly kty: 'OKP';
@@ -131,20 +132,20 @@ export const PUBLIC_KEY_CACHE_LIMIT = 1024;
 
 // Bounded by second-chance eviction, as the §10.2 cache (util/ttl-cache.ts): a hit only marks its
 // entry, where moving the key to the end on every verification kept V8 rehashing the Map.
-const keyCache = new Map<string, { readonly key: KeyObject; used: boolean }>();
+const keyCache = new Map<string, { readonly key: Ed25519PublicKey; used: boolean }>();
 
 /**
- * The node KeyObject for a validated JWK. Importing costs more than verifying a short JWT, and the
- * same few keys sign every request, hence the cache. Keyed by `x` alone because kty and crv are
- * fixed for Ed25519PublicJwk.
+ * The key that verifies signatures for a validated JWK (parsePublicJwk). The same few keys sign
+ * every request, hence the cache: a hit costs no decoding and no allocation. Keyed by `x` alone
+ * because kty and crv are fixed for Ed25519PublicJwk.
  */
-export function publicKeyObject(jwk: Ed25519PublicJwk): KeyObject {
+export function verificationKey(jwk: Ed25519PublicJwk): Ed25519PublicKey {
   const cached = keyCache.get(jwk.x);
   if (cached !== undefined) {
     cached.used = true;
     return cached.key;
   }
-  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' });
+  const key = new Ed25519PublicKey(Buffer.from(jwk.x, 'base64url'));
   // Room first: the oldest entry not used since it was added (or last spared) goes; a used one
   // is spared once, moved to the end unmarked, so this ends within two passes.
   for (const [x, entry] of keyCache) {

@@ -2,11 +2,11 @@
  * The agent CLI signs its own JWTs (it imports nothing from src/protocol); these tests hold it to
  * the RFC 7638 thumbprint vector of RFC 8037 and to the proxy's own verifier (§4.2, §4.3).
  */
-import { createPublicKey } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createKeyFile } from '../../../src/cli/agent/key-file.js';
 import { agentJwt, hostJwt, thumbprint } from '../../../src/cli/agent/signer.js';
 import { decodeJwt, verifyJwt } from '../../../src/protocol/jwt.js';
+import { verificationKey } from '../../../src/protocol/keys.js';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +23,7 @@ describe('agent CLI signer', () => {
 
   it('signs host and agent JWTs the proxy verifies, with the claims §4.2 and §4.3 require', () => {
     const file = createKeyFile(join(mkdtempSync(join(tmpdir(), 'aap-signer-')), 'agent.json'), false);
-    const key = (x: string) => createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x }, format: 'jwk' });
+    const key = (x: string) => verificationKey({ kty: 'OKP', crv: 'Ed25519', x });
     const clock = { now: () => NOW };
 
     const host = hostJwt(file.host_key, 'https://proxy.example', NOW, file.agent_key);

@@ -11,7 +11,8 @@ import {
   type JwtType,
   type UnverifiedJwt,
 } from '../../../src/protocol/jwt.js';
-import { publicKeyObject } from '../../../src/protocol/keys.js';
+import type { Ed25519PublicKey } from '../../../src/protocol/ed25519.js';
+import { verificationKey } from '../../../src/protocol/keys.js';
 import {
   agentJwt,
   encodeJson,
@@ -56,7 +57,7 @@ function check(
   const key = options.key ?? host;
   // A promise either way, so tests can say resolves/rejects whether a rule fails in decode or verify.
   return Promise.resolve().then(() =>
-    verifyJwt(decodeJwt(token, typ), publicKeyObject(key.publicJwk), {
+    verifyJwt(decodeJwt(token, typ), verificationKey(key.publicJwk), {
       typ,
       audiences: options.audiences ?? [ISSUER],
       clock: options.clock ?? fixedClock(),
@@ -157,7 +158,7 @@ describe('typ (§4.5 step 1, §4.5.1 step 1)', () => {
     const token = await agentJwt(host, 'agt_1', ISSUER, {}, { nowMs: NOW });
     const decoded = decodeJwt(token, 'agent+jwt');
     expect(() =>
-      verifyJwt(decoded, publicKeyObject(host.publicJwk), {
+      verifyJwt(decoded, verificationKey(host.publicJwk), {
         typ: 'host+jwt',
         audiences: [ISSUER],
         clock: fixedClock(),
@@ -199,7 +200,7 @@ describe('typ (§4.5 step 1, §4.5.1 step 1)', () => {
       token,
     };
     const options = { typ: 'host+jwt', audiences: [ISSUER], clock: fixedClock(), policy: POLICY } as const;
-    expect(() => verifyJwt(handBuilt, publicKeyObject(host.publicJwk), options)).toThrow(/aud/);
+    expect(() => verifyJwt(handBuilt, verificationKey(host.publicJwk), options)).toThrow(/aud/);
   });
 });
 
@@ -260,7 +261,7 @@ describe('alg (§4.1)', () => {
     ].map((token) => ({ header: { alg: 'EdDSA', typ: 'host+jwt' }, payload: hostClaims(), token }));
     for (const jwt of forged) {
       expect(() =>
-        verifyJwt(jwt, publicKeyObject(host.publicJwk), {
+        verifyJwt(jwt, verificationKey(host.publicJwk), {
           typ: 'host+jwt',
           audiences: [ISSUER],
           clock: fixedClock(),
@@ -315,8 +316,20 @@ describe('signature', () => {
     const token = await signJwt(host, 'host+jwt', hostClaims());
     const options = { typ: 'host+jwt', audiences: [ISSUER], clock: fixedClock(), policy: POLICY } as const;
     const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
-    expect(() => verifyJwt(decodeJwt(token, 'host+jwt'), ec, options)).toThrow(/Ed25519/);
-    expect(() => verifyJwt(decodeJwt(token, 'host+jwt'), host.privateKey, options)).toThrow(/Ed25519/);
+    // Past the types (a caller in plain JavaScript, a cast): node KeyObjects, even the signer's
+    // own Ed25519 keys, and an object that only looks like a key are all refused.
+    const notKeys: unknown[] = [
+      ec,
+      host.privateKey,
+      createPublicKey({ key: host.publicJwk, format: 'jwk' }),
+      { verify: () => true, equals: () => true },
+      Object.create(verificationKey(host.publicJwk)),
+    ];
+    for (const notKey of notKeys) {
+      expect(() => verifyJwt(decodeJwt(token, 'host+jwt'), notKey as Ed25519PublicKey, options)).toThrow(
+        /Ed25519/,
+      );
+    }
   });
 });
 

@@ -1,10 +1,10 @@
-import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { calculateJwkThumbprint } from 'jose';
 import { describe, expect, it } from 'vitest';
 import {
   PUBLIC_KEY_CACHE_LIMIT,
   parsePublicJwk,
-  publicKeyObject,
+  verificationKey,
   thumbprint,
   type Ed25519PublicJwk,
 } from '../../../src/protocol/keys.js';
@@ -162,37 +162,38 @@ describe('thumbprint', () => {
   });
 });
 
-describe('publicKeyObject', () => {
-  it('imports an Ed25519 public key that verifies the matching private key', async () => {
+describe('verificationKey', () => {
+  it('makes the key that verifies what the matching private key signed, and nothing else', async () => {
     const key = await generateTestKey();
-    const object = publicKeyObject(key.publicJwk);
-    expect(object.type).toBe('public');
-    expect(object.asymmetricKeyType).toBe('ed25519');
+    const verifier = verificationKey(key.publicJwk);
     const data = Buffer.from('message');
-    expect(verify(null, data, object, sign(null, data, key.privateKey))).toBe(true);
-    expect(object.export({ format: 'jwk' })).toEqual(key.publicJwk);
+    const signature = sign(null, data, key.privateKey);
+    expect(verifier.verify(data, signature)).toBe(true);
+    expect(verifier.verify(Buffer.from('massage'), signature)).toBe(false);
+    const other = await generateTestKey();
+    expect(verificationKey(other.publicJwk).verify(data, signature)).toBe(false);
   });
 
-  it('returns the cached object for the same x', async () => {
+  it('returns the cached key for the same x', async () => {
     const key = await generateTestKey();
-    expect(publicKeyObject({ ...key.publicJwk })).toBe(publicKeyObject({ ...key.publicJwk, kid: 'x' }));
+    expect(verificationKey({ ...key.publicJwk })).toBe(verificationKey({ ...key.publicJwk, kid: 'x' }));
   });
 
   it('evicts beyond the limit a key not used since it was cached, sparing one in use', async () => {
     const first = await generateTestKey();
     const second = await generateTestKey();
-    const firstObject = publicKeyObject(first.publicJwk);
-    const secondObject = publicKeyObject(second.publicJwk);
+    const firstKey = verificationKey(first.publicJwk);
+    const secondKey = verificationKey(second.publicJwk);
     // Use `first` again, so that eviction spares it and takes `second`, cached and not used since.
-    publicKeyObject(first.publicJwk);
+    verificationKey(first.publicJwk);
     for (let i = 0; i < PUBLIC_KEY_CACHE_LIMIT - 1; i++) {
       const { publicKey } = generateKeyPairSync('ed25519');
       const { x } = publicKey.export({ format: 'jwk' });
-      publicKeyObject({ kty: 'OKP', crv: 'Ed25519', x: x! });
+      verificationKey({ kty: 'OKP', crv: 'Ed25519', x: x! });
     }
-    expect(publicKeyObject(first.publicJwk)).toBe(firstObject);
-    const reimported = publicKeyObject(second.publicJwk);
-    expect(reimported).not.toBe(secondObject);
-    expect(reimported.equals(secondObject)).toBe(true);
+    expect(verificationKey(first.publicJwk)).toBe(firstKey);
+    const reimported = verificationKey(second.publicJwk);
+    expect(reimported).not.toBe(secondKey);
+    expect(reimported.equals(secondKey)).toBe(true);
   });
 });
