@@ -1,7 +1,8 @@
 /**
  * Execute-path benchmark: the same workload (GET one pet) sent directly to a minimal upstream, through
- * a bare relay (floor-proxy-child.ts, without and with the Ed25519 signature check) and through the
- * proxy, at concurrency 1 and 32, in one run. Every request through a gateway carries a fresh agent
+ * a bare relay (floor-proxy-child.ts, without and with the Ed25519 signature check), through the
+ * floor of issue 14 (with node:crypto's Ed25519 as the issue defines it, and with libsodium's as the
+ * proxy verifies) and through the proxy, at concurrency 1 and 32, in one run. Every request through a gateway carries a fresh agent
  * JWT (signed before the timed phase, so the load generator's signing is not measured). The
  * upstream, each gateway (the proxy as built in dist/, as deployed) and the load generator run in
  * separate processes; each phase also reports the CPU time each of them spent per request, read
@@ -31,8 +32,9 @@ export interface PhaseResult {
 }
 
 /**
- * The same call by four routes: straight to the upstream; through the yardstick relay
- * (floor-proxy-child.ts) without and with the Ed25519 check; through the proxy.
+ * The same call by six routes: straight to the upstream; through the yardstick relay
+ * (floor-proxy-child.ts) without and with the Ed25519 check; through the two floors; through the
+ * proxy.
  */
 export interface RouteResults {
   readonly direct: PhaseResult;
@@ -40,6 +42,8 @@ export interface RouteResults {
   readonly relayVerify: PhaseResult;
   /** The floor of issue 14: Ed25519, a jti map, the JSON body parsed and checked, the relay. */
   readonly floor: PhaseResult;
+  /** The same floor with the proxy's Ed25519 verify (libsodium): what the proxy adds, like for like. */
+  readonly floorLibsodium: PhaseResult;
   readonly proxied: PhaseResult;
 }
 
@@ -143,6 +147,7 @@ export async function runExecuteBench(
     const relayOnly = await relay('relay');
     const relayWithVerify = await relay('verify');
     const floorRelay = await relay('floor');
+    const floorLibsodiumRelay = await relay('floor-libsodium');
 
     const pools: Pool[] = [];
     const pool = (url: string): Pool => loadPool(url, pools);
@@ -170,6 +175,7 @@ export async function runExecuteBench(
     const viaRelay = through(relayOnly.url, relayOnly.pid);
     const viaRelayVerify = through(relayWithVerify.url, relayWithVerify.pid);
     const viaFloor = through(floorRelay.url, floorRelay.pid);
+    const viaFloorLibsodium = through(floorLibsodiumRelay.url, floorLibsodiumRelay.pid);
     const viaProxy = through(proxyUrl, proxy.pid as number);
     const sign = async (n: number): Promise<string[]> => {
       const out: string[] = [];
@@ -183,18 +189,26 @@ export async function runExecuteBench(
     // they ran (its added p50 at c=1 was 359-436 µs after 500, 316-331 after 3,000; the floor's
     // 230-258 either way).
     await phase(direct, WARM_UP_REQUESTS, 8);
-    for (const via of [viaRelay, viaRelayVerify, viaFloor, viaProxy])
+    for (const via of [viaRelay, viaRelayVerify, viaFloor, viaFloorLibsodium, viaProxy])
       await phase(via(await sign(WARM_UP_REQUESTS)), WARM_UP_REQUESTS, 8);
 
     // The routes take turns (inTurns). Each gets its own fresh tokens: the proxy refuses a
     // replayed jti.
     const routes = async (requests: number, concurrency: number): Promise<RouteResults> => {
-      const order: (keyof RouteResults)[] = ['direct', 'relay', 'relayVerify', 'floor', 'proxied'];
+      const order: (keyof RouteResults)[] = [
+        'direct',
+        'relay',
+        'relayVerify',
+        'floor',
+        'floorLibsodium',
+        'proxied',
+      ];
       const targets: Record<keyof RouteResults, (tokens: string[]) => Target> = {
         direct: () => direct,
         relay: viaRelay,
         relayVerify: viaRelayVerify,
         floor: viaFloor,
+        floorLibsodium: viaFloorLibsodium,
         proxied: viaProxy,
       };
       const samples = await inTurns(order, requests, async (route, count) => {
@@ -206,6 +220,7 @@ export async function runExecuteBench(
         relay: summarize(samples.relay),
         relayVerify: summarize(samples.relayVerify),
         floor: summarize(samples.floor),
+        floorLibsodium: summarize(samples.floorLibsodium),
         proxied: summarize(samples.proxied),
       };
     };
@@ -362,7 +377,7 @@ export function processCpuSeconds(pid: number): number | undefined {
   }
 }
 
-export type FloorMode = 'relay' | 'verify' | 'floor';
+export type FloorMode = 'relay' | 'verify' | 'floor' | 'floor-libsodium';
 
 // Sampled every 200 µs: at Node's default (1 ms) an item of 1 µs per request got a few dozen
 // samples in a run, too few to tell a change from noise.

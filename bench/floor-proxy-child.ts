@@ -5,20 +5,28 @@
  * - `relay`: nothing else (a bare relay);
  * - `verify`: checks the JWT's Ed25519 signature against one fixed key;
  * - `floor` (issue 14): checks the signature, records the JWT's `jti` in a map (a second use is
- *   refused), and parses and checks the JSON body (the capability's name, an integer petId).
+ *   refused), and parses and checks the JSON body (the capability's name, an integer petId);
+ * - `floor-libsodium`: the floor, with the signature checked by libsodium as the proxy checks it
+ *   (src/protocol/ed25519.ts) instead of node:crypto: the like-for-like yardstick.
  * No grants, no policy, no activity: whatever these reach bounds the real proxy on this machine.
  *
  * argv: UPSTREAM_URL PUBLIC_KEY_X MODE. Prints its port on stdout.
  */
 import { createPublicKey, verify } from 'node:crypto';
+import sodium from 'sodium-native';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 
 const [upstreamUrl = '', x = '', mode = 'verify'] = process.argv.slice(2);
 const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x }, format: 'jwk' });
-const checkSignature = mode === 'verify' || mode === 'floor';
-const floor = mode === 'floor';
+const rawKey = Buffer.from(x, 'base64url');
+const checkSignature = mode === 'verify' || mode === 'floor' || mode === 'floor-libsodium';
+const floor = mode === 'floor' || mode === 'floor-libsodium';
+const validSignature =
+  mode === 'floor-libsodium'
+    ? (input: Buffer, signature: Buffer) => sodium.crypto_sign_verify_detached(signature, input, rawKey)
+    : (input: Buffer, signature: Buffer) => verify(null, input, key, signature);
 /** Every jti seen (the benchmark's run is bounded, so the map is too). */
 const seen = new Map<string, number>();
 const upstream = new Pool(upstreamUrl, { connections: 128 });
@@ -32,10 +40,8 @@ const server = createServer((req, res) => {
       const lastDot = token.lastIndexOf('.');
       if (
         checkSignature &&
-        !verify(
-          null,
+        !validSignature(
           Buffer.from(token.slice(0, lastDot), 'latin1'),
-          key,
           Buffer.from(token.slice(lastDot + 1), 'base64url'),
         )
       ) {
