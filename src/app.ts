@@ -39,6 +39,7 @@ import { OAuthTokens } from './upstream/oauth.js';
 import { WebhookNotifier, systemTimers, type Timers } from './notify/webhook.js';
 import { ApprovalEvents } from './protocol/approval-events.js';
 import { createJwksCache } from './protocol/jwks/index.js';
+import { loadEd25519 } from './protocol/ed25519.js';
 import type { Registry } from 'prom-client';
 import { Metrics, type Exposition } from './metrics.js';
 import { reloader, type ReloadResult } from './reload.js';
@@ -108,6 +109,8 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   for (const warning of catalog.warnings) logger.warn('openapi', { detail: warning });
 
   const policy = settings.policyFile ? loadPolicyFile(settings.policyFile, catalog) : defaultPolicy(catalog);
+  // Every JWT is verified with it: loaded now, so that a binding that cannot load stops the start.
+  loadEd25519();
   const metrics = new Metrics({
     capabilities: catalog.capabilities.map((c) => c.name),
     apis: catalog.apis.map((a) => a.id),

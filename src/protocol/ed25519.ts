@@ -10,8 +10,31 @@
  * small order or not canonically encoded (keys.ts refuses those keys before any signature is
  * checked; here they are refused a second time). test/unit/protocol/ed25519.test.ts holds the two
  * to the same verdicts on RFC 8032's vectors and on random keys, messages and alterations.
+ *
+ * The native binding is loaded on first use (about 12 ms and 4 MiB): the CLI commands that verify
+ * nothing (`check`, `capabilities`, the admin client) need not pay for it. `serve` loads it
+ * before it listens (`loadEd25519`), so a binding that cannot load stops the start, not a request.
  */
-import sodium from 'sodium-native';
+import { createRequire } from 'node:module';
+import { UserError } from '../errors.js';
+
+type Sodium = typeof import('sodium-native');
+
+const require = createRequire(import.meta.url);
+let sodium: Sodium | undefined;
+
+/** Loads libsodium now (once); a UserError says why it cannot be. */
+export function loadEd25519(): Sodium {
+  if (sodium !== undefined) return sodium;
+  try {
+    sodium = require('sodium-native') as Sodium;
+  } catch (err) {
+    throw new UserError(
+      `Cannot load libsodium (the sodium-native package), which verifies every JWT's signature: ${(err as Error).message}`,
+    );
+  }
+  return sodium;
+}
 
 const PUBLIC_KEY_BYTES = 32;
 const SIGNATURE_BYTES = 64;
@@ -38,7 +61,7 @@ export class Ed25519PublicKey {
   verify(message: Uint8Array, signature: Uint8Array): boolean {
     // Exactly 64 bytes: libsodium would check the first 64 of a longer one and ignore the rest.
     if (signature.length !== SIGNATURE_BYTES) return false;
-    return sodium.crypto_sign_verify_detached(signature, message, this.#bytes);
+    return (sodium ?? loadEd25519()).crypto_sign_verify_detached(signature, message, this.#bytes);
   }
 
   equals(other: Ed25519PublicKey): boolean {
