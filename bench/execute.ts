@@ -4,11 +4,11 @@
  * through the floor of issue 14 (with node:crypto's Ed25519 as the issue defines it, and with
  * libsodium's as the proxy verifies) and through the proxy, at concurrency 1 and 32, in one run.
  * Every request through a gateway carries a fresh agent JWT (signed before the timed phase, so
- * the load generator's signing is not measured). The
- * upstream, each gateway (the proxy as built in dist/, as deployed) and the load generator run in
- * separate processes; each phase also reports the CPU time each of them spent per request, read
- * from /proc, since on a shared 2-core machine throughput alone hides where the cycles went. The
- * routes take turns in rounds (see `inTurns`), so noise from outside lands on all of them alike.
+ * the load generator's signing is not measured). The upstream, each gateway (the proxy as built in
+ * dist/, as deployed) and the load generator run in separate processes; each phase also reports
+ * the CPU time each of them spent per request, read from /proc, since on a shared 2-core machine
+ * throughput alone hides where the cycles went. The routes take turns in rounds (see `inTurns`),
+ * so noise from outside lands on all of them alike.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
