@@ -15,7 +15,7 @@ import { Router } from './http/router.js';
 import { ClientAddress } from './http/client-address.js';
 import { Drain } from './http/drain.js';
 import { createHttpServer } from './http/server.js';
-import { sweepPerCalls } from './protocol/per-call-decide.js';
+import { outcomeUnknownAfterMs, sweepPerCalls } from './protocol/per-call-decide.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { systemClock, type Clock } from './clock.js';
 import { defaultPolicy, loadPolicyFile, type Policy } from './policy/policy.js';
@@ -242,8 +242,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     await inBatches(() => store.deleteExpiredSignInState(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
     const jobs = await inBatches(() => store.deleteExpiredAsyncJobs(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
     if (jobs) logger.info('expired async executions removed', { jobs });
-    const calls = await sweepPerCalls(ctx);
-    if (calls.expired || calls.deleted) logger.info('per-call approvals swept', { ...calls });
+    const calls = await sweepPerCalls(ctx, outcomeUnknownAfterMs(engine.executor.longestCallMs()));
+    if (calls.expired || calls.abandoned || calls.deleted)
+      logger.info('per-call approvals swept', { ...calls });
     for (const { batch, run } of storage.sweeps) {
       await inBatches(() => Promise.resolve(run(clock.now(), batch)), batch);
     }

@@ -19,6 +19,7 @@ import type { ExecutionLog } from './protocol/execution-log.js';
 import type { InFlightSlots } from './protocol/in-flight.js';
 import { Passkeys, relyingParty } from './protocol/passkeys.js';
 import type { OidcSignIn } from './protocol/oidc.js';
+import { outcomeUnknownAfterMs } from './protocol/per-call-decide.js';
 import { Sessions } from './protocol/sessions.js';
 import { LocalSignIn } from './protocol/sign-in.js';
 import { DatabaseReadiness, DEFAULT_READINESS } from './storage/readiness.js';
@@ -184,6 +185,7 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
       adminToken,
       maxBodyBytes: settings.maxBodyBytes,
       flushActivity: () => executionLog.flush(),
+      perCallUnknownAfterMs: () => outcomeUnknownAfterMs(engine().executor.longestCallMs()),
     });
   }
   if (policy.perCall.size > 0 && !auth.enabled) {

@@ -9,7 +9,8 @@
  * the claim and the end of the call) would read `pending` until its row is deleted, and then "not
  * found", which an agent could take as "never ran" and send again. Once no call could still be
  * running (`outcomeUnknownAfterMs`), the poll answers `failed` with `outcome: "unknown"` instead:
- * the call may or may not have reached the upstream.
+ * the call may or may not have reached the upstream. The maintenance sweep does the same without a
+ * poll, so the operator's list and the §11 activity say so even when the agent never asks again.
  */
 import { ProtocolError } from '../errors.js';
 import type { PerCallRecord } from '../storage/types.js';
@@ -196,13 +197,23 @@ export async function pollPerCall(
     : { status: 'failed', error: delivered.error ?? new ProtocolError('internal_error').toBody() };
 }
 
-/** Maintenance: overdue approvals fail, undelivered outcomes past keep_until go; small batches. */
-export async function sweepPerCalls(ctx: ProtocolContext): Promise<{ expired: number; deleted: number }> {
+/**
+ * Maintenance, in small batches: overdue approvals fail; claimed calls that no longer could be
+ * running (`unknownAfterMs`, see the top) fail with an unknown outcome; undelivered outcomes past
+ * keep_until go.
+ */
+export async function sweepPerCalls(
+  ctx: ProtocolContext,
+  unknownAfterMs: number,
+): Promise<{ expired: number; abandoned: number; deleted: number }> {
   const now = ctx.clock.now();
   const overdue = await ctx.store.overduePerCalls(now, PER_CALL_SWEEP_BATCH);
   for (const r of overdue) await expire(ctx, r);
+  const lost = await ctx.store.abandonedPerCalls(now - unknownAfterMs, PER_CALL_SWEEP_BATCH);
+  for (const r of lost) await abandon(ctx, r);
   return {
     expired: overdue.length,
+    abandoned: lost.length,
     deleted: await ctx.store.deleteStalePerCalls(now, PER_CALL_SWEEP_BATCH),
   };
 }

@@ -251,4 +251,13 @@ export class PgReader implements StoreReader {
       params: [now, limit],
     });
   }
+
+  // As SQLite's (sqlite-store.ts): the range of executing rows in the status index.
+  abandonedPerCalls(claimedBefore: number, limit: number): Promise<PerCallRecord[]> {
+    return this.many(PER_CALL, {
+      sql: `SELECT * FROM per_call_approvals WHERE status = 'executing' AND created_at <= $1
+        AND coalesce(decided_at, created_at) <= $1 ORDER BY created_at, id LIMIT $2`,
+      params: [claimedBefore, limit],
+    });
+  }
 }

@@ -242,6 +242,10 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.overduePerCalls(now, limit));
   }
 
+  abandonedPerCalls(claimedBefore: number, limit: number): Promise<PerCallRecord[]> {
+    return this.run(() => this.engine.abandonedPerCalls(claimedBefore, limit));
+  }
+
   touch(
     agents: ReadonlyMap<string, number>,
     hosts: ReadonlyMap<string, number>,

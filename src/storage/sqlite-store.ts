@@ -558,6 +558,19 @@ export class SqliteEngine implements SyncStore {
     );
   }
 
+  // The per_call_status index's range of executing rows (few: each is a call in flight or lost),
+  // in creation order; a claim comes after its row's creation, so none older is missed.
+  abandonedPerCalls(claimedBefore: number, limit: number): PerCallRecord[] {
+    return this.many(
+      PER_CALL,
+      `SELECT * FROM per_call_approvals WHERE status = 'executing' AND created_at <= ?
+        AND coalesce(decided_at, created_at) <= ? ORDER BY created_at, id LIMIT ?`,
+      claimedBefore,
+      claimedBefore,
+      limit,
+    );
+  }
+
   deleteStalePerCalls(now: number, limit: number): number {
     return this.stmt(
       `DELETE FROM per_call_approvals WHERE id IN
@@ -704,6 +717,7 @@ export class SqliteEngine implements SyncStore {
       perCallsAddressedTo: (u, now, limit) => reader.perCallsAddressedTo(u, now, limit),
       perCalls: (q) => reader.perCalls(q),
       overduePerCalls: (now, limit) => reader.overduePerCalls(now, limit),
+      abandonedPerCalls: (before, limit) => reader.abandonedPerCalls(before, limit),
       countOpenPerCalls: (a, now) => reader.countOpenPerCalls(a, now),
       insertPerCall: (r) => this.insertPerCall(r),
       updatePerCall: (id, from, patch) => this.updatePerCall(id, from, patch),

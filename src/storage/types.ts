@@ -399,6 +399,11 @@ export interface StoreReader {
   countOpenPerCalls(agentId: string, now: number): Promise<number>;
   /** At most `limit` pending per-call rows whose deadline is at or before `now`. */
   overduePerCalls(now: number, limit: number): Promise<PerCallRecord[]>;
+  /**
+   * At most `limit` per-call rows still `executing` that were claimed (`decided_at`) at or before
+   * `claimedBefore`, oldest first: calls whose outcome was never stored.
+   */
+  abandonedPerCalls(claimedBefore: number, limit: number): Promise<PerCallRecord[]>;
 }
 
 /** Everything a transaction may change; all calls inside one `write` commit or roll back together. */

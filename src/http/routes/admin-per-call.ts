@@ -26,17 +26,19 @@ export interface AdminPerCallOptions {
   readonly change: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
   /** The deny reason from the JSON body, checked. */
   readonly reasonOf: (x: Exchange) => string | undefined;
+  /** How long after its claim a call could still be running: past that the sweep says "unknown". */
+  readonly unknownAfterMs: () => number;
 }
 
 export function adminPerCallRoutes(
   router: Router,
-  { ctx, read, change, reasonOf }: AdminPerCallOptions,
+  { ctx, read, change, reasonOf, unknownAfterMs }: AdminPerCallOptions,
 ): void {
   router.add(
     'GET',
     '/admin/per-call-approvals',
     read('list-per-call', async ({ res, url }) => {
-      await sweepPerCalls(ctx);
+      await sweepPerCalls(ctx, unknownAfterMs());
       const q = url.searchParams;
       const limit = q.get('limit') === null ? 50 : Number(q.get('limit'));
       if (!Number.isInteger(limit) || limit < 1 || limit > 200) {

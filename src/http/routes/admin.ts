@@ -32,6 +32,8 @@ export interface AdminRouteOptions extends TokenStepOptions {
   readonly maxBodyBytes: number;
   /** Writes queued execution records first, so the activity listing is never behind. */
   readonly flushActivity?: () => Promise<void>;
+  /** How long after its claim a per-call approval's call could still be running (per-call-decide.ts). */
+  readonly perCallUnknownAfterMs: () => number;
 }
 
 const ACTOR = 'admin';
@@ -320,7 +322,13 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     }),
   );
 
-  adminPerCallRoutes(router, { ctx, read, change, reasonOf: (x) => optionalString(body(x), 'reason') });
+  adminPerCallRoutes(router, {
+    ctx,
+    read,
+    change,
+    reasonOf: (x) => optionalString(body(x), 'reason'),
+    unknownAfterMs: options.perCallUnknownAfterMs,
+  });
 
   router.add(
     'GET',

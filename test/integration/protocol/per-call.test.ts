@@ -215,6 +215,54 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     expect(s.upstream.requests).toHaveLength(0);
   });
 
+  it('a claimed call the agent never polls is failed as "unknown" by the sweep: in the operator\'s list and the activity, once', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-silent', amount: 9 });
+    const id = callIdOf(statusUrl);
+    const ctx = p.proxy.protocol;
+    const unknownAfter = outcomeUnknownAfterMs(30_000); // execution.timeout's default, 30 s
+    const row = await ctx.store.perCall(id);
+    await claimPerCall(ctx, id, shownHash(row!), { actor: ALICE, authMethod: 'passkey' }, unknownAfter);
+    const listed = async () =>
+      (
+        (await p.admin('GET', '/admin/per-call-approvals?limit=200')).body.per_call_approvals as {
+          id: string;
+          status: string;
+          error?: Record<string, unknown>;
+        }[]
+      ).find((r) => r.id === id);
+    const unknownRecords = async () =>
+      (await ctx.store.activity({ agentId: a.agentId, limit: 50 })).filter(
+        (r) => r.type === 'per_call.outcome_unknown',
+      );
+
+    // Until then the call could still be running: the listing and the sweep leave it executing.
+    p.clock.advance(unknownAfter - 1);
+    await p.proxy.maintain();
+    expect((await listed())?.status).toBe('executing');
+    p.clock.advance(1);
+    // The listing sweeps first (as the periodic maintenance does), with nobody polling.
+    expect(await listed()).toMatchObject({
+      status: 'failed',
+      error: {
+        error: 'internal_error',
+        outcome: 'unknown',
+        message: expect.stringContaining('may or may not'),
+      },
+    });
+    await p.proxy.maintain();
+    expect(await unknownRecords()).toHaveLength(1);
+    // The agent that polls later is told the same, once.
+    expect((await poll(a, statusUrl)).body).toMatchObject({
+      status: 'failed',
+      error: { outcome: 'unknown' },
+    });
+    expect((await poll(a, statusUrl)).body.error).toBe('execution_not_found');
+    expect(await unknownRecords()).toHaveLength(1);
+    expect(s.upstream.requests).toHaveLength(0);
+  });
+
   it('a grant revoked before approval: nothing executed, failed with capability_not_granted', async () => {
     const a = await aliceAgent();
     s.upstream.reset();

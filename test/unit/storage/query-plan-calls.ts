@@ -227,6 +227,7 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
   ],
   countOpenPerCalls: (s) => s.countOpenPerCalls('a1', NOW),
   overduePerCalls: (s) => s.overduePerCalls(NOW, 100),
+  abandonedPerCalls: (s) => s.abandonedPerCalls(NOW, 100),
 };
 
 export const STORE_CALLS: Record<string, Call<Store>> = {

@@ -1092,6 +1092,27 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       await store.write((tx) => tx.deletePerCall('c3'));
       expect(await store.perCall('c3')).toBeUndefined();
     });
+
+    it('abandoned calls: executing rows claimed at or before the time, oldest first, at most limit', async () => {
+      await seed();
+      const executing = (createdAt: number, decidedAt: number | null) =>
+        ({ status: 'executing', createdAt, decidedAt, keepUntil: NOW + 1000 }) as const;
+      await store.write(async (tx) => {
+        // Claimed long ago, claimed just at the time, claimed after it (created long before).
+        await tx.insertPerCall(perCall('c1', 'a1', executing(NOW - 50, NOW - 40)));
+        await tx.insertPerCall(perCall('c2', 'a1', executing(NOW - 60, NOW)));
+        await tx.insertPerCall(perCall('c3', 'a1', executing(NOW - 70, NOW + 1)));
+        // Not executing: pending, or finished, however old.
+        await tx.insertPerCall(perCall('c4', 'a1', { createdAt: NOW - 80 }));
+        await tx.insertPerCall(
+          perCall('c5', 'a1', { status: 'failed', createdAt: NOW - 90, decidedAt: NOW - 90 }),
+        );
+      });
+      expect(ids(await store.abandonedPerCalls(NOW, 10))).toEqual(['c2', 'c1']);
+      expect(ids(await store.abandonedPerCalls(NOW, 1))).toEqual(['c2']);
+      expect(ids(await store.abandonedPerCalls(NOW - 41, 10))).toEqual([]);
+      expect(ids(await store.abandonedPerCalls(NOW + 1, 10))).toEqual(['c3', 'c2', 'c1']);
+    });
   });
 
   describe('stale pending registrations', () => {
