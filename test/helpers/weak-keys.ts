@@ -122,3 +122,11 @@ export const NON_CANONICAL_KEYS: readonly (readonly [string, string])[] = [
   ['y = p + 3 with the sign bit set', encodePoint(P + 3n, 1)],
   ['y = 2^255 - 1', encodePoint(2n ** 255n - 1n, 0)],
 ];
+
+/** The identity point (y = 1) as JWK `x`: every (R = B, S = 1) signature verifies for every message. */
+export const IDENTITY_X = encodePoint(1n, 0);
+/** The base point B (RFC 8032 §5.1) as R, and S = 1: [S]B = R + [k]·identity for any k. */
+export const UNIVERSAL_SIGNATURE = Buffer.concat([
+  Buffer.from('5866666666666666666666666666666666666666666666666666666666666666', 'hex'),
+  Buffer.from('01'.padEnd(64, '0'), 'hex'),
+]);

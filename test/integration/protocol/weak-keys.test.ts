@@ -9,7 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UserError } from '../../../src/errors.js';
 import { encodeJson, generateTestKey, signJwt, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, type Reply, type TestProtocol } from '../../helpers/protocol.js';
-import { NON_CANONICAL_KEYS, SMALL_ORDER_KEYS } from '../../helpers/weak-keys.js';
+import {
+  IDENTITY_X,
+  NON_CANONICAL_KEYS,
+  SMALL_ORDER_KEYS,
+  UNIVERSAL_SIGNATURE,
+} from '../../helpers/weak-keys.js';
 
 const POLICY = `
 rate_limits:
@@ -20,18 +25,10 @@ rate_limits:
 const WEAK_KEYS = [...SMALL_ORDER_KEYS, ...NON_CANONICAL_KEYS];
 const jwk = (x: string) => ({ kty: 'OKP', crv: 'Ed25519', x });
 
-/** The identity point (y = 1): every (R = B, S = 1) signature verifies for every message. */
-const IDENTITY_X = (SMALL_ORDER_KEYS[0] as readonly [string, string])[1];
-/** The base point B (RFC 8032 §5.1) as R, and S = 1: [S]B = R + [k]·identity for any k. */
-const UNIVERSAL_SIGNATURE = Buffer.concat([
-  Buffer.from('5866666666666666666666666666666666666666666666666666666666666666', 'hex'),
-  Buffer.from('01'.padEnd(64, '0'), 'hex'),
-]).toString('base64url');
-
 /** A JWT "signed" for the identity key without any private key. */
 function forgedForIdentityKey(typ: string, claims: Record<string, unknown>): string {
   const input = `${encodeJson({ alg: 'EdDSA', typ })}.${encodeJson(claims)}`;
-  return `${input}.${UNIVERSAL_SIGNATURE}`;
+  return `${input}.${UNIVERSAL_SIGNATURE.toString('base64url')}`;
 }
 
 let p: TestProtocol;
@@ -58,7 +55,7 @@ async function thumbprintOf(x: string): Promise<string> {
 describe('small-order and non-canonical Ed25519 keys (§4.1)', () => {
   it('why it matters: node/OpenSSL accepts one forged signature for every message under the identity key', () => {
     const key = createPublicKey({ key: jwk(IDENTITY_X), format: 'jwk' });
-    const signature = Buffer.from(UNIVERSAL_SIGNATURE, 'base64url');
+    const signature = UNIVERSAL_SIGNATURE;
     expect(verify(null, Buffer.from('any message'), key, signature)).toBe(true);
     expect(verify(null, Buffer.from('another one'), key, signature)).toBe(true);
   });

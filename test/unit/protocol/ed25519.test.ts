@@ -8,7 +8,7 @@ import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Ed25519PublicKey } from '../../../src/protocol/ed25519.js';
-import { SMALL_ORDER_KEYS } from '../../helpers/weak-keys.js';
+import { IDENTITY_X, UNIVERSAL_SIGNATURE } from '../../helpers/weak-keys.js';
 
 const hex = (value: string) => Buffer.from(value, 'hex');
 
@@ -99,15 +99,9 @@ describe('Ed25519PublicKey.verify', () => {
 
   it('is stricter than node:crypto on a small-order key: no universal forgery (keys.ts also refuses such keys)', () => {
     // The identity point as the key, R = B and S = 1: [S]B = R + [k]·identity for every message.
-    const identity = Buffer.from((SMALL_ORDER_KEYS[0] as readonly [string, string])[1], 'base64url');
-    const forged = Buffer.concat([
-      hex('5866666666666666666666666666666666666666666666666666666666666666'),
-      hex('01'.padEnd(64, '0')),
-    ]);
-    const nodeKey = {
-      key: { kty: 'OKP', crv: 'Ed25519', x: identity.toString('base64url') },
-      format: 'jwk',
-    } as const;
+    const identity = Buffer.from(IDENTITY_X, 'base64url');
+    const forged = UNIVERSAL_SIGNATURE;
+    const nodeKey = { key: { kty: 'OKP', crv: 'Ed25519', x: IDENTITY_X }, format: 'jwk' } as const;
     for (const message of [Buffer.from('any message'), Buffer.from('another one')]) {
       expect(verify(null, message, nodeKey, forged)).toBe(true);
       expect(new Ed25519PublicKey(identity).verify(message, forged)).toBe(false);
