@@ -23,7 +23,7 @@ import type {
 import type { Clock } from '../clock.js';
 import type { SignInSettings } from '../config/sign-in.js';
 import { ProtocolError } from '../errors.js';
-import type { PasskeyRecord, Store } from '../storage/types.js';
+import type { ActivityRecord, PasskeyRecord, Store } from '../storage/types.js';
 import { protocolEvent } from './activity.js';
 import { ChallengeStore, type ChallengeBounds } from './webauthn-challenges.js';
 
@@ -46,6 +46,7 @@ export const MAX_PASSKEYS_PER_USER = 10;
 
 /** A passkey's name as shown on the account page. */
 export const MAX_PASSKEY_NAME = 64;
+const TOO_MANY = `You already have ${MAX_PASSKEYS_PER_USER} passkeys, the most allowed.`;
 
 /** The JSON a browser sends back for one ceremony: an assertion is ~1 KB, an enrolment ~2 KB. */
 const MAX_RESPONSE_CHARS = 16 * 1024;
@@ -162,9 +163,9 @@ export class Passkeys {
     const pending = await this.#take(scope, 'registration', parsed.challenge);
     if (!pending) return { ok: false, reason: UNKNOWN_CHALLENGE };
     const userId = scope.userId as string;
-    if ((await this.store.passkeys(userId)).length >= MAX_PASSKEYS_PER_USER) {
-      return { ok: false, reason: `You already have ${MAX_PASSKEYS_PER_USER} passkeys, the most allowed.` };
-    }
+    // Checked again in the transaction below; here it spares the verification.
+    if ((await this.store.passkeys(userId)).length >= MAX_PASSKEYS_PER_USER)
+      return { ok: false, reason: TOO_MANY };
     let info;
     try {
       const { verifyRegistrationResponse } = await loadWebAuthn();
@@ -181,9 +182,6 @@ export class Passkeys {
     } catch (err) {
       return { ok: false, reason: `The passkey could not be verified: ${(err as Error).message}` };
     }
-    if (await this.store.passkey(info.credential.id)) {
-      return { ok: false, reason: 'This passkey is already enrolled.' };
-    }
     const now = this.clock.now();
     const passkey: PasskeyRecord = {
       id: info.credential.id,
@@ -196,22 +194,16 @@ export class Passkeys {
       createdAt: now,
       lastUsedAt: null,
     };
-    // Passkeys are not among a transaction's writes (StoreWriter): stored first, then recorded.
-    await this.store.insertPasskey(passkey);
-    await this.store.write((tx) =>
-      tx.appendActivity(
-        protocolEvent({
-          at: now,
-          type: 'user.passkey_added',
-          agentId: null,
-          hostId: null,
-          userId,
-          capability: null,
-          outcome: 'ok',
-          detail: { passkey: passkey.name },
-        }),
-      ),
-    );
+    // One transaction: the cap counted here holds against a concurrent enrolment (the other is
+    // re-run or waits, and then counts this one), and the record commits with the passkey.
+    const refusal = await this.store.write(async (tx): Promise<string | undefined> => {
+      if ((await tx.passkeys(userId)).length >= MAX_PASSKEYS_PER_USER) return TOO_MANY;
+      if (await tx.passkey(passkey.id)) return 'This passkey is already enrolled.';
+      await tx.insertPasskey(passkey);
+      await tx.appendActivity(passkeyEvent('user.passkey_added', userId, now, { passkey: passkey.name }));
+      return undefined;
+    });
+    if (refusal !== undefined) return { ok: false, reason: refusal };
     return { ok: true, passkey };
   }
 
@@ -289,26 +281,13 @@ export class Passkeys {
 
   /** Removes one of `userId`'s passkeys; false when they have none by that id. */
   async remove(userId: string, id: string): Promise<boolean> {
-    const passkey = await this.store.passkey(id);
-    if (!passkey || passkey.userId !== userId) return false;
     const now = this.clock.now();
-    // As in `register`: the passkey first (only its owner's), then the record that it went.
-    if (!(await this.store.deletePasskey(id, userId))) return false;
-    await this.store.write((tx) =>
-      tx.appendActivity(
-        protocolEvent({
-          at: now,
-          type: 'user.passkey_removed',
-          agentId: null,
-          hostId: null,
-          userId,
-          capability: null,
-          outcome: 'ok',
-          detail: { passkey: passkey.name },
-        }),
-      ),
-    );
-    return true;
+    return this.store.write(async (tx) => {
+      const passkey = await tx.passkey(id);
+      if (!passkey || passkey.userId !== userId || !(await tx.deletePasskey(id, userId))) return false;
+      await tx.appendActivity(passkeyEvent('user.passkey_removed', userId, now, { passkey: passkey.name }));
+      return true;
+    });
   }
 
   #need(): RelyingParty {
@@ -406,4 +385,23 @@ function parseResponse(text: string): { json: Record<string, unknown>; challenge
   } catch {
     return undefined;
   }
+}
+
+/** The activity record (§11) of a change to `userId`'s passkeys. */
+export function passkeyEvent(
+  type: 'user.passkey_added' | 'user.passkey_removed',
+  userId: string,
+  at: number,
+  detail: Readonly<Record<string, unknown>>,
+): ActivityRecord {
+  return protocolEvent({
+    at,
+    type,
+    agentId: null,
+    hostId: null,
+    userId,
+    capability: null,
+    outcome: 'ok',
+    detail,
+  });
 }

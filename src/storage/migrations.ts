@@ -313,4 +313,8 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX totp_steps_expiry ON totp_steps (keep_until);
   `,
+  // 17: an operator removing a lost passkey ends that user's sessions (admin passkeys remove).
+  `
+  CREATE INDEX sessions_user ON sessions (user_id);
+  `,
 ];

@@ -12,6 +12,7 @@ import {
   ASYNC_JOB,
   GRANT,
   HOST,
+  PASSKEY,
   PER_CALL,
   type Columns,
 } from './sqlite-columns.js';
@@ -27,6 +28,7 @@ import type {
   HostRecord,
   HostStatus,
   ListingPage,
+  PasskeyRecord,
   PerCallQuery,
   PerCallRecord,
   StoreReader,
@@ -258,6 +260,17 @@ export class PgReader implements StoreReader {
       sql: `SELECT * FROM per_call_approvals WHERE status = 'executing' AND created_at <= $1
         AND coalesce(decided_at, created_at) <= $1 ORDER BY created_at, id LIMIT $2`,
       params: [claimedBefore, limit],
+    });
+  }
+
+  passkey(id: string): Promise<PasskeyRecord | undefined> {
+    return this.one(PASSKEY, 'SELECT * FROM passkeys WHERE id = $1', [id]);
+  }
+
+  passkeys(userId: string): Promise<PasskeyRecord[]> {
+    return this.many(PASSKEY, {
+      sql: 'SELECT * FROM passkeys WHERE user_id = $1 ORDER BY created_at, id',
+      params: [userId],
     });
   }
 }

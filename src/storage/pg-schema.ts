@@ -271,6 +271,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX totp_steps_expiry ON totp_steps (keep_until);
   `,
+  // 4: an operator removing a lost passkey ends that user's sessions (admin passkeys remove).
+  `
+  CREATE INDEX sessions_user ON sessions (user_id);
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

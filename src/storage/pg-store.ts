@@ -16,7 +16,7 @@ import { insertOf, type Statement } from './pg-rows.js';
 import { PgShared } from './pg-shared.js';
 import * as signInState from './pg-sign-in-state.js';
 import { PgWriter } from './pg-writer.js';
-import { APPROVAL, ASYNC_JOB, PASSKEY, SESSION } from './sqlite-columns.js';
+import { APPROVAL, ASYNC_JOB, SESSION } from './sqlite-columns.js';
 import type {
   ActivityRecord,
   ApprovalRecord,
@@ -26,7 +26,6 @@ import type {
   GrantUse,
   InboxQuery,
   OidcPendingRecord,
-  PasskeyRecord,
   SessionRecord,
   Store,
   StoreWriter,
@@ -221,35 +220,11 @@ export class PgStore extends PgReader implements Store {
     return this.many(APPROVAL, inboxQuery(query));
   }
 
-  async insertPasskey(passkey: PasskeyRecord): Promise<void> {
-    await this.exec(insertOf('passkeys', PASSKEY, passkey));
-  }
-
-  passkey(id: string): Promise<PasskeyRecord | undefined> {
-    return this.one(PASSKEY, 'SELECT * FROM passkeys WHERE id = $1', [id]);
-  }
-
-  passkeys(userId: string): Promise<PasskeyRecord[]> {
-    return this.many(PASSKEY, {
-      sql: 'SELECT * FROM passkeys WHERE user_id = $1 ORDER BY created_at, id',
-      params: [userId],
-    });
-  }
-
   async recordPasskeyUse(id: string, counter: number, at: number): Promise<void> {
     await this.exec({
       sql: 'UPDATE passkeys SET counter = $1, last_used_at = $2 WHERE id = $3',
       params: [counter, at, id],
     });
-  }
-
-  async deletePasskey(id: string, userId: string): Promise<boolean> {
-    return (
-      (await this.exec({
-        sql: 'DELETE FROM passkeys WHERE id = $1 AND user_id = $2',
-        params: [id, userId],
-      })) > 0
-    );
   }
 
   deleteStalePerCalls(now: number, limit: number): Promise<number> {

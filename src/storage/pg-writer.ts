@@ -7,13 +7,14 @@
 import { ChangeSet } from './pg-notify.js';
 import { PgReader } from './pg-reader.js';
 import { insertOf, updateOf, type Statement } from './pg-rows.js';
-import { ACTIVITY, AGENT, APPROVAL, GRANT, HOST, PER_CALL } from './sqlite-columns.js';
+import { ACTIVITY, AGENT, APPROVAL, GRANT, HOST, PASSKEY, PER_CALL } from './sqlite-columns.js';
 import type {
   ActivityRecord,
   AgentRecord,
   ApprovalRecord,
   GrantRecord,
   HostRecord,
+  PasskeyRecord,
   Patch,
   PerCallRecord,
   PerCallStatus,
@@ -115,5 +116,20 @@ export class PgWriter extends PgReader implements StoreWriter {
 
   async deletePerCall(id: string): Promise<void> {
     await this.run({ sql: 'DELETE FROM per_call_approvals WHERE id = $1', params: [id] });
+  }
+
+  async insertPasskey(passkey: PasskeyRecord): Promise<void> {
+    await this.run(insertOf('passkeys', PASSKEY, passkey));
+  }
+
+  async deletePasskey(id: string, userId: string): Promise<boolean> {
+    return (
+      (await this.run({ sql: 'DELETE FROM passkeys WHERE id = $1 AND user_id = $2', params: [id, userId] })) >
+      0
+    );
+  }
+
+  deleteSessionsOf(userId: string): Promise<number> {
+    return this.run({ sql: 'DELETE FROM sessions WHERE user_id = $1', params: [userId] });
   }
 }

@@ -326,10 +326,6 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.inbox(query));
   }
 
-  insertPasskey(passkey: PasskeyRecord): Promise<void> {
-    return this.run(() => this.engine.insertPasskey(passkey));
-  }
-
   passkey(id: string): Promise<PasskeyRecord | undefined> {
     return this.run(() => this.engine.passkey(id));
   }
@@ -340,10 +336,6 @@ export class SqliteAsyncStore implements Store {
 
   recordPasskeyUse(id: string, counter: number, at: number): Promise<void> {
     return this.run(() => this.engine.recordPasskeyUse(id, counter, at));
-  }
-
-  deletePasskey(id: string, userId: string): Promise<boolean> {
-    return this.run(() => this.engine.deletePasskey(id, userId));
   }
 
   deleteStalePerCalls(now: number, limit: number): Promise<number> {

@@ -404,6 +404,9 @@ export interface StoreReader {
    * `claimedBefore`, oldest first: calls whose outcome was never stored.
    */
   abandonedPerCalls(claimedBefore: number, limit: number): Promise<PerCallRecord[]>;
+  passkey(id: string): Promise<PasskeyRecord | undefined>;
+  /** A user's passkeys, oldest first (at most MAX_PASSKEYS_PER_USER, protocol/passkeys.ts). */
+  passkeys(userId: string): Promise<PasskeyRecord[]>;
 }
 
 /** Everything a transaction may change; all calls inside one `write` commit or roll back together. */
@@ -432,6 +435,15 @@ export interface StoreWriter extends StoreReader {
    */
   updatePerCall(id: string, from: PerCallStatus, patch: Patch<PerCallRecord>): Promise<boolean>;
   deletePerCall(id: string): Promise<void>;
+  /**
+   * Passkeys change in a transaction, so that the per-user cap counted in it holds and the
+   * activity record that says so commits with the change.
+   */
+  insertPasskey(passkey: PasskeyRecord): Promise<void>;
+  /** Deletes the passkey only if it is `userId`'s; returns whether one was deleted. */
+  deletePasskey(id: string, userId: string): Promise<boolean>;
+  /** Ends every session of `userId` (a lost passkey may have signed someone in); returns how many. */
+  deleteSessionsOf(userId: string): Promise<number>;
 }
 
 export interface Store extends StoreReader {
@@ -479,14 +491,8 @@ export interface Store extends StoreReader {
   markOpened(approvalId: string, userId: string, at: number): Promise<void>;
   /** The approver's inbox, newest first: see InboxQuery. */
   inbox(query: InboxQuery): Promise<ApprovalRecord[]>;
-  insertPasskey(passkey: PasskeyRecord): Promise<void>;
-  passkey(id: string): Promise<PasskeyRecord | undefined>;
-  /** A user's passkeys, oldest first. */
-  passkeys(userId: string): Promise<PasskeyRecord[]>;
   /** Records an accepted assertion: the new signature counter and when. */
   recordPasskeyUse(id: string, counter: number, at: number): Promise<void>;
-  /** Deletes the passkey only if it is `userId`'s; returns whether one was deleted. */
-  deletePasskey(id: string, userId: string): Promise<boolean>;
   /**
    * Stores a pending OIDC sign-in. With `max` stored that are unexpired at `now`, the one expiring
    * first (the least recent) is deleted first, in the same transaction.

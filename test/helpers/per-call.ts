@@ -60,17 +60,19 @@ export async function startPerCallProxy(options: {
 export async function softPasskey(p: TestProtocol, userId: string): Promise<SoftAuthenticator> {
   const userHandle = randomBytes(16).toString('base64url');
   const soft = new SoftAuthenticator(userHandle);
-  await p.proxy.protocol.store.insertPasskey({
-    id: soft.id,
-    userId,
-    userHandle,
-    publicKey: soft.cosePublicKey(),
-    counter: 0,
-    transports: ['internal'],
-    name: 'test key',
-    createdAt: p.clock.now(),
-    lastUsedAt: null,
-  });
+  await p.proxy.protocol.store.write((tx) =>
+    tx.insertPasskey({
+      id: soft.id,
+      userId,
+      userHandle,
+      publicKey: soft.cosePublicKey(),
+      counter: 0,
+      transports: ['internal'],
+      name: 'test key',
+      createdAt: p.clock.now(),
+      lastUsedAt: null,
+    }),
+  );
   return soft;
 }
 

@@ -130,6 +130,26 @@ describe('enrolment', () => {
     await expect(passkeys.registrationOptions(scope({ purpose: 'enrol' }))).rejects.toThrow(ProtocolError);
   });
 
+  it(`two enrolments finishing at once cannot pass ${MAX_PASSKEYS_PER_USER} either, and each added one is recorded`, async () => {
+    const { passkeys, store } = setup();
+    for (let i = 0; i < MAX_PASSKEYS_PER_USER - 1; i++) await enrolled(passkeys);
+    // Both ceremonies begin while there is room for one more; then both answers arrive together.
+    const answers = await Promise.all(
+      ['enrol a', 'enrol b'].map(async (binding) => {
+        const s = scope({ purpose: 'enrol', binding });
+        const options = await passkeys.registrationOptions(s);
+        const authenticator = new SoftAuthenticator(options.user.id);
+        return { s, response: authenticator.register({ ...AT, challenge: options.challenge }) };
+      }),
+    );
+    const results = await Promise.all(answers.map((a) => passkeys.register(a.s, a.response, 'Late')));
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+    expect(results.find((r) => !r.ok)).toMatchObject({ reason: expect.stringContaining('the most allowed') });
+    expect(await store.passkeys('alice')).toHaveLength(MAX_PASSKEYS_PER_USER);
+    const added = await store.activity({ limit: 100 });
+    expect(added.filter((r) => r.type === 'user.passkey_added')).toHaveLength(MAX_PASSKEYS_PER_USER);
+  });
+
   it('keeps the name as one line of plain text, capped; an empty name gets a dated default', async () => {
     const { passkeys, store } = setup();
     const s = scope({ purpose: 'enrol' });

@@ -57,10 +57,10 @@ async function seed(store: Store): Promise<void> {
     await tx.putGrant(grant('g1', 'a1', { approvalId: 'p1' }));
     await tx.appendActivity(activity({ agentId: 'a1' }));
     await tx.insertPerCall(perCall('c1', 'a1'));
+    await tx.insertPasskey(passkey('k1'));
   });
   await store.insertAsyncJob(asyncJob('j1', 'a1', { expiresAt: NOW + 1 }));
   await store.insertSession(session('s1'));
-  await store.insertPasskey(passkey('k1'));
   await store.markOpened('p1', 'alice', NOW);
 }
 

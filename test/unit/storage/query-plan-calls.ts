@@ -9,6 +9,7 @@ import type {
   ApprovalRecord,
   GrantRecord,
   HostRecord,
+  PasskeyRecord,
   PerCallRecord,
   Store,
   StoreWriter,
@@ -112,6 +113,18 @@ const perCall = (id: string): PerCallRecord => ({
   keepUntil: NOW + 120_000,
 });
 
+const passkey = (id: string, userId: string): PasskeyRecord => ({
+  id,
+  userId,
+  userHandle: `h-${id}`,
+  publicKey: new Uint8Array([1]),
+  counter: 0,
+  transports: ['usb'],
+  name: 'key',
+  createdAt: NOW,
+  lastUsedAt: null,
+});
+
 /** A few rows in every table. */
 export async function seed(store: Store): Promise<void> {
   await store.write(async (tx) => {
@@ -121,6 +134,7 @@ export async function seed(store: Store): Promise<void> {
     await tx.putGrant(grant('g1', 'a1', 'p1'));
     await tx.appendActivity(activity('a1'));
     await tx.insertPerCall(perCall('c1'));
+    await tx.insertPasskey(passkey('k1', 'alice'));
   });
   await store.insertAsyncJob({
     id: 'j1',
@@ -139,17 +153,6 @@ export async function seed(store: Store): Promise<void> {
     csrfToken: 'c',
     createdAt: NOW,
     expiresAt: NOW + 1,
-  });
-  await store.insertPasskey({
-    id: 'k1',
-    userId: 'alice',
-    userHandle: 'u',
-    publicKey: new Uint8Array([1]),
-    counter: 0,
-    transports: [],
-    name: 'key',
-    createdAt: NOW,
-    lastUsedAt: null,
   });
   await store.markOpened('p1', 'alice', NOW);
 }
@@ -228,6 +231,8 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
   countOpenPerCalls: (s) => s.countOpenPerCalls('a1', NOW),
   overduePerCalls: (s) => s.overduePerCalls(NOW, 100),
   abandonedPerCalls: (s) => s.abandonedPerCalls(NOW, 100),
+  passkey: (s) => s.passkey('k1'),
+  passkeys: (s) => s.passkeys('alice'),
 };
 
 export const STORE_CALLS: Record<string, Call<Store>> = {
@@ -269,22 +274,7 @@ export const STORE_CALLS: Record<string, Call<Store>> = {
     s.inbox({ userId: 'alice', now: NOW, limit: 20 }),
     s.inbox({ userId: 'alice', now: NOW, before: { createdAt: NOW, id: 'p9' }, limit: 20 }),
   ],
-  insertPasskey: (s) =>
-    s.insertPasskey({
-      id: 'k2',
-      userId: 'bob',
-      userHandle: 'v',
-      publicKey: new Uint8Array([2]),
-      counter: 0,
-      transports: ['usb'],
-      name: 'key',
-      createdAt: NOW,
-      lastUsedAt: null,
-    }),
-  passkey: (s) => s.passkey('k1'),
-  passkeys: (s) => s.passkeys('alice'),
   recordPasskeyUse: (s) => s.recordPasskeyUse('k1', 1, NOW),
-  deletePasskey: (s) => s.deletePasskey('k2', 'bob'),
   deleteStalePerCalls: (s) => s.deleteStalePerCalls(NOW, 100),
   deleteStalePending: (s) => s.deleteStalePending(NOW - 1, 100),
   // Each call's statements: an issue with room and one at its bound (the eviction, the refusal).
@@ -338,6 +328,9 @@ export const WRITER_CALLS: Record<string, Call<StoreWriter>> = {
   insertPerCall: (tx) => tx.insertPerCall(perCall('c2')),
   updatePerCall: (tx) => tx.updatePerCall('c2', 'pending', { status: 'executing', decidedAt: NOW }),
   deletePerCall: (tx) => tx.deletePerCall('c2'),
+  insertPasskey: (tx) => tx.insertPasskey(passkey('k2', 'bob')),
+  deletePasskey: (tx) => tx.deletePasskey('k2', 'bob'),
+  deleteSessionsOf: (tx) => tx.deleteSessionsOf('bob'),
 };
 
 /** What replicas share on PostgreSQL beyond the Store contract (pg-shared.ts); one call per statement. */

@@ -13,6 +13,7 @@ import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
 import type {
   ChallengeRecord,
   OidcPendingRecord,
+  PasskeyRecord,
   PerCallRecord,
   Store,
   StoreWriter,
@@ -791,29 +792,70 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
   });
 
   describe('passkeys', () => {
+    const enrol = (...keys: PasskeyRecord[]): Promise<void> =>
+      store.write(async (tx) => {
+        for (const k of keys) await tx.insertPasskey(k);
+      });
+
     it('round-trips a passkey, its public key a plain Uint8Array; lists a user’s oldest first', async () => {
       const k = passkey('k2', { counter: 2 ** 32 - 1, lastUsedAt: NOW + 1 });
-      await store.insertPasskey(k);
-      await store.insertPasskey(passkey('k1', { createdAt: NOW + 1 }));
-      await store.insertPasskey(passkey('k3', { userId: 'bob' }));
-      await store.insertPasskey(passkey('k0'));
+      await enrol(k, passkey('k1', { createdAt: NOW + 1 }), passkey('k3', { userId: 'bob' }), passkey('k0'));
       const read = await store.passkey('k2');
       expect(read).toEqual(k);
       expect(Object.getPrototypeOf(read!.publicKey)).toBe(Uint8Array.prototype);
       expect(ids(await store.passkeys('alice'))).toEqual(['k0', 'k2', 'k1']);
       expect(await store.passkeys('carol')).toEqual([]);
       expect(await store.passkey('nope')).toBeUndefined();
+      // The transaction reads what it wrote.
+      expect(await store.write(async (tx) => ids(await tx.passkeys('alice')))).toEqual(['k0', 'k2', 'k1']);
     });
 
     it('records a use; deletes a passkey only for its owner', async () => {
-      await store.insertPasskey(passkey('k1'));
+      await enrol(passkey('k1'));
       await store.recordPasskeyUse('k1', 7, NOW + 3);
       expect(await store.passkey('k1')).toMatchObject({ counter: 7, lastUsedAt: NOW + 3 });
-      expect(await store.deletePasskey('k1', 'bob')).toBe(false);
+      expect(await store.write((tx) => tx.deletePasskey('k1', 'bob'))).toBe(false);
       expect(await store.passkey('k1')).toBeDefined();
-      expect(await store.deletePasskey('k1', 'alice')).toBe(true);
-      expect(await store.deletePasskey('k1', 'alice')).toBe(false);
+      expect(await store.write((tx) => tx.deletePasskey('k1', 'alice'))).toBe(true);
+      expect(await store.write((tx) => tx.deletePasskey('k1', 'alice'))).toBe(false);
       expect(await store.passkey('k1')).toBeUndefined();
+    });
+
+    it('a rolled-back transaction leaves no passkey behind, nor its removal', async () => {
+      await enrol(passkey('k1'));
+      const boom = new Error('boom');
+      await expect(
+        store.write(async (tx) => {
+          await tx.insertPasskey(passkey('k2'));
+          await tx.deletePasskey('k1', 'alice');
+          throw boom;
+        }),
+      ).rejects.toBe(boom);
+      expect(ids(await store.passkeys('alice'))).toEqual(['k1']);
+    });
+
+    it('concurrent enrolments that each count first never pass the cap (no write skew)', async () => {
+      await enrol(passkey('k0'), passkey('k1'));
+      const add = (id: string): Promise<boolean> =>
+        store.write(async (tx) => {
+          if ((await tx.passkeys('alice')).length >= 3) return false;
+          await tx.insertPasskey(passkey(id));
+          return true;
+        });
+      const added = await Promise.all(['k2', 'k3', 'k4', 'k5'].map(add));
+      expect(added.filter(Boolean)).toHaveLength(1);
+      expect(await store.passkeys('alice')).toHaveLength(3);
+    });
+
+    it('ends every session of one user, and only theirs', async () => {
+      await store.insertSession(session('s1'));
+      await store.insertSession(session('s2', { authMethod: 'password', acr: null, amr: null }));
+      await store.insertSession(session('s3', { userId: 'bob' }));
+      expect(await store.write((tx) => tx.deleteSessionsOf('alice'))).toBe(2);
+      expect(await store.session('s1')).toBeUndefined();
+      expect(await store.session('s2')).toBeUndefined();
+      expect(await store.session('s3')).toBeDefined();
+      expect(await store.write((tx) => tx.deleteSessionsOf('alice'))).toBe(0);
     });
   });
 
