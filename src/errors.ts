@@ -42,6 +42,7 @@ export const ERROR_CATALOGUE = {
   agent_not_found: { status: 404, message: 'No agent with that id exists.' },
   host_not_found: { status: 404, message: 'No host with that id exists.' },
   approval_not_found: { status: 404, message: 'No pending approval request with that id exists.' },
+  passkey_not_found: { status: 404, message: 'The user has no such passkey.' },
   agent_exists: {
     status: 409,
     message: 'An agent with this public key is already registered under this host.',

@@ -229,3 +229,33 @@ export function perCallsText(reply: unknown): string {
   const header = ['ID', 'STATUS', 'CAPABILITY', 'AGENT', 'ADDRESSEE', 'EXPIRES', 'ARGUMENTS'];
   return `${table(header, rows)}\n\n${count(rows.length, 'call')}${more(r)}`;
 }
+
+function passkeyRows(value: unknown): string[][] {
+  return list(value)
+    .map(rec)
+    .map((p) => [cell(p.id), cell(p.name), time(p.created_at), time(p.last_used_at)]);
+}
+
+const PASSKEY_HEADER = ['ID', 'NAME', 'ADDED', 'LAST USED'];
+
+/** A user's passkeys, oldest first. */
+export function passkeysText(reply: unknown): string {
+  const r = rec(reply);
+  const rows = passkeyRows(r.passkeys);
+  if (!rows.length) return `user ${cell(r.user_id)} has no passkeys`;
+  return `${table(PASSKEY_HEADER, rows)}\n\n${count(rows.length, 'passkey')} of user ${cell(r.user_id)}`;
+}
+
+/** What `passkeys remove` did: the passkeys gone, and the sessions that ended with them. */
+export function passkeysRemovedText(reply: unknown): string {
+  const r = rec(reply);
+  const rows = passkeyRows(r.removed);
+  const ended = typeof r.sessions_ended === 'number' ? r.sessions_ended : 0;
+  return [
+    `removed ${count(rows.length, 'passkey')} of user ${cell(r.user_id)}; ${count(ended, 'session')} ended`,
+    '',
+    table(PASSKEY_HEADER, rows),
+    '',
+    'Their next passkey is enrolled on the account page after a fresh sign-in.',
+  ].join('\n');
+}

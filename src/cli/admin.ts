@@ -32,6 +32,9 @@ export const ADMIN_USAGE = `Usage:
                          [--limit N] [--cursor CURSOR]
   agent-auth-proxy admin agents show ID
   agent-auth-proxy admin agents revoke ID
+  agent-auth-proxy admin passkeys list --user-id USER
+  agent-auth-proxy admin passkeys remove --user-id USER (--passkey-id ID | --all)
+                         [--reason TEXT]     (also ends the user's sessions)
   agent-auth-proxy admin activity [--agent-id ID] [--host-id ID] [--capability NAME]
                          [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
 
@@ -69,6 +72,8 @@ const OPTIONS = {
   until: { type: 'string' },
   limit: { type: 'string' },
   cursor: { type: 'string' },
+  'passkey-id': { type: 'string' },
+  all: { type: 'boolean' },
 } as const;
 
 const COMMON = ['url', 'token', 'token-file', 'json', 'help'] as const;
@@ -230,6 +235,25 @@ const COMMANDS: Readonly<Record<string, Command>> = {
     request: (_v, id) => post(`/admin/agents/${enc(id)}/revoke`, {}),
     text: (body) => `revoked agent ${format.cell(format.rec(body).agent_id)}`,
   },
+  // A person who lost a passkey cannot change their set on the account page: the operator can.
+  'passkeys list': {
+    flags: ['user-id'],
+    request: (v) => get(`/admin/users/${enc(requiredUser('passkeys list', v))}/passkeys`),
+    text: format.passkeysText,
+  },
+  'passkeys remove': {
+    flags: ['user-id', 'passkey-id', 'all', 'reason'],
+    request: (v) => {
+      const user = requiredUser('passkeys remove', v);
+      if ((v['passkey-id'] === undefined) === (v.all !== true))
+        throw new UserError(`admin passkeys remove: give --passkey-id ID or --all, not both\n${HELP}`);
+      return post(`/admin/users/${enc(user)}/passkeys/remove`, {
+        ...(v.all === true ? { all: true } : { passkey_id: v['passkey-id'] }),
+        reason: v.reason,
+      });
+    },
+    text: format.passkeysRemovedText,
+  },
   activity: {
     flags: ['agent-id', 'host-id', 'capability', 'since', 'until', 'limit', 'cursor'],
     request: (v) => {
@@ -365,6 +389,12 @@ function post(path: string, body: Record<string, unknown>): Call {
 }
 
 const enc = encodeURIComponent;
+
+function requiredUser(name: string, v: Values): string {
+  const user = v['user-id'];
+  if (user === undefined || user === '') throw new UserError(`admin ${name}: --user-id is required\n${HELP}`);
+  return user;
+}
 
 /** A JSON object given inline or as `@FILE`. */
 function jsonObject(flag: string, value: string): Record<string, unknown> {

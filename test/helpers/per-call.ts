@@ -95,6 +95,13 @@ export class PageClient {
     return new PageClient(origin, cookie);
   }
 
+  /** Whether this browser is still signed in: the account page shows its own (with a CSRF token). */
+  async signedIn(): Promise<boolean> {
+    const { status, html } = await this.get('/account');
+    if (status !== 200) throw new Error(`account page: ${status}`);
+    return html.includes('name="csrf"') && !html.includes('id="sign-in-link"');
+  }
+
   async get(path: string): Promise<{ status: number; html: string }> {
     const res = await fetch(`${this.origin}${path}`, { headers: { cookie: this.cookie } });
     return { status: res.status, html: await res.text() };

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateTestKey, type TestKey } from '../helpers/keys.js';
 import { ADMIN_TOKEN, startProtocol, type TestProtocol } from '../helpers/protocol.js';
+import { softPasskey } from '../helpers/per-call.js';
 import { startTestProxy } from '../helpers/proxy.js';
 import { runAdmin } from '../../src/cli/admin.js';
 import { userErrorLine } from '../../src/cli/output.js';
@@ -514,6 +515,50 @@ describe('admin agents and activity', () => {
   });
 });
 
+describe('admin passkeys (a person who lost theirs)', () => {
+  it('list shows them; remove --passkey-id takes one, --all the rest; each change seen through the API', async () => {
+    const lost = await softPasskey(p, 'zoe');
+    const other = await softPasskey(p, 'zoe');
+    const listed = ok(await admin(['passkeys', 'list', '--user-id', 'zoe', '--url', url]));
+    expect(listed.split('\n')[0]).toMatch(/^ID\s+NAME\s+ADDED\s+LAST USED$/);
+    expect(listed).toContain(`${lost.id}  test key`);
+    expect(listed).toContain(other.id);
+    expect(listed).toContain('2 passkeys of user zoe');
+
+    const one = ok(
+      await admin([
+        'passkeys',
+        'remove',
+        '--user-id',
+        'zoe',
+        '--passkey-id',
+        lost.id,
+        '--reason',
+        'lost',
+        '--url',
+        url,
+      ]),
+    );
+    expect(one.split('\n')[0]).toBe('removed 1 passkey of user zoe; 0 sessions ended');
+    expect(one).toContain(lost.id);
+    const left = await p.admin('GET', '/admin/users/zoe/passkeys');
+    expect((left.body.passkeys as { id: string }[]).map((k) => k.id)).toEqual([other.id]);
+
+    const json = JSON.parse(
+      ok(await admin(['passkeys', 'remove', '--user-id', 'zoe', '--all', '--url', url, '--json'])),
+    );
+    expect(json).toMatchObject({ user_id: 'zoe', removed: [{ id: other.id }], sessions_ended: 0 });
+    expect(ok(await admin(['passkeys', 'list', '--user-id', 'zoe', '--url', url]))).toBe(
+      'user zoe has no passkeys\n',
+    );
+    apiError(
+      await admin(['passkeys', 'remove', '--user-id', 'zoe', '--all', '--url', url]),
+      'passkey_not_found',
+      'User "zoe" has no passkeys.',
+    );
+  });
+});
+
 describe('admin token, URL and connection failures', () => {
   it('a wrong token is invalid_token (exit 1), and the token is never echoed', async () => {
     const file = join(tmp, 'wrong-token');
@@ -613,6 +658,17 @@ describe('usage mistakes exit 2 before any request', () => {
       '--public-key @/nonexistent/key.json: not found or not readable',
     ],
     ['hosts link without --user-id', ['hosts', 'link', 'hst_1'], 'admin hosts link: --user-id is required'],
+    ['passkeys list without --user-id', ['passkeys', 'list'], 'admin passkeys list: --user-id is required'],
+    [
+      'passkeys remove with neither --passkey-id nor --all',
+      ['passkeys', 'remove', '--user-id', 'zoe'],
+      'admin passkeys remove: give --passkey-id ID or --all, not both',
+    ],
+    [
+      'passkeys remove with both --passkey-id and --all',
+      ['passkeys', 'remove', '--user-id', 'zoe', '--passkey-id', 'k1', '--all'],
+      'admin passkeys remove: give --passkey-id ID or --all, not both',
+    ],
     [
       'an unknown --status',
       ['agents', 'list', '--status', 'sleeping'],
@@ -683,6 +739,8 @@ describe('usage mistakes exit 2 before any request', () => {
       'agents list',
       'agents show',
       'agents revoke',
+      'passkeys list',
+      'passkeys remove',
       'activity',
     ])
       expect(out).toContain(`agent-auth-proxy admin ${command}`);

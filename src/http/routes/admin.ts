@@ -19,6 +19,7 @@ import { agentView, hostView } from '../../protocol/views.js';
 import { currentAgent } from '../../protocol/lifecycle.js';
 import type { ActivityRecord, AgentRecord, ApprovalRecord, HostStatus } from '../../storage/types.js';
 import { need, step, type Exchange, type SharedStep } from '../pipeline.js';
+import { adminPasskeyRoutes } from './admin-passkeys.js';
 import { adminPerCallRoutes } from './admin-per-call.js';
 import { sendJson } from '../respond.js';
 import { nextCursor, pageOf } from '../listing-page.js';
@@ -328,6 +329,15 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     change,
     reasonOf: (x) => optionalString(body(x), 'reason'),
     unknownAfterMs: options.perCallUnknownAfterMs,
+  });
+
+  adminPasskeyRoutes(router, {
+    ctx,
+    read,
+    change,
+    bodyOf: body,
+    stringOf: (x, key, max) => optionalString(body(x), key, max),
+    originOf: operatorOrigin,
   });
 
   router.add(

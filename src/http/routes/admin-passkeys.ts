@@ -1,0 +1,94 @@
+/**
+ * A person's passkeys, for the operator (under the admin token like the rest of `/admin/`):
+ *
+ *   GET  /admin/users/{user_id}/passkeys          the passkeys (at most 10), oldest first
+ *   POST /admin/users/{user_id}/passkeys/remove   {passkey_id} or {all: true}, and reason?:
+ *                                                 one or every passkey; the user's sessions end
+ *
+ * For a person who lost a passkey: without one they cannot change their set on the account page
+ * (protocol/passkey-recovery.ts says why and what follows). The operator never adds a passkey:
+ * a person enrols their own.
+ */
+import { ProtocolError } from '../../errors.js';
+import { iso } from '../../protocol/context.js';
+import type { ProtocolContext } from '../../protocol/context.js';
+import type { DecisionOrigin } from '../../protocol/decision-record.js';
+import { removeUserPasskeys } from '../../protocol/passkey-recovery.js';
+import type { PasskeyRecord } from '../../storage/types.js';
+import type { Exchange, SharedStep } from '../pipeline.js';
+import { sendJson } from '../respond.js';
+import type { Router } from '../router.js';
+
+/** As long as a user id may be anywhere in the admin API (`user_id` of `hosts link`). */
+const MAX_USER_ID = 200;
+
+export interface AdminPasskeyOptions {
+  readonly ctx: ProtocolContext;
+  readonly read: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
+  readonly change: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
+  readonly bodyOf: (x: Exchange) => Readonly<Record<string, unknown>>;
+  /** A string field of the JSON body, checked (absent: undefined). */
+  readonly stringOf: (x: Exchange, key: string, max?: number) => string | undefined;
+  readonly originOf: (x: Exchange) => DecisionOrigin;
+}
+
+export function adminPasskeyRoutes(
+  router: Router,
+  { ctx, read, change, bodyOf, stringOf, originOf }: AdminPasskeyOptions,
+): void {
+  router.add(
+    'GET',
+    '/admin/users/:user_id/passkeys',
+    read('list-passkeys', async (x) => {
+      const userId = userIdOf(x);
+      const passkeys = await ctx.store.passkeys(userId);
+      sendJson(x.res, 200, { user_id: userId, passkeys: passkeys.map(view) });
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/users/:user_id/passkeys/remove',
+    change('remove-passkeys', async (x) => {
+      const userId = userIdOf(x);
+      const passkeyId = stringOf(x, 'passkey_id', 1024);
+      const all = bodyOf(x).all;
+      if (all !== undefined && typeof all !== 'boolean') {
+        throw new ProtocolError('invalid_request', 'all must be true or false.');
+      }
+      // Removing every passkey is said in so many words, never the default of a missing id.
+      if ((passkeyId === undefined) === (all !== true)) {
+        throw new ProtocolError(
+          'invalid_request',
+          'Give passkey_id (one passkey) or "all": true (every passkey of the user), not both.',
+        );
+      }
+      const reason = stringOf(x, 'reason');
+      const { removed, sessionsEnded } = await removeUserPasskeys(ctx, userId, {
+        ...(passkeyId !== undefined ? { passkeyId } : {}),
+        ...(reason !== undefined ? { reason } : {}),
+        origin: originOf(x),
+      });
+      sendJson(x.res, 200, { user_id: userId, removed: removed.map(view), sessions_ended: sessionsEnded });
+    }),
+  );
+}
+
+function userIdOf(x: Exchange): string {
+  const userId = x.params.user_id ?? '';
+  if (userId === '' || userId.length > MAX_USER_ID) {
+    throw new ProtocolError('invalid_request', `user_id must be 1 to ${MAX_USER_ID} characters.`);
+  }
+  return userId;
+}
+
+/** What the operator sees of a passkey: never its public key or user handle. */
+function view(p: PasskeyRecord): Record<string, unknown> {
+  return {
+    id: p.id,
+    name: p.name,
+    transports: p.transports,
+    created_at: iso(p.createdAt),
+    last_used_at: p.lastUsedAt === null ? null : iso(p.lastUsedAt),
+  };
+}

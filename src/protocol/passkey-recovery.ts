@@ -1,0 +1,65 @@
+/**
+ * The way back for a person who lost a passkey (operator API and CLI). On the account page,
+ * changing a set of passkeys takes a confirmation with one of them (passkey-account.ts), so
+ * somebody whose only passkey is gone can neither remove it nor add another; and where policy
+ * asks for proof of presence (§8.11) they cannot approve anything either. The operator removes
+ * it instead. Afterwards the person's next passkey is a first one again: a fresh sign-in enrols
+ * it (passkeys.ts `enrolmentNeeds`).
+ *
+ * A lost passkey may be in someone else's hands and may have signed them in, so every session
+ * of the person ends in the same transaction; each removal is an activity record (§11) that
+ * names the operator's origin.
+ */
+import { ProtocolError } from '../errors.js';
+import type { PasskeyRecord } from '../storage/types.js';
+import type { ProtocolContext } from './context.js';
+import { originDetail, type DecisionOrigin } from './decision-record.js';
+import { passkeyEvent } from './passkeys.js';
+
+export interface PasskeyRemoval {
+  /** Only this passkey; without it, every passkey of the user. */
+  readonly passkeyId?: string;
+  readonly reason?: string;
+  readonly origin?: DecisionOrigin;
+}
+
+export interface RemovedPasskeys {
+  readonly removed: readonly PasskeyRecord[];
+  readonly sessionsEnded: number;
+}
+
+/** Removes `userId`'s passkeys (or one of them) and ends their sessions, all or nothing. */
+export function removeUserPasskeys(
+  ctx: ProtocolContext,
+  userId: string,
+  removal: PasskeyRemoval,
+): Promise<RemovedPasskeys> {
+  const now = ctx.clock.now();
+  return ctx.store.write(async (tx) => {
+    const held = await tx.passkeys(userId);
+    const targets = removal.passkeyId === undefined ? held : held.filter((p) => p.id === removal.passkeyId);
+    if (targets.length === 0) {
+      throw new ProtocolError(
+        'passkey_not_found',
+        removal.passkeyId === undefined
+          ? `User "${userId}" has no passkeys.`
+          : `User "${userId}" has no passkey "${removal.passkeyId}".`,
+      );
+    }
+    for (const p of targets) await tx.deletePasskey(p.id, userId);
+    const sessionsEnded = await tx.deleteSessionsOf(userId);
+    for (const p of targets) {
+      await tx.appendActivity(
+        passkeyEvent('user.passkey_removed', userId, now, {
+          passkey: p.name,
+          passkey_id: p.id,
+          by: 'admin',
+          sessions_ended: sessionsEnded,
+          ...(removal.reason ? { reason: removal.reason } : {}),
+          ...originDetail(removal.origin),
+        }),
+      );
+    }
+    return { removed: targets, sessionsEnded };
+  });
+}

@@ -1,0 +1,161 @@
+/**
+ * A person lost their passkey: the operator API removes it (`/admin/users/{id}/passkeys`), ends
+ * their sessions, and records it (§11); the person then signs in again and enrols a new one as a
+ * first passkey. A real proxy (local accounts, issuer http://localhost so passkeys work), real
+ * HTTP, real SQLite, software authenticators making real P-256 signatures.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PageClient, softPasskey, startPerCallProxy, type PerCallProxy } from '../../helpers/per-call.js';
+import { ADMIN_TOKEN } from '../../helpers/protocol.js';
+import { SoftAuthenticator } from '../../helpers/webauthn.js';
+
+let proxy: PerCallProxy;
+beforeAll(async () => {
+  proxy = await startPerCallProxy({ policy: '', users: ['alice', 'bob', 'carol', 'dave', 'erin'] });
+});
+afterAll(async () => proxy.close());
+
+const passkeysOf = async (user: string): Promise<{ id: string; name: string }[]> => {
+  const reply = await proxy.p.admin('GET', `/admin/users/${user}/passkeys`);
+  expect(reply.status).toBe(200);
+  return reply.body.passkeys as { id: string; name: string }[];
+};
+
+async function removedRecords(user: string): Promise<Record<string, unknown>[]> {
+  const rows = await proxy.p.proxy.protocol.store.activity({ limit: 1000 });
+  return rows
+    .filter((r) => r.type === 'user.passkey_removed' && r.userId === user)
+    .map((r) => r.detail as Record<string, unknown>);
+}
+
+describe('GET /admin/users/{user_id}/passkeys', () => {
+  it("lists one user's passkeys, oldest first, without their public key or user handle", async () => {
+    const a = await softPasskey(proxy.p, 'alice');
+    proxy.clock.advance(1000);
+    const b = await softPasskey(proxy.p, 'alice');
+    await softPasskey(proxy.p, 'bob');
+    const reply = await proxy.p.admin('GET', '/admin/users/alice/passkeys');
+    expect(reply.status).toBe(200);
+    expect(reply.body.user_id).toBe('alice');
+    expect((reply.body.passkeys as { id: string }[]).map((p) => p.id)).toEqual([a.id, b.id]);
+    expect(Object.keys((reply.body.passkeys as object[])[0] as object).sort()).toEqual([
+      'created_at',
+      'id',
+      'last_used_at',
+      'name',
+      'transports',
+    ]);
+    expect(await passkeysOf('nobody')).toEqual([]);
+  });
+
+  it('needs the admin token', async () => {
+    const res = await fetch(`${proxy.p.proxy.url}/admin/users/alice/passkeys`);
+    expect(res.status).toBe(401);
+    const wrong = await fetch(`${proxy.p.proxy.url}/admin/users/alice/passkeys`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN.replace(/.$/, '0')}x` },
+    });
+    expect(wrong.status).toBe(401);
+  });
+});
+
+describe('POST /admin/users/{user_id}/passkeys/remove', () => {
+  it("removes the one passkey named, ends that user's sessions (no one else's), and records who and why", async () => {
+    const lost = await softPasskey(proxy.p, 'carol');
+    const kept = await softPasskey(proxy.p, 'carol');
+    const carol = await PageClient.signIn(proxy.p.issuer, 'carol');
+    const carolElsewhere = await PageClient.signIn(proxy.p.issuer, 'carol');
+    const bob = await PageClient.signIn(proxy.p.issuer, 'bob');
+    expect(await carol.signedIn()).toBe(true);
+
+    const reply = await proxy.p.admin('POST', '/admin/users/carol/passkeys/remove', {
+      passkey_id: lost.id,
+      reason: 'phone stolen',
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ user_id: 'carol', removed: [{ id: lost.id }], sessions_ended: 2 });
+    expect((await passkeysOf('carol')).map((p) => p.id)).toEqual([kept.id]);
+    expect(await carol.signedIn()).toBe(false);
+    expect(await carolElsewhere.signedIn()).toBe(false);
+    expect(await bob.signedIn()).toBe(true);
+    expect(await removedRecords('carol')).toEqual([
+      {
+        passkey: 'test key',
+        passkey_id: lost.id,
+        by: 'admin',
+        sessions_ended: 2,
+        reason: 'phone stolen',
+        auth_method: 'admin_token',
+        client_ip: '127.0.0.1',
+        user_agent: 'node',
+      },
+    ]);
+  });
+
+  it('refuses, changing nothing: no target, both targets, a bad all, an unknown passkey, an empty user', async () => {
+    const mine = await softPasskey(proxy.p, 'dave');
+    const dave = await PageClient.signIn(proxy.p.issuer, 'dave');
+    const refusals: [unknown, number, string, RegExp][] = [
+      [{}, 400, 'invalid_request', /passkey_id .* or "all": true/],
+      [{ passkey_id: mine.id, all: true }, 400, 'invalid_request', /not both/],
+      [{ all: 'yes' }, 400, 'invalid_request', /all must be true or false/],
+      [{ all: false }, 400, 'invalid_request', /passkey_id/],
+      [{ passkey_id: '' }, 400, 'invalid_request', /passkey_id must be a non-empty string/],
+      [{ passkey_id: 'nope' }, 404, 'passkey_not_found', /User "dave" has no passkey "nope"/],
+    ];
+    for (const [body, status, error, message] of refusals) {
+      const reply = await proxy.p.admin('POST', '/admin/users/dave/passkeys/remove', body);
+      expect(reply.status, JSON.stringify(body)).toBe(status);
+      expect(reply.body.error).toBe(error);
+      expect(reply.body.message).toMatch(message);
+    }
+    // Another user's passkey is not found under this one.
+    const other = await softPasskey(proxy.p, 'bob');
+    const crossed = await proxy.p.admin('POST', '/admin/users/dave/passkeys/remove', {
+      passkey_id: other.id,
+    });
+    expect(crossed.status).toBe(404);
+    const none = await proxy.p.admin('POST', '/admin/users/nobody/passkeys/remove', { all: true });
+    expect(none.status).toBe(404);
+    expect(none.body.message).toBe('User "nobody" has no passkeys.');
+    expect((await passkeysOf('dave')).map((p) => p.id)).toEqual([mine.id]);
+    expect((await passkeysOf('bob')).map((p) => p.id)).toContain(other.id);
+    expect(await dave.signedIn()).toBe(true);
+    expect(await removedRecords('dave')).toEqual([]);
+  });
+
+  it('all: true removes every passkey; then a fresh sign-in enrols a new first one without the lost one', async () => {
+    // Erin's only passkey is gone: on the account page, adding one needs a confirmation with it.
+    await softPasskey(proxy.p, 'erin');
+    const before = await PageClient.signIn(proxy.p.issuer, 'erin');
+    expect((await before.get('/account')).html).toContain('You will first confirm with one of your passkeys');
+
+    const reply = await proxy.p.admin('POST', '/admin/users/erin/passkeys/remove', { all: true });
+    expect(reply.status).toBe(200);
+    expect(reply.body.sessions_ended).toBe(1);
+    expect(await passkeysOf('erin')).toEqual([]);
+
+    const erin = await PageClient.signIn(proxy.p.issuer, 'erin');
+    const account = await erin.get('/account');
+    expect(account.html).not.toContain('You will first confirm');
+    const csrf = /name="csrf" value="([^"]*)"/.exec(account.html)?.[1] ?? '';
+    const options = await erin.post('/account/passkeys/options', { csrf, name: 'New phone' });
+    expect(options.status).toBe(200);
+    const { registration, assertion } = JSON.parse(options.text) as {
+      registration: { challenge: string; user: { id: string } };
+      assertion?: unknown;
+    };
+    expect(assertion).toBeUndefined();
+    const fresh = new SoftAuthenticator(registration.user.id);
+    const added = await erin.post('/account/passkeys', {
+      csrf,
+      name: 'New phone',
+      registration: fresh.register({
+        challenge: registration.challenge,
+        rpId: 'localhost',
+        origin: proxy.p.issuer,
+      }),
+    });
+    expect(added.status).toBe(200);
+    expect((await passkeysOf('erin')).map((p) => [p.id, p.name])).toEqual([[fresh.id, 'New phone']]);
+  });
+});
