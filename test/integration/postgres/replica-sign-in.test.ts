@@ -5,7 +5,10 @@
  *
  * - a TOTP code accepted by one replica is refused by the other (RFC 6238 §5.2: good once);
  * - a passkey enrolment whose WebAuthn challenge one replica issued is verified by the other, and
- *   so is a passkey sign-in; the same assertion sent again, to either, is refused (single use).
+ *   so is a passkey sign-in; the same assertion sent again, to either, is refused (single use);
+ * - an OpenID Connect sign-in begun on one replica (its state, nonce and PKCE verifier stored) is
+ *   finished by the other at a real provider's callback, once, and only for the browser that
+ *   began it; the session then works on both.
  *
  * The browser's side is played by fetch and a software authenticator (test/helpers/webauthn.ts),
  * with the `Origin` a browser on the shared issuer would send.
@@ -14,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/util/password.js';
 import { hotp, totpStep } from '../../../src/util/totp.js';
 import { CLI, ensureBuiltCli } from '../../helpers/cli-process.js';
+import { IDP_PASSWORD, startTestIdp, type TestIdp } from '../../helpers/oidc-provider.js';
 import { startReplicaCluster, type Replica, type ReplicaCluster } from '../../helpers/replicas.js';
 import { SoftAuthenticator } from '../../helpers/webauthn.js';
 
@@ -28,6 +32,7 @@ const TOTP_KEY = Buffer.from('12345678901234567890');
 let set: ReplicaCluster;
 let a: Replica;
 let b: Replica;
+let idp: TestIdp;
 
 beforeAll(async () => {
   expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
@@ -35,14 +40,30 @@ beforeAll(async () => {
   const users = ['alice', 'bob'].map(
     (u) => `      - user_id: ${u}\n        password_hash: "${hash}"\n        totp_secret: ${TOTP_SECRET}`,
   );
+  idp = await startTestIdp({
+    redirectUris: [`${ISSUER}/sign-in/oidc/callback`],
+    accounts: {
+      carol: { email: 'carol@example.com', email_verified: true, preferred_username: 'carol', name: 'Carol' },
+    },
+    now: () => Date.now(),
+  });
+  const oidc = [
+    '  oidc:',
+    `    issuer: ${idp.issuer}`,
+    `    client_id: ${idp.clientId}`,
+    `    client_secret: { value: ${idp.clientSecret} }`,
+  ];
   set = await startReplicaCluster({
     policy: 'rate_limits:\n  per_ip: null\n',
-    config: ['sign_in:', '  fresh_auth: 5m', '  local:', '    users:', ...users].join('\n'),
+    config: ['sign_in:', '  fresh_auth: 5m', '  local:', '    users:', ...users, ...oidc].join('\n'),
     issuer: ISSUER,
   });
   [a, b] = set.replicas as [Replica, Replica];
 });
-afterAll(() => set?.close());
+afterAll(async () => {
+  await set?.close();
+  await idp?.close();
+});
 
 interface PageReply {
   readonly status: number;
@@ -147,6 +168,100 @@ describe('signing in across replicas on one PostgreSQL', () => {
       const replay = await page(replica, 'POST', '/sign-in/passkey', form);
       expect(replay.status).toBe(400);
       expect(replay.text).toContain('unknown, was already used, or has expired');
+    }
+  });
+});
+
+/**
+ * The browser's side at the provider: its cookies (by name and path, as a browser keeps them) and
+ * the redirects it follows, up to the one that leaves for the proxy's callback.
+ */
+class IdpBrowser {
+  private readonly cookies = new Map<string, { path: string; value: string }>();
+
+  /** Follows redirects from `url` at the provider; returns the first location outside it. */
+  async follow(url: string, form?: Record<string, string>): Promise<string> {
+    let next: string | undefined = url;
+    let body = form;
+    for (let hops = 0; hops < 10 && next !== undefined; hops++) {
+      const target = new URL(next, idp.issuer);
+      if (target.origin !== idp.issuer) return target.href;
+      const res = await fetch(target, {
+        method: body ? 'POST' : 'GET',
+        redirect: 'manual',
+        headers: {
+          cookie: this.cookieFor(target.pathname),
+          ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        },
+        ...(body ? { body: new URLSearchParams(body).toString() } : {}),
+      });
+      for (const line of res.headers.getSetCookie()) this.keep(line);
+      const text = await res.text();
+      body = undefined;
+      next = res.headers.get('location') ?? undefined;
+      if (next === undefined) {
+        // A page: the login form, then the consent form; the person fills in each.
+        const action = /<form method="post" action="([^"]+)"/.exec(text)?.[1];
+        if (!action) throw new Error(`the provider answered ${res.status}: ${text.slice(0, 200)}`);
+        next = action;
+        body = action.endsWith('/login') ? { login: 'carol', password: IDP_PASSWORD } : {};
+      }
+    }
+    throw new Error('too many redirects at the provider');
+  }
+
+  private keep(line: string): void {
+    const [pair = '', ...attributes] = line.split(';').map((p) => p.trim());
+    const eq = pair.indexOf('=');
+    const name = pair.slice(0, eq);
+    const path = attributes.find((a) => a.toLowerCase().startsWith('path='))?.slice(5) ?? '/';
+    const expired = attributes.some((a) => /^expires=thu, 01 jan 1970/i.test(a));
+    if (expired) this.cookies.delete(`${name};${path}`);
+    else this.cookies.set(`${name};${path}`, { path, value: pair });
+  }
+
+  private cookieFor(pathname: string): string {
+    return [...this.cookies.values()]
+      .filter((c) => pathname.startsWith(c.path))
+      .map((c) => c.value)
+      .join('; ');
+  }
+}
+
+describe('OpenID Connect across replicas', () => {
+  it('begun on one replica, finished on the other at the callback, once, for that browser only', async () => {
+    const begin = await page(a, 'GET', '/sign-in/oidc?return=/account');
+    expect(begin.status).toBe(303);
+    const browser = begin.cookie as string;
+    expect(browser).toBeDefined();
+    const authorize = begin.location as string;
+    expect(authorize.startsWith(`${idp.issuer}/`)).toBe(true);
+
+    const callback = new URL(await new IdpBrowser().follow(authorize));
+    expect(`${callback.origin}${callback.pathname}`).toBe(`${ISSUER}/sign-in/oidc/callback`);
+    const path = `${callback.pathname}${callback.search}`;
+
+    // Another browser at B with the same callback: not its sign-in, so nothing (and it stays).
+    const stranger = await page(b, 'GET', path, undefined, 'aap_oidc=someone-else');
+    expect(stranger.status).toBe(400);
+    expect(stranger.cookie ?? '').not.toMatch(/^aap_session=/);
+
+    const done = await page(b, 'GET', path, undefined, browser);
+    expect(done.status).toBe(303);
+    expect(done.location).toBe('/account');
+    const session = done.cookie as string;
+    expect(session).toMatch(/^aap_session=/);
+    for (const replica of [a, b]) {
+      const account = await page(replica, 'GET', '/account', undefined, session);
+      expect(account.text).toContain('carol');
+      expect(account.text).toContain('name="csrf"');
+    }
+
+    // The state was taken: the same callback again, at either replica, signs nobody in.
+    for (const replica of [a, b]) {
+      const again = await page(replica, 'GET', path, undefined, browser);
+      expect(again.status).toBe(400);
+      expect(again.cookie ?? '').not.toMatch(/^aap_session=/);
     }
   });
 });
