@@ -17,7 +17,7 @@ import type { Policy } from './policy/policy.js';
 import type { ProtocolContext } from './protocol/context.js';
 import type { ExecutionLog } from './protocol/execution-log.js';
 import type { InFlightSlots } from './protocol/in-flight.js';
-import { Passkeys, relyingParty } from './protocol/passkeys.js';
+import { CHALLENGE_BOUNDS, Passkeys, relyingParty } from './protocol/passkeys.js';
 import type { OidcSignIn } from './protocol/oidc.js';
 import { outcomeUnknownAfterMs } from './protocol/per-call-decide.js';
 import { Sessions } from './protocol/sessions.js';
@@ -104,7 +104,13 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
     issuer,
   );
   // §8.11 passkeys: the relying party is the issuer's host (known once the server listens).
-  const passkeys = new Passkeys(store, clock, () => relyingParty(issuer(), providerName));
+  const passkeys = new Passkeys(
+    store,
+    clock,
+    () => relyingParty(issuer(), providerName),
+    CHALLENGE_BOUNDS,
+    settings.signIn.firstPasskeyNeedsCode,
+  );
   const presence = new PresenceGate(passkeys, policy.approval.requirePresence);
   deviceRoutes(router, { ctx, limits, auth, serverName: providerName, presence });
   if (auth.enabled) {
@@ -186,6 +192,7 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
       maxBodyBytes: settings.maxBodyBytes,
       flushActivity: () => executionLog.flush(),
       perCallUnknownAfterMs: () => outcomeUnknownAfterMs(engine().executor.longestCallMs()),
+      firstPasskeyNeedsCode: settings.signIn.firstPasskeyNeedsCode,
     });
   }
   if (policy.perCall.size > 0 && !auth.enabled) {

@@ -259,3 +259,13 @@ export function passkeysRemovedText(reply: unknown): string {
     'Their next passkey is enrolled on the account page after a fresh sign-in.',
   ].join('\n');
 }
+
+/** A first-passkey enrolment code: printed once, for the operator to hand over out of band. */
+export function enrolmentCodeText(reply: unknown): string {
+  const r = rec(reply);
+  return [
+    `enrolment code for user ${cell(r.user_id)}: ${cell(r.enrolment_code)}`,
+    `good once, until ${time(r.expires_at)}, for their first passkey.`,
+    'Give it to them in person or by phone: never by a channel an agent could read.',
+  ].join('\n');
+}

@@ -7,6 +7,7 @@
 import { processOutput, type CliOutput } from './output.js';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parseDuration } from '../config/durations.js';
 import { UserError } from '../errors.js';
 import type { AgentStatus, HostStatus, PerCallStatus } from '../storage/types.js';
 import { AdminApiError, adminClient, ConnectionError, parseBaseUrl } from './admin-api.js';
@@ -35,6 +36,8 @@ export const ADMIN_USAGE = `Usage:
   agent-auth-proxy admin passkeys list --user-id USER
   agent-auth-proxy admin passkeys remove --user-id USER (--passkey-id ID | --all)
                          [--reason TEXT]     (also ends the user's sessions)
+  agent-auth-proxy admin passkeys code --user-id USER [--ttl DURATION]
+                         (sign_in.first_passkey: operator_code; default 24h, at most 7d)
   agent-auth-proxy admin activity [--agent-id ID] [--host-id ID] [--capability NAME]
                          [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
 
@@ -73,6 +76,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   cursor: { type: 'string' },
   'passkey-id': { type: 'string' },
+  ttl: { type: 'string' },
   all: { type: 'boolean' },
 } as const;
 
@@ -253,6 +257,14 @@ const COMMANDS: Readonly<Record<string, Command>> = {
       });
     },
     text: format.passkeysRemovedText,
+  },
+  'passkeys code': {
+    flags: ['user-id', 'ttl'],
+    request: (v) =>
+      post(`/admin/users/${enc(requiredUser('passkeys code', v))}/passkeys/enrolment-code`, {
+        ttl_seconds: v.ttl === undefined ? undefined : parseDuration(v.ttl, '--ttl') / 1000,
+      }),
+    text: format.enrolmentCodeText,
   },
   activity: {
     flags: ['agent-id', 'host-id', 'capability', 'since', 'until', 'limit', 'cursor'],

@@ -359,6 +359,13 @@ export const CONFIG_SCHEMA = {
           description: 'A signed-in session ends this long after sign-in, used or not.',
           default: '12h',
         },
+        first_passkey: {
+          type: 'string',
+          enum: ['fresh_sign_in', 'operator_code'],
+          description:
+            "What a person's first passkey needs besides a fresh sign-in: nothing more (fresh_sign_in), or also a one-time enrolment code from the operator (operator_code: admin passkeys code), given out of band, so that an agent holding a saved password cannot enrol its own.",
+          default: 'fresh_sign_in',
+        },
         local: {
           type: 'object',
           additionalProperties: false,

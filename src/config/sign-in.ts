@@ -23,6 +23,8 @@ export interface SignInSettings {
   /** §8.11: an approval needs a sign-in at most this old. */
   readonly freshAuthMs: number;
   readonly sessionLifetimeMs: number;
+  /** A first passkey also needs a one-time enrolment code from the operator (protocol/enrolment-codes.ts). */
+  readonly firstPasskeyNeedsCode: boolean;
   /** By user_id. Empty: no local sign-in. */
   readonly localUsers: ReadonlyMap<string, LocalUser>;
   /** The organisation's OpenID Connect provider (src/config/oidc.ts). */
@@ -91,6 +93,7 @@ export function resolveSignIn(
   return Object.freeze({
     freshAuthMs,
     sessionLifetimeMs,
+    firstPasskeyNeedsCode: config.first_passkey === 'operator_code',
     localUsers,
     ...(oidc ? { oidc } : {}),
     ...(header

@@ -1,13 +1,14 @@
 /**
  * Managing one's own passkeys on `{issuer}/account` (issue 11). Adding one needs a fresh sign-in
- * when the user has none yet, and otherwise a confirmation with a passkey they already have;
+ * when the user has none yet (and, with sign_in.first_passkey: operator_code, the operator's
+ * one-time code), and otherwise a confirmation with a passkey they already have;
  * removing one needs a confirmation with any of their passkeys. So once someone has a passkey,
  * only its holder changes the set: an agent driving the browser (§8.11) can neither slip in its own
  * authenticator nor remove the person's to make room for one.
  */
 import { ProtocolError } from '../errors.js';
 import type { PasskeyRecord, SessionRecord } from '../storage/types.js';
-import { enrolmentNeeds, type CeremonyScope, type Passkeys } from './passkeys.js';
+import { BAD_CODE, enrolmentNeeds, type CeremonyScope, type Passkeys } from './passkeys.js';
 import { formFieldsHash } from './presence.js';
 import type {
   PublicKeyCredentialCreationOptionsJSON,
@@ -46,12 +47,23 @@ export async function enrolmentOptions(
   fields: Fields,
 ): Promise<CeremonyOptions> {
   const list = [...fields];
-  const needs = enrolmentNeeds((await passkeys.list(session.userId)).length > 0, fresh);
+  const needs = enrolmentNeeds(
+    (await passkeys.list(session.userId)).length > 0,
+    fresh,
+    passkeys.firstNeedsCode,
+  );
   if (needs === 'sign-in-again') {
     throw new ProtocolError('unauthorized', 'Your sign-in is too old to add a passkey: sign in again first.');
   }
+  // Told before the browser asks for a fingerprint; the code is used up only with the passkey.
+  if (needs === 'code') {
+    const typed = list.find(([name]) => name === 'enrolment_code')?.[1] ?? '';
+    if (!(await passkeys.enrolmentCodeHolds(session.userId, typed))) {
+      throw new ProtocolError('invalid_request', BAD_CODE);
+    }
+  }
   const registration = await passkeys.registrationOptions(enrolScope(session, 'enrol', list));
-  if (needs === 'ok') return { registration };
+  if (needs !== 'confirm') return { registration };
   return { registration, assertion: await passkeys.assertionOptions(enrolScope(session, 'confirm', list)) };
 }
 
@@ -75,7 +87,11 @@ export async function addPasskey(
       reason: 'Your browser creates the passkey: this needs JavaScript, and the prompt must be completed.',
     };
   }
-  const needs = enrolmentNeeds((await passkeys.list(session.userId)).length > 0, fresh);
+  const needs = enrolmentNeeds(
+    (await passkeys.list(session.userId)).length > 0,
+    fresh,
+    passkeys.firstNeedsCode,
+  );
   if (needs === 'sign-in-again') {
     return {
       ok: false,
@@ -100,6 +116,7 @@ export async function addPasskey(
     enrolScope(session, 'enrol', fields),
     registration,
     form.get('name') ?? '',
+    form.get('enrolment_code') ?? '',
   );
   return added.ok ? added : { ok: false, status: 400, reason: added.reason };
 }

@@ -8,12 +8,14 @@
  *
  * A lost passkey may be in someone else's hands and may have signed them in, so every session
  * of the person ends in the same transaction; each removal is an activity record (§11) that
- * names the operator's origin.
+ * names the operator's origin. Where a first passkey needs the operator's one-time code
+ * (sign_in.first_passkey: operator_code), the operator issues it here too.
  */
 import { ProtocolError } from '../errors.js';
 import type { PasskeyRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
 import { originDetail, type DecisionOrigin } from './decision-record.js';
+import { enrolmentCodeHash, newEnrolmentCode } from './enrolment-codes.js';
 import { passkeyEvent } from './passkeys.js';
 
 export interface PasskeyRemoval {
@@ -62,4 +64,35 @@ export function removeUserPasskeys(
     }
     return { removed: targets, sessionsEnded };
   });
+}
+
+export interface IssuedEnrolmentCode {
+  /** Shown to the operator once; only its hash is stored. */
+  readonly code: string;
+  readonly expiresAt: number;
+}
+
+/**
+ * A one-time code for `userId`'s first passkey (sign_in.first_passkey: operator_code), replacing
+ * any earlier one; recorded without the code.
+ */
+export async function issueEnrolmentCode(
+  ctx: ProtocolContext,
+  userId: string,
+  options: { readonly ttlMs: number; readonly origin?: DecisionOrigin },
+): Promise<IssuedEnrolmentCode> {
+  const code = newEnrolmentCode();
+  const now = ctx.clock.now();
+  const expiresAt = now + options.ttlMs;
+  await ctx.store.write(async (tx) => {
+    await tx.putEnrolmentCode(userId, enrolmentCodeHash(code) as string, expiresAt);
+    await tx.appendActivity(
+      passkeyEvent('user.passkey_code_issued', userId, now, {
+        by: 'admin',
+        expires_at: new Date(expiresAt).toISOString(),
+        ...originDetail(options.origin),
+      }),
+    );
+  });
+  return { code, expiresAt };
 }

@@ -25,6 +25,7 @@ import type { SignInSettings } from '../config/sign-in.js';
 import { ProtocolError } from '../errors.js';
 import type { ActivityRecord, PasskeyRecord, Store } from '../storage/types.js';
 import { protocolEvent } from './activity.js';
+import { enrolmentCodeHash } from './enrolment-codes.js';
 import { ChallengeStore, type ChallengeBounds } from './webauthn-challenges.js';
 
 /**
@@ -47,6 +48,8 @@ export const MAX_PASSKEYS_PER_USER = 10;
 /** A passkey's name as shown on the account page. */
 export const MAX_PASSKEY_NAME = 64;
 const TOO_MANY = `You already have ${MAX_PASSKEYS_PER_USER} passkeys, the most allowed.`;
+export const BAD_CODE =
+  'The enrolment code is not right, was already used, or has expired: ask your administrator for a new one.';
 
 /** The JSON a browser sends back for one ceremony: an assertion is ~1 KB, an enrolment ~2 KB. */
 const MAX_RESPONSE_CHARS = 16 * 1024;
@@ -114,6 +117,8 @@ export class Passkeys {
     /** Read per call: the issuer is known only once the server listens. */
     private readonly rp: () => RelyingParty | undefined,
     bounds: ChallengeBounds = CHALLENGE_BOUNDS,
+    /** sign_in.first_passkey: operator_code (protocol/enrolment-codes.ts). */
+    readonly firstNeedsCode = false,
   ) {
     this.#challenges = new ChallengeStore(store, clock, bounds);
   }
@@ -155,8 +160,16 @@ export class Passkeys {
     });
   }
 
-  /** Verifies an enrolment answer and stores the new passkey. */
-  async register(scope: CeremonyScope, responseText: string, name: string): Promise<RegistrationResult> {
+  /**
+   * Verifies an enrolment answer and stores the new passkey. A first passkey takes the operator's
+   * `enrolmentCode` with it when `firstNeedsCode`.
+   */
+  async register(
+    scope: CeremonyScope,
+    responseText: string,
+    name: string,
+    enrolmentCode = '',
+  ): Promise<RegistrationResult> {
     const rp = this.#need();
     const parsed = parseResponse(responseText);
     if (!parsed) return { ok: false, reason: 'The browser sent no usable passkey.' };
@@ -196,15 +209,27 @@ export class Passkeys {
     };
     // One transaction: the cap counted here holds against a concurrent enrolment (the other is
     // re-run or waits, and then counts this one), and the record commits with the passkey.
+    const codeHash = enrolmentCodeHash(enrolmentCode);
     const refusal = await this.store.write(async (tx): Promise<string | undefined> => {
-      if ((await tx.passkeys(userId)).length >= MAX_PASSKEYS_PER_USER) return TOO_MANY;
+      const held = (await tx.passkeys(userId)).length;
+      if (held >= MAX_PASSKEYS_PER_USER) return TOO_MANY;
       if (await tx.passkey(passkey.id)) return 'This passkey is already enrolled.';
+      // Taken with the passkey: a code enrols one passkey, and a refused enrolment keeps it.
+      if (held === 0 && this.firstNeedsCode) {
+        if (codeHash === undefined || !(await tx.takeEnrolmentCode(userId, codeHash, now))) return BAD_CODE;
+      }
       await tx.insertPasskey(passkey);
       await tx.appendActivity(passkeyEvent('user.passkey_added', userId, now, { passkey: passkey.name }));
       return undefined;
     });
     if (refusal !== undefined) return { ok: false, reason: refusal };
     return { ok: true, passkey };
+  }
+
+  /** Whether `typed` is `userId`'s enrolment code, unexpired: checked before the browser's prompt. */
+  async enrolmentCodeHolds(userId: string, typed: string): Promise<boolean> {
+    const hash = enrolmentCodeHash(typed);
+    return hash !== undefined && this.store.hasEnrolmentCode(userId, hash, this.clock.now());
   }
 
   /**
@@ -351,15 +376,21 @@ export function mayStillSignIn(settings: SignInSettings, userId: string): boolea
 /**
  * What adding a passkey needs: a user who already has one confirms with it (so that whoever holds
  * the browser, an agent included, cannot add their own authenticator next to it, §8.11); a user
- * without one needs a fresh sign-in (sign_in.fresh_auth).
+ * without one needs a fresh sign-in (sign_in.fresh_auth), and with `firstNeedsCode` the operator's
+ * one-time enrolment code too (sign_in.first_passkey).
  */
 export function enrolmentNeeds(
   hasPasskeys: boolean,
   freshSignIn: boolean,
-): 'confirm' | 'sign-in-again' | 'ok' {
+  firstNeedsCode = false,
+): EnrolmentNeeds {
   if (hasPasskeys) return 'confirm';
-  return freshSignIn ? 'ok' : 'sign-in-again';
+  if (!freshSignIn) return 'sign-in-again';
+  return firstNeedsCode ? 'code' : 'ok';
 }
+
+/** Adding a passkey needs: a confirmation with one, a newer sign-in, the operator's code, or nothing more. */
+export type EnrolmentNeeds = 'confirm' | 'sign-in-again' | 'code' | 'ok';
 
 /** Plain text, one line, capped: a passkey name is shown back to its owner only. */
 function cleanName(name: string): string {
@@ -389,7 +420,7 @@ function parseResponse(text: string): { json: Record<string, unknown>; challenge
 
 /** The activity record (§11) of a change to `userId`'s passkeys. */
 export function passkeyEvent(
-  type: 'user.passkey_added' | 'user.passkey_removed',
+  type: 'user.passkey_added' | 'user.passkey_removed' | 'user.passkey_code_issued',
   userId: string,
   at: number,
   detail: Readonly<Record<string, unknown>>,

@@ -317,4 +317,13 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX sessions_user ON sessions (user_id);
   `,
+  // 18: the one-time code an operator gives a person for their first passkey
+  // (sign_in.first_passkey: operator_code): one per user, only its SHA-256, used once.
+  `
+  CREATE TABLE passkey_enrolment_codes (
+    user_id TEXT PRIMARY KEY,
+    code_hash TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  ) STRICT, WITHOUT ROWID;
+  `,
 ];

@@ -273,4 +273,12 @@ export class PgReader implements StoreReader {
       params: [userId],
     });
   }
+
+  async hasEnrolmentCode(userId: string, codeHash: string, now: number): Promise<boolean> {
+    const { rows } = await this.query(
+      'SELECT 1 FROM passkey_enrolment_codes WHERE user_id = $1 AND code_hash = $2 AND expires_at > $3',
+      [userId, codeHash, now],
+    );
+    return rows.length > 0;
+  }
 }

@@ -275,6 +275,15 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX sessions_user ON sessions (user_id);
   `,
+  // 5: the one-time code an operator gives a person for their first passkey
+  // (sign_in.first_passkey: operator_code): one per user, only its SHA-256, used once.
+  `
+  CREATE TABLE passkey_enrolment_codes (
+    user_id ${ID} PRIMARY KEY,
+    code_hash ${ID} NOT NULL,
+    expires_at bigint NOT NULL
+  );
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

@@ -132,4 +132,20 @@ export class PgWriter extends PgReader implements StoreWriter {
   deleteSessionsOf(userId: string): Promise<number> {
     return this.run({ sql: 'DELETE FROM sessions WHERE user_id = $1', params: [userId] });
   }
+
+  async putEnrolmentCode(userId: string, codeHash: string, expiresAt: number): Promise<void> {
+    await this.run({
+      sql: `INSERT INTO passkey_enrolment_codes (user_id, code_hash, expires_at) VALUES ($1, $2, $3)
+        ON CONFLICT (user_id) DO UPDATE SET code_hash = excluded.code_hash, expires_at = excluded.expires_at`,
+      params: [userId, codeHash, expiresAt],
+    });
+  }
+
+  async takeEnrolmentCode(userId: string, codeHash: string, now: number): Promise<boolean> {
+    const taken = await this.run({
+      sql: 'DELETE FROM passkey_enrolment_codes WHERE user_id = $1 AND code_hash = $2 AND expires_at > $3',
+      params: [userId, codeHash, now],
+    });
+    return taken > 0;
+  }
 }

@@ -334,6 +334,10 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.passkeys(userId));
   }
 
+  hasEnrolmentCode(userId: string, codeHash: string, now: number): Promise<boolean> {
+    return this.run(() => this.engine.hasEnrolmentCode(userId, codeHash, now));
+  }
+
   recordPasskeyUse(id: string, counter: number, at: number): Promise<void> {
     return this.run(() => this.engine.recordPasskeyUse(id, counter, at));
   }

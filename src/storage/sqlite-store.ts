@@ -464,6 +464,14 @@ export class SqliteEngine implements SyncStore {
     );
   }
 
+  hasEnrolmentCode(userId: string, codeHash: string, now: number): boolean {
+    return (
+      this.stmt(
+        'SELECT 1 FROM passkey_enrolment_codes WHERE user_id = ? AND code_hash = ? AND expires_at > ?',
+      ).get(userId, codeHash, now) !== undefined
+    );
+  }
+
   recordPasskeyUse(id: string, counter: number, at: number): void {
     this.stmt('UPDATE passkeys SET counter = ?, last_used_at = ? WHERE id = ?').run(counter, at, id);
   }
@@ -720,9 +728,20 @@ export class SqliteEngine implements SyncStore {
       abandonedPerCalls: (before, limit) => reader.abandonedPerCalls(before, limit),
       passkey: (id) => reader.passkey(id),
       passkeys: (u) => reader.passkeys(u),
+      hasEnrolmentCode: (u, hash, now) => reader.hasEnrolmentCode(u, hash, now),
       insertPasskey: (k) => this.insertPasskey(k),
       deletePasskey: (id, u) => this.deletePasskey(id, u),
       deleteSessionsOf: (u) => this.stmt('DELETE FROM sessions WHERE user_id = ?').run(u).changes,
+      putEnrolmentCode: (u, hash, expiresAt) => {
+        this.stmt(
+          `INSERT INTO passkey_enrolment_codes (user_id, code_hash, expires_at) VALUES (?, ?, ?)
+            ON CONFLICT (user_id) DO UPDATE SET code_hash = excluded.code_hash, expires_at = excluded.expires_at`,
+        ).run(u, hash, expiresAt);
+      },
+      takeEnrolmentCode: (u, hash, now) =>
+        this.stmt(
+          'DELETE FROM passkey_enrolment_codes WHERE user_id = ? AND code_hash = ? AND expires_at > ?',
+        ).run(u, hash, now).changes > 0,
       countOpenPerCalls: (a, now) => reader.countOpenPerCalls(a, now),
       insertPerCall: (r) => this.insertPerCall(r),
       updatePerCall: (id, from, patch) => this.updatePerCall(id, from, patch),

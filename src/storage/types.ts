@@ -407,6 +407,8 @@ export interface StoreReader {
   passkey(id: string): Promise<PasskeyRecord | undefined>;
   /** A user's passkeys, oldest first (at most MAX_PASSKEYS_PER_USER, protocol/passkeys.ts). */
   passkeys(userId: string): Promise<PasskeyRecord[]>;
+  /** Whether `userId` holds an enrolment code whose hash is `codeHash`, unexpired at `now`. */
+  hasEnrolmentCode(userId: string, codeHash: string, now: number): Promise<boolean>;
 }
 
 /** Everything a transaction may change; all calls inside one `write` commit or roll back together. */
@@ -444,6 +446,13 @@ export interface StoreWriter extends StoreReader {
   deletePasskey(id: string, userId: string): Promise<boolean>;
   /** Ends every session of `userId` (a lost passkey may have signed someone in); returns how many. */
   deleteSessionsOf(userId: string): Promise<number>;
+  /** Stores `userId`'s first-passkey enrolment code (its hash), replacing any earlier one. */
+  putEnrolmentCode(userId: string, codeHash: string, expiresAt: number): Promise<void>;
+  /**
+   * Uses up `userId`'s enrolment code if its hash is `codeHash` and it has not expired at `now`;
+   * returns whether it did. A wrong code leaves the right one in place.
+   */
+  takeEnrolmentCode(userId: string, codeHash: string, now: number): Promise<boolean>;
 }
 
 export interface Store extends StoreReader {

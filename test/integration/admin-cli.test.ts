@@ -556,6 +556,10 @@ describe('admin passkeys (a person who lost theirs)', () => {
       'passkey_not_found',
       'User "zoe" has no passkeys.',
     );
+    // This proxy enrols a first passkey on a fresh sign-in alone: no code to issue.
+    const code = await admin(['passkeys', 'code', '--user-id', 'zoe', '--url', url]);
+    expect(code.code).toBe(1);
+    expect(code.stderr).toContain('error: invalid_request: This proxy asks for no enrolment code');
   });
 });
 
@@ -665,6 +669,11 @@ describe('usage mistakes exit 2 before any request', () => {
       'admin passkeys remove: give --passkey-id ID or --all, not both',
     ],
     [
+      'passkeys code with a --ttl that is not a duration',
+      ['passkeys', 'code', '--user-id', 'zoe', '--ttl', 'soon'],
+      '--ttl: invalid duration "soon"',
+    ],
+    [
       'passkeys remove with both --passkey-id and --all',
       ['passkeys', 'remove', '--user-id', 'zoe', '--passkey-id', 'k1', '--all'],
       'admin passkeys remove: give --passkey-id ID or --all, not both',
@@ -741,6 +750,7 @@ describe('usage mistakes exit 2 before any request', () => {
       'agents revoke',
       'passkeys list',
       'passkeys remove',
+      'passkeys code',
       'activity',
     ])
       expect(out).toContain(`agent-auth-proxy admin ${command}`);

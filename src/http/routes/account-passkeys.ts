@@ -26,7 +26,7 @@ export function passkeysAccountSection(auth: PageAuth, passkeys: Passkeys): Acco
         session: s,
         passkeys: list,
         available: passkeys.available,
-        enrolment: enrolmentNeeds(list.length > 0, fresh),
+        enrolment: enrolmentNeeds(list.length > 0, fresh, passkeys.firstNeedsCode),
       }),
       PASSKEY_SCRIPT_TAG,
     ].join('\n');

@@ -4,6 +4,8 @@
  *   GET  /admin/users/{user_id}/passkeys          the passkeys (at most 10), oldest first
  *   POST /admin/users/{user_id}/passkeys/remove   {passkey_id} or {all: true}, and reason?:
  *                                                 one or every passkey; the user's sessions end
+ *   POST /admin/users/{user_id}/passkeys/enrolment-code   {ttl_seconds?}: the one-time code a
+ *                                                 first passkey needs (sign_in.first_passkey)
  *
  * For a person who lost a passkey: without one they cannot change their set on the account page
  * (protocol/passkey-recovery.ts says why and what follows). The operator never adds a passkey:
@@ -13,7 +15,8 @@ import { ProtocolError } from '../../errors.js';
 import { iso } from '../../protocol/context.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import type { DecisionOrigin } from '../../protocol/decision-record.js';
-import { removeUserPasskeys } from '../../protocol/passkey-recovery.js';
+import { ENROLMENT_CODE_TTL_MS, MAX_ENROLMENT_CODE_TTL_MS } from '../../protocol/enrolment-codes.js';
+import { issueEnrolmentCode, removeUserPasskeys } from '../../protocol/passkey-recovery.js';
 import type { PasskeyRecord } from '../../storage/types.js';
 import type { Exchange, SharedStep } from '../pipeline.js';
 import { sendJson } from '../respond.js';
@@ -24,6 +27,8 @@ const MAX_USER_ID = 200;
 
 export interface AdminPasskeyOptions {
   readonly ctx: ProtocolContext;
+  /** sign_in.first_passkey is operator_code: only then are enrolment codes issued. */
+  readonly firstPasskeyNeedsCode: boolean;
   readonly read: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
   readonly change: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
   readonly bodyOf: (x: Exchange) => Readonly<Record<string, unknown>>;
@@ -34,7 +39,7 @@ export interface AdminPasskeyOptions {
 
 export function adminPasskeyRoutes(
   router: Router,
-  { ctx, read, change, bodyOf, stringOf, originOf }: AdminPasskeyOptions,
+  { ctx, firstPasskeyNeedsCode, read, change, bodyOf, stringOf, originOf }: AdminPasskeyOptions,
 ): void {
   router.add(
     'GET',
@@ -72,6 +77,37 @@ export function adminPasskeyRoutes(
       sendJson(x.res, 200, { user_id: userId, removed: removed.map(view), sessions_ended: sessionsEnded });
     }),
   );
+
+  router.add(
+    'POST',
+    '/admin/users/:user_id/passkeys/enrolment-code',
+    change('passkey-enrolment-code', async (x) => {
+      const userId = userIdOf(x);
+      if (!firstPasskeyNeedsCode) {
+        throw new ProtocolError(
+          'invalid_request',
+          'This proxy asks for no enrolment code (sign_in.first_passkey is fresh_sign_in): a fresh sign-in enrols a first passkey.',
+        );
+      }
+      const ttlMs = ttlOf(bodyOf(x));
+      const issued = await issueEnrolmentCode(ctx, userId, { ttlMs, origin: originOf(x) });
+      sendJson(x.res, 200, {
+        user_id: userId,
+        enrolment_code: issued.code,
+        expires_at: iso(issued.expiresAt),
+      });
+    }),
+  );
+}
+
+function ttlOf(body: Readonly<Record<string, unknown>>): number {
+  const ttl = body.ttl_seconds;
+  if (ttl === undefined) return ENROLMENT_CODE_TTL_MS;
+  const max = MAX_ENROLMENT_CODE_TTL_MS / 1000;
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 60 || ttl > max) {
+    throw new ProtocolError('invalid_request', `ttl_seconds must be a whole number from 60 to ${max}.`);
+  }
+  return ttl * 1000;
 }
 
 function userIdOf(x: Exchange): string {

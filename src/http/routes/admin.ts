@@ -35,6 +35,8 @@ export interface AdminRouteOptions extends TokenStepOptions {
   readonly flushActivity?: () => Promise<void>;
   /** How long after its claim a per-call approval's call could still be running (per-call-decide.ts). */
   readonly perCallUnknownAfterMs: () => number;
+  /** sign_in.first_passkey is operator_code: the operator issues first-passkey enrolment codes. */
+  readonly firstPasskeyNeedsCode: boolean;
 }
 
 const ACTOR = 'admin';
@@ -333,6 +335,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
 
   adminPasskeyRoutes(router, {
     ctx,
+    firstPasskeyNeedsCode: options.firstPasskeyNeedsCode,
     read,
     change,
     bodyOf: body,

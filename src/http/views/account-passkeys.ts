@@ -4,7 +4,7 @@
  * forms are plain POSTs with the session's CSRF token, and the server checks everything again.
  */
 import { iso } from '../../protocol/context.js';
-import { MAX_PASSKEY_NAME, MAX_PASSKEYS_PER_USER } from '../../protocol/passkeys.js';
+import { MAX_PASSKEY_NAME, MAX_PASSKEYS_PER_USER, type EnrolmentNeeds } from '../../protocol/passkeys.js';
 import type { PasskeyRecord, SessionRecord } from '../../storage/types.js';
 import { escapeHtml } from '../html.js';
 import { PASSKEY_STATUS } from './passkey-script.js';
@@ -15,7 +15,7 @@ export interface PasskeySection {
   /** False when the issuer is an IP address or plain http other than localhost. */
   readonly available: boolean;
   /** What adding one needs now (protocol/passkeys.ts enrolmentNeeds). */
-  readonly enrolment: 'confirm' | 'sign-in-again' | 'ok';
+  readonly enrolment: EnrolmentNeeds;
 }
 
 export function passkeySection(p: PasskeySection): string {
@@ -60,13 +60,18 @@ ${csrf}
 ${csrf}
 <label for="passkey-name">Name for this passkey (optional, e.g. "work laptop")</label>
 <input id="passkey-name" name="name" maxlength="${MAX_PASSKEY_NAME}" autocomplete="off">
-${p.enrolment === 'confirm' ? '<p class="who">You will first confirm with one of your passkeys, then create the new one.</p>' : ''}
+${p.enrolment === 'confirm' ? '<p class="who">You will first confirm with one of your passkeys, then create the new one.</p>' : ''}${p.enrolment === 'code' ? ENROLMENT_CODE_FIELD : ''}
 <button type="submit" class="approve" id="add-passkey">Add passkey</button>
 </form>`);
   }
   parts.push(PASSKEY_STATUS, '</section>');
   return parts.join('\n');
 }
+
+/** sign_in.first_passkey: operator_code: the first passkey takes the operator's one-time code. */
+const ENROLMENT_CODE_FIELD = `<label for="enrolment-code">Enrolment code from your administrator</label>
+<input id="enrolment-code" name="enrolment_code" required maxlength="32" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" aria-describedby="enrolment-code-help">
+<p class="who" id="enrolment-code-help">Your first passkey needs the one-time code your administrator gave you in person or by phone (for example ABCD-EFGH-JKMN-PQRS). It works once. Nobody else, no agent and no e-mail, should have it.</p>`;
 
 /** The passkey sign-in of /sign-in: shown by the script only (it needs JavaScript). */
 export function passkeySignInForm(back: string): string {

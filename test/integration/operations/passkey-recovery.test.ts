@@ -1,13 +1,18 @@
 /**
  * A person lost their passkey: the operator API removes it (`/admin/users/{id}/passkeys`), ends
  * their sessions, and records it (§11); the person then signs in again and enrols a new one as a
- * first passkey. A real proxy (local accounts, issuer http://localhost so passkeys work), real
- * HTTP, real SQLite, software authenticators making real P-256 signatures.
+ * first passkey. With `sign_in.first_passkey: operator_code` that first passkey also takes a
+ * one-time code the operator issued (API and CLI). Real proxies (local accounts, issuer
+ * http://localhost so passkeys work), real HTTP, real SQLite, software authenticators making real
+ * P-256 signatures.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PageClient, softPasskey, startPerCallProxy, type PerCallProxy } from '../../helpers/per-call.js';
 import { ADMIN_TOKEN } from '../../helpers/protocol.js';
 import { SoftAuthenticator } from '../../helpers/webauthn.js';
+import { runAdmin } from '../../../src/cli/admin.js';
+import { enrolmentCodeHash, newEnrolmentCode } from '../../../src/protocol/enrolment-codes.js';
+import { BAD_CODE } from '../../../src/protocol/passkeys.js';
 
 let proxy: PerCallProxy;
 beforeAll(async () => {
@@ -15,8 +20,8 @@ beforeAll(async () => {
 });
 afterAll(async () => proxy.close());
 
-const passkeysOf = async (user: string): Promise<{ id: string; name: string }[]> => {
-  const reply = await proxy.p.admin('GET', `/admin/users/${user}/passkeys`);
+const passkeysOf = async (user: string, on = proxy): Promise<{ id: string; name: string }[]> => {
+  const reply = await on.p.admin('GET', `/admin/users/${user}/passkeys`);
   expect(reply.status).toBe(200);
   return reply.body.passkeys as { id: string; name: string }[];
 };
@@ -155,7 +160,125 @@ describe('POST /admin/users/{user_id}/passkeys/remove', () => {
         origin: proxy.p.issuer,
       }),
     });
-    expect(added.status).toBe(200);
+    expect(added.status, added.text.slice(0, 3000)).toBe(200);
     expect((await passkeysOf('erin')).map((p) => [p.id, p.name])).toEqual([[fresh.id, 'New phone']]);
+  });
+});
+
+describe('sign_in.first_passkey: operator_code', () => {
+  let coded: PerCallProxy;
+  beforeAll(async () => {
+    coded = await startPerCallProxy({
+      policy: '',
+      users: ['frank', 'grace'],
+      config: '  first_passkey: operator_code\n',
+    });
+  });
+  afterAll(async () => coded.close());
+
+  /** Signs `user` in and reads the account page's CSRF token. */
+  async function signedInWithCsrf(user: string): Promise<{ client: PageClient; csrf: string; html: string }> {
+    const client = await PageClient.signIn(coded.p.issuer, user);
+    const { html } = await client.get('/account');
+    return { client, csrf: /name="csrf" value="([^"]*)"/.exec(html)?.[1] ?? '', html };
+  }
+
+  /** The add-passkey ceremony as the page script runs it, with `code` in the form. */
+  async function enrol(
+    client: PageClient,
+    csrf: string,
+    code: string,
+  ): Promise<{ status: number; text: string }> {
+    const fields = { csrf, name: 'Phone', enrolment_code: code };
+    const options = await client.post('/account/passkeys/options', fields);
+    if (options.status !== 200) return options;
+    const { registration } = JSON.parse(options.text) as {
+      registration: { challenge: string; user: { id: string } };
+    };
+    const soft = new SoftAuthenticator(registration.user.id);
+    const answer = soft.register({
+      challenge: registration.challenge,
+      rpId: 'localhost',
+      origin: coded.p.issuer,
+    });
+    return client.post('/account/passkeys', { ...fields, registration: answer });
+  }
+
+  it('the first passkey needs the code the operator issued; it works once and is never recorded', async () => {
+    const { client, csrf, html } = await signedInWithCsrf('frank');
+    expect(html).toContain('id="enrolment-code"');
+    expect(html).toContain('autocomplete="one-time-code"');
+
+    // No code yet: refused before the browser would ask for a fingerprint.
+    const early = await client.post('/account/passkeys/options', { csrf, name: 'Phone', enrolment_code: '' });
+    expect(early.status).toBe(400);
+    expect(JSON.parse(early.text)).toMatchObject({ error: 'invalid_request', message: BAD_CODE });
+
+    const tooShort = await coded.p.admin('POST', '/admin/users/frank/passkeys/enrolment-code', {
+      ttl_seconds: 59,
+    });
+    expect(tooShort.status).toBe(400);
+    expect(tooShort.body.message).toBe('ttl_seconds must be a whole number from 60 to 604800.');
+    const issued = await coded.p.admin('POST', '/admin/users/frank/passkeys/enrolment-code', {
+      ttl_seconds: 3600,
+    });
+    expect(issued.status).toBe(200);
+    const code = issued.body.enrolment_code as string;
+    expect(code).toMatch(/^([A-Z2-9]{4}-){3}[A-Z2-9]{4}$/);
+    expect(issued.body.expires_at).toBe(new Date(coded.clock.now() + 3_600_000).toISOString());
+
+    expect((await enrol(client, csrf, newEnrolmentCode())).status).toBe(400);
+    const added = await enrol(client, csrf, code.toLowerCase().replace(/-/g, ' '));
+    expect(added.status, added.text.slice(0, 3000)).toBe(200);
+    expect(added.text).toContain('Passkey &quot;Phone&quot; added.');
+    expect(await passkeysOf('frank', coded)).toHaveLength(1);
+    expect(
+      await coded.p.proxy.protocol.store.hasEnrolmentCode(
+        'frank',
+        enrolmentCodeHash(code) as string,
+        coded.clock.now(),
+      ),
+    ).toBe(false);
+
+    const records = (await coded.p.proxy.protocol.store.activity({ limit: 100 })).filter(
+      (r) => r.userId === 'frank',
+    );
+    expect(records.map((r) => r.type).sort()).toEqual(['user.passkey_added', 'user.passkey_code_issued']);
+    expect(JSON.stringify(records)).not.toContain(code);
+    expect(JSON.stringify(records)).not.toContain(code.replace(/-/g, ''));
+  });
+
+  it('a code past its time enrols nothing; the CLI issues one that works', async () => {
+    const { client, csrf } = await signedInWithCsrf('grace');
+    const old = await coded.p.admin('POST', '/admin/users/grace/passkeys/enrolment-code', {
+      ttl_seconds: 60,
+    });
+    coded.clock.advance(60_000);
+    const late = await enrol(client, csrf, old.body.enrolment_code as string);
+    expect(late.status).toBe(400);
+    expect(JSON.parse(late.text).message).toBe(BAD_CODE);
+
+    let out = '';
+    const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
+    const env = { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN };
+    const exit = await runAdmin(
+      ['passkeys', 'code', '--user-id', 'grace', '--ttl', '2h', '--url', coded.p.proxy.url],
+      env,
+      io,
+    );
+    expect(exit, out).toBe(0);
+    const code = /enrolment code for user grace: (\S+)/.exec(out)?.[1] ?? '';
+    expect(out).toContain(
+      `good once, until ${new Date(coded.clock.now() + 7_200_000).toISOString().replace(/\.\d{3}Z$/, 'Z')}`,
+    );
+    const fresh = await signedInWithCsrf('grace'); // the sign-in must be younger than fresh_auth
+    expect((await enrol(fresh.client, fresh.csrf, code)).status).toBe(200);
+    expect(await passkeysOf('grace', coded)).toHaveLength(1);
+  });
+
+  it('a proxy that asks for no code issues none', async () => {
+    const reply = await proxy.p.admin('POST', '/admin/users/alice/passkeys/enrolment-code', {});
+    expect(reply.status).toBe(400);
+    expect(reply.body.message).toContain('sign_in.first_passkey is fresh_sign_in');
   });
 });

@@ -39,10 +39,10 @@ let browser: Browser;
 let origin = '';
 let users = '';
 
-async function startWith(policy: string, c: TestClock): Promise<TestProtocol> {
+async function startWith(policy: string, c: TestClock, signIn = ''): Promise<TestProtocol> {
   const port = await freePort();
   const config = writeConfig(
-    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PETSTORE}\nsign_in:\n  fresh_auth: 5m\n  local:\n    users:\n${users}`,
+    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PETSTORE}\nsign_in:\n  fresh_auth: 5m\n${signIn}  local:\n    users:\n${users}`,
   );
   return startProtocol({ policy, clock: c, overrides: { config, port } });
 }
@@ -298,6 +298,45 @@ describe('enrolment and sign-in', () => {
     expect(options.status).toBe(403);
     expect(await p.proxy.protocol.store.passkeys('bob@example.com')).toHaveLength(0);
     await page.context().close();
+  });
+
+  it('with first_passkey: operator_code the first passkey takes the code the operator gave (keyboard only)', async () => {
+    const coded = await startWith(POLICY, clock, '  first_passkey: operator_code\n');
+    try {
+      const { page } = await newPage(390, 844);
+      await page.goto(`${coded.issuer}/sign-in?return=%2Faccount`);
+      await page.fill('#user_id', 'dave@example.com');
+      await page.fill('#password', PASSWORD);
+      await submit(page, 'form[action="/sign-in"] button[type=submit]');
+      const code = page.locator('#enrolment-code');
+      expect(await page.locator('label[for="enrolment-code"]').textContent()).toBe(
+        'Enrolment code from your administrator',
+      );
+      expect(await code.getAttribute('autocomplete')).toBe('one-time-code');
+
+      // A code nobody issued: the page says so and no passkey prompt runs.
+      await page.focus('#passkey-name');
+      await page.keyboard.type('Phone');
+      await page.keyboard.press('Tab');
+      await page.keyboard.type('ABCD-EFGH-JKMN-PQRS');
+      await page.keyboard.press('Enter');
+      await expect
+        .poll(() => page.textContent('#passkey-status'))
+        .toContain('The enrolment code is not right');
+      expect(await coded.proxy.protocol.store.passkeys('dave@example.com')).toHaveLength(0);
+
+      const issued = await coded.admin('POST', '/admin/users/dave@example.com/passkeys/enrolment-code', {});
+      expect(issued.status).toBe(200);
+      await code.fill(String(issued.body.enrolment_code).toLowerCase());
+      await submit(page, '#add-passkey');
+      expect(await page.textContent('#outcome')).toBe('Passkey "Phone" added.');
+      expect(await coded.proxy.protocol.store.passkeys('dave@example.com')).toHaveLength(1);
+      expect(await page.locator('#enrolment-code').count()).toBe(0); // the next one confirms with this one
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.context().close();
+    } finally {
+      await coded.close();
+    }
   });
 
   it("an agent cannot add its own passkey next to the user's without confirming with the existing one", async () => {

@@ -32,7 +32,14 @@ describe('sign_in config', () => {
     const s = settings('').signIn;
     expect(s.freshAuthMs).toBe(300_000);
     expect(s.sessionLifetimeMs).toBe(12 * 3_600_000);
+    expect(s.firstPasskeyNeedsCode).toBe(false);
     expect(signInEnabled(s)).toBe(false);
+  });
+
+  it('first_passkey: operator_code asks for the operator code; any other value stops start-up by name', () => {
+    expect(settings('sign_in:\n  first_passkey: operator_code\n').signIn.firstPasskeyNeedsCode).toBe(true);
+    expect(settings('sign_in:\n  first_passkey: fresh_sign_in\n').signIn.firstPasskeyNeedsCode).toBe(false);
+    expect(failure('sign_in:\n  first_passkey: sometimes\n')).toContain('first_passkey');
   });
 
   it('reads local users with a TOTP secret from the environment, and a trusted header', () => {

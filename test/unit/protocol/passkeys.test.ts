@@ -6,7 +6,9 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProtocolError } from '../../../src/errors.js';
+import { enrolmentCodeHash, newEnrolmentCode } from '../../../src/protocol/enrolment-codes.js';
 import {
+  BAD_CODE,
   CHALLENGE_BOUNDS,
   enrolmentNeeds,
   MAX_PASSKEYS_PER_USER,
@@ -14,6 +16,7 @@ import {
   Passkeys,
   relyingParty,
   type CeremonyScope,
+  type RegistrationResult,
 } from '../../../src/protocol/passkeys.js';
 import { Sessions } from '../../../src/protocol/sessions.js';
 import { ChallengeStore } from '../../../src/protocol/webauthn-challenges.js';
@@ -316,6 +319,55 @@ describe('assertions (§8.11)', () => {
     expect(await store.passkeys('alice')).toHaveLength(1);
     expect(await passkeys.remove('alice', a.id)).toBe(true);
     expect(await store.passkeys('alice')).toHaveLength(0);
+  });
+});
+
+describe('first passkey with an operator code (sign_in.first_passkey: operator_code)', () => {
+  function setupWithCodes(): { passkeys: Passkeys; clock: TestClock; store: Store } {
+    store = openSqliteStore({ file: tempDbFile() });
+    const clock = new TestClock();
+    return { passkeys: new Passkeys(store, clock, () => RP, CHALLENGE_BOUNDS, true), clock, store };
+  }
+
+  /** One enrolment ceremony for alice, answered with `code`. */
+  async function enrolWith(passkeys: Passkeys, code: string): Promise<RegistrationResult> {
+    const s = scope({ purpose: 'enrol', binding: `enrol ${code}` });
+    const options = await passkeys.registrationOptions(s);
+    const a = new SoftAuthenticator(options.user.id);
+    return passkeys.register(s, a.register({ ...AT, challenge: options.challenge }), 'Key', code);
+  }
+
+  const issue = (s: Store, code: string, expiresAt: number): Promise<void> =>
+    s.write((tx) => tx.putEnrolmentCode('alice', enrolmentCodeHash(code) as string, expiresAt));
+
+  it('a first passkey needs the code; the code enrols one passkey and is then gone', async () => {
+    const { passkeys, store, clock } = setupWithCodes();
+    const code = newEnrolmentCode();
+    await issue(store, code, clock.now() + 60_000);
+    expect(enrolmentNeeds(false, true, passkeys.firstNeedsCode)).toBe('code');
+    for (const wrong of ['', 'not a code', newEnrolmentCode()]) {
+      expect(await enrolWith(passkeys, wrong)).toEqual({ ok: false, reason: BAD_CODE });
+    }
+    expect(await store.passkeys('alice')).toEqual([]);
+    expect(await passkeys.enrolmentCodeHolds('alice', code.toLowerCase())).toBe(true); // a refusal kept it
+    expect(await enrolWith(passkeys, code.toLowerCase())).toMatchObject({ ok: true });
+    expect(await passkeys.enrolmentCodeHolds('alice', code)).toBe(false);
+    expect(await store.passkeys('alice')).toHaveLength(1);
+    // A second passkey needs no code (a confirmation with the first instead, passkey-account.ts).
+    expect(enrolmentNeeds(true, true, passkeys.firstNeedsCode)).toBe('confirm');
+  });
+
+  it('an expired code enrols nothing; without the setting no code is asked', async () => {
+    const { passkeys, store, clock } = setupWithCodes();
+    const code = newEnrolmentCode();
+    await issue(store, code, clock.now() + 60_000);
+    clock.advance(60_000);
+    expect(await enrolWith(passkeys, code)).toEqual({ ok: false, reason: BAD_CODE });
+    expect(await store.passkeys('alice')).toEqual([]);
+    await store.close(); // afterEach closes the next one
+    const plain = setup();
+    expect(enrolmentNeeds(false, true, plain.passkeys.firstNeedsCode)).toBe('ok');
+    expect(await enrolWith(plain.passkeys, '')).toMatchObject({ ok: true });
   });
 });
 

@@ -233,6 +233,7 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
   abandonedPerCalls: (s) => s.abandonedPerCalls(NOW, 100),
   passkey: (s) => s.passkey('k1'),
   passkeys: (s) => s.passkeys('alice'),
+  hasEnrolmentCode: (s) => s.hasEnrolmentCode('alice', 'hash', NOW),
 };
 
 export const STORE_CALLS: Record<string, Call<Store>> = {
@@ -331,6 +332,8 @@ export const WRITER_CALLS: Record<string, Call<StoreWriter>> = {
   insertPasskey: (tx) => tx.insertPasskey(passkey('k2', 'bob')),
   deletePasskey: (tx) => tx.deletePasskey('k2', 'bob'),
   deleteSessionsOf: (tx) => tx.deleteSessionsOf('bob'),
+  putEnrolmentCode: (tx) => tx.putEnrolmentCode('bob', 'hash', NOW + 1),
+  takeEnrolmentCode: (tx) => tx.takeEnrolmentCode('bob', 'hash', NOW),
 };
 
 /** What replicas share on PostgreSQL beyond the Store contract (pg-shared.ts); one call per statement. */

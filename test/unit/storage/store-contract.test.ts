@@ -847,6 +847,27 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.passkeys('alice')).toHaveLength(3);
     });
 
+    it('keeps one enrolment code per user: replaced by a new one, taken once, only when right and unexpired', async () => {
+      const put = (user: string, hash: string, expiresAt: number): Promise<void> =>
+        store.write((tx) => tx.putEnrolmentCode(user, hash, expiresAt));
+      const take = (user: string, hash: string, now = NOW): Promise<boolean> =>
+        store.write((tx) => tx.takeEnrolmentCode(user, hash, now));
+      await put('alice', 'h1', NOW + 1000);
+      await put('alice', 'h2', NOW + 1000);
+      await put('bob', 'h1', NOW + 1000);
+      expect(await store.hasEnrolmentCode('alice', 'h1', NOW)).toBe(false);
+      expect(await store.hasEnrolmentCode('alice', 'h2', NOW)).toBe(true);
+      expect(await take('alice', 'h1')).toBe(false); // replaced
+      expect(await take('carol', 'h2')).toBe(false); // another user's hash is not theirs
+      expect(await store.hasEnrolmentCode('alice', 'h2', NOW + 1000)).toBe(false); // expired then
+      expect(await take('alice', 'h2', NOW + 1000)).toBe(false);
+      expect(await store.hasEnrolmentCode('alice', 'h2', NOW)).toBe(true); // a refusal keeps it
+      expect(await take('alice', 'h2')).toBe(true);
+      expect(await take('alice', 'h2')).toBe(false); // once
+      expect(await store.hasEnrolmentCode('alice', 'h2', NOW)).toBe(false);
+      expect(await take('bob', 'h1')).toBe(true);
+    });
+
     it('ends every session of one user, and only theirs', async () => {
       await store.insertSession(session('s1'));
       await store.insertSession(session('s2', { authMethod: 'password', acr: null, amr: null }));
