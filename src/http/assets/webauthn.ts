@@ -78,10 +78,11 @@ const CLIENT = String.raw`
               });
             });
           }
-          return steps;
+          return steps.then(function () { return Boolean(options.assertion || options.registration); });
         })
-        .then(function () {
-          say('Passkey confirmed; sending…');
+        .then(function (prompted) {
+          // No ceremony when the server asked for none (e.g. only read-only capabilities approved).
+          say(prompted ? 'Passkey confirmed; sending…' : 'Sending…');
           form.submit();
         })
         .catch(function (err) {

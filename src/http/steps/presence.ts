@@ -6,6 +6,7 @@
  */
 import { ProtocolError } from '../../errors.js';
 import { contentHash, decisionRefusal, type DeviceRequest } from '../../protocol/device.js';
+import { approverChoice } from '../decision-choices.js';
 import type { Passkeys } from '../../protocol/passkeys.js';
 import {
   approvalBinding,
@@ -60,12 +61,16 @@ export class PresenceGate {
     };
   }
 
-  /** The WebAuthn options for approving `r` with exactly the fields of the posted approve form. */
+  /**
+   * The WebAuthn options for approving `r` with exactly the fields of the posted approve form; none
+   * when what the form approves needs no passkey (the approver unchecked every capability that
+   * does), so the page sends the form without a prompt, as `check` will accept it.
+   */
   async options(
     x: Exchange,
     s: SessionRecord,
     r: DeviceRequest,
-  ): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  ): Promise<PublicKeyCredentialRequestOptionsJSON | undefined> {
     const form = need(x.form, 'form');
     if (form.get('shown') !== contentHash(r)) {
       throw new ProtocolError(
@@ -75,9 +80,10 @@ export class PresenceGate {
     }
     const refusal = decisionRefusal(r, s.userId);
     if (refusal) throw new ProtocolError('unauthorized', refusal);
-    if (!presenceRequired(r.capabilities, this.rule)) {
-      throw new ProtocolError('invalid_request', 'Approving this request needs no passkey.');
-    }
+    const choice = approverChoice(form, r);
+    if (!choice.ok) throw new ProtocolError('invalid_request', `${choice.problem} Nothing was granted.`);
+    const approving = r.capabilities.filter((c) => choice.decision.capabilities.includes(c.name));
+    if (!presenceRequired(approving, this.rule)) return undefined;
     const binding = approvalBinding(r.approvalId, contentHash(r), form.entries());
     return this.passkeys.assertionOptions(presenceScope(s.idHash, s.userId, binding));
   }

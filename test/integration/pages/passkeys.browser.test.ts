@@ -361,6 +361,24 @@ describe('enrolment and sign-in', () => {
 });
 
 describe('proof of presence at approval (§8.11)', () => {
+  it('unchecking every data-changing capability approves the rest without a passkey prompt', async () => {
+    const { code, host, agentId } = await pending(['list_pets', 'create_pet']);
+    // alice has a passkey, but this browser's authenticator holds none: a prompt would fail.
+    expect(await p.proxy.protocol.store.passkeys('alice@example.com')).not.toHaveLength(0);
+    const { page } = await newPage();
+    await signIn(page, 'alice@example.com', '/device');
+    await openRequest(page, code);
+    await page.uncheck('#cap-1');
+    const options = await capture(page, '/device/passkey-options');
+    await submit(page, '#approve');
+    expect(await options.json).toEqual({});
+    expect(await page.textContent('#outcome')).toContain(
+      'The agent Shelter helper may now use: list_pets. Not approved: create_pet.',
+    );
+    expect(await agentStatus(host, agentId)).toEqual({ status: 'active', grants: ['list_pets'] });
+    await page.context().close();
+  });
+
   it('clicking Approve on a data-changing request asks for the passkey, then grants (screenshot)', async () => {
     const { code, host, agentId } = await pending(['list_pets', 'create_pet']);
     const { page } = await pageWithPasskey('alice@example.com');
