@@ -27,9 +27,11 @@ COPY examples ./examples
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 8080
-# Asks /readyz at the address the proxy (PID 1) was started with, so it follows --port/--config.
+# Asks /healthz at the address the proxy (PID 1) was started with, so it follows --port/--config.
+# Liveness, not readiness: an orchestrator that replaces unhealthy containers must not restart
+# them all during a database outage (they would meet it again and lose the activity they hold).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["node", "dist/cli.js", "health", "--pid", "1"]
+  CMD ["node", "dist/cli.js", "health", "--pid", "1", "--live"]
 ENTRYPOINT ["node", "dist/cli.js"]
 # Listen on all interfaces inside the container. Listening on 0.0.0.0 needs --issuer, the URL
 # agents reach: http://localhost:8080 suits `docker run -p 8080:8080`; set your own in production.

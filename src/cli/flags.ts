@@ -8,7 +8,15 @@ export type FlagCommand = 'serve' | 'capabilities' | 'check' | 'db' | 'health';
 const DB_FLAGS: ReadonlySet<string> = new Set(['db', 'config', 'help', 'version']);
 
 /** `health` needs only where the proxy listens. */
-const HEALTH_FLAGS: ReadonlySet<string> = new Set(['config', 'host', 'port', 'pid', 'help', 'version']);
+const HEALTH_FLAGS: ReadonlySet<string> = new Set([
+  'config',
+  'host',
+  'port',
+  'pid',
+  'live',
+  'help',
+  'version',
+]);
 
 export interface FlagSpec {
   readonly type: 'string' | 'boolean';
@@ -121,6 +129,11 @@ export const FLAGS = {
     help: 'json (one object per line) | pretty (human-readable) (default json)',
   },
   json: { type: 'boolean', only: 'capabilities', help: 'machine-readable output' },
+  live: {
+    type: 'boolean',
+    only: 'health',
+    help: 'ask /healthz (the process works) instead of /readyz (it can serve now): what a check that restarts the container should ask',
+  },
   pid: {
     type: 'string',
     only: 'health',

@@ -1,8 +1,11 @@
 /**
- * `agent-auth-proxy health`: asks a running proxy's `/readyz`, exit 0 when ready, 1 otherwise: the
- * container HEALTHCHECK. The address comes from the same options serve takes (--config, --host,
- * --port), or with `--pid PID` from that process's own command line and working directory (Linux
- * /proc), so a health check follows whatever port the container was started with.
+ * `agent-auth-proxy health`: asks a running proxy's `/readyz` (with `--live`, `/healthz`), exit 0
+ * when it answers 200, 1 otherwise. The container HEALTHCHECK asks `--live`: an orchestrator that
+ * replaces unhealthy containers must not restart every replica during a database outage, which
+ * they would only meet again, losing the activity records they hold meanwhile. The address comes
+ * from the same options serve takes (--config, --host, --port), or with `--pid PID` from that
+ * process's own command line and working directory (Linux /proc), so a health check follows
+ * whatever port the container was started with.
  */
 import { readFileSync, readlinkSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -34,28 +37,40 @@ export function addressOfProcess(pid: string): { host: string; port: number } {
   return resolveListenAddress(toOverrides(values as Parameters<typeof toOverrides>[0]), cwd);
 }
 
-/** The URL of `/readyz` for a listen address: all-interface addresses are asked on loopback. */
-export function readyzUrl({ host, port }: { host: string; port: number }): string {
+/** The URL of `path` for a listen address: all-interface addresses are asked on loopback. */
+export function probeUrl(
+  { host, port }: { host: string; port: number },
+  path: '/readyz' | '/healthz',
+): string {
   if (port === 0) throw new UserError('health: the proxy was started on port 0 (a random port); give --port');
   const probe =
     host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' || host === '[::]' ? '[::1]' : host;
   const bracketed = probe.includes(':') && !probe.startsWith('[') ? `[${probe}]` : probe;
-  return `http://${bracketed}:${port}/readyz`;
+  return `http://${bracketed}:${port}${path}`;
 }
 
-export async function runHealth(cli: CliOverrides, pid: string | undefined, io: CliOutput): Promise<number> {
-  const url = readyzUrl(pid !== undefined ? addressOfProcess(pid) : resolveListenAddress(cli));
+export async function runHealth(
+  cli: CliOverrides,
+  pid: string | undefined,
+  io: CliOutput,
+  live = false,
+): Promise<number> {
+  const url = probeUrl(
+    pid !== undefined ? addressOfProcess(pid) : resolveListenAddress(cli),
+    live ? '/healthz' : '/readyz',
+  );
+  const [yes, no] = live ? ['live', 'not live'] : ['ready', 'not ready'];
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(TIMEOUT_MS) });
     await res.body?.cancel();
     if (res.status === 200) {
-      io.out(`ready: ${url}\n`);
+      io.out(`${yes}: ${url}\n`);
       return 0;
     }
-    io.err(`not ready: ${url} answered ${res.status}\n`);
+    io.err(`${no}: ${url} answered ${res.status}\n`);
   } catch (err) {
     io.err(
-      `not ready: ${url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}\n`,
+      `${no}: ${url}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}\n`,
     );
   }
   return 1;

@@ -44,7 +44,7 @@ const USAGE = `Usage:
                                                 would, without starting; exit 0 or 1
   agent-auth-proxy db backup FILE [--db FILE | --config FILE]
                                                 copy the database, while the proxy runs, to FILE
-  agent-auth-proxy health [--pid PID | --config FILE --port PORT]
+  agent-auth-proxy health [--live] [--pid PID | --config FILE --port PORT]
                                                 ask a running proxy's /readyz; exit 0 when ready
   agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
                                                 for sign_in.local.users[].password_hash
@@ -90,9 +90,11 @@ after copying. FILE must not exist yet.
 Options:
 ${flagsHelp('db')}`;
 
-const HEALTH_USAGE = `Usage: agent-auth-proxy health [--pid PID | --config FILE] [--host HOST] [--port PORT]
+const HEALTH_USAGE = `Usage: agent-auth-proxy health [--live] [--pid PID | --config FILE] [--host HOST] [--port PORT]
 
-Asks a running proxy's /readyz and exits 0 when it answers 200, else 1 (a container HEALTHCHECK).
+Asks a running proxy's /readyz (with --live, its /healthz) and exits 0 when it answers 200, else 1.
+The image's HEALTHCHECK uses --live: during a database outage the proxy is alive but not ready, and
+a restart would only meet the same outage and drop the activity records it is holding.
 The address is the one serve would listen on with the same options, or with --pid the one that
 process was started with (its own command line and working directory), so the check follows the
 port a container was started with.
@@ -185,7 +187,7 @@ async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentR
   if (command === 'health') {
     rejectForeignFlags('health', values);
     if (positionals.length > 1) throw new UserError(`unexpected argument "${positionals[1] ?? ''}"`);
-    return runHealth(toOverrides(values), values.pid, io);
+    return runHealth(toOverrides(values), values.pid, io, values.live === true);
   }
   if (positionals.length > 1)
     throw new UserError(

@@ -524,6 +524,10 @@ describe('serve', () => {
     const pid = String(proc.child.pid);
     const port = new URL(url).port;
     expect(await run(['health', '--pid', pid])).toMatchObject({ code: 0, stdout: `ready: ${url}/readyz\n` });
+    expect(await run(['health', '--live', '--pid', pid])).toMatchObject({
+      code: 0,
+      stdout: `live: ${url}/healthz\n`,
+    });
     expect(await run(['health', '--port', port])).toMatchObject({
       code: 0,
       stdout: `ready: ${url}/readyz\n`,

@@ -84,9 +84,10 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/npm run build/);
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^EXPOSE 8080$/m);
-    // The health check reads the address PID 1 (the ENTRYPOINT's proxy) was started with.
+    // The health check reads the address PID 1 (the ENTRYPOINT's proxy) was started with, and
+    // asks liveness (a database outage must not get every container restarted).
     expect(dockerfile).toMatch(
-      /^HEALTHCHECK .*\n {2}CMD \["node", "dist\/cli.js", "health", "--pid", "1"\]$/m,
+      /^HEALTHCHECK .*\n {2}CMD \["node", "dist\/cli.js", "health", "--pid", "1", "--live"\]$/m,
     );
     expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "dist\/cli.js"\]$/m);
     expect(read('.ci/run')).toMatch(/^npm ci$/m);

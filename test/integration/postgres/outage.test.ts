@@ -65,6 +65,14 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 15
 
 const readyz = async (p: TestProtocol): Promise<number> => (await p.request('GET', '/readyz')).status;
 
+/** `agent-auth-proxy health ARGS`, in this process: its exit code and what it printed. */
+async function health(args: readonly string[]): Promise<{ code: number; out: string }> {
+  let out = '';
+  const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
+  const code = await runCli(['health', ...args], io);
+  return { code, out };
+}
+
 /** 503 temporarily_unavailable as JSON, with Retry-After, revealing nothing of the connection. */
 function expectUnavailable({ reply, ms }: { reply: Reply; ms: number }): void {
   expect(reply.status).toBe(503);
@@ -114,6 +122,15 @@ describe('a database outage', () => {
       expect((await p.request('GET', '/healthz')).status).toBe(200);
       await until('/readyz says 503', async () => (await readyz(p)) === 503);
       expect((await p.request('GET', '/readyz')).body).toMatchObject({ error: 'not_ready' });
+      // The image's HEALTHCHECK (health --live) keeps the container; the readiness check does not.
+      const port = new URL(p.proxy.url).port;
+      expect(await health(['--live', '--port', port])).toMatchObject({
+        code: 0,
+        out: `live: ${p.proxy.url}/healthz\n`,
+      });
+      const ready = await health(['--port', port]);
+      expect(ready.code).toBe(1);
+      expect(ready.out).toBe(`not ready: ${p.proxy.url}/readyz answered 503\n`);
 
       // Past the cache's TTL, whatever needs the database gets 503.
       p.clock.advance(6_000);
