@@ -38,6 +38,7 @@ export const ADMIN_USAGE = `Usage:
                          [--reason TEXT]     (also ends the user's sessions)
   agent-auth-proxy admin passkeys code --user-id USER [--ttl DURATION]
                          (sign_in.first_passkey: operator_code; default 24h, at most 7d)
+  agent-auth-proxy admin users sign-out --user-id USER [--reason TEXT]
   agent-auth-proxy admin activity [--agent-id ID] [--host-id ID] [--capability NAME]
                          [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
 
@@ -257,6 +258,16 @@ const COMMANDS: Readonly<Record<string, Command>> = {
       });
     },
     text: format.passkeysRemovedText,
+  },
+  'users sign-out': {
+    flags: ['user-id', 'reason'],
+    request: (v) =>
+      post(`/admin/users/${enc(requiredUser('users sign-out', v))}/sign-out`, { reason: v.reason }),
+    text: (body) => {
+      const r = format.rec(body);
+      const n = typeof r.sessions_ended === 'number' ? r.sessions_ended : 0;
+      return `signed out user ${format.cell(r.user_id)}: ${n} session${n === 1 ? '' : 's'} ended`;
+    },
   },
   'passkeys code': {
     flags: ['user-id', 'ttl'],

@@ -3,7 +3,7 @@
  * A fresh sign-in alone lets whoever holds a saved password (an agent driving the browser, §8.11)
  * enrol an authenticator of its own as the first passkey. With this setting the first passkey also
  * needs a code the operator gave the person out of band (in person, by phone): the operator API
- * issues it (protocol/passkey-recovery.ts), the store keeps only its SHA-256, and enrolling takes
+ * issues it (protocol/operator-users.ts), the store keeps only its SHA-256, and enrolling takes
  * it in the same transaction as the new passkey, so it works once.
  *
  * 16 characters of a 30-letter alphabet without look-alikes (no 0/O, 1/I/L, U): about 78 bits,

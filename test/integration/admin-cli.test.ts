@@ -664,6 +664,11 @@ describe('usage mistakes exit 2 before any request', () => {
     ['hosts link without --user-id', ['hosts', 'link', 'hst_1'], 'admin hosts link: --user-id is required'],
     ['passkeys list without --user-id', ['passkeys', 'list'], 'admin passkeys list: --user-id is required'],
     [
+      'users sign-out without --user-id',
+      ['users', 'sign-out'],
+      'admin users sign-out: --user-id is required',
+    ],
+    [
       'passkeys remove with neither --passkey-id nor --all',
       ['passkeys', 'remove', '--user-id', 'zoe'],
       'admin passkeys remove: give --passkey-id ID or --all, not both',
@@ -751,6 +756,7 @@ describe('usage mistakes exit 2 before any request', () => {
       'passkeys list',
       'passkeys remove',
       'passkeys code',
+      'users sign-out',
       'activity',
     ])
       expect(out).toContain(`agent-auth-proxy admin ${command}`);

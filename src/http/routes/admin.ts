@@ -19,7 +19,7 @@ import { agentView, hostView } from '../../protocol/views.js';
 import { currentAgent } from '../../protocol/lifecycle.js';
 import type { ActivityRecord, AgentRecord, ApprovalRecord, HostStatus } from '../../storage/types.js';
 import { need, step, type Exchange, type SharedStep } from '../pipeline.js';
-import { adminPasskeyRoutes } from './admin-passkeys.js';
+import { adminUserRoutes } from './admin-users.js';
 import { adminPerCallRoutes } from './admin-per-call.js';
 import { sendJson } from '../respond.js';
 import { nextCursor, pageOf } from '../listing-page.js';
@@ -333,7 +333,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     unknownAfterMs: options.perCallUnknownAfterMs,
   });
 
-  adminPasskeyRoutes(router, {
+  adminUserRoutes(router, {
     ctx,
     firstPasskeyNeedsCode: options.firstPasskeyNeedsCode,
     read,

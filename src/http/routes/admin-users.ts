@@ -1,22 +1,22 @@
 /**
- * A person's passkeys, for the operator (under the admin token like the rest of `/admin/`):
+ * One person, for the operator (under the admin token like the rest of `/admin/`; the rules are
+ * protocol/operator-users.ts):
  *
  *   GET  /admin/users/{user_id}/passkeys          the passkeys (at most 10), oldest first
  *   POST /admin/users/{user_id}/passkeys/remove   {passkey_id} or {all: true}, and reason?:
  *                                                 one or every passkey; the user's sessions end
  *   POST /admin/users/{user_id}/passkeys/enrolment-code   {ttl_seconds?}: the one-time code a
  *                                                 first passkey needs (sign_in.first_passkey)
+ *   POST /admin/users/{user_id}/sign-out          {reason?}: every session of the user ends
  *
- * For a person who lost a passkey: without one they cannot change their set on the account page
- * (protocol/passkey-recovery.ts says why and what follows). The operator never adds a passkey:
- * a person enrols their own.
+ * The operator never adds a passkey (a person enrols their own) and never signs anyone in.
  */
 import { ProtocolError } from '../../errors.js';
 import { iso } from '../../protocol/context.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import type { DecisionOrigin } from '../../protocol/decision-record.js';
 import { ENROLMENT_CODE_TTL_MS, MAX_ENROLMENT_CODE_TTL_MS } from '../../protocol/enrolment-codes.js';
-import { issueEnrolmentCode, removeUserPasskeys } from '../../protocol/passkey-recovery.js';
+import { issueEnrolmentCode, removeUserPasskeys, signOutUser } from '../../protocol/operator-users.js';
 import type { PasskeyRecord } from '../../storage/types.js';
 import type { Exchange, SharedStep } from '../pipeline.js';
 import { sendJson } from '../respond.js';
@@ -25,7 +25,7 @@ import type { Router } from '../router.js';
 /** As long as a user id may be anywhere in the admin API (`user_id` of `hosts link`). */
 const MAX_USER_ID = 200;
 
-export interface AdminPasskeyOptions {
+export interface AdminUserOptions {
   readonly ctx: ProtocolContext;
   /** sign_in.first_passkey is operator_code: only then are enrolment codes issued. */
   readonly firstPasskeyNeedsCode: boolean;
@@ -37,9 +37,9 @@ export interface AdminPasskeyOptions {
   readonly originOf: (x: Exchange) => DecisionOrigin;
 }
 
-export function adminPasskeyRoutes(
+export function adminUserRoutes(
   router: Router,
-  { ctx, firstPasskeyNeedsCode, read, change, bodyOf, stringOf, originOf }: AdminPasskeyOptions,
+  { ctx, firstPasskeyNeedsCode, read, change, bodyOf, stringOf, originOf }: AdminUserOptions,
 ): void {
   router.add(
     'GET',
@@ -75,6 +75,20 @@ export function adminPasskeyRoutes(
         origin: originOf(x),
       });
       sendJson(x.res, 200, { user_id: userId, removed: removed.map(view), sessions_ended: sessionsEnded });
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/users/:user_id/sign-out',
+    change('sign-out-user', async (x) => {
+      const userId = userIdOf(x);
+      const reason = stringOf(x, 'reason');
+      const ended = await signOutUser(ctx, userId, {
+        ...(reason !== undefined ? { reason } : {}),
+        origin: originOf(x),
+      });
+      sendJson(x.res, 200, { user_id: userId, sessions_ended: ended });
     }),
   );
 

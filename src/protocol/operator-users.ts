@@ -1,19 +1,24 @@
 /**
- * The way back for a person who lost a passkey (operator API and CLI). On the account page,
- * changing a set of passkeys takes a confirmation with one of them (passkey-account.ts), so
- * somebody whose only passkey is gone can neither remove it nor add another; and where policy
- * asks for proof of presence (§8.11) they cannot approve anything either. The operator removes
- * it instead. Afterwards the person's next passkey is a first one again: a fresh sign-in enrols
- * it (passkeys.ts `enrolmentNeeds`).
+ * What the operator does for one person (operator API and CLI): their passkeys, the code for a
+ * first passkey, and their sessions.
  *
- * A lost passkey may be in someone else's hands and may have signed them in, so every session
- * of the person ends in the same transaction; each removal is an activity record (§11) that
- * names the operator's origin. Where a first passkey needs the operator's one-time code
- * (sign_in.first_passkey: operator_code), the operator issues it here too.
+ * A lost passkey: on the account page, changing a set of passkeys takes a confirmation with one of
+ * them (passkey-account.ts), so somebody whose only passkey is gone can neither remove it nor add
+ * another; and where policy asks for proof of presence (§8.11) they cannot approve anything either.
+ * The operator removes it instead. Afterwards the person's next passkey is a first one again: a
+ * fresh sign-in enrols it (passkeys.ts `enrolmentNeeds`), with the operator's one-time code where
+ * sign_in.first_passkey is operator_code (issued here too). A lost passkey may be in someone else's
+ * hands and may have signed them in, so every session of the person ends in the same transaction.
+ *
+ * A stolen laptop, or someone who left (an OIDC account disabled at the provider still has its
+ * sessions here until they expire): the operator signs the person out everywhere.
+ *
+ * Each action is an activity record (§11) that names the operator's origin.
  */
 import { ProtocolError } from '../errors.js';
 import type { PasskeyRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
+import { protocolEvent } from './activity.js';
 import { originDetail, type DecisionOrigin } from './decision-record.js';
 import { enrolmentCodeHash, newEnrolmentCode } from './enrolment-codes.js';
 import { passkeyEvent } from './passkeys.js';
@@ -95,4 +100,34 @@ export async function issueEnrolmentCode(
     );
   });
   return { code, expiresAt };
+}
+
+/** Ends every session of `userId` on every replica (the next page asks them to sign in again). */
+export function signOutUser(
+  ctx: ProtocolContext,
+  userId: string,
+  options: { readonly reason?: string; readonly origin?: DecisionOrigin },
+): Promise<number> {
+  const now = ctx.clock.now();
+  return ctx.store.write(async (tx) => {
+    const ended = await tx.deleteSessionsOf(userId);
+    await tx.appendActivity(
+      protocolEvent({
+        at: now,
+        type: 'user.signed_out',
+        agentId: null,
+        hostId: null,
+        userId,
+        capability: null,
+        outcome: 'ok',
+        detail: {
+          by: 'admin',
+          sessions_ended: ended,
+          ...(options.reason ? { reason: options.reason } : {}),
+          ...originDetail(options.origin),
+        },
+      }),
+    );
+    return ended;
+  });
 }

@@ -1,10 +1,11 @@
 /**
- * A person lost their passkey: the operator API removes it (`/admin/users/{id}/passkeys`), ends
- * their sessions, and records it (§11); the person then signs in again and enrols a new one as a
- * first passkey. With `sign_in.first_passkey: operator_code` that first passkey also takes a
- * one-time code the operator issued (API and CLI). Real proxies (local accounts, issuer
- * http://localhost so passkeys work), real HTTP, real SQLite, software authenticators making real
- * P-256 signatures.
+ * What the operator does for one person (`/admin/users/{id}/…`, protocol/operator-users.ts).
+ * A person lost their passkey: the operator API removes it, ends their sessions, and records it
+ * (§11); the person then signs in again and enrols a new one as a first passkey. With
+ * `sign_in.first_passkey: operator_code` that first passkey also takes a one-time code the
+ * operator issued (API and CLI). A stolen laptop: the operator signs the person out everywhere.
+ * Real proxies (local accounts, issuer http://localhost so passkeys work), real HTTP, real SQLite,
+ * software authenticators making real P-256 signatures.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PageClient, softPasskey, startPerCallProxy, type PerCallProxy } from '../../helpers/per-call.js';
@@ -280,5 +281,56 @@ describe('sign_in.first_passkey: operator_code', () => {
     const reply = await proxy.p.admin('POST', '/admin/users/alice/passkeys/enrolment-code', {});
     expect(reply.status).toBe(400);
     expect(reply.body.message).toContain('sign_in.first_passkey is fresh_sign_in');
+  });
+});
+
+describe('POST /admin/users/{user_id}/sign-out', () => {
+  it("ends every session of that person, no one else's, and records who and why; the CLI does the same", async () => {
+    const first = await PageClient.signIn(proxy.p.issuer, 'alice');
+    const second = await PageClient.signIn(proxy.p.issuer, 'alice');
+    const bob = await PageClient.signIn(proxy.p.issuer, 'bob');
+    const reply = await proxy.p.admin('POST', '/admin/users/alice/sign-out', { reason: 'laptop stolen' });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({ user_id: 'alice', sessions_ended: 2 });
+    expect(await first.signedIn()).toBe(false);
+    expect(await second.signedIn()).toBe(false);
+    expect(await bob.signedIn()).toBe(true);
+    const records = (await proxy.p.proxy.protocol.store.activity({ limit: 1000 })).filter(
+      (r) => r.type === 'user.signed_out',
+    );
+    expect(records.map((r) => [r.userId, r.detail])).toEqual([
+      [
+        'alice',
+        {
+          by: 'admin',
+          sessions_ended: 2,
+          reason: 'laptop stolen',
+          auth_method: 'admin_token',
+          client_ip: '127.0.0.1',
+          user_agent: 'node',
+        },
+      ],
+    ]);
+
+    let out = '';
+    const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
+    const env = { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN };
+    const again = await PageClient.signIn(proxy.p.issuer, 'alice');
+    const exit = await runAdmin(
+      ['users', 'sign-out', '--user-id', 'alice', '--url', proxy.p.proxy.url],
+      env,
+      io,
+    );
+    expect(exit).toBe(0);
+    expect(out).toBe('signed out user alice: 1 session ended\n');
+    expect(await again.signedIn()).toBe(false);
+  });
+
+  it('a user id that is too long is refused, and nobody is signed out', async () => {
+    const bob = await PageClient.signIn(proxy.p.issuer, 'bob');
+    const reply = await proxy.p.admin('POST', `/admin/users/${'b'.repeat(201)}/sign-out`, {});
+    expect(reply.status).toBe(400);
+    expect(reply.body.message).toBe('user_id must be 1 to 200 characters.');
+    expect(await bob.signedIn()).toBe(true);
   });
 });
