@@ -18,12 +18,9 @@ import {
   ASYNC_JOB,
   GRANT,
   HOST,
-  PASSKEY,
   PER_CALL,
-  SESSION,
   fromRow,
   params,
-  passkeyFromRow,
   toColumnValue,
   type Column,
   type Columns,
@@ -53,6 +50,7 @@ import type {
   StoreWriter,
 } from './types.js';
 import { SqliteAsyncStore } from './sqlite-async-store.js';
+import { SqliteApprovers } from './sqlite-approvers.js';
 import { SqliteSignInState } from './sqlite-sign-in-state.js';
 
 export interface SqliteStoreOptions {
@@ -138,6 +136,7 @@ export class SqliteEngine implements SyncStore {
   readonly writer: SyncStoreWriter;
   /** The approval pages' state (sqlite-sign-in-state.ts). */
   private readonly signIns: SqliteSignInState;
+  private readonly approvers: SqliteApprovers;
   // Prepared apart from `stmt`: not queries, so not for the query-plan test.
   private readonly beginStmt: Database.Statement;
   private readonly commitStmt: Database.Statement;
@@ -148,8 +147,9 @@ export class SqliteEngine implements SyncStore {
     private readonly onWrite?: (kind: WriteKind, seconds: number) => void,
     private readonly onPrepare?: (sql: string) => void,
   ) {
-    this.writer = this.createWriter();
     this.signIns = new SqliteSignInState(db, (sql) => this.stmt(sql));
+    this.approvers = new SqliteApprovers((sql) => this.stmt(sql));
+    this.writer = this.createWriter();
     this.beginStmt = db.prepare('BEGIN IMMEDIATE');
     this.commitStmt = db.prepare('COMMIT');
     this.rollbackStmt = db.prepare('ROLLBACK');
@@ -392,26 +392,19 @@ export class SqliteEngine implements SyncStore {
   }
 
   insertSession(session: SessionRecord): void {
-    const p = params(SESSION, session);
-    const names = Object.keys(p);
-    this.stmt(
-      `INSERT INTO sessions (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
-    ).run(p);
+    this.approvers.insertSession(session);
   }
 
   session(idHash: string): SessionRecord | undefined {
-    return this.one(SESSION, 'SELECT * FROM sessions WHERE id_hash = ?', idHash);
+    return this.approvers.session(idHash);
   }
 
   deleteSession(idHash: string): void {
-    this.stmt('DELETE FROM sessions WHERE id_hash = ?').run(idHash);
+    this.approvers.deleteSession(idHash);
   }
 
   deleteExpiredSessions(now: number, limit: number): number {
-    return this.stmt(
-      `DELETE FROM sessions WHERE id_hash IN
-        (SELECT id_hash FROM sessions WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
-    ).run(now, limit).changes;
+    return this.approvers.deleteExpiredSessions(now, limit);
   }
 
   markOpened(approvalId: string, userId: string, at: number): void {
@@ -445,39 +438,20 @@ export class SqliteEngine implements SyncStore {
     );
   }
 
-  insertPasskey(passkey: PasskeyRecord): void {
-    const p = params(PASSKEY, passkey);
-    p.public_key = Buffer.from(passkey.publicKey);
-    const names = Object.keys(p);
-    this.stmt(
-      `INSERT INTO passkeys (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
-    ).run(p);
-  }
-
   passkey(id: string): PasskeyRecord | undefined {
-    return passkeyFromRow(this.one(PASSKEY, 'SELECT * FROM passkeys WHERE id = ?', id));
+    return this.approvers.passkey(id);
   }
 
   passkeys(userId: string): PasskeyRecord[] {
-    return this.many(PASSKEY, 'SELECT * FROM passkeys WHERE user_id = ? ORDER BY created_at, id', userId).map(
-      (p) => passkeyFromRow(p) as PasskeyRecord,
-    );
+    return this.approvers.passkeys(userId);
   }
 
   hasEnrolmentCode(userId: string, codeHash: string, now: number): boolean {
-    return (
-      this.stmt(
-        'SELECT 1 FROM passkey_enrolment_codes WHERE user_id = ? AND code_hash = ? AND expires_at > ?',
-      ).get(userId, codeHash, now) !== undefined
-    );
+    return this.approvers.hasEnrolmentCode(userId, codeHash, now);
   }
 
   recordPasskeyUse(id: string, counter: number, at: number): void {
-    this.stmt('UPDATE passkeys SET counter = ?, last_used_at = ? WHERE id = ?').run(counter, at, id);
-  }
-
-  deletePasskey(id: string, userId: string): boolean {
-    return this.stmt('DELETE FROM passkeys WHERE id = ? AND user_id = ?').run(id, userId).changes > 0;
+    this.approvers.recordPasskeyUse(id, counter, at);
   }
 
   insertPerCall(record: PerCallRecord): void {
@@ -729,19 +703,11 @@ export class SqliteEngine implements SyncStore {
       passkey: (id) => reader.passkey(id),
       passkeys: (u) => reader.passkeys(u),
       hasEnrolmentCode: (u, hash, now) => reader.hasEnrolmentCode(u, hash, now),
-      insertPasskey: (k) => this.insertPasskey(k),
-      deletePasskey: (id, u) => this.deletePasskey(id, u),
-      deleteSessionsOf: (u) => this.stmt('DELETE FROM sessions WHERE user_id = ?').run(u).changes,
-      putEnrolmentCode: (u, hash, expiresAt) => {
-        this.stmt(
-          `INSERT INTO passkey_enrolment_codes (user_id, code_hash, expires_at) VALUES (?, ?, ?)
-            ON CONFLICT (user_id) DO UPDATE SET code_hash = excluded.code_hash, expires_at = excluded.expires_at`,
-        ).run(u, hash, expiresAt);
-      },
-      takeEnrolmentCode: (u, hash, now) =>
-        this.stmt(
-          'DELETE FROM passkey_enrolment_codes WHERE user_id = ? AND code_hash = ? AND expires_at > ?',
-        ).run(u, hash, now).changes > 0,
+      insertPasskey: (k) => this.approvers.insertPasskey(k),
+      deletePasskey: (id, u) => this.approvers.deletePasskey(id, u),
+      deleteSessionsOf: (u) => this.approvers.deleteSessionsOf(u),
+      putEnrolmentCode: (u, hash, expiresAt) => this.approvers.putEnrolmentCode(u, hash, expiresAt),
+      takeEnrolmentCode: (u, hash, now) => this.approvers.takeEnrolmentCode(u, hash, now),
       countOpenPerCalls: (a, now) => reader.countOpenPerCalls(a, now),
       insertPerCall: (r) => this.insertPerCall(r),
       updatePerCall: (id, from, patch) => this.updatePerCall(id, from, patch),
