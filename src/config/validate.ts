@@ -60,11 +60,16 @@ function describe(error: ErrorObject): string {
     case 'maximum':
       return `must be ${error.keyword === 'minimum' ? '>=' : '<='} ${String(error.params.limit)}${got}`;
     case 'minItems':
-      return 'must not be empty';
+      return error.params.limit === 1
+        ? 'must not be empty'
+        : `must have at least ${String(error.params.limit)} items`;
     case 'minProperties':
       return 'must set at least one key';
     case 'minLength':
-      return 'must not be empty';
+      // A longer minimum is not "empty": "A" against 2 would be told the wrong thing.
+      return error.params.limit === 1
+        ? 'must not be empty'
+        : `must be at least ${String(error.params.limit)} characters${got}`;
     default:
       return `${error.message ?? 'is invalid'}${got}`;
   }

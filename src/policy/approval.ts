@@ -38,6 +38,7 @@ export function resolveApproval(approval: PolicyFile['approval'], problems: Prob
     approvers: Object.freeze([...approval.approvers]),
     verificationUri: approval.verification_uri,
     requirePresence: approval.require_presence,
+    warnNames: Object.freeze([...approval.warn_names]),
     perCallExpiresInMs,
     perCallMaxResultBytes: approval.per_call_max_result_bytes,
   });

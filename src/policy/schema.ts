@@ -183,6 +183,15 @@ export const POLICY_SCHEMA = {
             "When approving on the proxy's pages needs proof of presence: a passkey assertion with user verification (§8.11). data_changing: capabilities whose method is not GET/HEAD or that capabilities.high_risk lists. always: every approval.",
           default: 'data_changing',
         },
+        warn_names: {
+          type: 'array',
+          description:
+            "Names the approval pages warn about when an agent's or host's name uses or imitates one, besides this service's provider_name and the built-in list of well-known brands: your company, your products, your partners.",
+          maxItems: 50,
+          uniqueItems: true,
+          items: { type: 'string', minLength: 2, maxLength: 64 },
+          default: [],
+        },
         per_call_expires_in: {
           $ref: '#/$defs/duration',
           description:

@@ -47,6 +47,8 @@ export interface Policy {
     readonly verificationUri: string | null;
     /** §8.11: which approvals on the pages need a passkey assertion (src/protocol/presence.ts). */
     readonly requirePresence: 'data_changing' | 'always';
+    /** The operator's own names to warn about in agent and host names (§8.10), beside the built-in brands. */
+    readonly warnNames: readonly string[];
     /** How long a per-call approval waits for its approver (§5.11). */
     readonly perCallExpiresInMs: number;
     /** Largest upstream result kept for a per-call approval's status URL (UTF-8 JSON bytes). */

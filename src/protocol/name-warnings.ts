@@ -190,9 +190,12 @@ export function brandMatches(name: string, brands: readonly string[]): BrandMatc
   const plain = candidates(skeletonWords(name, { confusables: false }));
   const disguised = candidates(skeletonWords(name));
   const out: BrandMatch[] = [];
+  const seen = new Set<string>();
   for (const brand of brands) {
     const key = brandKey(brand);
-    if (key.length < 3) continue;
+    // One warning per name however often it is listed (an operator's name may be a built-in one).
+    if (key.length < 3 || seen.has(key)) continue;
+    seen.add(key);
     if (plain.some((c) => matches(c, key, false))) out.push({ brand, how: 'mention' });
     else if (disguised.some((c) => matches(c, key, true))) out.push({ brand, how: 'resembles' });
   }

@@ -38,8 +38,16 @@ function quote(text: string): string {
   return `“${plainText(text, 40).text}”`;
 }
 
-/** What a name an agent chose (its own, or its host's) should warn about. */
-export function nameWarnings(field: string, value: string | null, serviceName: string): RequestWarning[] {
+/**
+ * What a name an agent chose (its own, or its host's) should warn about. `operatorNames`: the
+ * policy's approval.warn_names, checked like the well-known brands.
+ */
+export function nameWarnings(
+  field: string,
+  value: string | null,
+  serviceName: string,
+  operatorNames: readonly string[] = [],
+): RequestWarning[] {
   if (value === null || value === '') return [];
   const out: RequestWarning[] = [];
   const plain = plainText(value, Number.MAX_SAFE_INTEGER);
@@ -61,9 +69,13 @@ export function nameWarnings(field: string, value: string | null, serviceName: s
       text: `The ${field} mixes alphabets in ${quote(word)} (${scripts.join(' and ')}): letters that look alike but are not the same are a common disguise.`,
     });
   }
-  for (const { brand, how } of brandMatches(value, [serviceName, ...WELL_KNOWN_BRANDS])) {
+  for (const { brand, how } of brandMatches(value, [serviceName, ...operatorNames, ...WELL_KNOWN_BRANDS])) {
     const own = brand === serviceName;
-    const what = own ? `this service’s own name, ${quote(brand)}` : `the well-known name ${quote(brand)}`;
+    const what = own
+      ? `this service’s own name, ${quote(brand)}`
+      : operatorNames.includes(brand)
+        ? `the name ${quote(brand)}`
+        : `the well-known name ${quote(brand)}`;
     out.push({
       kind: own ? 'own_name' : 'brand',
       text:
@@ -117,8 +129,8 @@ export function requestWarnings(
     .map((c) => ({ name: c.name, method: c.operation.method.toUpperCase() }));
   const broad = broadRequest(r.capabilities, service);
   return [
-    ...nameWarnings('agent name', r.agentName, serviceName),
-    ...nameWarnings('host name', r.hostName, serviceName),
+    ...nameWarnings('agent name', r.agentName, serviceName, ctx.policy.approval.warnNames),
+    ...nameWarnings('host name', r.hostName, serviceName, ctx.policy.approval.warnNames),
     ...(broad ? [broad] : []),
   ];
 }

@@ -152,6 +152,25 @@ describe('GET /device is rate limited per IP (RFC 8628 §5.1: codes must not be 
   });
 });
 
+describe('approval.warn_names: the operator’s own names (§8.10)', () => {
+  it('the page warns when an agent name imitates one of them', async () => {
+    const q = await startProtocol({ policy: `${POLICY}approval:\n  warn_names: [Acme Pets]\n` });
+    try {
+      const shown = async (name: string): Promise<string> => {
+        const reg = await q.register(await generateTestKey(), { name, capabilities: ['list_pets'] });
+        const res = await fetch(`${q.proxy.url}/device?code=${reg.body.approval.user_code as string}`);
+        return res.text();
+      };
+      expect(await shown('Acrne Pets support')).toContain(
+        'The agent name looks like the name “Acme Pets” but is spelled differently. This is how impostors disguise themselves.',
+      );
+      expect(await shown('Shelter helper')).not.toContain('Acme Pets');
+    } finally {
+      await q.close();
+    }
+  });
+});
+
 describe('approval.verification_uri: the operator’s own approval portal', () => {
   it('approval objects point there, keeping its query, with the code added', async () => {
     const q = await startProtocol({

@@ -60,6 +60,7 @@ describe('config/policy.example.yaml', () => {
       approvers: ['alice@example.com'],
       verificationUri: null,
       requirePresence: 'data_changing',
+      warnNames: ['Acme Pets'],
       perCallExpiresInMs: 300_000,
       perCallMaxResultBytes: 262_144,
     });
@@ -154,6 +155,7 @@ describe('defaults', () => {
         approvers: [],
         verificationUri: null,
         requirePresence: 'data_changing',
+        warnNames: [],
         perCallExpiresInMs: 300_000,
         perCallMaxResultBytes: 262_144,
       });
@@ -464,6 +466,25 @@ describe('modes and approval', () => {
     expect(
       parse('approval: {methods: [device_authorization, ciba], approvers: [alice]}').approval.approvers,
     ).toEqual(['alice']);
+  });
+});
+
+describe('approval.warn_names (§8.10)', () => {
+  it('takes up to 50 distinct names of 2 to 64 characters', () => {
+    expect(parse('approval: {warn_names: [Acme Bank, AcmePay]}').approval.warnNames).toEqual([
+      'Acme Bank',
+      'AcmePay',
+    ]);
+    expect(failures('approval: {warn_names: [A]}')).toEqual([
+      'policy.yaml: approval.warn_names[0]: must be at least 2 characters (got "A")',
+    ]);
+    expect(failures('approval: {warn_names: [Acme, Acme]}')).toEqual([
+      expect.stringMatching(/^policy\.yaml: approval\.warn_names: must NOT have duplicate items/),
+    ]);
+    const many = Array.from({ length: 51 }, (_, i) => `name${i}`).join(', ');
+    expect(failures(`approval: {warn_names: [${many}]}`)).toEqual([
+      expect.stringMatching(/^policy\.yaml: approval\.warn_names: must NOT have more than 50 items/),
+    ]);
   });
 });
 

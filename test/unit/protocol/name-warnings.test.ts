@@ -229,6 +229,24 @@ describe('display text (§8.10: strip HTML, limit length)', () => {
     expect(kinds).toEqual(['markup', 'hidden', 'mixed_script', 'brand']);
     expect(nameWarnings('agent name', 'Shelter helper', 'petstore')).toEqual([]);
   });
+
+  it("the operator's own names (approval.warn_names) warn like the built-in brands, each name once", () => {
+    const names = ['Acme Bank', 'GitHub'];
+    const mention = nameWarnings('agent name', 'AcmeBank payments helper', 'petstore', names);
+    expect(mention).toEqual([
+      {
+        kind: 'brand',
+        text: 'The agent name uses the name “Acme Bank”. Anyone can choose that name: this server has not verified that the agent comes from Acme Bank.',
+      },
+    ]);
+    const disguised = nameWarnings('host name', 'Acrne-Bank laptop', 'petstore', names);
+    expect(disguised.map((w) => w.text)).toEqual([
+      'The host name looks like the name “Acme Bank” but is spelled differently. This is how impostors disguise themselves.',
+    ]);
+    // Listed by the operator and built in: one warning.
+    expect(nameWarnings('agent name', 'GitHub helper', 'petstore', names)).toHaveLength(1);
+    expect(nameWarnings('agent name', 'AcmeBank payments helper', 'petstore')).toEqual([]);
+  });
 });
 
 describe('unusually broad requests (§8.10)', () => {
