@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { Logger } from '../../src/log.js';
 import { hashPassword } from '../../src/util/password.js';
 import { freePort, writeConfig } from './browser.js';
 import { startProtocol, TestClock, type TestProtocol } from './protocol.js';
@@ -27,6 +28,8 @@ export async function startPerCallProxy(options: {
   policy: string;
   users: readonly string[];
   config?: string;
+  /** Receives the proxy's log (default: silent). */
+  logger?: Logger;
 }): Promise<PerCallProxy> {
   const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
   const users = options.users
@@ -40,7 +43,12 @@ export async function startPerCallProxy(options: {
   );
   const clock = new TestClock();
   try {
-    const p = await startProtocol({ policy: options.policy, clock, overrides: { config, port } });
+    const p = await startProtocol({
+      policy: options.policy,
+      clock,
+      overrides: { config, port },
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
     return {
       p,
       upstream,
