@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
+import { generateTestKey } from '../../helpers/keys.js';
 import { startProtocol, writePolicy, type TestProtocol } from '../../helpers/protocol.js';
 import { notesSpec } from '../../helpers/notes-spec.js';
 import { PETSTORE } from '../../helpers/proxy.js';
@@ -51,6 +52,26 @@ describe('reload()', () => {
     expect((await p.execute(fx.agent, fx.agentId, 'list_pets')).status).toBe(403);
     expect((await p.request('GET', '/readyz')).status).toBe(200);
     expect(await reloads(p)).toEqual({ success: 1, failure: 1 });
+  });
+
+  it('re-reads approval.warn_names: the device page warns by the policy in force', async () => {
+    const policy = writePolicy('rate_limits:\n  unknown_host_registration: null\n');
+    const p = await startProtocol({ overrides: { policy } });
+    open = p;
+    const pageFor = async (): Promise<string> => {
+      const reg = await p.register(await generateTestKey(), {
+        name: 'Acme Pets helper',
+        capabilities: ['list_pets'],
+      });
+      return (await fetch(`${p.proxy.url}/device?code=${reg.body.approval.user_code as string}`)).text();
+    };
+    expect(await pageFor()).not.toContain('“Acme Pets”');
+    writeFileSync(
+      policy,
+      'rate_limits:\n  unknown_host_registration: null\napproval:\n  warn_names: [Acme Pets]\n',
+    );
+    expect(await p.proxy.reload()).toMatchObject({ ok: true });
+    expect(await pageFor()).toContain('The agent name uses the name “Acme Pets”.');
   });
 
   it('refuses an invalid document, then applies drift when the document changes', async () => {
