@@ -5,7 +5,7 @@
  * the process matters: exit codes and streams of a real process, serving, SIGTERM, a taken port.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -549,6 +549,40 @@ describe('serve', () => {
     const notProxy = await run(['health', '--pid', String(process.pid)]);
     expect(notProxy.code).toBe(2);
     expect(notProxy.stderr).toContain('that process is not agent-auth-proxy');
+  });
+
+  it('exits 2 naming libsodium when its native binding cannot load, before it listens or writes anything', async () => {
+    // Fault injection, not a mock of what is checked: a preload makes require('sodium-native')
+    // fail as a missing prebuilt binding would; the start-up's handling of that is under test.
+    const dir = mkdtempSync(join(tmpdir(), 'aap-no-sodium-'));
+    const preload = join(dir, 'no-sodium.cjs');
+    writeFileSync(
+      preload,
+      "const Module = require('node:module');\nconst load = Module._load;\n" +
+        'Module._load = function (request, ...rest) {\n' +
+        "  if (request === 'sodium-native') throw new Error('No native build was found for this platform');\n" +
+        '  return load.call(this, request, ...rest);\n};\n',
+    );
+    const db = join(dir, 'proxy.db');
+    const child = spawn(
+      process.execPath,
+      ['--require', preload, CLI, 'serve', '--spec', PETSTORE, '--port', '0', '--db', db],
+      {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expectOperatorError({ code, signal: null, stdout, stderr });
+    expect(stderr).toBe(
+      "agent-auth-proxy: Cannot load libsodium (the sodium-native package), which verifies every JWT's signature: No native build was found for this platform\n",
+    );
+    expect(readdirSync(dir)).toEqual(['no-sodium.cjs']);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('exits 2 with "cannot listen" when the port is taken', async () => {
