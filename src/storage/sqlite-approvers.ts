@@ -4,23 +4,17 @@
  * class, inside or outside a transaction alike: one connection, synchronous.
  */
 import type Database from 'better-sqlite3';
-import { PASSKEY, SESSION, fromRow, params, passkeyFromRow, type Row } from './sqlite-columns.js';
+import { PASSKEY, SESSION, fromRow, insertSql, params, passkeyFromRow, type Row } from './sqlite-columns.js';
 import type { PasskeyRecord, SessionRecord } from './types.js';
 
 type Prepare = (sql: string) => Database.Statement;
-
-/** `INSERT INTO table (…) VALUES (…)` for the named parameters of `row`. */
-function insertInto(table: string, row: Row): string {
-  const names = Object.keys(row);
-  return `INSERT INTO ${table} (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`;
-}
 
 export class SqliteApprovers {
   constructor(private readonly stmt: Prepare) {}
 
   insertSession(session: SessionRecord): void {
     const p = params(SESSION, session);
-    this.stmt(insertInto('sessions', p)).run(p);
+    this.stmt(insertSql('sessions', Object.keys(p))).run(p);
   }
 
   session(idHash: string): SessionRecord | undefined {
@@ -48,7 +42,7 @@ export class SqliteApprovers {
   insertPasskey(passkey: PasskeyRecord): void {
     const p = params(PASSKEY, passkey);
     p.public_key = Buffer.from(passkey.publicKey);
-    this.stmt(insertInto('passkeys', p)).run(p);
+    this.stmt(insertSql('passkeys', Object.keys(p))).run(p);
   }
 
   passkey(id: string): PasskeyRecord | undefined {

@@ -190,6 +190,11 @@ export function fromRow<T>(columns: Columns<T>, row: Row | undefined): T | undef
   return out as T;
 }
 
+/** `INSERT INTO table (…) VALUES (@…)` for the named parameters `names` (one statement per shape). */
+export function insertSql(table: string, names: readonly string[]): string {
+  return `INSERT INTO ${table} (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`;
+}
+
 /** Named parameters for every column of a record. */
 export function params<T>(columns: Columns<T>, record: T): Row {
   const out: Row = {};

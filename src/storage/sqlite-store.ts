@@ -20,6 +20,7 @@ import {
   HOST,
   PER_CALL,
   fromRow,
+  insertSql,
   params,
   toColumnValue,
   type Column,
@@ -456,10 +457,7 @@ export class SqliteEngine implements SyncStore {
 
   insertPerCall(record: PerCallRecord): void {
     const p = params(PER_CALL, record);
-    const names = Object.keys(p);
-    this.stmt(
-      `INSERT INTO per_call_approvals (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
-    ).run(p);
+    this.stmt(insertSql('per_call_approvals', Object.keys(p))).run(p);
   }
 
   perCall(id: string): PerCallRecord | undefined {
@@ -651,12 +649,10 @@ export class SqliteEngine implements SyncStore {
   }
 
   private createWriter(): SyncStoreWriter {
-    const insert = <T>(table: string, columns: Columns<T>, record: T, verb = 'INSERT'): void => {
+    const insert = <T>(table: string, columns: Columns<T>, record: T): void => {
       const p = params(columns, record);
       const names = Object.keys(p).filter((c) => !(table === 'activity' && c === 'id'));
-      this.stmt(
-        `${verb} INTO ${table} (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`,
-      ).run(Object.fromEntries(names.map((n) => [n, p[n]])));
+      this.stmt(insertSql(table, names)).run(Object.fromEntries(names.map((n) => [n, p[n]])));
     };
     const update = <T>(table: string, columns: Columns<T>, id: string, patch: Patch<T>): void => {
       const sets: string[] = [];

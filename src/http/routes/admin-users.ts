@@ -22,8 +22,8 @@ import type { Exchange, SharedStep } from '../pipeline.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
 
-/** As long as a user id may be anywhere in the admin API (`user_id` of `hosts link`). */
-const MAX_USER_ID = 200;
+/** The longest user id anywhere in the admin API (a path segment here, `user_id` in bodies). */
+export const MAX_USER_ID = 200;
 
 export interface AdminUserOptions {
   readonly ctx: ProtocolContext;

@@ -19,7 +19,7 @@ import { agentView, hostView } from '../../protocol/views.js';
 import { currentAgent } from '../../protocol/lifecycle.js';
 import type { ActivityRecord, AgentRecord, ApprovalRecord, HostStatus } from '../../storage/types.js';
 import { need, step, type Exchange, type SharedStep } from '../pipeline.js';
-import { adminUserRoutes } from './admin-users.js';
+import { adminUserRoutes, MAX_USER_ID } from './admin-users.js';
 import { adminPerCallRoutes } from './admin-per-call.js';
 import { sendJson } from '../respond.js';
 import { nextCursor, pageOf } from '../listing-page.js';
@@ -153,7 +153,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
       ) {
         throw new ProtocolError('invalid_request', 'constraints must be an object keyed by capability name.');
       }
-      const userId = optionalString(b, 'user_id', 200);
+      const userId = optionalString(b, 'user_id', MAX_USER_ID);
       const reason = optionalString(b, 'reason');
       const decision = await approve(ctx, rc.params.id ?? '', {
         ...(userId ? { userId } : {}),
@@ -251,7 +251,7 @@ export function adminRoutes(router: Router, options: AdminRouteOptions): void {
     'POST',
     '/admin/hosts/:id/link',
     change('link-host', async (rc) => {
-      const userId = optionalString(body(rc), 'user_id', 200);
+      const userId = optionalString(body(rc), 'user_id', MAX_USER_ID);
       if (!userId) throw new ProtocolError('invalid_request', 'user_id is required.');
       sendJson(rc.res, 200, await linkHostTo(ctx, rc.params.id ?? '', userId));
     }),
