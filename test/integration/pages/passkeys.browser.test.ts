@@ -379,6 +379,34 @@ describe('proof of presence at approval (§8.11)', () => {
     await page.context().close();
   });
 
+  it('options without a prompt for a read-only choice cannot then approve a data-changing one (over HTTP)', async () => {
+    const { code, host, agentId } = await pending(['list_pets', 'create_pet']);
+    const { page } = await newPage();
+    await signIn(page, 'alice@example.com', '/device');
+    await openRequest(page, code);
+    await page.uncheck('#cap-1');
+    const fields = await page.evaluate<[string, string][]>(
+      "[...new FormData(document.getElementById('approve-form')).entries()]",
+    );
+    const cookie = await cookieOf(page);
+    const readOnly = new URLSearchParams(fields);
+    const options = await post('/device/passkey-options', cookie, Object.fromEntries(readOnly));
+    expect(options.status).toBe(200);
+    expect(JSON.parse(options.text)).toEqual({});
+    // The same form with create_pet checked again, and no assertion: refused, nothing granted.
+    const widened = new URLSearchParams(fields);
+    widened.append('cap', '1');
+    const res = await fetch(`${p.proxy.url}/device/approve`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: widened.toString(),
+    });
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain('A passkey is required to approve this request');
+    expect(await agentStatus(host, agentId)).toEqual({ status: 'pending', grants: [] });
+    await page.context().close();
+  });
   it('clicking Approve on a data-changing request asks for the passkey, then grants (screenshot)', async () => {
     const { code, host, agentId } = await pending(['list_pets', 'create_pet']);
     const { page } = await pageWithPasskey('alice@example.com');
