@@ -15,3 +15,26 @@ export function protocolEvent(
     upstreamStatus: null,
   };
 }
+
+/** What happened to one person's sign-in or passkeys (not to an agent or host). */
+export type UserEventType =
+  'user.passkey_added' | 'user.passkey_removed' | 'user.passkey_code_issued' | 'user.signed_out';
+
+/** The activity record (§11) of a change to `userId`'s passkeys or sessions. */
+export function userEvent(
+  type: UserEventType,
+  userId: string,
+  at: number,
+  detail: Readonly<Record<string, unknown>>,
+): ActivityRecord {
+  return protocolEvent({
+    at,
+    type,
+    agentId: null,
+    hostId: null,
+    userId,
+    capability: null,
+    outcome: 'ok',
+    detail,
+  });
+}

@@ -18,10 +18,9 @@
 import { ProtocolError } from '../errors.js';
 import type { PasskeyRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
-import { protocolEvent } from './activity.js';
+import { userEvent } from './activity.js';
 import { originDetail, type DecisionOrigin } from './decision-record.js';
 import { enrolmentCodeHash, newEnrolmentCode } from './enrolment-codes.js';
-import { passkeyEvent } from './passkeys.js';
 
 export interface PasskeyRemoval {
   /** Only this passkey; without it, every passkey of the user. */
@@ -57,7 +56,7 @@ export function removeUserPasskeys(
     const sessionsEnded = await tx.deleteSessionsOf(userId);
     for (const p of targets) {
       await tx.appendActivity(
-        passkeyEvent('user.passkey_removed', userId, now, {
+        userEvent('user.passkey_removed', userId, now, {
           passkey: p.name,
           passkey_id: p.id,
           by: 'admin',
@@ -92,7 +91,7 @@ export async function issueEnrolmentCode(
   await ctx.store.write(async (tx) => {
     await tx.putEnrolmentCode(userId, enrolmentCodeHash(code) as string, expiresAt);
     await tx.appendActivity(
-      passkeyEvent('user.passkey_code_issued', userId, now, {
+      userEvent('user.passkey_code_issued', userId, now, {
         by: 'admin',
         expires_at: new Date(expiresAt).toISOString(),
         ...originDetail(options.origin),
@@ -112,20 +111,11 @@ export function signOutUser(
   return ctx.store.write(async (tx) => {
     const ended = await tx.deleteSessionsOf(userId);
     await tx.appendActivity(
-      protocolEvent({
-        at: now,
-        type: 'user.signed_out',
-        agentId: null,
-        hostId: null,
-        userId,
-        capability: null,
-        outcome: 'ok',
-        detail: {
-          by: 'admin',
-          sessions_ended: ended,
-          ...(options.reason ? { reason: options.reason } : {}),
-          ...originDetail(options.origin),
-        },
+      userEvent('user.signed_out', userId, now, {
+        by: 'admin',
+        sessions_ended: ended,
+        ...(options.reason ? { reason: options.reason } : {}),
+        ...originDetail(options.origin),
       }),
     );
     return ended;

@@ -23,8 +23,8 @@ import type {
 import type { Clock } from '../clock.js';
 import type { SignInSettings } from '../config/sign-in.js';
 import { ProtocolError } from '../errors.js';
-import type { ActivityRecord, PasskeyRecord, Store } from '../storage/types.js';
-import { protocolEvent } from './activity.js';
+import type { PasskeyRecord, Store } from '../storage/types.js';
+import { userEvent } from './activity.js';
 import { enrolmentCodeHash } from './enrolment-codes.js';
 import { ChallengeStore, type ChallengeBounds } from './webauthn-challenges.js';
 
@@ -219,7 +219,7 @@ export class Passkeys {
         if (codeHash === undefined || !(await tx.takeEnrolmentCode(userId, codeHash, now))) return BAD_CODE;
       }
       await tx.insertPasskey(passkey);
-      await tx.appendActivity(passkeyEvent('user.passkey_added', userId, now, { passkey: passkey.name }));
+      await tx.appendActivity(userEvent('user.passkey_added', userId, now, { passkey: passkey.name }));
       return undefined;
     });
     if (refusal !== undefined) return { ok: false, reason: refusal };
@@ -310,7 +310,7 @@ export class Passkeys {
     return this.store.write(async (tx) => {
       const passkey = await tx.passkey(id);
       if (!passkey || passkey.userId !== userId || !(await tx.deletePasskey(id, userId))) return false;
-      await tx.appendActivity(passkeyEvent('user.passkey_removed', userId, now, { passkey: passkey.name }));
+      await tx.appendActivity(userEvent('user.passkey_removed', userId, now, { passkey: passkey.name }));
       return true;
     });
   }
@@ -416,23 +416,4 @@ function parseResponse(text: string): { json: Record<string, unknown>; challenge
   } catch {
     return undefined;
   }
-}
-
-/** The activity record (§11) of a change to `userId`'s passkeys. */
-export function passkeyEvent(
-  type: 'user.passkey_added' | 'user.passkey_removed' | 'user.passkey_code_issued',
-  userId: string,
-  at: number,
-  detail: Readonly<Record<string, unknown>>,
-): ActivityRecord {
-  return protocolEvent({
-    at,
-    type,
-    agentId: null,
-    hostId: null,
-    userId,
-    capability: null,
-    outcome: 'ok',
-    detail,
-  });
 }
