@@ -164,13 +164,15 @@ export const CONFIG_SCHEMA = {
         max_connections: {
           type: 'integer',
           minimum: 1,
-          description: 'Open connections in total; more are closed on arrival.',
+          description:
+            'Open connections in total; a connection past it is answered 503 temporarily_unavailable (Retry-After: 1) and closed.',
           default: 1024,
         },
         max_connections_per_ip: {
           type: 'integer',
           minimum: 1,
-          description: 'Open connections per peer address (trusted proxies are exempt).',
+          description:
+            'Open connections per peer address (trusted proxies are exempt); a connection past it is answered 429 rate_limited (Retry-After: 1) and closed.',
           default: 64,
         },
         headers_timeout: {

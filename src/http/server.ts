@@ -1,17 +1,17 @@
 /**
- * The HTTP front: connection bounds, the request line, the declared body size, routing, then the
+ * The HTTP front: connection bounds (connection-limits.ts), the request line, the declared body size, routing, then the
  * route's steps (src/http/pipeline.ts). It renders every error per §5.13, adds the challenge to
  * every 401 (RFC 6750 §3, §5.14), and writes one line per request from its decision record.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, type Server } from 'node:http';
-import type { Socket } from 'node:net';
 import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError, toProtocolError } from '../errors.js';
 import { StoreUnavailableError } from '../storage/errors.js';
 import { upstreamCause } from '../upstream/answers.js';
 import type { Logger } from '../log.js';
 import type { ClientAddress } from './client-address.js';
+import { ConnectionGate } from './connection-limits.js';
 import type { Drain } from './drain.js';
 import { decisionFields } from './decision-log.js';
 import { newDecision, roundMs, type DecisionRecord, type Exchange } from './pipeline.js';
@@ -42,6 +42,7 @@ export interface HttpServerOptions {
 
 export function createHttpServer(options: HttpServerOptions): Server {
   const { connections } = options;
+  const gate = new ConnectionGate(connections, options.clientAddress);
   const server = createServer(
     {
       // The request id goes into each head as it is written (tagged-response.ts: Node's fast path).
@@ -55,43 +56,19 @@ export function createHttpServer(options: HttpServerOptions): Server {
       connectionsCheckingInterval: 1_000,
     },
     (req, res) => {
-      void handle(options, req, res);
+      void handle(options, gate, req, res);
     },
   );
-  server.maxConnections = connections.maxConnections;
-  limitConnections(server, options);
+  gate.guard(server);
   return server;
 }
 
-/**
- * Per-IP caps, and a deadline for the first request's headers: Node's own headersTimeout only
- * starts once a request has begun, so a socket that never sends a byte would otherwise stay.
- */
-function limitConnections(server: Server, { connections, clientAddress }: HttpServerOptions): void {
-  const open = new Map<string, number>();
-  const silent = new WeakMap<Socket, NodeJS.Timeout>();
-  server.on('connection', (socket: Socket) => {
-    silent.set(socket, setTimeout(() => socket.destroy(), connections.headersTimeoutMs).unref());
-    socket.once('close', () => clearTimeout(silent.get(socket)));
-    const peer = socket.remoteAddress ?? 'unknown';
-    if (clientAddress.isTrusted(peer.replace(/^::ffff:/, ''))) return;
-    const count = (open.get(peer) ?? 0) + 1;
-    if (count > connections.maxConnectionsPerIp) {
-      socket.destroy();
-      return;
-    }
-    open.set(peer, count);
-    socket.once('close', () => {
-      const left = (open.get(peer) ?? 1) - 1;
-      if (left <= 0) open.delete(peer);
-      else open.set(peer, left);
-    });
-  });
-  // The first request's headers arrived: from here on Node's own timeouts apply.
-  server.on('request', (req: IncomingMessage) => clearTimeout(silent.get(req.socket)));
-}
-
-async function handle(options: HttpServerOptions, req: IncomingMessage, res: TaggedResponse): Promise<void> {
+async function handle(
+  options: HttpServerOptions,
+  gate: ConnectionGate,
+  req: IncomingMessage,
+  res: TaggedResponse,
+): Promise<void> {
   const { router, logger, maxBodyBytes } = options;
   const started = performance.now();
   const requestId = randomUUID();
@@ -124,6 +101,8 @@ async function handle(options: HttpServerOptions, req: IncomingMessage, res: Tag
     const url = PLAIN_PATH.test(target) ? undefined : parseTarget(target);
     const pathname = url === undefined ? target : url.pathname;
     path = pathname;
+    const refusal = gate.refusalOf(req.socket);
+    if (refusal !== undefined) throw refusal;
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > maxBodyBytes) {
       throw new ProtocolError(

@@ -8,6 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { REFUSED_PER_PEER } from '../../../src/http/connection-limits.js';
 import { createLogger } from '../../../src/log.js';
 import { generateTestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
@@ -33,6 +34,38 @@ function openSocket(url: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const s = connect({ host: hostname, port: Number(port) }, () => resolve(s));
     s.once('error', reject);
+  });
+}
+
+/** Everything `s` receives until it closes. */
+function received(s: Socket): Promise<string> {
+  const chunks: Buffer[] = [];
+  s.on('data', (c: Buffer) => chunks.push(c));
+  return new Promise((resolve) => s.once('close', () => resolve(Buffer.concat(chunks).toString('utf8'))));
+}
+
+/** One keep-alive GET of discovery on `s`; the answer, read as far as its declared length. */
+function exchangeRaw(
+  s: Socket,
+): Promise<{ status: number; headers: Record<string, string>; body: { error?: string; message: string } }> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const onData = (c: Buffer): void => {
+      text += c.toString('utf8');
+      const end = text.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const [statusLine, ...lines] = text.slice(0, end).split('\r\n');
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
+      const body = text.slice(end + 4);
+      if (Buffer.byteLength(body) < Number(headers['content-length'])) return;
+      s.off('data', onData);
+      resolve({ status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(body) });
+    };
+    s.on('data', onData);
+    s.once('error', reject);
+    s.write('GET /.well-known/agent-configuration HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n');
   });
 }
 
@@ -95,12 +128,19 @@ describe('connection bounds', () => {
     expect((await p.request('GET', '/.well-known/agent-configuration')).status).toBe(200);
   });
 
-  it('connections over max_connections_per_ip are closed on arrival', async () => {
+  it('a connection over max_connections_per_ip is answered 429 rate_limited (§8.13), then closed', async () => {
     p = await startProtocol({ overrides: { config: configWith('  max_connections_per_ip: 3') } });
     const held = await Promise.all(Array.from({ length: 3 }, () => openSocket(p!.proxy.url)));
-    const extra = await openSocket(p.proxy.url);
-    await closed(extra);
-    expect(extra.destroyed || extra.readableEnded).toBe(true);
+    const refused = await openSocket(p.proxy.url);
+    const answer = await exchangeRaw(refused);
+    await closed(refused);
+    expect(answer.status).toBe(429);
+    expect(answer.headers['retry-after']).toBe('1');
+    expect(answer.headers.connection).toBe('close');
+    expect(answer.body).toMatchObject({ error: 'rate_limited' });
+    expect(answer.body.message).toContain('server.max_connections_per_ip');
+    // The held connections are still served.
+    expect((await exchangeRaw(held[0]!)).status).toBe(200);
     for (const s of held) s.destroy();
     await Promise.all(held.map(closed));
     // Once the server has seen them close (a moment later), the client is served again.
@@ -112,6 +152,41 @@ describe('connection bounds', () => {
       );
     }
     expect(status).toBe(200);
+  });
+
+  it('refused connections are bounded too: four per peer wait their answer, more are closed on arrival', async () => {
+    p = await startProtocol({ overrides: { config: configWith('  max_connections_per_ip: 1') } });
+    const held = await openSocket(p.proxy.url);
+    // Silent: each is refused and waits for its request, at most REFUSED_DEADLINE_MS (1 s).
+    const waiting = await Promise.all(
+      Array.from({ length: REFUSED_PER_PEER }, () => openSocket(p!.proxy.url)),
+    );
+    const extra = await openSocket(p.proxy.url);
+    const extraBytes = received(extra);
+    await closed(extra);
+    expect(await extraBytes).toBe('');
+    // The refused ones were kept: one that asks now still gets its answer.
+    const [asking, ...silent] = waiting;
+    expect((await exchangeRaw(asking!)).status).toBe(429);
+    // The others never asked: each is closed at its deadline, without an answer.
+    const started = Date.now();
+    await Promise.all(silent.map(closed));
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(silent.every((s) => s.bytesRead === 0)).toBe(true);
+    // The served connection outlived them.
+    expect((await exchangeRaw(held)).status).toBe(200);
+  });
+
+  it('a connection over max_connections is answered 503 temporarily_unavailable, then closed', async () => {
+    p = await startProtocol({ overrides: { config: configWith('  max_connections: 2') } });
+    const held = await Promise.all(Array.from({ length: 2 }, () => openSocket(p!.proxy.url)));
+    const answer = await exchangeRaw(await openSocket(p.proxy.url));
+    expect(answer.status).toBe(503);
+    expect(answer.headers['retry-after']).toBe('1');
+    expect(answer.body).toMatchObject({ error: 'temporarily_unavailable' });
+    expect(answer.body.message).toContain('server.max_connections');
+    expect((await exchangeRaw(held[1]!)).status).toBe(200);
+    for (const s of held) s.destroy();
   });
 
   it('headers larger than max_header_bytes get 431, not a crash', async () => {
