@@ -326,4 +326,8 @@ export const MIGRATIONS: readonly string[] = [
     expires_at INTEGER NOT NULL
   ) STRICT, WITHOUT ROWID;
   `,
+  // 19: the maintenance sweep deletes enrolment codes past their expiry, oldest first.
+  `
+  CREATE INDEX passkey_enrolment_codes_expiry ON passkey_enrolment_codes (expires_at);
+  `,
 ];

@@ -284,6 +284,10 @@ export const PG_MIGRATIONS: readonly string[] = [
     expires_at bigint NOT NULL
   );
   `,
+  // 6: the maintenance sweep deletes enrolment codes past their expiry, oldest first.
+  `
+  CREATE INDEX passkey_enrolment_codes_expiry ON passkey_enrolment_codes (expires_at);
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

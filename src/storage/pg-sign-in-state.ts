@@ -152,5 +152,6 @@ export async function deleteExpiredSignInState(query: Query, now: number, limit:
     await sweep('webauthn_challenges', 'id', 'expires_at'),
     // No single-column key: the rows' physical ids (a TID scan).
     await sweep('totp_steps', 'ctid', 'keep_until'),
+    await sweep('passkey_enrolment_codes', 'user_id', 'expires_at'),
   );
 }

@@ -103,6 +103,7 @@ export class SqliteSignInState {
       sweep('oidc_pending', 'state_hash', 'expires_at'),
       sweep('webauthn_challenges', 'id', 'expires_at'),
       sweep('totp_steps', 'rowid', 'keep_until'),
+      sweep('passkey_enrolment_codes', 'user_id', 'expires_at'),
     );
   }
 }

@@ -537,7 +537,7 @@ export interface Store extends StoreReader {
   useTotpStep(userId: string, step: number, keepUntil: number): Promise<boolean>;
   /**
    * Deletes at most `limit` expired rows (at or before `now`) of each of the pending OIDC
-   * sign-ins, WebAuthn challenges and used TOTP steps, each along its expiry index; returns the
+   * sign-ins, WebAuthn challenges, used TOTP steps and passkey enrolment codes, each along its expiry index; returns the
    * most deleted from one of them (a full batch means more may be left).
    */
   deleteExpiredSignInState(now: number, limit: number): Promise<number>;

@@ -44,6 +44,7 @@ const GROWING = [
   'oidc_pending',
   'webauthn_challenges',
   'totp_steps',
+  'passkey_enrolment_codes',
   'seen_jtis',
   'rate_buckets',
 ];
@@ -170,6 +171,8 @@ const BULK = `
       'cap', '{}', CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'completed' END, ${NOW} + (i - 1000) * 1000,
       ${NOW} + (i % 100 - 50) * 1000, ${NOW} + i * 1000
     FROM generate_series(0, 1999) AS i;
+  INSERT INTO passkey_enrolment_codes (user_id, code_hash, expires_at)
+    SELECT 'user-' || i, 'ch-' || i, ${NOW} + (i - 500) * 1000 FROM generate_series(0, 999) AS i;
   INSERT INTO approval_openers (approval_id, user_id, opened_at)
     SELECT 'pb-' || i, 'user-' || i % 200, ${NOW} FROM generate_series(1, 3999, 4) AS i;
   INSERT INTO seen_jtis (identity, jti, expires_at)

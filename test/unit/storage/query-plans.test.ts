@@ -27,6 +27,7 @@ const GROWING = [
   'oidc_pending',
   'webauthn_challenges',
   'totp_steps',
+  'passkey_enrolment_codes',
 ];
 
 /**

@@ -1005,7 +1005,9 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
         await store.insertOidcPending(pending(n, { expiresAt: NOW - n }), 100, NOW - 10);
         await store.issueChallenge(challenge(n, `ip:${n}`, { expiresAt: NOW - n }), LIMITS, NOW - 10);
         await store.useTotpStep(`user${n}`, 1, NOW - n);
+        await store.write((tx) => tx.putEnrolmentCode(`user${n}`, 'code', NOW - n));
       }
+      await store.write((tx) => tx.putEnrolmentCode('alice', 'code', NOW + 1));
       await store.insertOidcPending(pending(9), 100, NOW);
       await store.issueChallenge(challenge(9), LIMITS, NOW);
       await store.useTotpStep('alice', 1, NOW + 1);
@@ -1017,6 +1019,9 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.takeChallenge('challenge9', NOW)).toBeDefined();
       expect(await store.useTotpStep('alice', 1, NOW + 1)).toBe(false);
       expect(await store.useTotpStep('user0', 1, NOW + 1)).toBe(true);
+      // An expired enrolment code is gone, not only refused: asked as of before its expiry, too.
+      expect(await store.hasEnrolmentCode('user0', 'code', NOW - 100)).toBe(false);
+      expect(await store.hasEnrolmentCode('alice', 'code', NOW)).toBe(true);
     });
   });
 
