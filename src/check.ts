@@ -4,7 +4,7 @@
  * pipelines and `ExecStartPre`. The same loaders and engine builder start-up uses, so a check
  * that passes means a start that gets past its validation.
  */
-import { loadServedCatalog } from './app.js';
+import { loadServedCatalog } from './start/served-catalog.js';
 import { systemClock } from './clock.js';
 import type { Settings } from './config/settings.js';
 import { buildEngine } from './engine.js';

@@ -14,7 +14,8 @@ import {
 } from '../config/settings.js';
 import { backupDatabase } from '../storage/backup.js';
 import { UserError } from '../errors.js';
-import { loadServedCatalog, startProxy, type ProxyDeps } from '../app.js';
+import { startProxy, type ProxyDeps } from '../app.js';
+import { loadServedCatalog } from '../start/served-catalog.js';
 import { runPrimary } from '../cluster/primary.js';
 import { announceStarted, asWorker, isWorker, workerDeps } from '../cluster/worker.js';
 import { createLogger } from '../log.js';

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { Teardown } from '../../../src/start/teardown.js';
+
+describe('start-up teardown', () => {
+  it('a failed step closes what was opened before it, newest first, then passes the error on', async () => {
+    const teardown = new Teardown();
+    const closed: string[] = [];
+    expect(await teardown.step(() => 'listeners')).toBe('listeners');
+    teardown.add(() => {
+      closed.push('listeners');
+      return undefined;
+    });
+    teardown.add(async () => {
+      closed.push('upstream client');
+    });
+    const failure = new Error('database cannot be reached');
+    await expect(
+      teardown.step(() => {
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(closed).toEqual(['upstream client', 'listeners']);
+    // Each is closed once: a later failure finds nothing left to close.
+    await expect(teardown.step(() => Promise.reject(new Error('again')))).rejects.toThrow('again');
+    expect(closed).toHaveLength(2);
+  });
+
+  it('closes nothing while the steps succeed', async () => {
+    const teardown = new Teardown();
+    let closed = 0;
+    teardown.add(async () => {
+      closed++;
+    });
+    expect(await teardown.step(async () => 42)).toBe(42);
+    expect(closed).toBe(0);
+  });
+});
