@@ -26,7 +26,7 @@ function openPgStore(
 
 /**
  * Rows per sweep of the shared tables: one a request, so each replica must be able to delete what
- * it inserts: 5000 a batch, 100 batches a run every 30 s (app.ts) is 16k a second, a few ms each.
+ * it inserts: 5000 a batch, 100 batches a run every 30 s (start/maintenance.ts) is 16k a second, a few ms each.
  */
 const SHARED_SWEEP_BATCH = 5000;
 
