@@ -10,8 +10,9 @@ describe('start-up teardown', () => {
       closed.push('listeners');
       return undefined;
     });
-    teardown.add(async () => {
+    teardown.add(() => {
       closed.push('upstream client');
+      return Promise.resolve();
     });
     const failure = new Error('database cannot be reached');
     await expect(
@@ -28,10 +29,11 @@ describe('start-up teardown', () => {
   it('closes nothing while the steps succeed', async () => {
     const teardown = new Teardown();
     let closed = 0;
-    teardown.add(async () => {
+    teardown.add(() => {
       closed++;
+      return Promise.resolve();
     });
-    expect(await teardown.step(async () => 42)).toBe(42);
+    expect(await teardown.step(() => Promise.resolve(42))).toBe(42);
     expect(closed).toBe(0);
   });
 });
