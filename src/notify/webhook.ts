@@ -19,7 +19,7 @@ import { Agent, type Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { WebhookSettings } from '../config/notifications.js';
 import type { Logger } from '../log.js';
-import type { ApprovalNotice, ApprovalNotifier, PerCallNotice } from '../protocol/notifications.js';
+import type { ApprovalNotice, ApprovalNotifier, PerCallNotice } from '../protocol/notices.js';
 
 /** Attempts running at once. */
 export const MAX_IN_FLIGHT = 4;

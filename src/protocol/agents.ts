@@ -13,14 +13,8 @@ import type {
 } from '../storage/types.js';
 import { pendingRepeat } from './approval-limits.js';
 import { canonicalJson } from '../util/canonical-json.js';
-import {
-  announce,
-  approvalObject,
-  createApproval,
-  openApproval,
-  readHints,
-  expireApprovals,
-} from './approvals.js';
+import { approvalObject } from './approval-object.js';
+import { announce, createApproval, openApproval, readHints, expireApprovals } from './approvals.js';
 import type { AgentAuth, HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
 import {

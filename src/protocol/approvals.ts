@@ -23,9 +23,8 @@ import { userCodeFor } from './approval-codes.js';
 import { protocolEvent } from './activity.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import { approvalNotice } from './notifications.js';
-import { currentVersion } from './drift.js';
+import { currentVersion } from './capability-version.js';
 import { checkApprovalRequest, chargeApprovalRequest } from './approval-limits.js';
-import { notificationUrl } from './approval-events.js';
 import { EXPIRY_BATCH } from './sweeps.js';
 
 export interface ApprovalHints {
@@ -154,35 +153,6 @@ export async function createApproval(
     });
   }
   return approval;
-}
-
-/** The §7 approval object returned to the client. */
-export function approvalObject(ctx: ProtocolContext, approval: ApprovalRecord): Record<string, unknown> {
-  const expiresIn = Math.max(0, Math.ceil((approval.expiresAt - ctx.clock.now()) / 1000));
-  const interval = Math.max(1, Math.round(ctx.policy.approval.intervalMs / 1000));
-  // §10.10.2: an SSE stream on the issuer's own origin (§8.12 origin checks pass); polling stays.
-  const notification = notificationUrl(ctx.issuer(), approval.id);
-  if (approval.method === 'ciba') {
-    return {
-      method: 'ciba',
-      expires_in: expiresIn,
-      interval,
-      ...(approval.bindingMessage ? { binding_message: approval.bindingMessage } : {}),
-      notification_url: notification,
-    };
-  }
-  const verificationUri = ctx.policy.approval.verificationUri ?? `${ctx.issuer()}/device`;
-  const complete = new URL(verificationUri);
-  complete.searchParams.set('code', approval.userCode);
-  return {
-    method: 'device_authorization',
-    verification_uri: verificationUri,
-    verification_uri_complete: complete.href,
-    user_code: approval.userCode,
-    expires_in: expiresIn,
-    interval,
-    notification_url: notification,
-  };
 }
 
 /** §10.10.2: listeners of approval `id` hear of its change once the transaction commits. */
@@ -359,7 +329,7 @@ export function approve(ctx: ProtocolContext, approvalId: string, given: Approve
           expiresAt,
           grantedBy: actor,
           // §2.12: the approver approved the capability as it is now (drift.ts compares later).
-          capabilityVersion: currentVersion(ctx, grant.capability),
+          capabilityVersion: currentVersion(ctx.catalog, grant.capability),
           updatedAt: now,
         };
         await tx.updateGrant(grant.id, patch);

@@ -19,6 +19,7 @@
  * past it would be asked for re-approval once, which we accept rather than hash gigabytes.
  */
 import { createHash } from 'node:crypto';
+import type { Catalog } from '../openapi/catalog.js';
 import type { Capability, JsonSchema } from '../openapi/types.js';
 import { canonicalJson } from '../util/canonical-json.js';
 import { HashSink, LengthSink, TextTooLong } from './version/sinks.js';
@@ -45,6 +46,12 @@ export function capabilityVersion(capability: Capability): string {
     versions.set(capability, version);
   }
   return version;
+}
+
+/** The version a grant of `name` approved now is stamped with; null for an unknown capability. */
+export function currentVersion(catalog: Catalog, name: string): string | null {
+  const capability = catalog.get(name);
+  return capability ? capabilityVersion(capability) : null;
 }
 
 /** The version in a given form; TextTooLong past `limit` (exported for tests of the forms). */

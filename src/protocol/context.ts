@@ -20,7 +20,7 @@ import { localLimiter, RateLimiter, type Limiter } from '../util/rate-limit.js';
  */
 const APPROVAL_LIMITER_KEYS = 10_000;
 import { UsageTracker } from './usage.js';
-import type { ApprovalNotifier } from './notifications.js';
+import type { ApprovalNotifier } from './notices.js';
 import { ApprovalEvents } from './approval-events.js';
 
 export interface ProtocolContext {

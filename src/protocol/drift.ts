@@ -14,12 +14,6 @@ import type { AfterCommit, ProtocolContext } from './context.js';
 import { createApproval } from './approvals.js';
 import { requestedFromGrant } from './grants.js';
 
-/** The version a grant of `name` approved now is stamped with; null for an unknown capability. */
-export function currentVersion(ctx: ProtocolContext, name: string): string | null {
-  const capability = ctx.catalog.get(name);
-  return capability ? capabilityVersion(capability) : null;
-}
-
 export interface DriftOutcome {
   /** Grants suspended until re-approved, by capability. */
   readonly suspended: ReadonlyMap<string, number>;

@@ -4,7 +4,7 @@
  * §8.10 rule that an unknown host gets nothing until a human approves, and may store only so much
  * until then (pending-hosts.ts).
  */
-import { currentVersion } from './drift.js';
+import { currentVersion } from './capability-version.js';
 import { ProtocolError } from '../errors.js';
 import type {
   AgentMode,
@@ -14,7 +14,8 @@ import type {
   RequestedCapability,
   StoreWriter,
 } from '../storage/types.js';
-import { approvalObject, createApproval, displayText, openApproval, readHints } from './approvals.js';
+import { approvalObject } from './approval-object.js';
+import { createApproval, displayText, openApproval, readHints } from './approvals.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
 import { autoGrantable, parseCapabilityRequest, requestedFromGrant } from './grants.js';
@@ -258,7 +259,7 @@ export async function putRequestedGrants(
       expiresAt: null,
       approvalId: granted ? null : (approval?.id ?? null),
       // §2.12: what the policy granted is the capability as it is now.
-      capabilityVersion: granted ? currentVersion(ctx, r.name) : null,
+      capabilityVersion: granted ? currentVersion(ctx.catalog, r.name) : null,
       createdAt: now,
       updatedAt: now,
     };
