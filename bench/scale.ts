@@ -13,7 +13,7 @@
  * e.g. the commit before a change, for a before/after table from the same machine.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -111,7 +111,11 @@ async function seedSizes(build: string, dir: string, scale: number): Promise<Siz
   };
   const small: SeedSize = { hosts: 50, agentsPerHost: 2, grantsPerAgent: 3, activity: 3_000 };
   const migrated = join(dir, 'migrated.db');
-  const module = (await import(pathToFileURL(join(build, 'dist/storage/sqlite-store.js')).href)) as {
+  // Builds before the opener had its own module (AAP_BENCH_BUILD may name one) export it from the engine's.
+  const opener = ['dist/storage/open-sqlite.js', 'dist/storage/sqlite-store.js']
+    .map((path) => join(build, path))
+    .find((path) => existsSync(path));
+  const module = (await import(pathToFileURL(opener ?? '').href)) as {
     openSqliteStore(options: { file: string }): { close(): unknown };
   };
   await module.openSqliteStore({ file: migrated }).close();

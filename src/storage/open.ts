@@ -11,7 +11,7 @@
  */
 import type { Clock } from '../clock.js';
 import { openReplayJournal, type ReplayJournal } from './replay-journal.js';
-import { openSqliteStore } from './sqlite-store.js';
+import { openSqliteStore } from './open-sqlite.js';
 import type { OpenStoreOptions, Storage, StoreLocation } from './storage-kinds.js';
 
 export type { OpenStoreOptions, Storage, StoreLocation, Sweep } from './storage-kinds.js';

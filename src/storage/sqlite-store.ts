@@ -1,15 +1,11 @@
 /**
  * The SQLite store (better-sqlite3): WAL journal, synchronous=FULL so an acknowledged commit
  * survives a crash or power loss, a busy timeout for concurrent processes, foreign keys on, and
- * migrations applied at open. The engine here answers synchronously (better-sqlite3 runs on the
- * caller's thread); sqlite-async-store.ts puts the asynchronous Store contract over it, with one
- * write transaction at a time.
+ * migrations applied at open (open-sqlite.ts). The engine here answers synchronously
+ * (better-sqlite3 runs on the caller's thread); sqlite-async-store.ts puts the asynchronous Store
+ * contract over it, with one write transaction at a time.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { UserError } from '../errors.js';
-import { MIGRATIONS } from './migrations.js';
 import { activityQuery, listing, type Built } from './sqlite-queries.js';
 import {
   ACTIVITY,
@@ -50,30 +46,10 @@ import type {
   Store,
   StoreWriter,
 } from './types.js';
-import { SqliteAsyncStore } from './sqlite-async-store.js';
 import { SqliteApprovers } from './sqlite-approvers.js';
 import { SqliteSignInState } from './sqlite-sign-in-state.js';
 
-export interface SqliteStoreOptions {
-  /** A file path, or `:memory:`. */
-  readonly file: string;
-  readonly busyTimeoutMs?: number;
-  /**
-   * Each write transaction's duration, commit included (the database latency metric): `state`
-   * for `write` (fsynced), `activity` for the group-committed activity batches (not fsynced).
-   */
-  readonly onWrite?: (kind: WriteKind, seconds: number) => void;
-  /**
-   * Called with the SQL of each statement the store prepares (once per distinct statement): the
-   * query-plan test runs EXPLAIN QUERY PLAN on each of them.
-   */
-  readonly onPrepare?: (sql: string) => void;
-}
-
 export type WriteKind = 'state' | 'activity';
-
-/** The page cache of the store's one connection, in KiB (a bound on its memory, README). */
-const SQLITE_CACHE_KIB = 32_768;
 
 /** A contract with its promises taken off: the same methods, answering on the spot. */
 type Sync<T> = {
@@ -90,47 +66,6 @@ export type SyncStore = Sync<Omit<Store, 'write' | 'ping'>> & {
   commit(): void;
   rollback(): void;
 };
-
-export function openSqliteStore(options: SqliteStoreOptions): Store {
-  if (options.file !== ':memory:') {
-    try {
-      mkdirSync(dirname(options.file), { recursive: true });
-    } catch {
-      throw new UserError(`${options.file}: cannot create the database directory`);
-    }
-  }
-  let db: Database.Database;
-  try {
-    db = new Database(options.file);
-    db.pragma('journal_mode = WAL');
-  } catch (err) {
-    throw new UserError(`${options.file}: cannot open the database (${(err as Error).message})`);
-  }
-  // FULL: an acknowledged commit is on disk before the response goes out (the crash test relies on it).
-  db.pragma('synchronous = FULL');
-  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-  db.pragma('foreign_keys = ON');
-  // 32 MiB of page cache (SQLite's default is 2 MiB): inserts into the indexes of a table of
-  // millions of activity rows land on pages all over them, and each miss is a read system call.
-  db.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
-  migrate(db, options.file);
-  return new SqliteAsyncStore(new SqliteEngine(db, options.onWrite, options.onPrepare), options.onWrite);
-}
-
-function migrate(db: Database.Database, file: string): void {
-  const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > MIGRATIONS.length) {
-    throw new UserError(
-      `${file}: database schema version ${current} is newer than this proxy supports (${MIGRATIONS.length}); upgrade the proxy`,
-    );
-  }
-  for (let version = current; version < MIGRATIONS.length; version++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[version] as string);
-      db.pragma(`user_version = ${version + 1}`);
-    }).immediate();
-  }
-}
 
 export class SqliteEngine implements SyncStore {
   private readonly statements = new Map<string, Database.Statement>();

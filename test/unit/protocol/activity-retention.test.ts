@@ -5,7 +5,7 @@ import {
   RETENTION_BATCH,
   RETENTION_BATCHES_PER_RUN,
 } from '../../../src/protocol/activity-retention.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { Store } from '../../../src/storage/types.js';
 import { activityRecord } from '../../helpers/activity.js';
 import { TestClock } from '../../helpers/protocol.js';

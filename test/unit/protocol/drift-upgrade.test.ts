@@ -11,7 +11,7 @@ import { loadCatalog } from '../../../src/openapi/load-catalog.js';
 import { defaultPolicy } from '../../../src/policy/policy.js';
 import { createContext } from '../../../src/protocol/context.js';
 import { applyDrift } from '../../../src/protocol/drift.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { Store } from '../../../src/storage/types.js';
 import { agent as agentRecord, grant, host as hostRecord } from '../storage/store-fixtures.js';
 

@@ -8,7 +8,7 @@ import type { AgentAuth } from '../../../src/protocol/authenticate.js';
 import { createContext, type ProtocolContext } from '../../../src/protocol/context.js';
 import type { SentField } from '../../../src/protocol/constraints.js';
 import { authorizeExecution, checkSentRequest, readExecuteBody } from '../../../src/protocol/execute.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { AgentRecord, GrantRecord, HostRecord, Store } from '../../../src/storage/types.js';
 
 // §5.11 request body, and the §4.5/§5.11 checks that run before anything reaches the upstream,

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger, type Logger } from '../../../src/log.js';
 import { ExecutionLog } from '../../../src/protocol/execution-log.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { ActivityRecord, Store } from '../../../src/storage/types.js';
 
 // §11: execution records are group-committed off the hot path (issue 10 class 14) and written to

@@ -22,7 +22,7 @@ import { Sessions } from '../../../src/protocol/sessions.js';
 import { ChallengeStore } from '../../../src/protocol/webauthn-challenges.js';
 import type { SignInSettings } from '../../../src/config/sign-in.js';
 import { MIGRATIONS } from '../../../src/storage/migrations.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { Store } from '../../../src/storage/types.js';
 import { TestClock } from '../../helpers/protocol.js';
 import { tempDbFile } from '../../helpers/proxy.js';

@@ -11,7 +11,7 @@ import { defaultPolicy } from '../../../src/policy/policy.js';
 import { createContext, type ProtocolContext } from '../../../src/protocol/context.js';
 import { cachedGrants, loadGrants } from '../../../src/protocol/grants.js';
 import { replicaChangeHandlers } from '../../../src/protocol/replica-changes.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { Store } from '../../../src/storage/types.js';
 
 const stores: Store[] = [];

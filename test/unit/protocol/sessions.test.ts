@@ -5,7 +5,7 @@ import { csrfMatches, Sessions } from '../../../src/protocol/sessions.js';
 import { localLimiter, RateLimiter } from '../../../src/util/rate-limit.js';
 import { hashPassword, parsePasswordHash } from '../../../src/util/password.js';
 import { hotp, totpStep } from '../../../src/util/totp.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { Store } from '../../../src/storage/types.js';
 import { TestClock } from '../../helpers/protocol.js';
 import { tempDbFile } from '../../helpers/proxy.js';

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Sessions } from '../../../src/protocol/sessions.js';
 import { MIGRATIONS } from '../../../src/storage/migrations.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { Store } from '../../../src/storage/types.js';
 import { TestClock } from '../../helpers/protocol.js';
 import { tempDbFile } from '../../helpers/proxy.js';

@@ -7,7 +7,7 @@
  */
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { Store, StoreWriter } from '../../../src/storage/types.js';
 import { tempDbFile } from '../../helpers/proxy.js';
 import { STORE_CALLS, WRITER_CALLS, callAll, seed } from './query-plan-calls.js';

@@ -6,7 +6,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { AgentRecord, HostRecord, Store } from '../../../src/storage/types.js';
 import { activityRecord } from '../../helpers/activity.js';
 import { tempDbFile } from '../../helpers/proxy.js';

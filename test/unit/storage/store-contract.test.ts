@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PgStore } from '../../../src/storage/pg-store.js';
-import { openSqliteStore } from '../../../src/storage/sqlite-store.js';
+import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type {
   ChallengeRecord,
   OidcPendingRecord,
