@@ -3,7 +3,6 @@
  * message, and the one way an error becomes a response body (§5.13: `{ "error", "message" }`
  * plus structured fields). README's error table is checked against this list by a test.
  */
-import { StoreUnavailableError } from './storage/errors.js';
 
 export const ERROR_CATALOGUE = {
   invalid_request: { status: 400, message: 'The request is malformed or missing required fields.' },
@@ -101,6 +100,15 @@ export class ProtocolError extends Error {
   toBody(): ErrorBody {
     return { ...this.fields, error: this.code, message: this.message };
   }
+}
+
+/**
+ * The database could not be reached, went away mid-statement, or did not answer in time (issue
+ * 13). Here rather than in storage/, which decides when a driver error is one (storage/errors.ts):
+ * every layer maps it, this module included.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
 }
 
 /** Seconds a client is asked to wait before retrying what the database could not serve. */

@@ -5,10 +5,9 @@
  * was committed is unknown, so a `write` is never re-run after one (only after a serialization
  * conflict, which PostgreSQL reports as rolled back).
  */
+import { StoreUnavailableError } from '../errors.js';
 
-export class StoreUnavailableError extends Error {
-  override readonly name = 'StoreUnavailableError';
-}
+export { StoreUnavailableError };
 
 /** Node socket errors of a database that cannot be reached or dropped the connection. */
 const NETWORK_CODES = new Set([
