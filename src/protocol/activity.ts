@@ -1,5 +1,5 @@
 /** §11 activity records for protocol events (registration, approval, revocation, …). */
-import type { ActivityRecord } from '../storage/types.js';
+import type { ActivityRecord, AgentRecord } from '../storage/types.js';
 
 /**
  * A protocol event: latency and upstream status belong to executions and stay empty; `jti` is
@@ -14,6 +14,27 @@ export function protocolEvent(
     latencyMs: null,
     upstreamStatus: null,
   };
+}
+
+/** The activity record (§11) of a protocol event that happened to `agent` (under its host and user). */
+export function agentEvent(
+  agent: Pick<AgentRecord, 'id' | 'hostId' | 'userId'>,
+  event: {
+    readonly at: number;
+    readonly type: string;
+    readonly outcome: string;
+    readonly detail: Record<string, unknown> | null;
+    /** The JWT of the request that caused it, when there was one. */
+    readonly jti?: unknown;
+  },
+): ActivityRecord {
+  return protocolEvent({
+    ...event,
+    agentId: agent.id,
+    hostId: agent.hostId,
+    userId: agent.userId,
+    capability: null,
+  });
 }
 
 /** What happened to one person's sign-in or passkeys (not to an agent or host). */

@@ -27,7 +27,7 @@ import { parsePublicJwk, thumbprint } from './keys.js';
 import { closePendingApprovals, currentAgent, isGrantEffective, revokeGrants } from './lifecycle.js';
 import { putRequestedGrants } from './registration.js';
 import { agentView } from './views.js';
-import { protocolEvent } from './activity.js';
+import { agentEvent } from './activity.js';
 
 export function requireAgentId(body: Readonly<Record<string, unknown>>): string {
   const id = body.agent_id;
@@ -131,13 +131,9 @@ export function requestCapability(
       hints.reason ?? null,
     );
     await tx.appendActivity(
-      protocolEvent({
+      agentEvent(agent, {
         at: now,
         type: 'agent.capabilities_requested',
-        agentId: agent.id,
-        hostId: agent.hostId,
-        userId: agent.userId,
-        capability: null,
         outcome: approval ? 'pending' : 'granted',
         detail: {
           requested: fresh.map((r) => r.name),
@@ -249,13 +245,9 @@ export async function reactivate(
         : undefined;
     await putRequestedGrants(ctx, tx, agent.id, baseline, auto, approval, now, null);
     await tx.appendActivity(
-      protocolEvent({
+      agentEvent(agent, {
         at: now,
         type: 'agent.reactivated',
-        agentId: agent.id,
-        hostId: agent.hostId,
-        userId: agent.userId,
-        capability: null,
         outcome: updated.status,
         detail: { baseline: baseline.map((b) => b.name) },
         jti: auth.claims.jti,
@@ -290,13 +282,9 @@ export function revokeAgent(
       await revokeGrants(tx, agent.id, now, 'Agent revoked.');
       for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
       await tx.appendActivity(
-        protocolEvent({
+        agentEvent(agent, {
           at: now,
           type: 'agent.revoked',
-          agentId: agent.id,
-          hostId: agent.hostId,
-          userId: agent.userId,
-          capability: null,
           outcome: 'revoked',
           detail: { by: actor.by },
         }),
@@ -344,13 +332,9 @@ export async function rotateAgentKey(
     }
     await tx.updateAgent(agent.id, { publicJwk: parsed.jwk, keyThumbprint: tp, updatedAt: now });
     await tx.appendActivity(
-      protocolEvent({
+      agentEvent(agent, {
         at: now,
         type: 'agent.key_rotated',
-        agentId: agent.id,
-        hostId: agent.hostId,
-        userId: agent.userId,
-        capability: null,
         outcome: 'rotated',
         detail: null,
         jti: auth.claims.jti,

@@ -4,7 +4,8 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { HostRecord, StoreWriter } from '../storage/types.js';
-import { announce, linkHost } from './approvals.js';
+import { announce } from './approvals.js';
+import { linkHost } from './host-linking.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';

@@ -5,7 +5,7 @@
  */
 import type { AgentRecord, AgentStatus, GrantRecord, StoreWriter } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
-import { protocolEvent } from './activity.js';
+import { agentEvent } from './activity.js';
 
 export interface AgentClocks {
   /** When the agent becomes `expired` if nothing happens (session TTL or max lifetime). */
@@ -69,13 +69,9 @@ export async function applyDueStatus(
       await closePendingApprovals(tx, agent.id, now);
     }
     await tx.appendActivity(
-      protocolEvent({
+      agentEvent(agent, {
         at: now,
         type: changed === 'revoked' ? 'agent.absolute_lifetime_exceeded' : 'agent.expired',
-        agentId: agent.id,
-        hostId: agent.hostId,
-        userId: agent.userId,
-        capability: null,
         outcome: changed,
         detail: null,
       }),

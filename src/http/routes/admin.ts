@@ -4,7 +4,8 @@
  */
 import { ProtocolError } from '../../errors.js';
 import { revokeAgent } from '../../protocol/agents.js';
-import { approve, deny, expireApprovals } from '../../protocol/approvals.js';
+import { approve, deny } from '../../protocol/approval-decisions.js';
+import { expireApprovals } from '../../protocol/approvals.js';
 import { cleanUserAgent, type DecisionOrigin } from '../../protocol/decision-record.js';
 import { normalizeUserCode } from '../../protocol/user-code.js';
 import { iso, type ProtocolContext } from '../../protocol/context.js';

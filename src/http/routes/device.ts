@@ -13,7 +13,8 @@
  */
 import type { Exchange } from '../pipeline.js';
 import { ProtocolError } from '../../errors.js';
-import { approve, deny, displayText } from '../../protocol/approvals.js';
+import { approve, deny } from '../../protocol/approval-decisions.js';
+import { displayText } from '../../protocol/approvals.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
 import { originFromSession, type DecisionOrigin } from '../../protocol/decision-record.js';
 import { lookUpCibaRequest, recordOpened } from '../../protocol/inbox.js';

@@ -8,7 +8,7 @@
  *
  * Form names carry indexes into the request as shown; ../decision-choices.ts reads them back.
  */
-import type { Decision } from '../../protocol/approvals.js';
+import type { Decision } from '../../protocol/approval-decisions.js';
 import { GRANT_LIFETIMES } from '../../protocol/decision.js';
 import type { DeviceRequest } from '../../protocol/device.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
