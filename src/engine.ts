@@ -3,7 +3,8 @@
  * validators, both built from the same catalog. Start-up and every reload build one; a reload
  * swaps it whole, so a request never validates against one catalog and calls with another.
  */
-import type { ApiExecutionSettings, Settings } from './config/settings.js';
+import type { ApiExecutionSettings } from './config/api-execution.js';
+import type { Settings } from './config/settings.js';
 import { UserError } from './errors.js';
 import type { ExecutionEngine } from './http/routes/execute.js';
 import type { Catalog } from './openapi/catalog.js';

@@ -3,7 +3,7 @@
  * applied to the upstream request. Agents never see them: they are not inputs (the deriver drops
  * credential parameters), and nothing here returns or logs a value.
  */
-import type { ServiceCredential } from '../config/settings.js';
+import type { ServiceCredential } from '../config/api-execution.js';
 import type { SecurityRequirement, SecuritySchemeInfo } from '../openapi/types.js';
 import type { OAuthTokens } from './oauth.js';
 

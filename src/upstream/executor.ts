@@ -6,7 +6,7 @@
  *   as the agent sees them, redacted) · async-status.ts, status-target.ts, status-calls.ts (what
  *   a 202 means and which status URL may be fetched) · runtime.ts, problems.ts (start-up).
  */
-import type { ApiExecutionSettings } from '../config/settings.js';
+import type { ApiExecutionSettings } from '../config/api-execution.js';
 import { ProtocolError } from '../errors.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { essence } from '../openapi/media.js';

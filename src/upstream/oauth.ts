@@ -7,7 +7,7 @@
 import { request } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
-import type { ServiceCredential } from '../config/settings.js';
+import type { ServiceCredential } from '../config/api-execution.js';
 
 type OAuthCredential = Extract<ServiceCredential, { kind: 'oauth2' }>;
 

@@ -7,7 +7,7 @@
  * and 12). An operation's own header parameter stays the agent's, including one named like the
  * proxy's request-id header, which is then not sent (class 15).
  */
-import type { PinnedValue } from '../config/settings.js';
+import type { PinnedValue } from '../config/api-execution.js';
 import { ProtocolError } from '../errors.js';
 import { nameKey } from '../openapi/credential-names.js';
 import { essence } from '../openapi/media.js';

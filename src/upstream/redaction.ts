@@ -4,7 +4,7 @@
  * holds. Text is rewritten (`[redacted]`); bytes are only checked, since rewriting them would
  * corrupt them (the caller withholds a binary answer that holds a secret).
  */
-import { MIN_SERVICE_SECRET_LENGTH, type ApiExecutionSettings } from '../config/settings.js';
+import { MIN_SERVICE_SECRET_LENGTH, type ApiExecutionSettings } from '../config/api-execution.js';
 import { replaceRanges, secretForms, secretRanges, type SecretForms } from './secret-forms.js';
 
 export const REDACTED = '[redacted]';

@@ -3,7 +3,7 @@
  * authenticates, which secrets it must never hand back, which header and parameter names belong
  * to the proxy rather than to the agent, and which operations a status URL may name.
  */
-import type { ApiExecutionSettings } from '../config/settings.js';
+import type { ApiExecutionSettings } from '../config/api-execution.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { credentialKeys, nameKey } from '../openapi/credential-names.js';
 import type { ApiInfo, Capability } from '../openapi/types.js';

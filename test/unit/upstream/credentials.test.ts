@@ -1,6 +1,6 @@
 import { Agent } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ServiceCredential } from '../../../src/config/settings.js';
+import type { ServiceCredential } from '../../../src/config/api-execution.js';
 import type { SecuritySchemeInfo } from '../../../src/openapi/types.js';
 import { ServiceCredentials } from '../../../src/upstream/credentials.js';
 import { OAuthTokens, TokenError } from '../../../src/upstream/oauth.js';

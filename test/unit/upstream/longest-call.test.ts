@@ -4,7 +4,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../src/clock.js';
-import type { ApiExecutionSettings } from '../../../src/config/settings.js';
+import type { ApiExecutionSettings } from '../../../src/config/api-execution.js';
 import { deriveCatalog } from '../../../src/openapi/derive.js';
 import { outcomeUnknownAfterMs } from '../../../src/protocol/per-call-decide.js';
 import { UpstreamClient } from '../../../src/upstream/client.js';
