@@ -9,13 +9,8 @@ import { ProtocolError } from '../errors.js';
 import type { Capability } from '../openapi/types.js';
 import type { GrantRecord } from '../storage/types.js';
 import { agentStatusError, hostStatusError, type AgentAuth } from './authenticate.js';
-import {
-  checkConstraints,
-  checkSentConstraints,
-  parseConstraints,
-  type Constraints,
-  type SentField,
-} from './constraints.js';
+import { parseConstraints, type Constraints } from './constraints.js';
+import { checkConstraints, checkSentConstraints, type SentField } from './constraint-checks.js';
 import type { ProtocolContext } from './context.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';

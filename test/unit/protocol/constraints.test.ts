@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 
 import {
   CONSTRAINT_OPERATORS,
-  checkConstraints,
   intersectConstraints,
   parseConstraints,
 } from '../../../src/protocol/constraints.js';
+import { checkConstraints } from '../../../src/protocol/constraint-checks.js';
 import type { Constraints } from '../../../src/protocol/constraints.js';
 
 const FIELDS: ReadonlySet<string> = new Set(['amount', 'currency', 'destination_account', 'tags', 'note']);

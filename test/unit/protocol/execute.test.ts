@@ -6,7 +6,7 @@ import { defaultPolicy } from '../../../src/policy/policy.js';
 import { CompiledValidators } from '../../../src/protocol/argument-validators.js';
 import type { AgentAuth } from '../../../src/protocol/authenticate.js';
 import { createContext, type ProtocolContext } from '../../../src/protocol/context.js';
-import type { SentField } from '../../../src/protocol/constraints.js';
+import type { SentField } from '../../../src/protocol/constraint-checks.js';
 import { authorizeExecution, checkSentRequest, readExecuteBody } from '../../../src/protocol/execute.js';
 import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
 import type { AgentRecord, GrantRecord, HostRecord, Store } from '../../../src/storage/types.js';

@@ -7,13 +7,15 @@
 import { describe, expect, it } from 'vitest';
 import { fold, lookalikeKey } from '../../../src/lookalike.js';
 import {
-  checkConstraints,
-  checkSentConstraints,
   intersectConstraints,
   parseConstraints,
   type Constraints,
-  type SentField,
 } from '../../../src/protocol/constraints.js';
+import {
+  checkConstraints,
+  checkSentConstraints,
+  type SentField,
+} from '../../../src/protocol/constraint-checks.js';
 
 function parsed(raw: unknown): Constraints {
   const result = parseConstraints(raw, undefined);

@@ -17,11 +17,8 @@ import type {
   ParameterBinding,
   ParameterLocation,
 } from '../../../src/openapi/types.js';
-import {
-  checkConstraints,
-  checkSentConstraints,
-  type Constraints,
-} from '../../../src/protocol/constraints.js';
+import { type Constraints } from '../../../src/protocol/constraints.js';
+import { checkConstraints, checkSentConstraints } from '../../../src/protocol/constraint-checks.js';
 import {
   ArgumentError,
   buildRequestParts,
