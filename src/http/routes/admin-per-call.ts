@@ -13,17 +13,18 @@ import { iso, type ProtocolContext } from '../../protocol/context.js';
 import { isPerCallId } from '../../protocol/per-call.js';
 import { denyPerCall, sweepPerCalls } from '../../protocol/per-call-decide.js';
 import type { PerCallRecord, PerCallStatus } from '../../storage/types.js';
-import type { Exchange, SharedStep } from '../pipeline.js';
+import type { Exchange } from '../pipeline.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
+import type { AdminSteps } from './admin-steps.js';
 
 const STATUSES: readonly PerCallStatus[] = ['pending', 'executing', 'completed', 'failed'];
 const CURSOR = /^(\d{1,15})~(call_[A-Za-z0-9_-]{1,64})$/;
 
 export interface AdminPerCallOptions {
   readonly ctx: ProtocolContext;
-  readonly read: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
-  readonly change: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
+  readonly read: AdminSteps['read'];
+  readonly change: AdminSteps['change'];
   /** The deny reason from the JSON body, checked. */
   readonly reasonOf: (x: Exchange) => string | undefined;
   /** How long after its claim a call could still be running: past that the sweep says "unknown". */

@@ -14,27 +14,21 @@
 import { ProtocolError } from '../../errors.js';
 import { iso } from '../../protocol/context.js';
 import type { ProtocolContext } from '../../protocol/context.js';
-import type { DecisionOrigin } from '../../protocol/decision-record.js';
 import { ENROLMENT_CODE_TTL_MS, MAX_ENROLMENT_CODE_TTL_MS } from '../../protocol/enrolment-codes.js';
 import { issueEnrolmentCode, removeUserPasskeys, signOutUser } from '../../protocol/operator-users.js';
 import type { PasskeyRecord } from '../../storage/types.js';
-import type { Exchange, SharedStep } from '../pipeline.js';
+import type { Exchange } from '../pipeline.js';
 import { sendJson } from '../respond.js';
 import type { Router } from '../router.js';
+import type { AdminSteps } from './admin-steps.js';
 
 /** The longest user id anywhere in the admin API (a path segment here, `user_id` in bodies). */
 export const MAX_USER_ID = 200;
 
-export interface AdminUserOptions {
+export interface AdminUserOptions extends AdminSteps {
   readonly ctx: ProtocolContext;
   /** sign_in.first_passkey is operator_code: only then are enrolment codes issued. */
   readonly firstPasskeyNeedsCode: boolean;
-  readonly read: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
-  readonly change: (name: string, action: (x: Exchange) => void | Promise<void>) => SharedStep[];
-  readonly bodyOf: (x: Exchange) => Readonly<Record<string, unknown>>;
-  /** A string field of the JSON body, checked (absent: undefined). */
-  readonly stringOf: (x: Exchange, key: string, max?: number) => string | undefined;
-  readonly originOf: (x: Exchange) => DecisionOrigin;
 }
 
 export function adminUserRoutes(
