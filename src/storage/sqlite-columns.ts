@@ -10,6 +10,7 @@ import type {
   GrantRecord,
   HostRecord,
   PasskeyRecord,
+  Patch,
   PerCallRecord,
   SessionRecord,
 } from './types.js';
@@ -202,4 +203,25 @@ export function params<T>(columns: Columns<T>, record: T): Row {
     out[column] = toColumnValue((record as Record<string, unknown>)[field], kind);
   }
   return out;
+}
+
+/**
+ * The `SET` list of an UPDATE of `patch`'s defined fields (`@column` parameters, with their
+ * values); undefined when it sets nothing. An unknown field is a bug, and throws.
+ */
+export function setClause<T>(
+  table: string,
+  columns: Columns<T>,
+  patch: Patch<T>,
+): { sql: string; values: Row } | undefined {
+  const sets: string[] = [];
+  const values: Row = {};
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    const col = (columns as Record<string, Column | undefined>)[field];
+    if (!col) throw new Error(`unknown field ${table}.${field}`);
+    sets.push(`${col.column} = @${col.column}`);
+    values[col.column] = toColumnValue(value, col.kind);
+  }
+  return sets.length === 0 ? undefined : { sql: sets.join(', '), values };
 }

@@ -14,12 +14,10 @@ import {
   ASYNC_JOB,
   GRANT,
   HOST,
-  PER_CALL,
   fromRow,
   insertSql,
   params,
-  toColumnValue,
-  type Column,
+  setClause,
   type Columns,
   type Row,
 } from './sqlite-columns.js';
@@ -47,6 +45,7 @@ import type {
   StoreWriter,
 } from './types.js';
 import { SqliteApprovers } from './sqlite-approvers.js';
+import { SqlitePerCalls } from './sqlite-per-calls.js';
 import { SqliteSignInState } from './sqlite-sign-in-state.js';
 
 export type WriteKind = 'state' | 'activity';
@@ -73,6 +72,7 @@ export class SqliteEngine implements SyncStore {
   /** The approval pages' state (sqlite-sign-in-state.ts). */
   private readonly signIns: SqliteSignInState;
   private readonly approvers: SqliteApprovers;
+  private readonly perCallRows: SqlitePerCalls;
   // Prepared apart from `stmt`: not queries, so not for the query-plan test.
   private readonly beginStmt: Database.Statement;
   private readonly commitStmt: Database.Statement;
@@ -85,6 +85,7 @@ export class SqliteEngine implements SyncStore {
   ) {
     this.signIns = new SqliteSignInState(db, (sql) => this.stmt(sql));
     this.approvers = new SqliteApprovers((sql) => this.stmt(sql));
+    this.perCallRows = new SqlitePerCalls((sql) => this.stmt(sql));
     this.writer = this.createWriter();
     this.beginStmt = db.prepare('BEGIN IMMEDIATE');
     this.commitStmt = db.prepare('COMMIT');
@@ -391,106 +392,43 @@ export class SqliteEngine implements SyncStore {
   }
 
   insertPerCall(record: PerCallRecord): void {
-    const p = params(PER_CALL, record);
-    this.stmt(insertSql('per_call_approvals', Object.keys(p))).run(p);
+    this.perCallRows.insertPerCall(record);
   }
 
   perCall(id: string): PerCallRecord | undefined {
-    return this.one(PER_CALL, 'SELECT * FROM per_call_approvals WHERE id = ?', id);
+    return this.perCallRows.perCall(id);
   }
 
   perCallsAddressedTo(userId: string | null, now: number, limit: number): PerCallRecord[] {
-    // Two statements, so that each is one range of the (user_id, status, created_at, id) index,
-    // read in order; `+expires_at` keeps the planner from the deadline index (all users' rows).
-    const sql = (who: string): string =>
-      `SELECT * FROM per_call_approvals WHERE user_id ${who} AND status = 'pending' AND +expires_at > ?
-        ORDER BY created_at DESC, id DESC LIMIT ?`;
-    return userId === null
-      ? this.many(PER_CALL, sql('IS NULL'), now, limit)
-      : this.many(PER_CALL, sql('= ?'), userId, now, limit);
+    return this.perCallRows.perCallsAddressedTo(userId, now, limit);
   }
 
   perCalls(query: PerCallQuery): PerCallRecord[] {
-    // A row-value keyset, so that each page is one range of its index (the first page starts
-    // below the largest time).
-    const values = {
-      beforeAt: query.before?.createdAt ?? Number.MAX_SAFE_INTEGER,
-      beforeId: query.before?.id ?? '',
-      limit: query.limit,
-    };
-    const keyset = '(created_at, id) < (@beforeAt, @beforeId)';
-    if (query.status === undefined) {
-      return this.many(
-        PER_CALL,
-        `SELECT * FROM per_call_approvals WHERE ${keyset} ORDER BY created_at DESC, id DESC LIMIT @limit`,
-        values,
-      );
-    }
-    return this.many(
-      PER_CALL,
-      `SELECT * FROM per_call_approvals WHERE status = @status AND ${keyset}
-        ORDER BY created_at DESC, id DESC LIMIT @limit`,
-      { ...values, status: query.status },
-    );
+    return this.perCallRows.perCalls(query);
   }
 
   updatePerCall(id: string, from: PerCallStatus, patch: Patch<PerCallRecord>): boolean {
-    const sets: string[] = [];
-    const values: Row = { id, from };
-    for (const [field, value] of Object.entries(patch)) {
-      if (value === undefined) continue;
-      const col = (PER_CALL as Record<string, Column | undefined>)[field];
-      if (!col) throw new Error(`unknown field per_call_approvals.${field}`);
-      sets.push(`${col.column} = @${col.column}`);
-      values[col.column] = toColumnValue(value, col.kind);
-    }
-    if (sets.length === 0) return false;
-    return (
-      this.stmt(`UPDATE per_call_approvals SET ${sets.join(', ')} WHERE id = @id AND status = @from`).run(
-        values,
-      ).changes > 0
-    );
+    return this.perCallRows.updatePerCall(id, from, patch);
   }
 
   deletePerCall(id: string): void {
-    this.stmt('DELETE FROM per_call_approvals WHERE id = ?').run(id);
+    this.perCallRows.deletePerCall(id);
   }
 
   countOpenPerCalls(agentId: string, now: number): number {
-    return (
-      this.stmt(
-        "SELECT COUNT(*) AS n FROM per_call_approvals WHERE agent_id = ? AND status = 'pending' AND expires_at > ?",
-      ).get(agentId, now) as { n: number }
-    ).n;
+    return this.perCallRows.countOpenPerCalls(agentId, now);
   }
 
   overduePerCalls(now: number, limit: number): PerCallRecord[] {
-    return this.many(
-      PER_CALL,
-      "SELECT * FROM per_call_approvals WHERE status = 'pending' AND expires_at <= ? LIMIT ?",
-      now,
-      limit,
-    );
+    return this.perCallRows.overduePerCalls(now, limit);
   }
 
-  // The per_call_status index's range of executing rows (few: each is a call in flight or lost),
-  // in creation order; a claim comes after its row's creation, so none older is missed.
   abandonedPerCalls(claimedBefore: number, limit: number): PerCallRecord[] {
-    return this.many(
-      PER_CALL,
-      `SELECT * FROM per_call_approvals WHERE status = 'executing' AND created_at <= ?
-        AND coalesce(decided_at, created_at) <= ? ORDER BY created_at, id LIMIT ?`,
-      claimedBefore,
-      claimedBefore,
-      limit,
-    );
+    return this.perCallRows.abandonedPerCalls(claimedBefore, limit);
   }
 
   deleteStalePerCalls(now: number, limit: number): number {
-    return this.stmt(
-      `DELETE FROM per_call_approvals WHERE id IN
-        (SELECT id FROM per_call_approvals WHERE keep_until <= ? LIMIT ?)`,
-    ).run(now, limit).changes;
+    return this.perCallRows.deleteStalePerCalls(now, limit);
   }
 
   /** IMMEDIATE: the write lock is taken up front, so a read-then-write cannot be invalidated midway. */
@@ -590,17 +528,9 @@ export class SqliteEngine implements SyncStore {
       this.stmt(insertSql(table, names)).run(Object.fromEntries(names.map((n) => [n, p[n]])));
     };
     const update = <T>(table: string, columns: Columns<T>, id: string, patch: Patch<T>): void => {
-      const sets: string[] = [];
-      const values: Row = { id };
-      for (const [field, value] of Object.entries(patch)) {
-        if (value === undefined) continue;
-        const col = (columns as Record<string, Column | undefined>)[field];
-        if (!col) throw new Error(`unknown field ${table}.${field}`);
-        sets.push(`${col.column} = @${col.column}`);
-        values[col.column] = toColumnValue(value, col.kind);
-      }
-      if (sets.length === 0) return;
-      this.stmt(`UPDATE ${table} SET ${sets.join(', ')} WHERE id = @id`).run(values);
+      const set = setClause(table, columns, patch);
+      if (set === undefined) return;
+      this.stmt(`UPDATE ${table} SET ${set.sql} WHERE id = @id`).run({ ...set.values, id });
     };
     const reader = this as SyncStore;
     return {
