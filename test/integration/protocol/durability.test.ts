@@ -354,20 +354,23 @@ describe('a kill in the middle of a burst leaves nothing half-written', () => {
     const linkedId: string = pre.body.host_id;
     const capabilities = ['list_pets', 'get_pet', 'create_pet'];
 
-    // Burst 1: 24 registrations at once, half under the linked host, half from unknown hosts.
+    // Burst 1: 40 registrations at once, half under the linked host, half from unknown hosts. The
+    // kills come early in each burst (16 of 40, then 4 of at least 16), so that requests are still
+    // in flight when they land even on a loaded machine: with 8 approvals, the 4 after the kill
+    // were once all answered before it took effect.
     interface Sent {
       host: TestKey;
       agent: TestKey;
     }
     const sent: Sent[] = [];
-    for (let i = 0; i < 24; i++) {
+    for (let i = 0; i < 40; i++) {
       sent.push({ host: i % 2 === 0 ? linked : await generateTestKey(), agent: await generateTestKey() });
     }
     const tokens = await Promise.all(
       sent.map((s) => proxy.hostToken(s.host, { agent_public_key: s.agent.publicJwk })),
     );
     const acked: { sent: Sent; body: any }[] = [];
-    const KILL_AFTER = 8;
+    const KILL_AFTER = 16;
     const victim = proxy;
     const results = await Promise.allSettled(
       sent.map(async (s, i) => {
