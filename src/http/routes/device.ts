@@ -225,83 +225,92 @@ export function deviceRoutes(
     }),
   ]);
 
+  /** Approve refused before anything was decided: the request again, and why (`logged`: the decision record's reason). */
+  const refuse = async (
+    x: Exchange,
+    s: SessionRecord,
+    r: DeviceRequest,
+    status: number,
+    why: string,
+    logged = why,
+  ): Promise<void> => {
+    x.decision.outcome = 'deny';
+    x.decision.reason = logged;
+    await showRequest(x, s, r, status, message('error', `${why} Nothing was granted.`));
+  };
+
+  /**
+   * The session Approve decides in (§8.11): a verified passkey, or a fresh sign-in, starts a new
+   * one (its cookie in `headers`). A stale session re-authenticates here with its password (and
+   * one-time code); an OIDC one is sent to its provider. Undefined: the page answered already.
+   */
+  const freshSession = async (
+    x: Exchange,
+    s: SessionRecord,
+    r: DeviceRequest,
+    proof: { readonly kind: string },
+  ): Promise<{ session: SessionRecord; headers: Record<string, string> } | undefined> => {
+    if (proof.kind === 'verified') {
+      const started = await auth.sessions.start(s.userId, 'passkey', x.sessionCookie);
+      return { session: started.session, headers: { 'set-cookie': auth.cookie(started.cookieValue) } };
+    }
+    if (auth.sessions.isFresh(s, auth.settings.freshAuthMs)) return { session: s, headers: {} };
+    const oidc = auth.settings.oidc;
+    if (s.authMethod === 'oidc' && oidc) {
+      // §8.11: back to the provider with max_age=0, then to this request. A page that moves on
+      // by itself (Refresh), because the CSP's form-action stops a redirect out of this POST.
+      const start = oidcStartPath(pageOf(r), true);
+      x.decision.reason = 'fresh sign-in needed';
+      send(x, 200, [whoAmI(s), oidcReauthNow(oidc.name, pageOf(r))], { refresh: `0; url=${start}` });
+      return undefined;
+    }
+    if (s.authMethod === 'trusted_header' || s.authMethod === 'oidc') {
+      await showRequest(
+        x,
+        s,
+        r,
+        403,
+        message('error', 'Sign in again before approving. Nothing was granted.'),
+      );
+      return undefined;
+    }
+    const form = need(x.form, 'form');
+    const result = await auth.local.attempt(
+      s.userId,
+      form.get('password') ?? '',
+      form.get('totp') ?? '',
+      x.clientIp,
+    );
+    if (result.kind !== 'ok') {
+      const text =
+        result.kind === 'throttled'
+          ? 'Too many failed sign-ins. Try again later. Nothing was granted.'
+          : 'That password or one-time code is not right. Nothing was granted.';
+      await showRequest(x, s, r, result.kind === 'throttled' ? 429 : 400, message('error', text));
+      return undefined;
+    }
+    // Re-authenticating is a sign-in: a new session, the old one ended.
+    const started = await auth.sessions.start(s.userId, result.method, x.sessionCookie);
+    return { session: started.session, headers: { 'set-cookie': auth.cookie(started.cookieValue) } };
+  };
+
   router.add('POST', '/device/approve', [
     ...decisionSteps,
     step('approve', async (x) => {
-      let s = need(x.session, 'session');
-      const form = need(x.form, 'form');
-      const r = await lookUp(x, s);
-      if (!r || !(await unchanged(x, s, r))) return;
-      const choice = approverChoice(form, r);
-      if (!choice.ok) {
-        x.decision.outcome = 'deny';
-        x.decision.reason = 'decision form refused';
-        await showRequest(x, s, r, 400, message('error', `${choice.problem} Nothing was granted.`));
-        return;
-      }
-      const refusal = decisionRefusal(r, s.userId);
-      if (refusal) {
-        x.decision.outcome = 'deny';
-        x.decision.reason = refusal;
-        await showRequest(x, s, r, 403, message('error', `${refusal} Nothing was granted.`));
-        return;
-      }
+      const signedIn = need(x.session, 'session');
+      const r = await lookUp(x, signedIn);
+      if (!r || !(await unchanged(x, signedIn, r))) return;
+      const choice = approverChoice(need(x.form, 'form'), r);
+      if (!choice.ok) return refuse(x, signedIn, r, 400, choice.problem, 'decision form refused');
+      const refusal = decisionRefusal(r, signedIn.userId);
+      if (refusal) return refuse(x, signedIn, r, 403, refusal);
       // Partial approval: only what is approved needs presence (§8.11).
       const approving = r.capabilities.filter((c) => choice.decision.capabilities.includes(c.name));
-      const proof = await presence.check(x, s, r, approving);
-      if (proof.kind === 'refused') {
-        x.decision.outcome = 'deny';
-        x.decision.reason = proof.text;
-        await showRequest(x, s, r, proof.status, message('error', `${proof.text} Nothing was granted.`));
-        return;
-      }
-      const headers: Record<string, string> = {};
-      if (proof.kind === 'verified') {
-        // §8.11: a verified passkey is a fresh authentication: a new session says so.
-        const started = await auth.sessions.start(s.userId, 'passkey', x.sessionCookie);
-        s = started.session;
-        headers['set-cookie'] = auth.cookie(started.cookieValue);
-      } else if (!auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
-        const oidc = auth.settings.oidc;
-        if (s.authMethod === 'oidc' && oidc) {
-          // §8.11: back to the provider with max_age=0, then to this request. A page that moves on
-          // by itself (Refresh), because the CSP's form-action stops a redirect out of this POST.
-          const start = oidcStartPath(pageOf(r), true);
-          x.decision.reason = 'fresh sign-in needed';
-          send(x, 200, [whoAmI(s), oidcReauthNow(oidc.name, pageOf(r))], {
-            refresh: `0; url=${start}`,
-          });
-          return;
-        }
-        if (s.authMethod === 'trusted_header' || s.authMethod === 'oidc') {
-          await showRequest(
-            x,
-            s,
-            r,
-            403,
-            message('error', 'Sign in again before approving. Nothing was granted.'),
-          );
-          return;
-        }
-        const result = await auth.local.attempt(
-          s.userId,
-          form.get('password') ?? '',
-          form.get('totp') ?? '',
-          x.clientIp,
-        );
-        if (result.kind !== 'ok') {
-          const text =
-            result.kind === 'throttled'
-              ? 'Too many failed sign-ins. Try again later. Nothing was granted.'
-              : 'That password or one-time code is not right. Nothing was granted.';
-          await showRequest(x, s, r, result.kind === 'throttled' ? 429 : 400, message('error', text));
-          return;
-        }
-        // Re-authenticating is a sign-in: a new session, the old one ended.
-        const started = await auth.sessions.start(s.userId, result.method, x.sessionCookie);
-        s = started.session;
-        headers['set-cookie'] = auth.cookie(started.cookieValue);
-      }
+      const proof = await presence.check(x, signedIn, r, approving);
+      if (proof.kind === 'refused') return refuse(x, signedIn, r, proof.status, proof.text);
+      const fresh = await freshSession(x, signedIn, r, proof);
+      if (!fresh) return;
+      const s = fresh.session;
       try {
         const decided = await approve(ctx, r.approvalId, {
           userId: s.userId,
@@ -309,7 +318,7 @@ export function deviceRoutes(
           origin: decisionOrigin(x, s, r),
           ...choice.decision,
         });
-        send(x, 200, [whoAmI(s), message('ok', approvedText(r, decided)), inboxLink()], headers);
+        send(x, 200, [whoAmI(s), message('ok', approvedText(r, decided)), inboxLink()], fresh.headers);
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
         await showRequest(x, s, r, err.status, message('error', `${err.message} Nothing was granted.`));
