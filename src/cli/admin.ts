@@ -1,5 +1,5 @@
 /**
- * `agent-auth-proxy admin …`: the operator API (/admin/*, src/http/routes/admin.ts) from the
+ * `agent-auth-proxy admin …`: the operator API (/admin/*, src/http/routes/admin*.ts) from the
  * command line. Each command (admin-commands.ts) is a request built from argv and a formatter for
  * its reply; this runs one: argv, the token, the call, the output. The decisions stay on the
  * server. Exit codes: 0 done, 1 the API refused or could not be reached,

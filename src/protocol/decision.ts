@@ -10,7 +10,7 @@
  *    a form that asks for more was not produced by the page, so it is not silently trimmed;
  *  - an optional lifetime for the approved grants (GRANT_LIFETIMES; §3.3 grant `expires_at`).
  *
- * The result is the input of approve() (src/protocol/approvals.ts), which intersects the
+ * The result is the input of approve() (src/protocol/approval-decisions.ts), which intersects the
  * narrowing with the request once more (never wider, whoever calls it).
  */
 import { canonicalJson } from '../util/canonical-json.js';

@@ -4,7 +4,7 @@
  *
  * Addressed to a user means:
  *  - a CIBA request (§7.5) whose login_hint is the user: the server chose CIBA because the hint
- *    names a listed approver, and only that user may answer it (§7.2, approvals.ts);
+ *    names a listed approver, and only that user may answer it (§7.2, approval-decisions.ts);
  *  - a device-authorization request (§7.1) the user opened on the device page with its code and
  *    could decide there (recordOpened): whoever holds the code may come back to it.
  * Nobody else's request is ever listed or found here: the lookups take the user as a key.
