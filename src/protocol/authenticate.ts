@@ -1,6 +1,7 @@
 /**
  * Host JWT (§4.5.1) and agent JWT (§4.5) verification against stored state: which key signs,
- * whether the principal may act, replay. Pure JWS and claim checks live in jwt.ts.
+ * whether the principal may act. Pure JWS and claim checks live in jwt.ts; replay (each jti once)
+ * in jti-replay.ts.
  *
  * The signature is verified before any stored status is revealed, so a caller who cannot sign
  * for a principal learns nothing about it (the spec lists the status check first; the outcome
@@ -9,12 +10,11 @@
 import { ProtocolError } from '../errors.js';
 import type { AgentRecord, HostRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
-import { decodeJwt, JwtError, replayHorizonMs, verifyJwt, type UnverifiedJwt } from './jwt.js';
+import { decodeJwt, JwtError, verifyJwt, type Claims, type UnverifiedJwt } from './jwt.js';
+import { rememberJti } from './jti-replay.js';
 import { parsePublicJwk, thumbprint, verificationKey, type Ed25519PublicJwk } from './keys.js';
 import { agentKey, jwksHostKey, storedHostKey } from './jwks-auth.js';
 import { applyDueStatus, dueStatus } from './lifecycle.js';
-
-export type Claims = Readonly<Record<string, unknown>>;
 
 export interface HostAuth {
   /** Absent for an unknown host presenting a self-signed key (only registration and listing accept it). */
@@ -75,95 +75,6 @@ function verify(
     if (err instanceof JwtError) throw invalid(err.message);
     throw err;
   }
-}
-
-/**
- * §4.6 / §8.4: a jti is accepted once per principal (`partition`, e.g. `agent:${sub}` or
- * `host:${iss}`) within its effective window (§8.2). Called only for a token that is verified and
- * within its principal's limits, so that nothing else is ever remembered. Throws on a replay
- * (401), when the principal holds its cap of remembered jtis (429) and when the cache is full or
- * the ledger cannot record it (503).
- *
- * Memory first (the replay cache: the bound, and a replay to this process costs no I/O), then the
- * ledger (storage/replay-ledger.ts), then memory keeps it. The SQLite journal answers at once, so
- * this stays synchronous; the PostgreSQL table answers after one round trip (an INSERT … ON
- * CONFLICT DO NOTHING), the judge of a replay to another replica. Memory keeps the jti before that
- * answer, so that the same token sent twice at once to this replica is refused without waiting;
- * a jti whose recording then fails stays used up here (503: the client signs a new one).
- */
-export function rememberJti(ctx: ProtocolContext, partition: string, claims: Claims): void | Promise<void> {
-  const policy = {
-    clockSkewSec: ctx.policy.lifetimes.clockSkewSec,
-    maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
-  };
-  let untilMs: number;
-  try {
-    untilMs = replayHorizonMs(claims, policy);
-  } catch (err) {
-    if (err instanceof JwtError) throw invalid(err.message);
-    throw err;
-  }
-  const jti = String(claims.jti);
-  const verdict = ctx.replay.check(partition, jti, untilMs);
-  switch (verdict) {
-    case 'replay':
-      throw replayed();
-    case 'identity_full': {
-      const retryAfter = ctx.replay.retryAfterSec(partition);
-      throw new ProtocolError(
-        'rate_limited',
-        `This principal already has ${ctx.replay.maxPerIdentity} JWTs within their validity window, the most one identity may have (policy replay.max_entries_per_identity); retry in ${retryAfter} s.`,
-        { headers: { 'retry-after': String(retryAfter) } },
-      );
-    }
-    case 'full': {
-      const retryAfter = ctx.replay.retryAfterSec();
-      throw new ProtocolError(
-        'temporarily_unavailable',
-        `Replay protection is at capacity (policy replay.max_entries = ${ctx.replay.maxEntries}); retry in ${retryAfter} s.`,
-        { headers: { 'retry-after': String(retryAfter) } },
-      );
-    }
-    case 'fresh':
-    case 'extend':
-      break;
-  }
-  let recorded: boolean | Promise<boolean> = true;
-  if (ctx.replayLedger && untilMs > ctx.clock.now()) {
-    try {
-      recorded = ctx.replayLedger.record({ identity: partition, jti, expiresAt: untilMs });
-    } catch (err) {
-      // Written ahead: nothing is kept, and the request is refused.
-      throw ledgerFailed(ctx, err);
-    }
-  }
-  ctx.replay.keep(partition, jti, untilMs);
-  if (recorded instanceof Promise) {
-    const answered = recorded.then(
-      (fresh) => {
-        if (!fresh) throw replayed();
-      },
-      (err: unknown) => {
-        throw ledgerFailed(ctx, err);
-      },
-    );
-    if (verdict !== 'extend') return answered;
-    // A replay either way: the record only made the ledger remember it longer.
-    void answered.catch(() => undefined);
-  }
-  if (verdict === 'extend' || recorded === false) throw replayed();
-}
-
-function replayed(): ProtocolError {
-  return invalid('This JWT (jti) was already used; sign a new one per request.');
-}
-
-/** The ledger refused the record (disk full, database unreachable): a later check could miss this jti. */
-function ledgerFailed(ctx: ProtocolContext, err: unknown): ProtocolError {
-  ctx.logger.error('replay ledger write failed', { error: err instanceof Error ? err.message : String(err) });
-  return new ProtocolError('temporarily_unavailable', 'Replay protection is unavailable; retry shortly.', {
-    headers: { 'retry-after': '1' },
-  });
 }
 
 /*

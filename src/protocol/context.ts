@@ -165,7 +165,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
   const holder = { current: { catalog: options.catalog, policy: options.policy } };
   const cache = new HotCache(options.clock, options.cacheTtlMs ?? 5_000);
   const ledger = options.replayLedger;
-  // The ledger is written before an entry is kept (authenticate.ts rememberJti).
+  // The ledger is written before an entry is kept (jti-replay.ts rememberJti).
   const replay = new ReplayCache(options.clock, {
     maxEntries: options.policy.replay.maxEntries,
     maxPerIdentity: options.policy.replay.maxEntriesPerIdentity,

@@ -8,6 +8,9 @@ import { Ed25519PublicKey } from './ed25519.js';
 
 export type JwtType = 'host+jwt' | 'agent+jwt';
 
+/** A verified token's payload. */
+export type Claims = Readonly<Record<string, unknown>>;
+
 /** Callers choose the values; §8.2 suggests at most 30 s skew and 60 s lifetime. */
 export interface JwtPolicy {
   readonly clockSkewSec: number;
@@ -157,7 +160,7 @@ export function verifyJwt(
   jwt: UnverifiedJwt,
   key: Ed25519PublicKey,
   options: { typ: JwtType; audiences: readonly string[]; clock: Clock; policy: JwtPolicy },
-): Readonly<Record<string, unknown>> {
+): Claims {
   if (!Ed25519PublicKey.isOne(key)) {
     throw new JwtError('The verification key is not an Ed25519 public key.');
   }
@@ -237,7 +240,7 @@ function checkJti(jti: unknown): void {
  * The instant (epoch ms) until which a verified JWT's jti must be remembered: it stays acceptable
  * until exp + skew, and §8.2 requires the replay cache to cover that whole effective window.
  */
-export function replayHorizonMs(payload: Readonly<Record<string, unknown>>, policy: JwtPolicy): number {
+export function replayHorizonMs(payload: Claims, policy: JwtPolicy): number {
   if (!isNumericDate(payload.exp)) throw new JwtError('The JWT "exp" must be a number.');
   return (payload.exp + policy.clockSkewSec) * 1000;
 }
