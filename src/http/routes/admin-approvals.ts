@@ -3,7 +3,7 @@
  * approving or denying one as `admin` (or as the `user_id` given).
  */
 import { ProtocolError } from '../../errors.js';
-import { approve, deny } from '../../protocol/approval-decisions.js';
+import { approve, deny, type Decision } from '../../protocol/approval-decisions.js';
 import { expireApprovals } from '../../protocol/approvals.js';
 import { iso, type ProtocolContext } from '../../protocol/context.js';
 import { normalizeUserCode } from '../../protocol/user-code.js';
@@ -99,15 +99,7 @@ export function adminApprovalRoutes(router: Router, ctx: ProtocolContext, steps:
         actor: ACTOR,
         origin: steps.originOf(rc),
       });
-      sendJson(rc.res, 200, {
-        id: decision.approval.id,
-        status: decision.approval.status,
-        approved: decision.approved,
-        denied: decision.denied,
-        agent: agentView(ctx, decision.agent, await ctx.store.grants(decision.agent.id), undefined, {
-          audit: true,
-        }),
-      });
+      sendJson(rc.res, 200, await decisionView(ctx, decision, { withApproved: true }));
     }),
   );
 
@@ -121,14 +113,23 @@ export function adminApprovalRoutes(router: Router, ctx: ProtocolContext, steps:
         actor: ACTOR,
         origin: steps.originOf(rc),
       });
-      sendJson(rc.res, 200, {
-        id: decision.approval.id,
-        status: decision.approval.status,
-        denied: decision.denied,
-        agent: agentView(ctx, decision.agent, await ctx.store.grants(decision.agent.id), undefined, {
-          audit: true,
-        }),
-      });
+      sendJson(rc.res, 200, await decisionView(ctx, decision, { withApproved: false }));
     }),
   );
+}
+
+/** What Approve and Deny answer: the request's new status, and the agent as it now stands. */
+async function decisionView(
+  ctx: ProtocolContext,
+  decision: Decision,
+  { withApproved }: { readonly withApproved: boolean },
+): Promise<Record<string, unknown>> {
+  const grants = await ctx.store.grants(decision.agent.id);
+  return {
+    id: decision.approval.id,
+    status: decision.approval.status,
+    ...(withApproved ? { approved: decision.approved } : {}),
+    denied: decision.denied,
+    agent: agentView(ctx, decision.agent, grants, undefined, { audit: true }),
+  };
 }
