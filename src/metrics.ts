@@ -25,6 +25,12 @@ export const LIMIT_NAMES = [
 ] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
 
+/** Which connection cap refused a connection (config `server.*`, README "Bounds"). */
+export const CONNECTION_CAPS = ['max_connections', 'max_connections_per_ip'] as const;
+export type ConnectionCap = (typeof CONNECTION_CAPS)[number];
+/** answered: kept to be answered 429/503; closed: closed on arrival, past the refusals' own bounds. */
+export type RefusalOutcome = 'answered' | 'closed';
+
 /** What `GET /metrics` answers. */
 export interface Exposition {
   readonly contentType: string;
@@ -89,6 +95,7 @@ export class Metrics {
   readonly #registrations: Counter<'outcome'>;
   readonly #rateLimited: Counter<'limit'>;
   readonly #configReloads: Counter<'result'>;
+  readonly #connectionsRefused: Counter<'cap' | 'outcome'>;
   readonly #upstream: Histogram<'api'>;
   readonly #database: Histogram<'transaction'>;
   // Label children resolved once per label combination, in nested maps so that the per-request
@@ -135,6 +142,12 @@ export class Metrics {
       name: `${METRIC_PREFIX}rate_limited_total`,
       help: 'Requests refused by a rate limit, by the limit that refused.',
       labelNames: ['limit'],
+      registers,
+    });
+    this.#connectionsRefused = new Counter({
+      name: `${METRIC_PREFIX}connections_refused_total`,
+      help: 'Connections past server.max_connections or server.max_connections_per_ip, by cap and outcome (answered 503/429, or closed on arrival).',
+      labelNames: ['cap', 'outcome'],
       registers,
     });
     this.#configReloads = new Counter({
@@ -189,6 +202,9 @@ export class Metrics {
     // Closed label sets start at 0, so a rate() over them works before the first event.
     for (const limit of LIMIT_NAMES) this.#rateLimited.inc({ limit }, 0);
     for (const result of ['success', 'failure']) this.#configReloads.inc({ result }, 0);
+    for (const cap of CONNECTION_CAPS) {
+      for (const outcome of ['answered', 'closed']) this.#connectionsRefused.inc({ cap, outcome }, 0);
+    }
     this.#stateWrites = this.#database.labels('state');
     this.#activityWrites = this.#database.labels('activity');
     for (const api of options.apis) this.#upstreamChildren.set(api, this.#upstream.labels(api));
@@ -229,6 +245,10 @@ export class Metrics {
 
   rateLimited(limit: LimitName): void {
     this.#rateLimited.inc({ limit });
+  }
+
+  connectionRefused(cap: ConnectionCap, outcome: RefusalOutcome): void {
+    this.#connectionsRefused.inc({ cap, outcome });
   }
 
   configReload(result: 'success' | 'failure'): void {

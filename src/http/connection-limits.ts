@@ -15,6 +15,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError } from '../errors.js';
+import type { ConnectionCap, RefusalOutcome } from '../metrics.js';
 import type { ClientAddress } from './client-address.js';
 
 export const REFUSED_AT_ONCE = 64;
@@ -50,10 +51,17 @@ export class ConnectionGate {
   readonly #silent = new WeakMap<Socket, NodeJS.Timeout>();
   readonly #overTotal: ProtocolError;
   readonly #overPeer: ProtocolError;
+  readonly #onRefused: ((cap: ConnectionCap, outcome: RefusalOutcome) => void) | undefined;
 
-  constructor(settings: ConnectionSettings, clientAddress: ClientAddress) {
+  constructor(
+    settings: ConnectionSettings,
+    clientAddress: ClientAddress,
+    /** Each connection refused (the metrics' connections_refused_total). */
+    onRefused?: (cap: ConnectionCap, outcome: RefusalOutcome) => void,
+  ) {
     this.#settings = settings;
     this.#clientAddress = clientAddress;
+    this.#onRefused = onRefused;
     this.#overTotal = tooManyInTotal(settings.maxConnections);
     this.#overPeer = tooManyFromPeer(settings.maxConnectionsPerIp);
   }
@@ -73,12 +81,12 @@ export class ConnectionGate {
   #admit(socket: Socket): void {
     const peer = socket.remoteAddress ?? 'unknown';
     if (this.#servedTotal >= this.#settings.maxConnections) {
-      this.#refuse(socket, peer, this.#overTotal);
+      this.#refuse(socket, peer, 'max_connections', this.#overTotal);
       return;
     }
     const trusted = this.#clientAddress.isTrusted(peer.replace(/^::ffff:/, ''));
     if (!trusted && this.#served.count(peer) >= this.#settings.maxConnectionsPerIp) {
-      this.#refuse(socket, peer, this.#overPeer);
+      this.#refuse(socket, peer, 'max_connections_per_ip', this.#overPeer);
       return;
     }
     this.#servedTotal++;
@@ -90,11 +98,13 @@ export class ConnectionGate {
     });
   }
 
-  #refuse(socket: Socket, peer: string, error: ProtocolError): void {
+  #refuse(socket: Socket, peer: string, cap: ConnectionCap, error: ProtocolError): void {
     if (this.#refused.count(peer) >= REFUSED_PER_PEER) {
       socket.destroy();
+      this.#onRefused?.(cap, 'closed');
       return;
     }
+    this.#onRefused?.(cap, 'answered');
     this.#refused.hold(peer, socket);
     this.#refusals.set(socket, error);
     const deadline = setTimeout(() => socket.destroy(), REFUSED_DEADLINE_MS).unref();

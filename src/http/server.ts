@@ -10,6 +10,7 @@ import { ProtocolError, toProtocolError } from '../errors.js';
 import { StoreUnavailableError } from '../storage/errors.js';
 import { upstreamCause } from '../upstream/answers.js';
 import type { Logger } from '../log.js';
+import type { ConnectionCap, RefusalOutcome } from '../metrics.js';
 import type { ClientAddress } from './client-address.js';
 import { ConnectionGate } from './connection-limits.js';
 import type { Drain } from './drain.js';
@@ -36,13 +37,15 @@ export interface HttpServerOptions {
    * readiness) get 503 and every connection closes after its current answer.
    */
   readonly drain?: Drain;
+  /** Each connection refused past a cap (connection-limits.ts). */
+  readonly onConnectionRefused?: (cap: ConnectionCap, outcome: RefusalOutcome) => void;
   /** Each finished request's decision record; the access log line is written from it too. */
   readonly onDecision?: (decision: DecisionRecord) => void;
 }
 
 export function createHttpServer(options: HttpServerOptions): Server {
   const { connections } = options;
-  const gate = new ConnectionGate(connections, options.clientAddress);
+  const gate = new ConnectionGate(connections, options.clientAddress, options.onConnectionRefused);
   const server = createServer(
     {
       // The request id goes into each head as it is written (tagged-response.ts: Node's fast path).

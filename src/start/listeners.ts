@@ -13,7 +13,7 @@ import { recordRequestMetrics } from '../http/request-metrics.js';
 import { Router } from '../http/router.js';
 import { createHttpServer } from '../http/server.js';
 import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { ConnectionCap, Metrics, RefusalOutcome } from '../metrics.js';
 import type { Teardown } from './teardown.js';
 
 export interface Listeners {
@@ -47,6 +47,8 @@ export async function openListeners(
     issuer: () => issuer,
     drain,
     onDecision: recordRequestMetrics(deps.metrics),
+    onConnectionRefused: (cap: ConnectionCap, outcome: RefusalOutcome) =>
+      deps.metrics.connectionRefused(cap, outcome),
   };
   const router = new Router();
   const server = createHttpServer({ router, ...serverOptions });

@@ -33,6 +33,9 @@ describe('Metrics', () => {
     expect(text).toContain('agent_auth_proxy_replay_cache_entries 7');
     expect(text).toContain('agent_auth_proxy_rate_limited_total{limit="per_capability"} 0');
     expect(text).toContain('agent_auth_proxy_config_reloads_total{result="failure"} 0');
+    expect(text).toContain(
+      'agent_auth_proxy_connections_refused_total{cap="max_connections",outcome="closed"} 0',
+    );
     expect(contentType).toMatch(/^text\/plain/);
   });
 

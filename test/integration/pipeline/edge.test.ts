@@ -155,7 +155,9 @@ describe('connection bounds', () => {
   });
 
   it('refused connections are bounded too: four per peer wait their answer, more are closed on arrival', async () => {
-    p = await startProtocol({ overrides: { config: configWith('  max_connections_per_ip: 1') } });
+    p = await startProtocol({
+      overrides: { config: configWith('  max_connections_per_ip: 1\n  internal_port: 0') },
+    });
     const held = await openSocket(p.proxy.url);
     // Silent: each is refused and waits for its request, at most REFUSED_DEADLINE_MS (1 s).
     const waiting = await Promise.all(
@@ -175,6 +177,18 @@ describe('connection bounds', () => {
     expect(silent.every((s) => s.bytesRead === 0)).toBe(true);
     // The served connection outlived them.
     expect((await exchangeRaw(held)).status).toBe(200);
+    // Counted for the operator: four kept to be answered, one closed on arrival (the internal
+    // listener has its own caps).
+    const metrics = await (await fetch(`${p.proxy.internalUrl ?? ''}/metrics`)).text();
+    const refused = (cap: string, outcome: string): number =>
+      Number(
+        new RegExp(`connections_refused_total\\{cap="${cap}",outcome="${outcome}"\\} (\\d+)`).exec(
+          metrics,
+        )?.[1],
+      );
+    expect(refused('max_connections_per_ip', 'answered')).toBe(REFUSED_PER_PEER);
+    expect(refused('max_connections_per_ip', 'closed')).toBe(1);
+    expect(refused('max_connections', 'answered')).toBe(0);
   });
 
   it('a connection over max_connections is answered 503 temporarily_unavailable, then closed', async () => {
