@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Catalog } from '../openapi/catalog.js';
-import type { Policy } from '../policy/policy.js';
+import type { Policy } from './resolved-policy.js';
 import type { ReplayLedger } from '../storage/replay-ledger.js';
 import type { Store, StoreWriter, AgentRecord, GrantRecord, HostRecord } from '../storage/types.js';
 import { ReplayCache } from './replay-cache.js';

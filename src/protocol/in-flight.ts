@@ -9,7 +9,7 @@
  * `finally` and from an end-of-stream callback without counting twice. Counters exist only for
  * owners with calls in flight, so memory is bounded by the number of calls running.
  */
-import type { InFlightLimits } from '../policy/policy.js';
+import type { InFlightLimits } from './resolved-policy.js';
 
 export interface SlotOwner {
   readonly agentId: string;

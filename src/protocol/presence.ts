@@ -7,7 +7,7 @@
  * methods (fresh sign-in). Policy `approval.require_presence: always` asks it for every approval.
  */
 import { createHash } from 'node:crypto';
-import type { Policy } from '../policy/policy.js';
+import type { Policy } from './resolved-policy.js';
 import { isReadOnlyMethod } from './device.js';
 import type { AssertionResult, CeremonyScope, Passkeys } from './passkeys.js';
 

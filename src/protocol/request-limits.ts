@@ -6,7 +6,7 @@
  * looks at it. Each refusal is a 400 naming the policy key and its value.
  */
 import { ProtocolError } from '../errors.js';
-import type { Policy } from '../policy/policy.js';
+import type { Policy } from './resolved-policy.js';
 
 type Limits = Policy['capabilityRequests'];
 
