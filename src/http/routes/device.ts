@@ -12,22 +12,18 @@
  * only for their addressee.
  */
 import type { Exchange } from '../pipeline.js';
+import { DevicePage, deviceTitle } from '../device-page.js';
 import { ProtocolError } from '../../errors.js';
 import { approve, deny } from '../../protocol/approval-decisions.js';
 import { displayText } from '../../protocol/approvals.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
 import { originFromSession, type DecisionOrigin } from '../../protocol/decision-record.js';
-import { lookUpCibaRequest, recordOpened } from '../../protocol/inbox.js';
-import { requestWarnings } from '../../protocol/request-warnings.js';
+import { recordOpened } from '../../protocol/inbox.js';
+
 import type { ProtocolContext } from '../../protocol/context.js';
-import {
-  contentHash,
-  decisionRefusal,
-  lookUpDeviceRequest,
-  type DeviceRequest,
-} from '../../protocol/device.js';
+import { contentHash, decisionRefusal, type DeviceRequest } from '../../protocol/device.js';
 import type { SessionRecord } from '../../storage/types.js';
-import { escapeHtml, htmlPage, sendHtml } from '../html.js';
+import { escapeHtml, sendHtml } from '../html.js';
 import type { PageAuth } from '../page-auth.js';
 import { need, step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -38,17 +34,12 @@ import type { PresenceGate } from '../steps/presence.js';
 import { legacyDevicePage } from '../views/device-read-only.js';
 import { approverChoice } from '../decision-choices.js';
 import { approvedText } from '../views/decision-form.js';
-import { codeForm, decisionForms, message, requestDetails, whoAmI } from '../views/device.js';
-import { oidcFreshNotice, oidcReauthNow, oidcStartPath } from '../views/oidc.js';
-import { inboxLink } from '../views/inbox.js';
-import { timeLeftView } from '../views/time-left.js';
-import { extendApproval, requestTimeLeft } from '../../protocol/approval-expiry.js';
-import { iso } from '../../protocol/context.js';
+import { codeForm, message, whoAmI } from '../views/device.js';
 
-/** Where the approver finds this request again: its code's page, or the inbox for CIBA (§7.2). */
-function pageOf(r: DeviceRequest): string {
-  return r.method === 'ciba' ? '/approvals' : `/device?code=${encodeURIComponent(r.userCode)}`;
-}
+import { inboxLink } from '../views/inbox.js';
+
+import { extendApproval } from '../../protocol/approval-expiry.js';
+import { iso } from '../../protocol/context.js';
 
 /** The decision record's origin (issue 16): this session, this request, the hash shown. */
 function decisionOrigin(x: Exchange, s: SessionRecord, r: DeviceRequest): DecisionOrigin {
@@ -69,15 +60,7 @@ export function deviceRoutes(
   router: Router,
   { ctx, limits, auth, serverName, presence }: DeviceRouteOptions,
 ): void {
-  const title = `Agent requests — ${serverName}`;
-  const send = (
-    x: Exchange,
-    status: number,
-    parts: string[],
-    headers: Readonly<Record<string, string>> = {},
-  ): void => {
-    sendHtml(x.res, status, htmlPage(title, [`<h1>${escapeHtml(title)}</h1>`, ...parts].join('\n')), headers);
-  };
+  const title = deviceTitle(serverName);
   if (!auth.enabled) {
     router.add('GET', '/device', [
       perIp(limits),
@@ -88,99 +71,7 @@ export function deviceRoutes(
     return;
   }
 
-  /** The request with its decision forms, plus a message above it. */
-  const showRequest = async (
-    x: Exchange,
-    s: SessionRecord,
-    r: DeviceRequest,
-    status: number,
-    note?: string,
-  ): Promise<void> => {
-    const refusal = decisionRefusal(r, s.userId);
-    const parts = [whoAmI(s)];
-    let headers: Readonly<Record<string, string>> = {};
-    if (note) parts.push(note);
-    parts.push(requestDetails(r, requestWarnings(ctx, r, serverName)));
-    // WCAG 2.2.1: the time left, and Extend when little is left, for a user who may decide it.
-    const left = await requestTimeLeft(ctx, r);
-    if (left) parts.push(timeLeftView(left, refusal ? undefined : { session: s, request: r }));
-    if (refusal) {
-      parts.push(message('notice', refusal, 'cannot-decide'));
-    } else {
-      const proof = await presence.view(s, r);
-      if (proof.html) parts.push(proof.html);
-      headers = proof.headers;
-      let reauth: 'password' | 'password+totp' | 'sign-in-again' | null = null;
-      // The passkey Approve asks for is the fresh authentication too (§8.11): no password then.
-      if (!proof.passkeyIsFreshAuth && !auth.sessions.isFresh(s, auth.settings.freshAuthMs)) {
-        reauth =
-          s.authMethod === 'trusted_header' || s.authMethod === 'oidc'
-            ? 'sign-in-again'
-            : auth.local.wantsTotp(s.userId)
-              ? 'password+totp'
-              : 'password';
-      }
-      const oidc = auth.settings.oidc;
-      if (reauth === 'sign-in-again' && s.authMethod === 'oidc' && oidc) {
-        parts.push(oidcFreshNotice(oidc.name, pageOf(r)));
-      } else if (reauth === 'sign-in-again') {
-        const back = pageOf(r);
-        parts.push(
-          `<p class="notice" id="fresh-auth">Your sign-in is older than allowed for approvals. <a href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in again</a> to approve.</p>`,
-        );
-      }
-      parts.push(decisionForms(r, { session: s, hash: contentHash(r), reauth }));
-    }
-    send(x, status, parts, headers);
-  };
-
-  /**
-   * The open request the form names, or the code form again with why not: by its code, or (from
-   * the inbox) a CIBA request by its id, found only when it is addressed to this user.
-   */
-  const lookUp = async (x: Exchange, s: SessionRecord): Promise<DeviceRequest | undefined> => {
-    const approvalId = need(x.form, 'form').get('approval');
-    if (approvalId !== null) {
-      const ciba = await lookUpCibaRequest(ctx, approvalId.slice(0, 100), s.userId);
-      if (!ciba) {
-        send(x, 404, [
-          whoAmI(s),
-          message(
-            'error',
-            'No open request of yours has that id. It may have expired or been decided already.',
-          ),
-          inboxLink(),
-        ]);
-      }
-      return ciba;
-    }
-    const code = need(x.form, 'form').get('code') ?? '';
-    const found = await lookUpDeviceRequest(ctx, code);
-    if (found.kind === 'found') return found.request;
-    const why =
-      found.kind === 'not_found'
-        ? `No open request has the code ${found.userCode}. It may have expired or been decided already.`
-        : 'That is not a code of this server: codes are eight letters, like WDJB-MJHT.';
-    send(x, 404, [
-      whoAmI(s),
-      message('error', why),
-      codeForm(s, found.kind === 'not_found' ? found.userCode : ''),
-    ]);
-    return undefined;
-  };
-
-  /** The request as now stored must hash to what the form says was shown. */
-  const unchanged = async (x: Exchange, s: SessionRecord, r: DeviceRequest): Promise<boolean> => {
-    if (need(x.form, 'form').get('shown') === contentHash(r)) return true;
-    await showRequest(
-      x,
-      s,
-      r,
-      409,
-      message('error', 'This request changed since you saw it. Nothing was decided: review it again.'),
-    );
-    return false;
-  };
+  const view = new DevicePage({ ctx, auth, presence, serverName });
 
   const decisionSteps = pageForm(auth, limits, { token: true });
 
@@ -193,13 +84,13 @@ export function deviceRoutes(
       const s = x.session;
       if (!s) {
         const back = code ? `/device?code=${encodeURIComponent(code)}` : '/device';
-        send(x, 200, [
+        view.send(x, 200, [
           '<p><strong>You are authorizing an AI agent.</strong> An agent showed you a code and asked you to approve what it wants to do.</p>',
           `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in to continue</a></p>`,
         ]);
         return;
       }
-      send(x, 200, [
+      view.send(x, 200, [
         whoAmI(s),
         inboxLink(),
         code
@@ -218,97 +109,28 @@ export function deviceRoutes(
     ...decisionSteps,
     step('show', async (x) => {
       const s = need(x.session, 'session');
-      const r = await lookUp(x, s);
+      const r = await view.lookUp(x, s);
       if (!r) return;
       await recordOpened(ctx, r, s.userId);
-      await showRequest(x, s, r, 200);
+      await view.showRequest(x, s, r, 200);
     }),
   ]);
-
-  /** Approve refused before anything was decided: the request again, and why (`logged`: the decision record's reason). */
-  const refuse = async (
-    x: Exchange,
-    s: SessionRecord,
-    r: DeviceRequest,
-    status: number,
-    why: string,
-    logged = why,
-  ): Promise<void> => {
-    x.decision.outcome = 'deny';
-    x.decision.reason = logged;
-    await showRequest(x, s, r, status, message('error', `${why} Nothing was granted.`));
-  };
-
-  /**
-   * The session Approve decides in (§8.11): a verified passkey, or a fresh sign-in, starts a new
-   * one (its cookie in `headers`). A stale session re-authenticates here with its password (and
-   * one-time code); an OIDC one is sent to its provider. Undefined: the page answered already.
-   */
-  const freshSession = async (
-    x: Exchange,
-    s: SessionRecord,
-    r: DeviceRequest,
-    proof: { readonly kind: string },
-  ): Promise<{ session: SessionRecord; headers: Record<string, string> } | undefined> => {
-    if (proof.kind === 'verified') {
-      const started = await auth.sessions.start(s.userId, 'passkey', x.sessionCookie);
-      return { session: started.session, headers: { 'set-cookie': auth.cookie(started.cookieValue) } };
-    }
-    if (auth.sessions.isFresh(s, auth.settings.freshAuthMs)) return { session: s, headers: {} };
-    const oidc = auth.settings.oidc;
-    if (s.authMethod === 'oidc' && oidc) {
-      // §8.11: back to the provider with max_age=0, then to this request. A page that moves on
-      // by itself (Refresh), because the CSP's form-action stops a redirect out of this POST.
-      const start = oidcStartPath(pageOf(r), true);
-      x.decision.reason = 'fresh sign-in needed';
-      send(x, 200, [whoAmI(s), oidcReauthNow(oidc.name, pageOf(r))], { refresh: `0; url=${start}` });
-      return undefined;
-    }
-    if (s.authMethod === 'trusted_header' || s.authMethod === 'oidc') {
-      await showRequest(
-        x,
-        s,
-        r,
-        403,
-        message('error', 'Sign in again before approving. Nothing was granted.'),
-      );
-      return undefined;
-    }
-    const form = need(x.form, 'form');
-    const result = await auth.local.attempt(
-      s.userId,
-      form.get('password') ?? '',
-      form.get('totp') ?? '',
-      x.clientIp,
-    );
-    if (result.kind !== 'ok') {
-      const text =
-        result.kind === 'throttled'
-          ? 'Too many failed sign-ins. Try again later. Nothing was granted.'
-          : 'That password or one-time code is not right. Nothing was granted.';
-      await showRequest(x, s, r, result.kind === 'throttled' ? 429 : 400, message('error', text));
-      return undefined;
-    }
-    // Re-authenticating is a sign-in: a new session, the old one ended.
-    const started = await auth.sessions.start(s.userId, result.method, x.sessionCookie);
-    return { session: started.session, headers: { 'set-cookie': auth.cookie(started.cookieValue) } };
-  };
 
   router.add('POST', '/device/approve', [
     ...decisionSteps,
     step('approve', async (x) => {
       const signedIn = need(x.session, 'session');
-      const r = await lookUp(x, signedIn);
-      if (!r || !(await unchanged(x, signedIn, r))) return;
+      const r = await view.lookUp(x, signedIn);
+      if (!r || !(await view.unchanged(x, signedIn, r))) return;
       const choice = approverChoice(need(x.form, 'form'), r);
-      if (!choice.ok) return refuse(x, signedIn, r, 400, choice.problem, 'decision form refused');
+      if (!choice.ok) return view.refuse(x, signedIn, r, 400, choice.problem, 'decision form refused');
       const refusal = decisionRefusal(r, signedIn.userId);
-      if (refusal) return refuse(x, signedIn, r, 403, refusal);
+      if (refusal) return view.refuse(x, signedIn, r, 403, refusal);
       // Partial approval: only what is approved needs presence (§8.11).
       const approving = r.capabilities.filter((c) => choice.decision.capabilities.includes(c.name));
       const proof = await presence.check(x, signedIn, r, approving);
-      if (proof.kind === 'refused') return refuse(x, signedIn, r, proof.status, proof.text);
-      const fresh = await freshSession(x, signedIn, r, proof);
+      if (proof.kind === 'refused') return view.refuse(x, signedIn, r, proof.status, proof.text);
+      const fresh = await view.freshSession(x, signedIn, r, proof);
       if (!fresh) return;
       const s = fresh.session;
       try {
@@ -318,10 +140,10 @@ export function deviceRoutes(
           origin: decisionOrigin(x, s, r),
           ...choice.decision,
         });
-        send(x, 200, [whoAmI(s), message('ok', approvedText(r, decided)), inboxLink()], fresh.headers);
+        view.send(x, 200, [whoAmI(s), message('ok', approvedText(r, decided)), inboxLink()], fresh.headers);
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err;
-        await showRequest(x, s, r, err.status, message('error', `${err.message} Nothing was granted.`));
+        await view.showRequest(x, s, r, err.status, message('error', `${err.message} Nothing was granted.`));
       }
     }),
   ]);
@@ -331,7 +153,7 @@ export function deviceRoutes(
     ...decisionSteps,
     step('extend', async (x) => {
       const s = need(x.session, 'session');
-      const r = await lookUp(x, s);
+      const r = await view.lookUp(x, s);
       if (!r) return;
       let extended;
       try {
@@ -340,11 +162,11 @@ export function deviceRoutes(
         if (!(err instanceof ProtocolError)) throw err;
         x.decision.outcome = 'deny';
         x.decision.reason = err.message;
-        await showRequest(x, s, r, err.status, message('error', err.message));
+        await view.showRequest(x, s, r, err.status, message('error', err.message));
         return;
       }
       const fresh = { ...r, expiresAt: extended.expiresAt };
-      await showRequest(
+      await view.showRequest(
         x,
         s,
         fresh,
@@ -358,11 +180,11 @@ export function deviceRoutes(
     ...decisionSteps,
     step('deny', async (x) => {
       const s = need(x.session, 'session');
-      const r = await lookUp(x, s);
-      if (!r || !(await unchanged(x, s, r))) return;
+      const r = await view.lookUp(x, s);
+      if (!r || !(await view.unchanged(x, s, r))) return;
       const refusal = decisionRefusal(r, s.userId);
       if (refusal) {
-        await showRequest(x, s, r, 403, message('error', refusal));
+        await view.showRequest(x, s, r, 403, message('error', refusal));
         return;
       }
       const reason = displayText((need(x.form, 'form').get('reason') ?? '').slice(0, 500), 'reason');
@@ -371,7 +193,7 @@ export function deviceRoutes(
         actor: s.userId,
         origin: decisionOrigin(x, s, r),
       });
-      send(x, 200, [
+      view.send(x, 200, [
         whoAmI(s),
         message(
           'ok',
