@@ -1,6 +1,7 @@
 /** `approval` and `lifetimes`: how users approve (§7) and the clocks agents and JWTs live by (§2.4, §8.2). */
 import type { Problems } from './problems.js';
-import type { Policy, PolicyFile } from './types.js';
+import type { Policy } from '../protocol/resolved-policy.js';
+import type { PolicyFile } from './types.js';
 
 /** §8.2: servers SHOULD NOT tolerate more than 30 seconds of clock skew. */
 export const MAX_CLOCK_SKEW_MS = 30_000;

@@ -1,6 +1,7 @@
 /** Policy sections that bound what strangers can make the proxy store or remember. */
 import type { Problems } from './problems.js';
-import type { Policy, PolicyFile } from './types.js';
+import type { Policy } from '../protocol/resolved-policy.js';
+import type { PolicyFile } from './types.js';
 
 export function resolveBounds(
   raw: Pick<PolicyFile, 'capability_requests' | 'pending_hosts' | 'replay'>,

@@ -2,7 +2,8 @@
 import { parsePublicJwk } from '../protocol/keys.js';
 import type { CapabilityClasses } from './capability-lists.js';
 import type { Problems } from './problems.js';
-import type { PolicyFile, PreRegisteredHost } from './types.js';
+import type { PreRegisteredHost } from '../protocol/resolved-policy.js';
+import type { PolicyFile } from './types.js';
 
 export function resolveHosts(
   raw: PolicyFile['hosts'],

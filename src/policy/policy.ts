@@ -20,7 +20,8 @@ import { resolveHosts } from './hosts.js';
 import { Problems } from './problems.js';
 import { resolveBounds } from './bounds.js';
 import { resolveRateLimits } from './rate-limits.js';
-import type { Policy, PolicyFile } from './types.js';
+import type { Policy } from '../protocol/resolved-policy.js';
+import type { PolicyFile } from './types.js';
 
 export type {
   AgentModeName,
@@ -30,7 +31,7 @@ export type {
   Policy,
   PreRegisteredHost,
   RateLimitSpec,
-} from './types.js';
+} from '../protocol/resolved-policy.js';
 export { MAX_CLOCK_SKEW_MS } from './approval.js';
 
 export function loadPolicyFile(file: string, catalog: Catalog): Policy {

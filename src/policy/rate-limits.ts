@@ -7,12 +7,11 @@ import { parseDuration } from '../config/durations.js';
 import type { Problems } from './problems.js';
 import type {
   CapabilityRateLimits,
-  CapabilityRateLimitsFile,
   InFlightLimits,
   Policy,
-  PolicyFile,
   RateLimitSpec,
-} from './types.js';
+} from '../protocol/resolved-policy.js';
+import type { CapabilityRateLimitsFile, PolicyFile } from './types.js';
 
 type Rate = (value: string | null | undefined, path: string) => RateLimitSpec | null;
 

@@ -1,19 +1,9 @@
 /**
- * The policy file as the schema leaves it; and, re-exported, the resolved policy the protocol
- * layer reads (src/protocol/resolved-policy.ts), which the resolvers here produce.
+ * The policy file as the schema leaves it. What the resolvers here produce from it is the resolved
+ * policy the protocol layer reads (src/protocol/resolved-policy.ts).
  */
 import type { FromSchema } from 'json-schema-to-ts';
 import type { POLICY_SCHEMA } from './schema.js';
-
-export type {
-  AgentModeName,
-  ApprovalMethodName,
-  CapabilityRateLimits,
-  InFlightLimits,
-  Policy,
-  PreRegisteredHost,
-  RateLimitSpec,
-} from '../protocol/resolved-policy.js';
 
 // ---------------------------------------------------------------------------------------------
 // The file as ajv leaves it (defaults filled in), derived from the JSON Schema: the schema is the

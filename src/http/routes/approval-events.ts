@@ -20,7 +20,7 @@ import { ProtocolError } from '../../errors.js';
 import { notificationUrl, NOTIFICATION_PATH } from '../../protocol/approval-events.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { InFlightSlots, type Slot } from '../../protocol/in-flight.js';
-import type { InFlightLimits } from '../../policy/types.js';
+import type { InFlightLimits } from '../../policy/policy.js';
 import type { Timers } from '../../notify/webhook.js';
 import type { ApprovalRecord } from '../../storage/types.js';
 import { listenForDecision } from '../approval-stream.js';
