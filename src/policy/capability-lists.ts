@@ -8,17 +8,15 @@ import type { Catalog } from '../openapi/catalog.js';
 import { globToRegExp, matchesSelector } from '../openapi/selectors.js';
 import type { Capability } from '../openapi/types.js';
 import { parseConstraints, type Constraints } from '../protocol/constraints.js';
+import type { Policy } from '../protocol/resolved-policy.js';
 import type { Problems } from './problems.js';
 import type { CapabilityListItem, PolicyFile } from './types.js';
 
-export interface CapabilityClasses {
-  readonly defaults: ReadonlySet<string>;
-  readonly highRisk: ReadonlySet<string>;
-  readonly blocked: ReadonlySet<string>;
-  readonly perCall: ReadonlySet<string>;
-  readonly public: ReadonlySet<string>;
-  readonly constraints: ReadonlyMap<string, Constraints>;
-  readonly autonomousGrants: ReadonlySet<string>;
+/** The policy's capability classes, resolved; and how the other sections resolve a list of their own. */
+export interface CapabilityClasses extends Pick<
+  Policy,
+  'defaults' | 'highRisk' | 'blocked' | 'perCall' | 'public' | 'constraints' | 'autonomousGrants'
+> {
   /** A list of "granted without asking" capabilities, less the high-risk and blocked ones. */
   readonly grantable: (items: readonly CapabilityListItem[], path: string) => Set<string>;
 }
