@@ -191,6 +191,23 @@ describe('connection bounds', () => {
     expect(refused('max_connections', 'answered')).toBe(0);
   });
 
+  it('a trusted proxy is exempt from max_connections_per_ip, but not from max_connections', async () => {
+    p = await startProtocol({
+      overrides: {
+        config: configWith(
+          '  max_connections_per_ip: 1\n  max_connections: 3\n  trusted_proxies: ["127.0.0.1/32"]',
+        ),
+      },
+    });
+    const held = await Promise.all(Array.from({ length: 3 }, () => openSocket(p!.proxy.url)));
+    // Three from one trusted address, over its per-address cap of 1: each is served.
+    for (const s of held) expect((await exchangeRaw(s)).status).toBe(200);
+    const answer = await exchangeRaw(await openSocket(p.proxy.url));
+    expect(answer.status).toBe(503);
+    expect(answer.body).toMatchObject({ error: 'temporarily_unavailable' });
+    for (const s of held) s.destroy();
+  });
+
   it('a connection over max_connections is answered 503 temporarily_unavailable, then closed', async () => {
     p = await startProtocol({ overrides: { config: configWith('  max_connections: 2') } });
     const held = await Promise.all(Array.from({ length: 2 }, () => openSocket(p!.proxy.url)));
