@@ -1,7 +1,8 @@
 /**
  * Lookalike folding: two texts that fold to the same string are read as the same value by `not_in`
  * (§2.13), and two names that fold alike are read as the same name when the proxy looks for values
- * sent under a constrained name. Pure; shared by protocol/constraint-checks.ts and upstream/sent-values.ts.
+ * sent under a constrained name. Pure; shared by protocol/constraint-checks.ts and
+ * upstream/sent-values.ts.
  *
  * fold(text), in this order:
  *  1. Unicode NFKC: compatibility forms become their plain letters (fullwidth `ａ` → `a`, the

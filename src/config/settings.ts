@@ -1,7 +1,8 @@
 /**
  * Settings: the config file (validated against CONFIG_SCHEMA, defaults filled in) overlaid with
  * CLI flags, checked once and frozen. Everything downstream reads this object, never argv or YAML.
- * The APIs and how they are called are api-execution.ts; secrets and the operator's tokens secrets.ts.
+ * The APIs and how they are called are api-execution.ts; secrets and the operator's tokens are
+ * secrets.ts.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';

@@ -1,7 +1,8 @@
 /**
- * The HTTP front: connection bounds (connection-limits.ts), the request line, the declared body size, routing, then the
- * route's steps (src/http/pipeline.ts). It renders every error per §5.13, adds the challenge to
- * every 401 (RFC 6750 §3, §5.14), and writes one line per request from its decision record.
+ * The HTTP front: connection bounds (connection-limits.ts), the request line, the declared body
+ * size, routing, then the route's steps (src/http/pipeline.ts). It renders every error per §5.13,
+ * adds the challenge to every 401 (RFC 6750 §3, §5.14), and writes one line per request from its
+ * decision record.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, type Server } from 'node:http';

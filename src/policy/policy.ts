@@ -1,10 +1,11 @@
 /**
  * The operator's policy (`--policy FILE`): parsed from YAML, validated against POLICY_SCHEMA
  * (defaults filled in; src/policy/file.ts), then resolved against the capability catalog into
- * the model the protocol layer reads (src/protocol/resolved-policy.ts). Each section has its resolver:
- * approval and lifetimes (approval.ts), capability classes and constraints (capability-lists.ts),
- * pre-registered hosts (hosts.ts), rate limits (rate-limits.ts). Every problem is reported at
- * once, as one UserError whose lines name the file, the key path and what was expected.
+ * the model the protocol layer reads (src/protocol/resolved-policy.ts). Each section has its
+ * resolver: approval and lifetimes (approval.ts), capability classes and constraints
+ * (capability-lists.ts), pre-registered hosts (hosts.ts), rate limits (rate-limits.ts). Every
+ * problem is reported at once, as one UserError whose lines name the file, the key path and what
+ * was expected.
  *
  * Precedence, applied here so that consumers never have to: `blocked` and `high_risk` win over
  * every "granted without asking" list. A capability that is high-risk or blocked is removed from
