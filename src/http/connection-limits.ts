@@ -7,9 +7,10 @@
  * earned, with Retry-After and `Connection: close`, so the client learns why (§8.13: 429
  * `rate_limited` past the per-address cap; 503 `temporarily_unavailable` past the total). Refused
  * connections are bounded in turn: each has REFUSED_DEADLINE_MS to send its request, one peer holds
- * at most REFUSED_PER_PEER of them at a time and all peers REFUSED_AT_ONCE (Node's own
- * `maxConnections`, which closes a connection before any object is made for it). Past those
- * bounds a connection is closed on arrival.
+ * at most REFUSED_PER_PEER of them at a time, and all connections together, served or refused,
+ * stay within max_connections + REFUSED_AT_ONCE (Node's own `maxConnections`, which closes a
+ * connection before any object is made for it). Past those bounds a connection is closed on
+ * arrival.
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
