@@ -220,10 +220,6 @@ export class Executor {
     return pollState(dataOf(api, body, contentType, reply.status), retryAfter);
   }
 
-  close(): Promise<void> {
-    return this.sender.close();
-  }
-
   private async get(api: ApiRuntime, call: StatusCall, request: PollRequest): Promise<UpstreamReply> {
     // The agent must be allowed this very call (grant, constraints) before anything is sent.
     await request.authorize({ name: call.capability.name, args: call.args, sent: call.sent });

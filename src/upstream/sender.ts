@@ -59,10 +59,6 @@ export class Sender {
     return this.call(api, op, parts, request, sending, await credentials(api, op, true));
   }
 
-  close(): Promise<void> {
-    return this.client.close();
-  }
-
   /** One request with these credentials; a transport failure becomes the agent's error. */
   private call(
     api: ApiRuntime,
