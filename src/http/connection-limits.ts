@@ -19,9 +19,9 @@ import { ProtocolError } from '../errors.js';
 import type { ConnectionCap, RefusalOutcome } from '../metrics.js';
 import type { ClientAddress } from './client-address.js';
 
-export const REFUSED_AT_ONCE = 64;
+const REFUSED_AT_ONCE = 64;
 export const REFUSED_PER_PEER = 4;
-export const REFUSED_DEADLINE_MS = 1_000;
+const REFUSED_DEADLINE_MS = 1_000;
 
 /** Open connections per peer address. */
 class Tally {

@@ -30,7 +30,7 @@ export function rememberJti(ctx: ProtocolContext, partition: string, claims: Cla
   try {
     untilMs = replayHorizonMs(claims, policy);
   } catch (err) {
-    if (err instanceof JwtError) throw invalid(err.message);
+    if (err instanceof JwtError) throw new ProtocolError('invalid_jwt', err.message);
     throw err;
   }
   const jti = String(claims.jti);
@@ -85,7 +85,7 @@ export function rememberJti(ctx: ProtocolContext, partition: string, claims: Cla
 }
 
 function replayed(): ProtocolError {
-  return invalid('This JWT (jti) was already used; sign a new one per request.');
+  return new ProtocolError('invalid_jwt', 'This JWT (jti) was already used; sign a new one per request.');
 }
 
 /** The ledger refused the record (disk full, database unreachable): a later check could miss this jti. */
@@ -94,8 +94,4 @@ function ledgerFailed(ctx: ProtocolContext, err: unknown): ProtocolError {
   return new ProtocolError('temporarily_unavailable', 'Replay protection is unavailable; retry shortly.', {
     headers: { 'retry-after': '1' },
   });
-}
-
-function invalid(message: string): ProtocolError {
-  return new ProtocolError('invalid_jwt', message);
 }
