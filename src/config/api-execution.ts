@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import { UserError } from '../errors.js';
 import type { OperationSelector } from '../openapi/selectors.js';
-import { parseDuration } from './durations.js';
+import { parseConfigDuration as duration } from './durations.js';
 import type { FileConfig, SecretConfig } from './schema.js';
 import { resolveSecret, type Env } from './secrets.js';
 
@@ -167,10 +167,6 @@ export function resolveApis(from: {
     }
   });
   return apis;
-}
-
-function duration(value: string | number, where: string): number {
-  return parseDuration(value, where, { allowMs: true });
 }
 
 /** Framing and hop-by-hop headers (RFC 9110 §7.6.1): the HTTP client owns them. */

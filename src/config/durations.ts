@@ -34,6 +34,11 @@ export function parseDuration(
   return ms;
 }
 
+/** A duration of the proxy's config file, where `ms` is a unit too (`"250ms"`): parseDuration with allowMs. */
+export function parseConfigDuration(value: string | number, where: string): number {
+  return parseDuration(value, where, { allowMs: true });
+}
+
 /** The largest unit that represents `ms` exactly: 90000 → "90s", 7200000 → "2h"; else "1500ms". */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`Not a duration: ${ms}`);

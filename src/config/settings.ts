@@ -10,7 +10,7 @@ import { parseDocument } from 'yaml';
 import { UserError } from '../errors.js';
 import { resolveDatabase, type DatabaseSettings } from './database.js';
 import type { LogFormat, LogLevel } from '../log.js';
-import { parseDuration } from './durations.js';
+import { parseConfigDuration as duration } from './durations.js';
 import { parseCidr } from './cidr.js';
 import { requestIdHeaderOf, resolveApis, type ApiFlags, type ApiSettings } from './api-execution.js';
 import { CONFIG_SCHEMA, type FileConfig } from './schema.js';
@@ -334,8 +334,4 @@ function revocationCheck(value: DurationConfig, where: string): number {
     throw new UserError(`${where}: execution.stream_revocation_check must be between 10ms and 60s (§5.11)`);
   }
   return ms;
-}
-
-function duration(value: DurationConfig, where: string): number {
-  return parseDuration(value, where, { allowMs: true });
 }
