@@ -8,14 +8,12 @@
 import { pino, type DestinationStream, type Logger as Pino } from 'pino';
 import { createRequire } from 'node:module';
 import type { prettyFactory as PrettyFactory } from 'pino-pretty';
+import type { LogFormat, LogLevel } from './log-levels.js';
 
 // pino-pretty (CommonJS) is required only for the `pretty` format: several MiB of memory otherwise.
 const require = createRequire(import.meta.url);
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
-export type LogFormat = 'json' | 'pretty';
-
-export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
+export type { LogFormat, LogLevel } from './log-levels.js';
 
 export type LogFields = Record<string, string | number | boolean | null | undefined | readonly string[]>;
 

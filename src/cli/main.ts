@@ -2,34 +2,16 @@
  * The command line's commands: argv → serve, capabilities, admin, agent, hash-password. Parses and
  * prints through a CliOutput; the work happens in app.ts, the OpenAPI layer and (admin) the
  * operator API. Operator mistakes exit with code 2 and one clear message.
+ *
+ * Each command's module is imported when that command runs: the server alone takes about 200 ms
+ * and 40 MiB to load, which `--version`, `agent …` or the image's HEALTHCHECK (`health`, every
+ * 10 s beside the proxy) would otherwise pay on every run.
  */
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  resolveDatabaseOnly,
-  resolveSettings,
-  type CliOverrides,
-  type Settings,
-} from '../config/settings.js';
-import { backupDatabase } from '../storage/backup.js';
 import { UserError } from '../errors.js';
-import { startProxy, type ProxyDeps } from '../app.js';
-import { loadServedCatalog } from '../start/served-catalog.js';
-import { runPrimary } from '../cluster/primary.js';
-import { announceStarted, asWorker, isWorker, workerDeps } from '../cluster/worker.js';
-import { createLogger } from '../log.js';
-import { watchedFiles, watchFiles } from '../watch.js';
-import { checkSettings } from '../check.js';
-import type { Catalog } from '../openapi/catalog.js';
-import { runAdmin } from './admin.js';
-import { runAgent } from './agent/main.js';
-import { realRuntime, type AgentRuntime } from './agent/session.js';
+import type { AgentRuntime } from './agent/session.js';
 import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
-import { runHealth } from './health.js';
-import { toOverrides } from './overrides.js';
-import { runHashPassword } from './hash-password.js';
-import { writeCatalogJson } from './catalog-json.js';
 import { processOutput, userErrorLine, type CliOutput } from './output.js';
 
 const USAGE = `Usage:
@@ -117,8 +99,9 @@ scrypt hash for sign_in.local.users[].password_hash. Example:
 export async function runCli(
   argv: readonly string[],
   io: CliOutput = processOutput,
-  // The agent client's clock and sleep: tests pass the proxy's test clock so polling never waits.
-  agentRuntime: AgentRuntime = realRuntime,
+  // The agent client's clock and sleep: tests pass the proxy's test clock so polling never waits;
+  // absent, the real ones.
+  agentRuntime?: AgentRuntime,
 ): Promise<number> {
   try {
     return await main(argv, io, agentRuntime);
@@ -134,14 +117,27 @@ export async function runCli(
   }
 }
 
-async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentRuntime): Promise<number> {
+async function main(
+  argv: readonly string[],
+  io: CliOutput,
+  agentRuntime: AgentRuntime | undefined,
+): Promise<number> {
   // Every command answers --version the same way, before its own arguments are read.
   if (argv.includes('--version')) {
     io.out(`${packageVersion()}\n`);
     return 0;
   }
-  if (argv[0] === 'admin') return runAdmin(argv.slice(1), process.env, io);
-  if (argv[0] === 'agent') return runAgent(argv.slice(1), process.env, io, agentRuntime);
+  if (argv[0] === 'admin') {
+    const { runAdmin } = await import('./admin.js');
+    return runAdmin(argv.slice(1), process.env, io);
+  }
+  if (argv[0] === 'agent') {
+    const [{ runAgent }, { realRuntime }] = await Promise.all([
+      import('./agent/main.js'),
+      import('./agent/session.js'),
+    ]);
+    return runAgent(argv.slice(1), process.env, io, agentRuntime ?? realRuntime);
+  }
   if (argv[0] === 'hash-password') {
     if (argv.length === 2 && (argv[1] === '--help' || argv[1] === '-h')) {
       io.out(`${HASH_PASSWORD_USAGE}\n`);
@@ -152,6 +148,7 @@ async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentR
         `hash-password takes no arguments: the password comes on stdin\nRun agent-auth-proxy hash-password --help for usage.`,
       );
     }
+    const { runHashPassword } = await import('./hash-password.js');
     io.out(`${await runHashPassword(process.stdin)}\n`);
     return 0;
   }
@@ -183,11 +180,16 @@ async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentR
     throw new UserError(`unknown command "${command}"\nRun agent-auth-proxy --help for usage.`);
   if (command === 'db') {
     rejectForeignFlags('db', values);
+    const { databaseCommand } = await import('./database.js');
     return databaseCommand(positionals.slice(1), { db: values.db, config: values.config }, io);
   }
   if (command === 'health') {
     rejectForeignFlags('health', values);
     if (positionals.length > 1) throw new UserError(`unexpected argument "${positionals[1] ?? ''}"`);
+    const [{ runHealth }, { toOverrides }] = await Promise.all([
+      import('./health.js'),
+      import('./overrides.js'),
+    ]);
     return runHealth(toOverrides(values), values.pid, io, values.live === true);
   }
   if (positionals.length > 1)
@@ -195,56 +197,18 @@ async function main(argv: readonly string[], io: CliOutput, agentRuntime: AgentR
       `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy ${command} --help for usage.`,
     );
   rejectForeignFlags(command as FlagCommand, values);
+  const { toOverrides } = await import('./overrides.js');
   const cli = toOverrides(values);
-  if (command === 'check') return check(cli, io);
-  return command === 'serve'
-    ? serve(cli, values.watch === true)
-    : printCapabilities(cli, values.json === true, io);
-}
-
-/**
- * `serve`: one process, or with `--workers N` (N > 1) the primary of N worker processes
- * (src/cluster/), each of which comes back here and serves like one process.
- */
-async function serve(cli: CliOverrides, watching: boolean): Promise<number> {
-  const settings = resolveSettings(cli);
-  if (settings.workers === 1) return serveOne(cli, settings, watching, {});
-  if (!isWorker()) {
-    const logger = createLogger(settings.logLevel, undefined, Date.now, settings.logFormat, { worker: 0 });
-    return runPrimary({ workers: settings.workers, logger });
+  if (command === 'check') {
+    const { check } = await import('./check-command.js');
+    return check(cli, io);
   }
-  return asWorker(() => serveOne(cli, settings, watching, workerDeps(settings)));
-}
-
-async function serveOne(
-  cli: CliOverrides,
-  settings: Settings,
-  watching: boolean,
-  deps: Pick<ProxyDeps, 'logger' | 'metricsExposition'>,
-): Promise<number> {
-  // A reload reads the config file again with the same flags and environment (README "Live changes").
-  const proxy = await startProxy(settings, { ...deps, rereadSettings: () => resolveSettings(cli) });
-  if (isWorker()) announceStarted(proxy.url);
-  // The outcome is logged and counted by the reload itself; a signal has nobody to answer.
-  const reload = (): void => void proxy.reload();
-  process.on('SIGHUP', reload);
-  const unwatch = watching ? watchFiles(watchedFiles(settings, cli.config), reload) : undefined;
-  // A worker stops when the primary says so (SIGTERM): a Ctrl-C reaches the whole process group,
-  // and the primary, which gets it too, stops every worker in turn.
-  const stopSignals: NodeJS.Signals[] = isWorker() ? ['SIGTERM'] : ['SIGINT', 'SIGTERM'];
-  const ignore = (): void => undefined;
-  if (isWorker()) process.on('SIGINT', ignore);
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      for (const signal of stopSignals) process.off(signal, stop);
-      process.off('SIGHUP', reload);
-      unwatch?.();
-      resolve();
-    };
-    for (const signal of stopSignals) process.once(signal, stop);
-  });
-  await proxy.close();
-  return 0;
+  if (command === 'serve') {
+    const { serve } = await import('./serve.js');
+    return serve(cli, values.watch === true);
+  }
+  const { printCapabilities } = await import('./capabilities.js');
+  return printCapabilities(cli, values.json === true, io);
 }
 
 const COMMANDS: ReadonlySet<string> = new Set(['serve', 'capabilities', 'check', 'db', 'health']);
@@ -257,85 +221,6 @@ function rejectForeignFlags(command: FlagCommand, values: Readonly<Record<string
       );
     }
   }
-}
-
-/** `db backup FILE`. */
-async function databaseCommand(
-  args: readonly string[],
-  where: { db: string | undefined; config: string | undefined },
-  io: CliOutput,
-): Promise<number> {
-  const [action, file, extra] = args;
-  if (action !== 'backup' || file === undefined || extra !== undefined) {
-    throw new UserError('db: the command is db backup FILE\nRun agent-auth-proxy db --help for usage.');
-  }
-  const database = resolveDatabaseOnly({
-    ...(where.db !== undefined ? { db: where.db } : {}),
-    ...(where.config !== undefined ? { config: where.config } : {}),
-  });
-  if (database.kind !== 'sqlite') {
-    throw new UserError(
-      "db backup copies a SQLite file; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)",
-    );
-  }
-  const source = database.file;
-  const target = resolve(file);
-  const copied = await backupDatabase(source, target);
-  io.out(
-    `backed up ${source} (schema version ${copied.schemaVersion}, ${copied.bytes} bytes) to ${target}\n`,
-  );
-  return 0;
-}
-
-/** `check`: exit 0 with what was checked, or 1 with every problem (a failed check is its answer, not a usage mistake). */
-async function check(cli: CliOverrides, io: CliOutput): Promise<number> {
-  try {
-    const report = await checkSettings(resolveSettings(cli));
-    for (const w of report.warnings) io.err(`warning: ${w}\n`);
-    io.out(
-      `ok: ${report.capabilities} capabilities from ${report.apis} API${report.apis === 1 ? '' : 's'}, policy ${report.policy ?? '(built-in)'}\n`,
-    );
-    return 0;
-  } catch (err) {
-    if (!(err instanceof UserError)) throw err;
-    io.err(userErrorLine(err.message));
-    return 1;
-  }
-}
-
-async function printCapabilities(cli: CliOverrides, json: boolean, io: CliOutput): Promise<number> {
-  const { catalog } = await loadServedCatalog(resolveSettings(cli));
-  if (json) {
-    await writeCatalogJson(catalog, io);
-    return 0;
-  }
-  io.out(catalogTable(catalog));
-  for (const w of catalog.warnings) io.err(`warning: ${w}\n`);
-  return 0;
-}
-
-function catalogTable(catalog: Catalog): string {
-  const rows = catalog.capabilities.map((c) => [
-    c.name,
-    c.operation.method.toUpperCase(),
-    c.operation.path,
-    (c.description.split('\n')[0] ?? '').slice(0, 60),
-  ]);
-  const header = ['NAME', 'METHOD', 'PATH', 'DESCRIPTION'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
-  const line = (cells: readonly string[]): string =>
-    cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] as number)))
-      .join('  ')
-      .trimEnd();
-  const apis = catalog.apis.length;
-  return [
-    line(header),
-    ...rows.map(line),
-    '',
-    `${rows.length} capabilities from ${apis} API${apis === 1 ? '' : 's'}`,
-    '',
-  ].join('\n');
 }
 
 function packageVersion(): string {

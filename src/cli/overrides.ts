@@ -2,9 +2,7 @@
 import { MAX_WORKERS } from '../config/schema.js';
 import type { CliOverrides } from '../config/settings.js';
 import { UserError } from '../errors.js';
-import { LOG_FORMATS, type LogFormat, type LogLevel } from '../log.js';
-
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../log-levels.js';
 
 export function toOverrides(values: {
   spec?: string[];

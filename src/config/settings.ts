@@ -1,25 +1,22 @@
 /**
  * Settings: the config file (validated against CONFIG_SCHEMA, defaults filled in) overlaid with
  * CLI flags, checked once and frozen. Everything downstream reads this object, never argv or YAML.
- * The APIs and how they are called are api-execution.ts; secrets and the operator's tokens are
- * secrets.ts.
+ * The file itself is read by config-file.ts; the APIs and how they are called are
+ * api-execution.ts; secrets and the operator's tokens are secrets.ts.
  */
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
 import { UserError } from '../errors.js';
 import { resolveDatabase, type DatabaseSettings } from './database.js';
-import type { LogFormat, LogLevel } from '../log.js';
+import type { LogFormat, LogLevel } from '../log-levels.js';
 import { parseConfigDuration as duration } from './durations.js';
 import { parseCidr } from './cidr.js';
 import { requestIdHeaderOf, resolveApis, type ApiFlags, type ApiSettings } from './api-execution.js';
-import { CONFIG_SCHEMA, type FileConfig } from './schema.js';
+import type { FileConfig } from './schema.js';
+import { configOf } from './config-file.js';
 import { operatorTokens, resolveSecret } from './secrets.js';
 import { resolveSignIn, type SignInSettings } from './sign-in.js';
 import { resolveJwks, type JwksSettings } from './jwks.js';
 import { resolveNotifications, type NotificationSettings } from './notifications.js';
-import { schemaDefaults } from './schema-defaults.js';
-import { lazyConfigSchema, validateOrThrow } from './validate.js';
 
 /** Bounds on what one client can hold open; documented in README "Bounds". */
 export interface ConnectionSettings {
@@ -129,33 +126,6 @@ export interface CliOverrides extends ApiFlags {
 
 type DurationConfig = FileConfig['execution']['timeout'];
 
-const validateConfig = lazyConfigSchema(CONFIG_SCHEMA);
-
-/** No config file: `{}` with the schema's defaults, as parseConfig('{}') gives, without compiling it. */
-export function defaultConfig(): FileConfig {
-  return schemaDefaults(CONFIG_SCHEMA) as FileConfig;
-}
-
-export function readConfigFile(file: string): FileConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch {
-    throw new UserError(`${file}: config file not found or not readable`);
-  }
-  return parseConfig(text, file);
-}
-
-export function parseConfig(text: string, file: string): FileConfig {
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    throw new UserError(doc.errors.map((e) => `${file}: ${e.message.split('\n')[0] ?? ''}`).join('\n'));
-  }
-  const data: unknown = doc.toJS() ?? {};
-  validateOrThrow(validateConfig(), data, file);
-  return data as FileConfig;
-}
-
 /** Listen addresses that mean every interface: no URL can be derived from them. */
 const ALL_INTERFACES: ReadonlySet<string> = new Set(['0.0.0.0', '::', '[::]', '']);
 
@@ -169,7 +139,7 @@ export function resolveDatabaseOnly(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): DatabaseSettings {
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
-  const config = file ? readConfigFile(file) : defaultConfig();
+  const config = configOf(file);
   return resolveDatabase({
     flag: cli.db,
     configured: config.database,
@@ -180,25 +150,13 @@ export function resolveDatabaseOnly(
   });
 }
 
-/**
- * Only where a command line's proxy listens (the `health` command): --host/--port, else the
- * config's server.host/port, else the defaults; no API is needed.
- */
-export function resolveListenAddress(
-  cli: Pick<CliOverrides, 'config' | 'host' | 'port'>,
-  cwd = process.cwd(),
-): { host: string; port: number } {
-  const config = cli.config ? readConfigFile(resolve(cwd, cli.config)) : defaultConfig();
-  return { host: cli.host ?? config.server.host, port: cli.port ?? config.server.port };
-}
-
 export function resolveSettings(
   cli: CliOverrides,
   cwd = process.cwd(),
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Settings {
   const file = cli.config ? resolve(cwd, cli.config) : undefined;
-  const config = file ? readConfigFile(file) : defaultConfig();
+  const config = configOf(file);
   const base = file ? dirname(file) : cwd;
   const where = file ?? '(defaults)';
   const requestIdHeader = requestIdHeaderOf(config, where);

@@ -8,8 +8,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { CLI, ensureBuiltCli, killChildren, ROOT } from '../helpers/cli-process.js';
@@ -158,6 +160,61 @@ describe('help and version', () => {
       expect(result.code).toBe(0);
       expect(result.stdout).toBe(`${version}\n`);
     }
+  });
+});
+
+describe('what each command loads', () => {
+  // The packages (CommonJS, so listed in require.cache) a command line loaded, run through the
+  // built runCli in a fresh process: what the executable would load for it.
+  async function packagesLoadedBy(args: readonly string[]): Promise<{ code: number; packages: string[] }> {
+    const probe = join(tmp, 'probe-packages.mjs');
+    writeFileSync(
+      probe,
+      [
+        "import { createRequire } from 'node:module';",
+        'const { runCli } = await import(process.argv[2]);',
+        'const code = await runCli(JSON.parse(process.argv[3]), { out: () => {}, err: () => {} });',
+        'const files = Object.keys(createRequire(import.meta.url).cache);',
+        'const names = files.map((f) => /node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(f)?.[1]).filter(Boolean);',
+        'console.log(JSON.stringify({ code, packages: [...new Set(names)].sort() }));',
+      ].join('\n'),
+    );
+    const main = pathToFileURL(join(ROOT, 'dist/cli/main.js')).href;
+    const child = spawn(process.execPath, [probe, main, JSON.stringify(args)], { cwd: tmp });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    const [code] = (await once(child, 'close')) as [number | null];
+    expect(code, stdout).toBe(0);
+    return JSON.parse(stdout) as { code: number; packages: string[] };
+  }
+
+  // The server's libraries: about 200 ms and 40 MiB to load, paid by every run that loads them.
+  const SERVER_PACKAGES = ['ajv', 'better-sqlite3', 'pino', 'prom-client', 'undici'];
+
+  it("--version, --help, health, agent and admin load none of the server's libraries", async () => {
+    const lines = [
+      ['--version'],
+      ['--help'],
+      ['health', '--host', '127.0.0.1', '--port', '1'],
+      ['agent', '--help'],
+      ['admin', '--help'],
+    ];
+    for (const args of lines) {
+      const { packages } = await packagesLoadedBy(args);
+      expect(
+        packages.filter((p) => SERVER_PACKAGES.includes(p)),
+        args.join(' '),
+      ).toEqual([]);
+    }
+  });
+
+  it('capabilities loads the OpenAPI parser but neither the database, the logger nor metrics', async () => {
+    const { code, packages } = await packagesLoadedBy(['capabilities', '--spec', PETSTORE]);
+    expect(code).toBe(0);
+    expect(packages).toContain('@apidevtools/swagger-parser');
+    expect(packages).toContain('ajv');
+    for (const absent of ['better-sqlite3', 'pino', 'prom-client', 'undici'])
+      expect(packages).not.toContain(absent);
   });
 });
 

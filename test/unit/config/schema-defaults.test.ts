@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { schemaDefaults } from '../../../src/config/schema-defaults.js';
-import { defaultConfig, parseConfig } from '../../../src/config/settings.js';
+import { defaultConfig, parseConfig } from '../../../src/config/config-file.js';
 import { defaultPolicyFile, parsePolicyFile } from '../../../src/policy/file.js';
 
 describe('schemaDefaults', () => {

@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig, readConfigFile, resolveSettings } from '../../../src/config/settings.js';
+import { parseConfig, readConfigFile } from '../../../src/config/config-file.js';
+import { resolveSettings } from '../../../src/config/settings.js';
 import { toOverrides } from '../../../src/cli/overrides.js';
 import { UserError } from '../../../src/errors.js';
 
