@@ -4,7 +4,7 @@
  * catalog, the peak RSS up to then, and the largest capability by JSON.stringify length of its
  * input and output schemas. A fresh process per document, so memory is the document's own.
  */
-import { loadServedCatalog } from '../dist/app.js';
+import { loadServedCatalog } from '../dist/start/served-catalog.js';
 import { resolveSettings } from '../dist/config/settings.js';
 import process from 'node:process';
 import { performance } from 'node:perf_hooks';
