@@ -13,6 +13,7 @@ import { UserError } from '../errors.js';
 import type { AgentRuntime } from './agent/session.js';
 import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
 import { processOutput, userErrorLine, type CliOutput } from './output.js';
+import { toOverrides } from './overrides.js';
 
 const USAGE = `Usage:
   agent-auth-proxy [serve] [options]            start the proxy
@@ -186,10 +187,7 @@ async function main(
   if (command === 'health') {
     rejectForeignFlags('health', values);
     if (positionals.length > 1) throw new UserError(`unexpected argument "${positionals[1] ?? ''}"`);
-    const [{ runHealth }, { toOverrides }] = await Promise.all([
-      import('./health.js'),
-      import('./overrides.js'),
-    ]);
+    const { runHealth } = await import('./health.js');
     return runHealth(toOverrides(values), values.pid, io, values.live === true);
   }
   if (positionals.length > 1)
@@ -197,7 +195,6 @@ async function main(
       `unexpected argument "${positionals[1] ?? ''}"\nRun agent-auth-proxy ${command} --help for usage.`,
     );
   rejectForeignFlags(command as FlagCommand, values);
-  const { toOverrides } = await import('./overrides.js');
   const cli = toOverrides(values);
   if (command === 'check') {
     const { check } = await import('./check-command.js');
