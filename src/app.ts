@@ -113,7 +113,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const teardown = new Teardown();
   const listeners = await openListeners(settings, { logger, metrics }, teardown);
   const mock = settings.mockUpstream
-    ? await teardown.step(() => startMockUpstream(catalog, { logger }))
+    ? await teardown.step(startMockUpstream, catalog, { logger })
     : undefined;
   if (mock) teardown.add(() => mock.close());
   const client = new UpstreamClient();
@@ -124,7 +124,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     ...(mock ? { mockUrlFor: (apiId: string) => mock.baseUrlFor(apiId) } : {}),
     observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
   };
-  let engine = await teardown.step(() => buildEngine(settings, catalog, formats, shared));
+  let engine = await teardown.step(buildEngine, settings, catalog, formats, shared);
   const storage = await teardown.step(() => openDatabase(settings, { clock, logger, metrics }));
   teardown.add(() => storage.close());
   const notifier = settings.notifications.webhook
@@ -158,27 +158,25 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
   // With upstream calls in flight more requests are under way: their jtis share one write a turn.
   storage.replayLedger?.groupWhile?.(() => inFlight.count() > 0);
-  const routes = await teardown.step(() =>
-    mountRoutes({
-      settings,
-      catalog,
-      policy,
-      ctx,
-      router: listeners.router,
-      internalRouter: listeners.internalRouter,
-      logger,
-      clock,
-      metrics,
-      timers,
-      issuer: () => listeners.issuer,
-      engine: () => engine,
-      budgets: budgetsOf(storage, clock),
-      executionLog,
-      inFlight,
-      ready: () => ready,
-      metricsExposition: deps.metricsExposition,
-    }),
-  );
+  const routes = await teardown.step(mountRoutes, {
+    settings,
+    catalog,
+    policy,
+    ctx,
+    router: listeners.router,
+    internalRouter: listeners.internalRouter,
+    logger,
+    clock,
+    metrics,
+    timers,
+    issuer: () => listeners.issuer,
+    engine: () => engine,
+    budgets: budgetsOf(storage, clock),
+    executionLog,
+    inFlight,
+    ready: () => ready,
+    metricsExposition: deps.metricsExposition,
+  });
 
   ctx.usage.start();
   executionLog.start();
@@ -208,6 +206,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     engine: () => engine,
     install: (next, nextCatalog) => {
       engine = next;
+      mock?.answerFor(nextCatalog);
       metrics.catalogChanged(nextCatalog.capabilities.map((c) => c.name));
     },
   });

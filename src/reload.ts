@@ -12,6 +12,7 @@ import type { Catalog } from './openapi/catalog.js';
 import type { Policy } from './policy/policy.js';
 import { applyDrift, logDrift } from './protocol/drift.js';
 import { swapDocuments, type ProtocolContext } from './protocol/context.js';
+import { collectGarbage } from './util/collect-garbage.js';
 
 export interface ReloadResult {
   readonly ok: boolean;
@@ -80,6 +81,11 @@ async function reloadOnce(deps: ReloadDeps): Promise<ReloadResult> {
   for (const warning of [...next.catalog.warnings, ...next.engine.warnings]) {
     logger.warn('reload', { detail: warning });
   }
+  // The replaced catalog and engine are garbage now: one full collection frees them at once,
+  // where V8 would otherwise grow its heap further at the next reload before collecting
+  // (Microsoft Graph after five reloads: 355 MiB resident without it, 326 MiB with it; the
+  // collection pauses about 55 ms there, 20 ms for GitHub, beside the reload's seconds of parsing).
+  collectGarbage();
   deps.counted('success');
   logger.info('reloaded', { capabilities: next.catalog.capabilities.length });
   return { ok: true, capabilities: next.catalog.capabilities.length };

@@ -216,7 +216,7 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
       healthRoutes(r, {
         ready,
         database: () => database.up(),
-        capabilities: catalog.capabilities.length,
+        capabilities: () => ctx.catalog.capabilities.length,
       });
     }
   }

@@ -162,6 +162,9 @@ export function swapDocuments(ctx: ProtocolContext, next: Documents): void {
 }
 
 export function createContext(options: ContextOptions): ProtocolContext {
+  // The closures below name these, never `options`: a closure keeps alive every variable the
+  // function's closures name, and `options` holds the first catalog, which a reload replaces.
+  const { store, logger, issuer } = options;
   const holder = { current: { catalog: options.catalog, policy: options.policy } };
   const cache = new HotCache(options.clock, options.cacheTtlMs ?? 5_000);
   const ledger = options.replayLedger;
@@ -180,7 +183,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
       try {
         action();
       } catch (err) {
-        options.logger.error('after-commit action failed', {
+        logger.error('after-commit action failed', {
           error: err instanceof Error ? err.message : String(err),
         });
       }
@@ -189,7 +192,7 @@ export function createContext(options: ContextOptions): ProtocolContext {
   let executeFor: string | undefined;
   let execute = '';
   const ctx: ProtocolContext = {
-    store: options.store,
+    store,
     // Getters over one holder: a property read per request, and a swap is one assignment.
     get catalog() {
       return holder.current.catalog;
@@ -198,27 +201,27 @@ export function createContext(options: ContextOptions): ProtocolContext {
       return holder.current.policy;
     },
     clock: options.clock,
-    logger: options.logger,
-    issuer: options.issuer,
+    logger,
+    issuer,
     executeLocation: () => {
       // One string per issuer, not one per call: every execute compares its JWT's audience with
       // it, and a string built anew is flattened for each comparison.
-      const issuer = options.issuer();
-      if (issuer !== executeFor) {
-        executeFor = issuer;
-        execute = `${issuer}/capability/execute`;
+      const current = issuer();
+      if (current !== executeFor) {
+        executeFor = current;
+        execute = `${current}/capability/execute`;
       }
       return execute;
     },
     replay,
     ...(ledger ? { replayLedger: ledger } : {}),
-    usage: new UsageTracker(options.store, options.logger),
+    usage: new UsageTracker(store, logger),
     cache,
     write: async (fn) => {
       let actions: (() => void)[] = [];
       let result;
       try {
-        result = await options.store.write((tx) => {
+        result = await store.write((tx) => {
           // A fresh list per attempt: a rolled-back attempt's actions are dropped with it.
           const attempt: (() => void)[] = [];
           actions = attempt;

@@ -14,6 +14,8 @@ import type { Capability } from '../openapi/types.js';
 export interface MockUpstream {
   readonly url: string;
   baseUrlFor(apiId: string): string;
+  /** Answers for `catalog`'s operations from now on (a reload replaced the catalog). */
+  answerFor(catalog: Catalog): void;
   close(): Promise<void>;
 }
 
@@ -54,7 +56,7 @@ export async function startMockUpstream(
 ): Promise<MockUpstream> {
   const logger = options.logger ?? silentLogger;
   const host = options.host ?? '127.0.0.1';
-  const tables = buildTables(catalog.capabilities);
+  let tables = buildTables(catalog.capabilities);
 
   const server = createServer((req, res) => {
     handle(tables, req, res, logger);
@@ -82,6 +84,10 @@ export async function startMockUpstream(
   return {
     url,
     baseUrlFor: (apiId) => `${url}/${encodeURIComponent(apiId)}`,
+    answerFor: (next) => {
+      // Cannot throw (sample.ts never does), so a reload's swap cannot fail halfway here.
+      tables = buildTables(next.capabilities);
+    },
     close: () => {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => {

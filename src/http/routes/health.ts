@@ -14,7 +14,8 @@ export interface Readiness {
   ready(): boolean;
   /** The database answers (a cached, bounded ping: never waits long, never rejects). */
   database(): Promise<boolean>;
-  readonly capabilities: number;
+  /** How many capabilities the catalog in force has (a reload may change it). */
+  capabilities(): number;
 }
 
 export function healthRoutes(router: Router, readiness: Readiness): void {
@@ -27,7 +28,7 @@ export function healthRoutes(router: Router, readiness: Readiness): void {
           headers: { 'retry-after': String(STORE_RETRY_AFTER_S) },
         });
       }
-      sendJson(res, 200, { status: 'ready', capabilities: readiness.capabilities });
+      sendJson(res, 200, { status: 'ready', capabilities: readiness.capabilities() });
     }),
   ]);
 }

@@ -12,6 +12,7 @@ import { generateTestKey } from '../../helpers/keys.js';
 import { startProtocol, writePolicy, type TestProtocol } from '../../helpers/protocol.js';
 import { notesSpec } from '../../helpers/notes-spec.js';
 import { PETSTORE } from '../../helpers/proxy.js';
+import { collectGarbage } from '../../../src/util/collect-garbage.js';
 
 let open: { close(): Promise<void> } | undefined;
 afterEach(async () => {
@@ -96,6 +97,36 @@ describe('reload()', () => {
     expect(removed.body.message).toMatch(/removed/);
     const list = await g.p.request('GET', '/capability/list');
     expect(list.body.capabilities.map((c: { name: string }) => c.name)).toEqual(['get_note']);
+    // /readyz counts the catalog in force, not the one the proxy started with.
+    expect((await g.p.request('GET', '/readyz')).body).toEqual({ status: 'ready', capabilities: 1 });
+  });
+
+  it('the built-in mock upstream answers for the reloaded document: a new operation works at once', async () => {
+    const spec = notesSpec({ withList: false });
+    const p = await startProtocol({ overrides: { specs: [spec], mockUpstream: true } });
+    open = p;
+    writeFileSync(spec, readFile(notesSpec()));
+    expect(await p.proxy.reload()).toMatchObject({ ok: true, capabilities: 2 });
+    const fx = await p.activeAgent(['list_notes']);
+    const listed = await p.execute(fx.agent, fx.agentId, 'list_notes');
+    // The mock's sample for `{ type: array }`; before, it still had only get_note's route: 404.
+    expect(listed.status).toBe(200);
+    expect(listed.body).toEqual({ data: [null] });
+  });
+
+  it('lets the replaced catalog and policy go: after reloads, one of each stays in memory', async () => {
+    const p = await startProtocol();
+    open = p;
+    // WeakRefs only: nothing in this test may keep the first documents alive itself.
+    const first = { catalog: new WeakRef(p.proxy.catalog), policy: new WeakRef(p.proxy.policy) };
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect((await p.proxy.reload()).ok).toBe(true);
+    // A WeakRef's target lives to the end of the job that made or read it: collect in a later one.
+    await new Promise((resolve) => setImmediate(resolve));
+    collectGarbage();
+    expect(first.catalog.deref(), 'the first catalog is still referenced').toBeUndefined();
+    expect(first.policy.deref(), 'the first policy is still referenced').toBeUndefined();
+    expect(p.proxy.catalog.capabilities.length).toBeGreaterThan(0);
   });
 });
 
