@@ -1,8 +1,9 @@
 /** Loads every API's document (in parallel) and derives one catalog from them. */
 import type { Catalog } from './catalog.js';
-import { deriveCatalog, type ApiDocument } from './derive.js';
+import { deriveCatalogInSlices, type ApiDocument } from './derive.js';
 import { collectGarbage } from '../util/collect-garbage.js';
 import { loadDocument, type LoadOptions } from './load.js';
+import { nextTurn } from '../util/next-turn.js';
 
 export type ApiSource = Omit<ApiDocument, 'doc' | 'source'> & { readonly spec: string };
 
@@ -11,9 +12,12 @@ export async function loadCatalog(
   options: LoadOptions,
 ): Promise<Catalog & { readonly formats: ReadonlySet<string> }> {
   const loaded = await Promise.all(apis.map((api) => loadDocument(api.spec, options)));
-  // What parsing left behind goes before deriving adds to the heap: it bounds the peak.
+  // What parsing left behind goes before deriving adds to the heap: it bounds the peak. A turn of
+  // the event loop on either side, so that a reload's requests wait for one step at a time.
+  await nextTurn();
   collectGarbage();
-  return deriveCatalog(
+  await nextTurn();
+  return deriveCatalogInSlices(
     apis.map(({ spec: _spec, ...api }, i) => ({
       ...api,
       source: (loaded[i] as { source: string }).source,

@@ -12,6 +12,7 @@ import { UserError } from '../errors.js';
 import { hasOnlyPlainLocalRefs } from './local-refs.js';
 import { toPointer } from './pointer.js';
 import { DEFAULT_FETCH_LIMITS, fetchDocument, type FetchLimits } from './fetch.js';
+import { nextTurn } from '../util/next-turn.js';
 
 export interface LoadOptions {
   /** Allow `$ref`s to http(s) URLs inside documents. */
@@ -105,6 +106,8 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
     // The root is parsed on its own, without continueOnError: with it, a root that is not valid
     // YAML/JSON reaches swagger-parser as null and fails with an unrelated TypeError.
     const root = parsed ?? (await parse(location, { resolve: resolvers }));
+    // Parsing and the walk below are each a long step on a large document: a turn between them.
+    await nextTurn();
     if (hasOnlyPlainLocalRefs(root)) return { source, doc: root };
     const doc = await bundle(location, root, { resolve: resolvers, continueOnError: true });
     return { source, doc };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../../../src/errors.js';
 import { createSchemaValidator } from '../../../src/openapi/ajv.js';
-import { deriveCatalog, type ApiDocument } from '../../../src/openapi/derive.js';
+import { deriveCatalog, deriveCatalogInSlices, type ApiDocument } from '../../../src/openapi/derive.js';
 import { JSON_SCHEMA_2020 } from '../../../src/openapi/schema-convert.js';
 import type { Capability } from '../../../src/openapi/types.js';
 import { collectRefs } from '../../helpers/schemas.js';
@@ -65,6 +65,59 @@ function shuffled<T>(items: readonly T[], seed: number): T[] {
   }
   return out;
 }
+
+describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', () => {
+  const doc = openapi(
+    Object.fromEntries(
+      Array.from({ length: 40 }, (_, i) => [
+        `/things${i}/{id}`,
+        {
+          get: {
+            operationId: `getThing${i}`,
+            parameters: [{ name: 'id', in: 'path', required: true }],
+            responses: OK,
+          },
+          put: { requestBody: { content: json({ type: 'object' }) }, responses: OK },
+        },
+      ]),
+    ),
+  );
+  const apis = [
+    { source: 'things.yaml', doc, prefix: 'a' },
+    { source: 'more.yaml', doc, prefix: 'b' },
+  ];
+
+  it('gives exactly the catalog derived in one go', async () => {
+    const sliced = await deriveCatalogInSlices(apis, 0);
+    const whole = deriveCatalog(apis);
+    // The catalog's lookups are functions of their own: compare what they are built from.
+    for (const key of ['apis', 'capabilities', 'warnings', 'formats'] as const) {
+      expect(sliced[key]).toStrictEqual(whole[key]);
+    }
+    expect(sliced.capabilities.length).toBeGreaterThan(0);
+  });
+
+  it('lets the event loop turn between slices: with slices of 0 ms, after every operation', async () => {
+    let turns = 0;
+    let counting = true;
+    const count = (): void => {
+      turns++;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    const catalog = await deriveCatalogInSlices(apis, 0);
+    counting = false;
+    expect(catalog.capabilities).toHaveLength(160);
+    expect(turns).toBeGreaterThanOrEqual(159);
+  });
+
+  it('derived in one go, nothing else runs meanwhile', () => {
+    let turns = 0;
+    setImmediate(() => turns++);
+    deriveCatalog(apis);
+    expect(turns).toBe(0);
+  });
+});
 
 describe('capability names', () => {
   it('uses the operationId in snake_case, else method and path', () => {
