@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import { systemClock, type Clock } from './clock.js';
 import { describeDatabase } from './config/database.js';
 import type { Settings } from './config/settings.js';
+import { SchemaCompilers } from './protocol/argument-validators.js';
 import { buildEngine, type BuiltEngine, type EngineShared } from './engine.js';
 import { createLogger, type Logger } from './log.js';
 import { Metrics, type Exposition } from './metrics.js';
@@ -123,6 +124,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     oauth: new OAuthTokens(clock, client.dispatcher),
     ...(mock ? { mockUrlFor: (apiId: string) => mock.baseUrlFor(apiId) } : {}),
     observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
+    compilers: new SchemaCompilers((seconds) => metrics.validatorCompiled(seconds)),
   };
   let engine = await teardown.step(buildEngine, settings, catalog, formats, shared);
   const storage = await teardown.step(() => openDatabase(settings, { clock, logger, metrics }));

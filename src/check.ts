@@ -8,6 +8,7 @@ import { loadServedCatalog } from './start/served-catalog.js';
 import { systemClock } from './clock.js';
 import type { Settings } from './config/settings.js';
 import { buildEngine } from './engine.js';
+import { SchemaCompilers } from './protocol/argument-validators.js';
 import { defaultPolicy, loadPolicyFile } from './policy/policy.js';
 import { UpstreamClient } from './upstream/client.js';
 import { OAuthTokens } from './upstream/oauth.js';
@@ -35,6 +36,7 @@ export async function checkSettings(settings: Settings): Promise<CheckReport> {
       // The mock upstream answers every API on a port of its own, chosen when it starts.
       ...(settings.mockUpstream ? { mockUrlFor: (id: string) => `http://127.0.0.1/${id}` } : {}),
       observeUpstream: () => undefined,
+      compilers: new SchemaCompilers(),
     });
     return {
       apis: catalog.apis.length,

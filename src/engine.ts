@@ -8,7 +8,7 @@ import type { Settings } from './config/settings.js';
 import { UserError } from './errors.js';
 import type { ExecutionEngine } from './http/routes/execute.js';
 import type { Catalog } from './openapi/catalog.js';
-import { CompiledValidators } from './protocol/argument-validators.js';
+import { CompiledValidators, type SchemaCompilers } from './protocol/argument-validators.js';
 import { resolveBaseUrl } from './upstream/base-url.js';
 import type { UpstreamClient } from './upstream/client.js';
 import { Executor } from './upstream/executor.js';
@@ -21,6 +21,8 @@ export interface EngineShared {
   /** The mock upstream's base URL of an API, when `--mock-upstream` runs one. */
   readonly mockUrlFor?: (apiId: string) => string | undefined;
   readonly observeUpstream: (apiId: string, seconds: number) => void;
+  /** Compiled argument schemas, kept across reloads for the schemas that did not change. */
+  readonly compilers: SchemaCompilers;
 }
 
 export interface BuiltEngine extends ExecutionEngine {
@@ -63,7 +65,7 @@ export function buildEngine(
   if (problems.errors.length > 0) throw new UserError(problems.errors.join('\n'));
   return {
     executor,
-    validators: new CompiledValidators(formats),
+    validators: new CompiledValidators(shared.compilers.for(formats)),
     upstreamFor,
     warnings: problems.warnings,
   };

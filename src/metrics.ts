@@ -61,6 +61,8 @@ const EVENT_LOOP_SAMPLE_MS = 50;
 // Upstream answers range from a few milliseconds to the 30 s default timeout.
 const UPSTREAM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 // A WAL commit with synchronous=FULL is an fsync: sub-millisecond to tens of milliseconds.
+// A validator's compilation runs on the event loop in one piece: from a millisecond to about one second.
+const COMPILE_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 const DATABASE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
 type Child = { inc(): void };
@@ -106,6 +108,7 @@ export class Metrics {
   readonly #connectionsRefused: Counter<'cap' | 'outcome'>;
   readonly #upstream: Histogram<'api'>;
   readonly #database: Histogram<'transaction'>;
+  readonly #compiles: Histogram;
   // Label children resolved once per label combination, in nested maps so that the per-request
   // path is two Map lookups and allocates nothing.
   readonly #requestChildren = new Map<string, Map<number, Child>>();
@@ -180,6 +183,12 @@ export class Metrics {
       help: 'Duration of SQLite write transactions, commit included: state (fsynced) or activity (group-committed).',
       labelNames: ['transaction'],
       buckets: DATABASE_BUCKETS,
+      registers,
+    });
+    this.#compiles = new Histogram({
+      name: `${METRIC_PREFIX}validator_compile_duration_seconds`,
+      help: 'Argument validators compiled (first use, or ahead for granted capabilities), each blocking the event loop this long.',
+      buckets: COMPILE_BUCKETS,
       registers,
     });
     const sources = (): MetricSources | undefined => this.#sources;
@@ -269,6 +278,10 @@ export class Metrics {
 
   upstreamCall(api: string, seconds: number): void {
     (this.#upstreamChildren.get(api) ?? this.#upstream.labels(api)).observe(seconds);
+  }
+
+  validatorCompiled(seconds: number): void {
+    this.#compiles.observe(seconds);
   }
 
   databaseWrite(transaction: 'state' | 'activity', seconds: number): void {

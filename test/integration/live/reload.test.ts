@@ -114,6 +114,47 @@ describe('reload()', () => {
     expect(listed.body).toEqual({ data: [null] });
   });
 
+  it('keeps the compiled validator of a schema the reload did not change, and compiles a changed one', async () => {
+    const spec = notesSpec();
+    const g: Gateway = await startGateway({ spec });
+    open = g;
+    const compiled = async (): Promise<number> =>
+      Number(
+        /agent_auth_proxy_validator_compile_duration_seconds_count (\d+)/.exec(
+          (await g.p.admin('GET', '/metrics')).body,
+        )?.[1],
+      );
+    const fx = await g.p.activeAgent(['get_note', 'list_notes']);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'get_note', { id: 'a' })).status).toBe(200);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'list_notes')).status).toBe(200);
+    const before = await compiled();
+    expect(before).toBeGreaterThanOrEqual(2);
+
+    // The same document again: both validators are the ones already compiled.
+    expect((await g.p.proxy.reload()).ok).toBe(true);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'get_note', { id: 'a' })).status).toBe(200);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'list_notes')).status).toBe(200);
+    expect(await compiled()).toBe(before);
+
+    // list_notes's arguments change (a query parameter more): drift suspends its grant (§2.12)
+    // until approved again; it alone is compiled again, once (by the warm-up that starts with the
+    // reload, or at its first call).
+    writeFileSync(
+      spec,
+      readFile(spec).replace(
+        'operationId: listNotes',
+        'operationId: listNotes\n      parameters: [{ name: q, in: query, schema: { type: string } }]',
+      ),
+    );
+    expect((await g.p.proxy.reload()).ok).toBe(true);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'get_note', { id: 'a' })).status).toBe(200);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'list_notes', { q: 'x' })).status).toBe(403);
+    const approval = (await g.p.pendingApproval(fx.agentId)) as { id: string };
+    expect((await g.p.admin('POST', `/admin/approvals/${approval.id}/approve`, {})).status).toBe(200);
+    expect((await g.p.execute(fx.agent, fx.agentId, 'list_notes', { q: 'x' })).status).toBe(200);
+    expect(await compiled()).toBe(before + 1);
+  });
+
   it('lets the replaced catalog and policy go: after reloads, one of each stays in memory', async () => {
     const p = await startProtocol();
     open = p;

@@ -3,7 +3,7 @@ import { ProtocolError, type ErrorCode } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/log.js';
 import { deriveCatalog } from '../../../src/openapi/derive.js';
 import { defaultPolicy } from '../../../src/policy/policy.js';
-import { CompiledValidators } from '../../../src/protocol/argument-validators.js';
+import { CompiledValidators, SchemaCompiler } from '../../../src/protocol/argument-validators.js';
 import type { AgentAuth } from '../../../src/protocol/authenticate.js';
 import { createContext, type ProtocolContext } from '../../../src/protocol/context.js';
 import type { SentField } from '../../../src/protocol/constraint-checks.js';
@@ -189,7 +189,7 @@ async function setup(blocked: string[] = []): Promise<Setup> {
     await tx.insertHost(host);
     await tx.insertAgent(agent);
   });
-  const validators = new CompiledValidators([]);
+  const validators = new CompiledValidators(new SchemaCompiler([]));
   let grants = 0;
   const auth = (claims: Record<string, unknown> = {}): AgentAuth => ({ agent, host, claims });
   return {
