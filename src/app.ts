@@ -234,6 +234,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     await storage.close();
     await notifier?.close();
     await client.close();
+    await shared.compilers.close();
     await mock?.close();
   };
   return {

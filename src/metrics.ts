@@ -187,7 +187,7 @@ export class Metrics {
     });
     this.#compiles = new Histogram({
       name: `${METRIC_PREFIX}validator_compile_duration_seconds`,
-      help: 'Argument validators compiled (first use, or ahead for granted capabilities), each blocking the event loop this long.',
+      help: 'Argument validators compiled (first use, or ahead for granted capabilities): how long each held the event loop (for one compiled on the worker thread, the evaluation of its code).',
       buckets: COMPILE_BUCKETS,
       registers,
     });

@@ -68,7 +68,7 @@ async function execute(
   if (!capability || !grant || ctx.policy.blocked.has(r.capability)) {
     throw new ProtocolError('capability_not_granted', `The agent no longer holds ${r.capability}.`);
   }
-  validateArguments(validators, capability, r.arguments);
+  await validateArguments(validators, capability, r.arguments);
   checkArgumentConstraints(grant, r.arguments);
   const agent = await ctx.store.agent(r.agentId);
   const caller = { agentId: r.agentId, hostId: r.hostId, userId: agent?.userId ?? null };

@@ -1,7 +1,6 @@
 /**
  * Compiled argument validators, one per capability, compiled on first use: compiling is
- * milliseconds (up to about a second for the largest schemas, in one piece on the event loop),
- * validating microseconds.
+ * milliseconds (up to about a second for the largest schemas), validating microseconds.
  *
  * Kept within a budget. Compiled code grows with the schema, about 9 bytes of heap per character
  * of its JSON, and every capability's schema carries its own `$defs`: compiling all of Microsoft
@@ -20,6 +19,11 @@
  * validators of schemas a reload changed or removed stay in the generation until it is replaced;
  * they count toward its budget, so memory stays within it all the same.
  *
+ * A schema of at least OFF_THREAD_MIN_CHARS characters is compiled on a worker thread
+ * (off-thread-compiler.ts): its call waits for it, the event loop does not (it waits only while
+ * the code the worker sends is evaluated: at most 12 ms, where compiling here took 0.4–0.8 s).
+ * A smaller one is compiled here at once. Should the worker fail, the schema is compiled here.
+ *
  * `warm()` compiles the given capabilities (the composition root passes those someone holds a
  * grant on) in small slices after start-up, so their first execution does not pay for it; it
  * stops at the budget rather than start a new generation.
@@ -28,9 +32,17 @@ import { createHash } from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
 import { createSchemaValidator } from '../openapi/ajv.js';
 import type { Capability } from '../openapi/types.js';
+import { nextTurn } from '../util/next-turn.js';
 import type { ArgumentValidators } from './execute.js';
+import { OffThreadCompiler } from './off-thread-compiler.js';
 
 export const MAX_COMPILED_SCHEMA_CHARS = 8_000_000;
+
+/** Schemas this long or longer (JSON characters) are compiled on the worker thread. */
+export const OFF_THREAD_MIN_CHARS = 64 * 1024;
+
+/** A validator at once, or the compilation it waits for. */
+export type ValidatorOrPending = ReturnType<ArgumentValidators['get']>;
 
 /** One ajv instance and what it compiled, by schema digest; replaced whole when the budget is spent. */
 interface Generation {
@@ -45,11 +57,16 @@ export class SchemaCompiler {
   readonly formats: readonly string[];
   #generation: Generation;
 
+  /** Off-thread compilations under way, by digest: one per schema however many ask. */
+  readonly #compiling = new Map<string, Promise<ValidateFunction>>();
+
   constructor(
     formats: Iterable<string>,
     private readonly maxChars = MAX_COMPILED_SCHEMA_CHARS,
-    /** Told how long each compilation took (a metric: each one blocks the event loop). */
+    /** Told how long each compilation held the event loop (a metric). */
     private readonly observe: (seconds: number) => void = () => undefined,
+    /** Where large schemas are compiled; absent, every schema is compiled here. */
+    private readonly offThread?: OffThreadCompiler,
   ) {
     this.formats = [...formats].sort();
     this.#generation = this.#fresh();
@@ -70,17 +87,42 @@ export class SchemaCompiler {
     return wanted.length === this.formats.length && wanted.every((f, i) => f === this.formats[i]);
   }
 
-  compile(schema: object): ValidateFunction {
+  /** The validator of `schema`: at once when compiled already or small, else when compiled. */
+  validator(schema: object): ValidatorOrPending {
     const text = JSON.stringify(schema);
     const digest = createHash('sha256').update(text).digest('base64');
     const hit = this.#generation.bySchema.get(digest);
     if (hit) return hit;
+    if (!this.offThread || text.length < OFF_THREAD_MIN_CHARS) return this.#compileHere(schema, text, digest);
+    let compiling = this.#compiling.get(digest);
+    if (!compiling) {
+      compiling = this.offThread.compile(schema, this.formats).then(
+        ({ validate, blockedSeconds }) => {
+          this.observe(blockedSeconds);
+          return this.#keep(digest, text.length, validate);
+        },
+        // The worker failed (it died, or refused what ajv here accepts): compile here instead.
+        () => this.#compileHere(schema, text, digest),
+      );
+      const settled = (): void => void this.#compiling.delete(digest);
+      void compiling.then(settled, settled);
+      this.#compiling.set(digest, compiling);
+    }
+    return compiling;
+  }
+
+  #compileHere(schema: object, text: string, digest: string): ValidateFunction {
     if (this.full) this.#generation = this.#fresh();
     const started = performance.now();
     const fn = this.#generation.ajv.compile(schema);
     this.observe((performance.now() - started) / 1000);
+    return this.#keep(digest, text.length, fn);
+  }
+
+  #keep(digest: string, chars: number, fn: ValidateFunction): ValidateFunction {
+    if (this.full) this.#generation = this.#fresh();
     this.#generation.bySchema.set(digest, fn);
-    this.#generation.chars += text.length;
+    this.#generation.chars += chars;
     return fn;
   }
 
@@ -104,30 +146,39 @@ export class CompiledValidators implements ArgumentValidators {
     return [...this.byName.keys()];
   }
 
-  get(capability: Capability): ValidateFunction {
+  get(capability: Capability): ValidatorOrPending {
     this.followGeneration();
     const hit = this.byName.get(capability.name);
     if (hit) return hit;
-    const fn = this.compiler.compile(capability.argumentsSchema);
-    // Compiling may have started a new generation: what this engine kept belongs to the old one.
-    this.followGeneration();
-    this.byName.set(capability.name, fn);
-    return fn;
+    const got = this.compiler.validator(capability.argumentsSchema);
+    if (typeof got === 'function') return this.remember(capability.name, got);
+    return got.then((fn) => this.remember(capability.name, fn));
   }
 
-  /** Compiles these capabilities' validators, yielding to the event loop between slices. */
-  warm(capabilities: readonly Capability[], signal: AbortSignal): Promise<void> {
-    const pending = [...capabilities];
-    const done = (): boolean => pending.length === 0 || signal.aborted || this.compiler.full;
-    return new Promise((resolve) => {
-      const step = (): void => {
-        const until = performance.now() + 10;
-        while (!done() && performance.now() < until) this.get(pending.shift() as Capability);
-        if (done()) resolve();
-        else setImmediate(step);
-      };
-      setImmediate(step);
-    });
+  /**
+   * Compiles these capabilities' validators one after another, yielding to the event loop at
+   * least every 10 ms (a large one waits for the worker thread without holding it).
+   */
+  async warm(capabilities: readonly Capability[], signal: AbortSignal): Promise<void> {
+    let sliceStart = performance.now();
+    for (const capability of capabilities) {
+      if (signal.aborted || this.compiler.full) return;
+      const got = this.get(capability);
+      if (typeof got !== 'function') {
+        await got;
+        sliceStart = performance.now();
+      } else if (performance.now() - sliceStart >= 10) {
+        await nextTurn();
+        sliceStart = performance.now();
+      }
+    }
+  }
+
+  private remember(name: string, fn: ValidateFunction): ValidateFunction {
+    // Compiling may have started a new generation: what this engine kept belongs to the old one.
+    this.followGeneration();
+    this.byName.set(name, fn);
+    return fn;
   }
 
   /** Drops the name map when the compiler has moved to a new generation (freeing the old one). */
@@ -141,14 +192,20 @@ export class CompiledValidators implements ArgumentValidators {
 /** The process's SchemaCompiler, replaced only when a catalog needs other formats. */
 export class SchemaCompilers {
   #current: SchemaCompiler | undefined;
+  readonly #offThread = new OffThreadCompiler();
 
   constructor(private readonly observe?: (seconds: number) => void) {}
 
   for(formats: Iterable<string>): SchemaCompiler {
     const list = [...formats];
     if (!this.#current?.accepts(list)) {
-      this.#current = new SchemaCompiler(list, MAX_COMPILED_SCHEMA_CHARS, this.observe);
+      this.#current = new SchemaCompiler(list, MAX_COMPILED_SCHEMA_CHARS, this.observe, this.#offThread);
     }
     return this.#current;
+  }
+
+  /** Stops the worker thread (shutdown); a later large schema would start another. */
+  close(): Promise<void> {
+    return this.#offThread.close();
   }
 }

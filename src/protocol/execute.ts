@@ -24,7 +24,8 @@ export interface AuthorizedExecution {
 }
 
 export interface ArgumentValidators {
-  get(capability: Capability): ValidateFunction;
+  /** The capability's validator, or (a large schema not compiled yet) the compilation it awaits. */
+  get(capability: Capability): ValidateFunction | Promise<ValidateFunction>;
 }
 
 // Bounds the `errors` list of a 400, so a huge invalid object cannot produce a huge answer.
@@ -58,7 +59,7 @@ export async function authorizeExecution(
 ): Promise<AuthorizedExecution> {
   const grants = cachedGrants(ctx, auth.agent.id) ?? (await loadGrants(ctx, auth.agent.id));
   const { capability, grant } = authorizeCapability(ctx, auth, request.name, grants);
-  validateArguments(validators, capability, request.args);
+  await validateArguments(validators, capability, request.args);
   checkArgumentConstraints(grant, request.args);
   return { auth, capability, grant, args: request.args };
 }
@@ -122,13 +123,26 @@ export function authorizeCapability(
   return { capability, grant };
 }
 
-/** The arguments against the capability's input schema (§5.11); every failing path is listed. */
+/**
+ * The arguments against the capability's input schema (§5.11); every failing path is listed. At
+ * once, or once a large schema's validator is compiled (off the event loop).
+ */
 export function validateArguments(
   validators: ArgumentValidators,
   capability: Capability,
   args: Readonly<Record<string, unknown>>,
-): void {
+): void | Promise<void> {
   const validate = validators.get(capability);
+  if (typeof validate !== 'function') return validate.then((fn) => checkArguments(fn, capability, args));
+  checkArguments(validate, capability, args);
+  return undefined;
+}
+
+function checkArguments(
+  validate: ValidateFunction,
+  capability: Capability,
+  args: Readonly<Record<string, unknown>>,
+): void {
   if (!validate(args)) {
     const errors = (validate.errors ?? []).slice(0, MAX_REPORTED_ERRORS).map(describeError);
     throw new ProtocolError(

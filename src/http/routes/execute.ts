@@ -140,7 +140,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       }),
       step('validate', (_x, s) => {
         const { capability, args } = need(s.authorized, 'authorized');
-        validateArguments(need(s.engine, 'engine').validators, capability, args);
+        return validateArguments(need(s.engine, 'engine').validators, capability, args);
       }),
       step('prepare', (x, s) => {
         const { capability, args } = need(s.authorized, 'authorized');
