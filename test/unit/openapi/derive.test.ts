@@ -5,6 +5,7 @@ import { deriveCatalog, deriveCatalogInSlices, type ApiDocument } from '../../..
 import { JSON_SCHEMA_2020 } from '../../../src/openapi/schema-convert.js';
 import type { Capability } from '../../../src/openapi/types.js';
 import { collectRefs } from '../../helpers/schemas.js';
+import { countTurns } from '../../helpers/event-loop-turns.js';
 
 const OK = { '200': { description: 'ok' } };
 
@@ -98,24 +99,16 @@ describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', (
   });
 
   it('lets the event loop turn between slices: with slices of 0 ms, after every operation', async () => {
-    let turns = 0;
-    let counting = true;
-    const count = (): void => {
-      turns++;
-      if (counting) setImmediate(count);
-    };
-    setImmediate(count);
+    const turns = countTurns();
     const catalog = await deriveCatalogInSlices(apis, 0);
-    counting = false;
+    expect(turns.stop()).toBeGreaterThanOrEqual(159);
     expect(catalog.capabilities).toHaveLength(160);
-    expect(turns).toBeGreaterThanOrEqual(159);
   });
 
   it('derived in one go, nothing else runs meanwhile', () => {
-    let turns = 0;
-    setImmediate(() => turns++);
+    const turns = countTurns();
     deriveCatalog(apis);
-    expect(turns).toBe(0);
+    expect(turns.stop()).toBe(0);
   });
 });
 

@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createSchemaValidator } from '../../../src/openapi/ajv.js';
 import { OFF_THREAD_MIN_CHARS, SchemaCompiler } from '../../../src/protocol/argument-validators.js';
 import { OffThreadCompiler } from '../../../src/protocol/off-thread-compiler.js';
+import { countTurns } from '../../helpers/event-loop-turns.js';
 
 const offThread = new OffThreadCompiler();
 afterAll(() => offThread.close());
@@ -96,20 +97,13 @@ describe('SchemaCompiler with a worker thread', () => {
   it('compiles a large schema there: the event loop turns meanwhile; then it is there at once', async () => {
     const observed: number[] = [];
     const compiler = new SchemaCompiler(['x-company-tag'], 8_000_000, (s) => observed.push(s), offThread);
-    let turns = 0;
-    let counting = true;
-    const tick = (): void => {
-      turns++;
-      if (counting) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const turns = countTurns();
     const first = compiler.validator(largeSchema());
     const second = compiler.validator(largeSchema());
     expect(first).toBeInstanceOf(Promise);
     const [a, b] = await Promise.all([first, second]);
-    counting = false;
+    expect(turns.stop()).toBeGreaterThan(1);
     expect(a).toBe(b);
-    expect(turns).toBeGreaterThan(1);
     expect(observed).toHaveLength(1); // one compilation for both
     expect(compiler.validator(largeSchema())).toBe(a);
     expect(a({ when: 'yesterday' })).toBe(false);
