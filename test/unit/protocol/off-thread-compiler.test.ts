@@ -109,6 +109,17 @@ describe('SchemaCompiler with a worker thread', () => {
     expect(a({ when: 'yesterday' })).toBe(false);
   });
 
+  it('counts 2.5 times its characters toward the budget (its code shares no definitions)', async () => {
+    const schema = largeSchema();
+    const twice = 2 * JSON.stringify(schema).length;
+    const here = new SchemaCompiler(['x-company-tag'], twice);
+    await here.validator(schema);
+    expect(here.full).toBe(false);
+    const there = new SchemaCompiler(['x-company-tag'], twice, undefined, offThread);
+    await there.validator(schema);
+    expect(there.full).toBe(true);
+  });
+
   it('a small schema is compiled here, at once', () => {
     const compiler = new SchemaCompiler([], 8_000_000, undefined, offThread);
     const got = compiler.validator({ type: 'object', properties: { n: { type: 'integer' } } });
