@@ -4,11 +4,14 @@
  * for that compilation and are validated all the same (§5.11): an invalid body is refused with
  * every failing path and nothing is sent; a valid one goes through.
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OFF_THREAD_MIN_CHARS } from '../../../src/protocol/argument-validators.js';
+import { ensureBuiltCli, ROOT } from '../../helpers/cli-process.js';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
 import type { TestProtocol } from '../../helpers/protocol.js';
 
@@ -83,5 +86,25 @@ describe('a large input schema', () => {
     });
     expect(ok.status).toBe(200);
     expect(gw.upstream.requests).toHaveLength(1);
+  });
+});
+
+describe('the built proxy (dist/)', () => {
+  it("compiles a large schema on its worker thread, as deployed: the worker finds ajv from dist's place", async () => {
+    expect(ensureBuiltCli(), 'dist/ is missing: run npm run build').toBe(true);
+    const script = `
+      import { SchemaCompilers } from ${JSON.stringify(join(ROOT, 'dist/protocol/argument-validators.js'))};
+      const properties = { when: { type: 'string', format: 'date-time' } };
+      for (let i = 0; i < 400; i++) properties['f' + i] = { type: 'string', description: 'x'.repeat(200) };
+      const compilers = new SchemaCompilers();
+      const pending = compilers.for([]).validator({ type: 'object', properties, required: ['when'] });
+      const validate = await pending;
+      console.log(JSON.stringify({ promised: pending instanceof Promise, ok: validate({ when: '2026-11-27T10:00:00Z' }), bad: validate({ when: 'soon' }) }));
+      await compilers.close();
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: ROOT,
+    });
+    expect(JSON.parse(stdout)).toEqual({ promised: true, ok: true, bad: false });
   });
 });
