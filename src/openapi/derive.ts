@@ -38,7 +38,7 @@ type DerivedCatalog = Catalog & { readonly formats: ReadonlySet<string> };
 /** Longest stretch of deriving between two turns of the event loop. */
 const DERIVE_SLICE_MS = 10;
 
-/** The catalog of `apis`, derived in one go (the `capabilities` tests, small documents). */
+/** The catalog of `apis`, derived in one go, for callers that want it at once (the tests). */
 export function deriveCatalog(apis: readonly ApiDocument[]): DerivedCatalog {
   const steps = deriveSteps(apis);
   for (;;) {
