@@ -11,7 +11,7 @@ import { isObject, scalarText } from './pointer.js';
 import { SchemaConverter } from './schema-convert.js';
 import { isSelected, type OperationSelector } from './selectors.js';
 import type { ApiInfo, Capability } from './types.js';
-import { nextTurn } from '../util/next-turn.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 export interface ApiDocument {
   /** Where the document came from, for messages. */

@@ -3,7 +3,7 @@ import type { Catalog } from './catalog.js';
 import { deriveCatalogInSlices, type ApiDocument } from './derive.js';
 import { collectGarbage } from '../util/collect-garbage.js';
 import { loadDocument, type LoadOptions } from './load.js';
-import { nextTurn } from '../util/next-turn.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 export type ApiSource = Omit<ApiDocument, 'doc' | 'source'> & { readonly spec: string };
 

@@ -12,7 +12,7 @@ import { UserError } from '../errors.js';
 import { hasOnlyPlainLocalRefs } from './local-refs.js';
 import { toPointer } from './pointer.js';
 import { DEFAULT_FETCH_LIMITS, fetchDocument, type FetchLimits } from './fetch.js';
-import { nextTurn } from '../util/next-turn.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 export interface LoadOptions {
   /** Allow `$ref`s to http(s) URLs inside documents. */

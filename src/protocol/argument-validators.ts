@@ -33,7 +33,7 @@ import { createHash } from 'node:crypto';
 import type { ValidateFunction } from 'ajv';
 import { createSchemaValidator } from '../openapi/ajv.js';
 import type { Capability } from '../openapi/types.js';
-import { nextTurn } from '../util/next-turn.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ArgumentValidators } from './execute.js';
 import { OffThreadCompiler } from './off-thread-compiler.js';
 
