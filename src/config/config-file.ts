@@ -4,11 +4,11 @@
  * commands that need a key or two (`health`, `db backup`) read it here without the rest.
  */
 import { readFileSync } from 'node:fs';
-import { parseDocument } from 'yaml';
 import { UserError } from '../errors.js';
 import { CONFIG_SCHEMA, type FileConfig } from './schema.js';
 import { schemaDefaults } from './schema-defaults.js';
 import { lazyConfigSchema, validateOrThrow } from './validate.js';
+import { parseYamlText } from './yaml-text.js';
 
 const validateConfig = lazyConfigSchema(CONFIG_SCHEMA);
 
@@ -29,7 +29,7 @@ export function readConfigFile(file: string): FileConfig {
 }
 
 export function parseConfig(text: string, file: string): FileConfig {
-  const data = parseYaml(text, file);
+  const data = parseYamlText(text, file);
   validateOrThrow(validateConfig(), data, file);
   return data as FileConfig;
 }
@@ -42,13 +42,5 @@ export function readYaml(file: string): unknown {
   } catch {
     throw new UserError(`${file}: config file not found or not readable`);
   }
-  return parseYaml(text, file);
-}
-
-function parseYaml(text: string, file: string): unknown {
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    throw new UserError(doc.errors.map((e) => `${file}: ${e.message.split('\n')[0] ?? ''}`).join('\n'));
-  }
-  return doc.toJS() ?? {};
+  return parseYamlText(text, file);
 }

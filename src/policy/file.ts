@@ -5,9 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { parseDocument } from 'yaml';
 import { schemaDefaults } from '../config/schema-defaults.js';
 import { keyPath, lazyConfigSchema, validateOrThrow } from '../config/validate.js';
+import { parseYamlText } from '../config/yaml-text.js';
 import { UserError } from '../errors.js';
 import { POLICY_SCHEMA } from './schema.js';
 import type { PolicyFile } from './types.js';
@@ -29,17 +29,7 @@ export function defaultPolicyFile(): PolicyFile {
 
 /** Parses YAML text (`file` is for messages) and checks it against POLICY_SCHEMA. */
 export function parsePolicyFile(text: string, file: string): PolicyFile {
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    throw new UserError(doc.errors.map((e) => `${file}: ${e.message.split('\n')[0] ?? ''}`).join('\n'));
-  }
-  let data: unknown;
-  try {
-    data = doc.toJS() ?? {};
-  } catch (err) {
-    // e.g. an alias bomb: the yaml library refuses to expand too many aliases.
-    throw new UserError(`${file}: ${err instanceof Error ? err.message : String(err)}`);
-  }
+  const data = parseYamlText(text, file);
   checkSchema(data, file);
   return data as PolicyFile;
 }
