@@ -2,6 +2,12 @@
  * The built-in mock upstream (`--mock-upstream`): answers every operation of the catalog with its
  * declared success status and the document's example, or a sample synthesized from the response
  * schema, so the proxy can be tried end to end without any real API behind it.
+ *
+ * An answer is synthesized when its operation is first called, not when the catalog is installed:
+ * preparing all of Microsoft Graph's 11,422 up front took 11 s of the event loop, at start-up and
+ * again inside each reload's swap, and held 124 MiB of samples (one alone is 1.3 MiB). Answers are
+ * kept up to ANSWER_CACHE_BYTES in all; past that one is synthesized again on each call (the
+ * samples are deterministic, so the answer is the same).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,9 +29,13 @@ export interface MockUpstreamOptions {
   host?: string;
   port?: number;
   logger?: Logger;
+  /** Bytes of prepared answers kept per installed catalog (default ANSWER_CACHE_BYTES). */
+  answerCacheBytes?: number;
 }
 
 const MAX_BODY_BYTES = 1024 * 1024;
+/** Prepared answers kept, in bytes of body, per installed catalog. */
+export const ANSWER_CACHE_BYTES = 16 * 1024 * 1024;
 const MOCK_HEADER = { 'X-Mock-Upstream': 'agent-auth-proxy' } as const;
 
 type Segment =
@@ -43,12 +53,18 @@ interface PreparedResponse {
 interface Route {
   readonly method: string;
   readonly segments: readonly Segment[];
-  readonly capability: string;
-  readonly response: PreparedResponse;
+  readonly capability: Capability;
+  /** Set on the first call while the catalog's answers fit in ANSWER_CACHE_BYTES. */
+  response?: PreparedResponse;
 }
 
-/** API id → that API's routes keyed by segment count, each list most specific first. */
-type RouteTables = ReadonlyMap<string, ReadonlyMap<number, readonly Route[]>>;
+/** One installed catalog's routes and the bytes of answers they keep. */
+interface RouteTables {
+  /** API id → that API's routes keyed by segment count, each list most specific first. */
+  readonly byApi: ReadonlyMap<string, ReadonlyMap<number, readonly Route[]>>;
+  readonly budgetBytes: number;
+  cachedBytes: number;
+}
 
 export async function startMockUpstream(
   catalog: Catalog,
@@ -56,7 +72,8 @@ export async function startMockUpstream(
 ): Promise<MockUpstream> {
   const logger = options.logger ?? silentLogger;
   const host = options.host ?? '127.0.0.1';
-  let tables = buildTables(catalog.capabilities);
+  const budgetBytes = options.answerCacheBytes ?? ANSWER_CACHE_BYTES;
+  let tables = buildTables(catalog.capabilities, budgetBytes);
 
   const server = createServer((req, res) => {
     handle(tables, req, res, logger);
@@ -78,15 +95,16 @@ export async function startMockUpstream(
   });
 
   const url = `http://${formatHost(server.address() as AddressInfo)}`;
-  logger.info('mock upstream listening', { url, apis: [...tables.keys()] });
+  logger.info('mock upstream listening', { url, apis: [...tables.byApi.keys()] });
 
   let closing: Promise<void> | undefined;
   return {
     url,
     baseUrlFor: (apiId) => `${url}/${encodeURIComponent(apiId)}`,
     answerFor: (next) => {
-      // Cannot throw (sample.ts never does), so a reload's swap cannot fail halfway here.
-      tables = buildTables(next.capabilities);
+      // Cannot throw: only routes are built here (answers wait for their first call), so a
+      // reload's swap cannot fail halfway.
+      tables = buildTables(next.capabilities, budgetBytes);
     },
     close: () => {
       closing ??= new Promise<void>((resolve) => {
@@ -108,7 +126,7 @@ function formatHost(address: AddressInfo): string {
   return host.includes(':') ? `[${host}]:${address.port}` : `${host}:${address.port}`;
 }
 
-function buildTables(capabilities: readonly Capability[]): RouteTables {
+function buildTables(capabilities: readonly Capability[], budgetBytes: number): RouteTables {
   const tables = new Map<string, Map<number, Route[]>>();
   for (const capability of capabilities) {
     const { apiId, method, path } = capability.operation;
@@ -116,18 +134,24 @@ function buildTables(capabilities: readonly Capability[]): RouteTables {
     let table = tables.get(apiId);
     if (!table) tables.set(apiId, (table = new Map<number, Route[]>()));
     const routes = table.get(segments.length) ?? [];
-    routes.push({
-      method: method.toUpperCase(),
-      segments,
-      capability: capability.name,
-      response: prepareResponse(capability),
-    });
+    routes.push({ method: method.toUpperCase(), segments, capability });
     table.set(segments.length, routes);
   }
   for (const table of tables.values()) {
     for (const routes of table.values()) routes.sort(bySpecificity);
   }
-  return tables;
+  return { byApi: tables, budgetBytes, cachedBytes: 0 };
+}
+
+/** The route's answer: kept from an earlier call, or prepared now (and kept while within budget). */
+function answerOf(tables: RouteTables, route: Route): PreparedResponse {
+  if (route.response) return route.response;
+  const response = prepareResponse(route.capability);
+  if (tables.cachedBytes + response.body.length <= tables.budgetBytes) {
+    tables.cachedBytes += response.body.length;
+    route.response = response;
+  }
+  return response;
 }
 
 /** More literal segments first, then more partly-literal ones, then literals earlier in the path. */
@@ -257,7 +281,7 @@ function handle(tables: RouteTables, req: IncomingMessage, res: ServerResponse, 
 function respond(tables: RouteTables, method: string, rawPath: string, res: ServerResponse): number {
   const segments = splitPath(rawPath).map(safeDecode);
   const [apiId, ...rest] = segments;
-  const table = apiId === undefined ? undefined : tables.get(apiId);
+  const table = apiId === undefined ? undefined : tables.byApi.get(apiId);
   if (table === undefined || rest.some((s) => s === undefined)) {
     return sendError(res, 'not_found', `No API is mounted at ${rawPath}.`);
   }
@@ -274,7 +298,7 @@ function respond(tables: RouteTables, method: string, rawPath: string, res: Serv
       Allow: allowed(candidates).join(', '),
     });
   }
-  const { status, headers, body } = route.response;
+  const { status, headers, body } = answerOf(tables, route);
   res.writeHead(status, {
     ...headers,
     ...(body.length > 0 ? { 'Content-Length': String(body.length) } : {}),

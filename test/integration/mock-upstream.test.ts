@@ -284,3 +284,69 @@ describe('mock upstream close()', () => {
     await own.close(); // a second call is harmless
   });
 });
+
+describe('mock upstream answers, prepared on first call', () => {
+  /** A capability whose example counts how often the mock reads it, i.e. prepares its answer. */
+  function counted(
+    name: string,
+    path: string,
+    example: unknown,
+  ): { capability: Capability; reads: () => number } {
+    let reads = 0;
+    const success: SuccessResponse = {
+      status: 200,
+      mediaType: 'application/json',
+      get example() {
+        reads++;
+        return example;
+      },
+    };
+    return { capability: capability(name, 'counted', 'get', path, success), reads: () => reads };
+  }
+
+  it('prepares nothing when a catalog is installed, each answer on its first call, then keeps it', async () => {
+    const first = counted('get_a', '/a', { a: 1 });
+    const own = await startMockUpstream(createCatalog([api('counted')], [first.capability], []));
+    try {
+      // Installing a catalog of Microsoft Graph's size used to synthesize 124 MiB of answers.
+      expect(first.reads()).toBe(0);
+      expect(await (await fetch(`${own.baseUrlFor('counted')}/a`)).json()).toEqual({ a: 1 });
+      const afterFirstCall = first.reads();
+      expect(afterFirstCall).toBeGreaterThan(0);
+      expect(await (await fetch(`${own.baseUrlFor('counted')}/a`)).json()).toEqual({ a: 1 });
+      expect(first.reads()).toBe(afterFirstCall);
+
+      const next = counted('get_a', '/a', { a: 2 });
+      own.answerFor(createCatalog([api('counted')], [next.capability], []));
+      expect(next.reads()).toBe(0);
+      expect(await (await fetch(`${own.baseUrlFor('counted')}/a`)).json()).toEqual({ a: 2 });
+      expect(first.reads()).toBe(afterFirstCall);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('past its byte budget, answers the same by preparing it again on each call', async () => {
+    const small = counted('get_small', '/small', { s: 1 }); // 7 bytes: kept
+    const large = counted('get_large', '/large', { text: 'x'.repeat(64) }); // 75 bytes: over
+    const own = await startMockUpstream(
+      createCatalog([api('counted')], [small.capability, large.capability], []),
+      {
+        answerCacheBytes: 32,
+      },
+    );
+    try {
+      const bodies: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        bodies.push(await (await fetch(`${own.baseUrlFor('counted')}/large`)).text());
+        await fetch(`${own.baseUrlFor('counted')}/small`).then((r) => r.text());
+      }
+      expect(new Set(bodies)).toEqual(new Set([JSON.stringify({ text: 'x'.repeat(64) })]));
+      const perCall = large.reads() / 3;
+      expect(Number.isInteger(perCall) && perCall > 0).toBe(true);
+      expect(small.reads()).toBe(perCall); // prepared once, then kept
+    } finally {
+      await own.close();
+    }
+  });
+});
