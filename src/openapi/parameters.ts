@@ -143,14 +143,22 @@ export function serialization(
 }
 
 /** Adds the parameter's own description/deprecation/example to its schema, as agents see it. */
-export function annotate(schema: SchemaNode, raw: Record<string, unknown>): SchemaNode {
+export function annotate(
+  schema: SchemaNode,
+  raw: Record<string, unknown>,
+  converter: SchemaConverter,
+  where: string,
+): SchemaNode {
   if (typeof schema === 'boolean') return schema;
   const out = { ...schema };
   if (typeof raw.description === 'string' && raw.description) out.description = raw.description;
   if (raw.deprecated === true) out.deprecated = true;
   if (raw.example !== undefined && out.examples === undefined) {
-    out.examples = [raw.example];
-    markFallbackExamples(out);
+    const kept = converter.examples([raw.example], `${where}/example`);
+    if (kept) {
+      out.examples = kept;
+      markFallbackExamples(out);
+    }
   }
   return out;
 }
@@ -175,5 +183,5 @@ export function convertParameter(
     allowReserved: p.raw.allowReserved === true,
     ...(contentType ? { contentType } : {}),
   };
-  return { binding, schema: annotate(converted, p.raw) };
+  return { binding, schema: annotate(converted, p.raw, converter, p.pointer) };
 }

@@ -27,6 +27,14 @@ interface Definition {
   readonly uses: readonly string[];
 }
 
+/**
+ * The largest `examples` (as JSON) a capability schema carries. An example illustrates; the
+ * description says what a field is. Some real documents give one schema a whole response as its
+ * `example` (a travel API: 420 KiB; a blockchain API: 322 KiB), which alone put their capabilities
+ * over issue 14's 256 KiB. Larger ones are left out of the capability, with a warning.
+ */
+export const MAX_EXAMPLES_CHARS = 8 * 1024;
+
 const JSON_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null']);
 const ANNOTATIONS = ['title', 'description', 'default', 'examples', 'deprecated', 'readOnly', 'writeOnly'];
 
@@ -144,6 +152,22 @@ export class SchemaConverter {
       if (ref === undefined || this.recursive.has(ref)) return undefined;
       return this.definition(name, direction)?.schema;
     };
+  }
+
+  /** `values` as a capability schema's `examples`, or undefined (warned) past MAX_EXAMPLES_CHARS. */
+  examples(values: readonly unknown[], where: string): unknown[] | undefined {
+    let chars: number;
+    try {
+      chars = JSON.stringify(values).length;
+    } catch {
+      chars = Infinity; // a YAML alias cycle: no JSON at all
+    }
+    if (chars <= MAX_EXAMPLES_CHARS) return values as unknown[];
+    this.warn(
+      where,
+      `left out an example of ${Number.isFinite(chars) ? `${Math.ceil(chars / 1024)} KiB` : 'no JSON form'}: capability schemas carry examples of up to ${MAX_EXAMPLES_CHARS / 1024} KiB`,
+    );
+    return undefined;
   }
 
   /** Resolves `$ref` chains of a raw schema to the object that carries its keywords. */
@@ -292,11 +316,14 @@ export class SchemaConverter {
         this.format(value, out);
         return;
       case 'example':
-        if (raw.examples === undefined || !Array.isArray(raw.examples)) out.examples = [value];
+      case 'examples': {
+        // OpenAPI 3.0's single `example` counts only where there is no `examples` list.
+        if (key === 'example' && Array.isArray(raw.examples)) return;
+        const values = key === 'example' ? [value] : value;
+        const kept = Array.isArray(values) ? this.examples(values, `${where}/${key}`) : undefined;
+        if (kept) out.examples = kept;
         return;
-      case 'examples':
-        if (Array.isArray(value)) out.examples = value;
-        return;
+      }
       case 'dependentRequired':
         if (isObject(value)) out.dependentRequired = value;
         return;

@@ -431,6 +431,32 @@ describe('input: parameters', () => {
     expect(cap.argumentsSchema).toBe(cap.input);
   });
 
+  it("leaves a parameter's example over 8 KiB out of its schema, with a warning naming it", () => {
+    const big = 'x'.repeat(8 * 1024);
+    const catalog = derive(
+      openapi({
+        '/pets': {
+          get: {
+            parameters: [
+              { name: 'q', in: 'query', schema: { type: 'string' }, example: big },
+              { name: 'tag', in: 'query', schema: { type: 'string' }, example: 'dog' },
+            ],
+            responses: OK,
+          },
+        },
+      }),
+    );
+    expect(catalog.capabilities[0]?.input?.properties).toEqual({
+      q: { type: 'string' },
+      tag: { type: 'string', examples: ['dog'] },
+    });
+    expect(catalog.warnings).toEqual([
+      expect.stringMatching(
+        /#\/paths\/~1pets\/get\/parameters\/0\/example: left out an example of 9 KiB: capability schemas carry examples of up to 8 KiB$/,
+      ),
+    ]);
+  });
+
   it('has no input (but an arguments schema that accepts only {}) for an operation without arguments', () => {
     const cap = only(openapi({ '/ping': { get: { responses: OK } } }));
     expect(cap.input).toBeUndefined();

@@ -3,6 +3,7 @@ import { createSchemaValidator } from '../../../src/openapi/ajv.js';
 import {
   JSON_SCHEMA_2020,
   makeNullable,
+  MAX_EXAMPLES_CHARS,
   SchemaConverter,
   type Direction,
 } from '../../../src/openapi/schema-convert.js';
@@ -200,6 +201,38 @@ describe('example and examples', () => {
       type: 'string',
       examples: ['y'],
     });
+  });
+
+  /** An example whose `examples` array is exactly `chars` characters of JSON. */
+  const exampleOf = (chars: number): string => 'x'.repeat(chars - '[""]'.length);
+
+  it(`keeps examples of up to ${MAX_EXAMPLES_CHARS} characters of JSON and leaves out larger ones, naming them`, () => {
+    expect(MAX_EXAMPLES_CHARS).toBe(8 * 1024);
+    const fits = exampleOf(MAX_EXAMPLES_CHARS);
+    expect(convert({ type: 'string', example: fits })).toMatchObject({
+      schema: { examples: [fits] },
+      warnings: [],
+    });
+    // A whole response as one schema's example (420 KiB in a real travel API) describes nothing
+    // an agent needs and alone took its capability past 256 KiB.
+    const over = exampleOf(MAX_EXAMPLES_CHARS + 1);
+    for (const node of [
+      { type: 'string', example: over },
+      { type: 'string', examples: [over] },
+      { type: 'string', examples: ['small', exampleOf(MAX_EXAMPLES_CHARS)] }, // 8 characters more
+    ]) {
+      const { schema, warnings } = convert({ type: 'object', properties: { big: node } });
+      expect(schema).toEqual({
+        $schema: JSON_SCHEMA_2020,
+        type: 'object',
+        properties: { big: { type: 'string' } },
+      });
+      expect(warnings).toEqual([
+        expect.stringMatching(
+          /^#\/test\/properties\/big\/examples?: left out an example of 9 KiB: capability schemas carry examples of up to 8 KiB$/,
+        ),
+      ]);
+    }
   });
 });
 
