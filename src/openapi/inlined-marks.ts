@@ -47,3 +47,28 @@ export function markFallbackExamples(schema: object): void {
 export function hasFallbackExamples(schema: unknown): boolean {
   return typeof schema === 'object' && schema !== null && fallbackExamples.has(schema);
 }
+
+/**
+ * The `examples` a converted schema left out for their size (schema-convert.ts,
+ * MAX_EXAMPLES_CHARS). The version still covers them, as it covered them when they were written
+ * out, so that bound changed no capability's version and suspended no grant. Kept as a
+ * symbol-keyed property rather than in a map beside the object: spreads and rests copy it with
+ * the schema as they copied `examples`, while JSON, Object.keys and the validator never see it.
+ */
+const LEFT_OUT_EXAMPLES = Symbol('left-out examples');
+
+export function markLeftOutExamples(schema: object, examples: readonly unknown[]): void {
+  (schema as Record<symbol, unknown>)[LEFT_OUT_EXAMPLES] = examples;
+}
+
+export function leftOutExamples(schema: unknown): readonly unknown[] | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  return (schema as Record<symbol, readonly unknown[] | undefined>)[LEFT_OUT_EXAMPLES];
+}
+
+/** Copies what `pick` by name would lose: the left-out examples of `from`, onto `to`. */
+export function keepLeftOutExamples<T extends object>(from: object, to: T): T {
+  const examples = leftOutExamples(from);
+  if (examples !== undefined) markLeftOutExamples(to, examples);
+  return to;
+}

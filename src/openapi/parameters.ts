@@ -3,7 +3,7 @@
  * parameters that carry the API's own credentials are never inputs: agents must not set them.
  */
 import { credentialKeys, nameKey } from './credential-names.js';
-import { markFallbackExamples } from './inlined-marks.js';
+import { leftOutExamples, markFallbackExamples, markLeftOutExamples } from './inlined-marks.js';
 import { isObject, toPointer } from './pointer.js';
 import { deref, isLocation, type DocumentView, type RawOperation } from './document.js';
 import type { SchemaConverter, SchemaNode } from './schema-convert.js';
@@ -153,12 +153,11 @@ export function annotate(
   const out = { ...schema };
   if (typeof raw.description === 'string' && raw.description) out.description = raw.description;
   if (raw.deprecated === true) out.deprecated = true;
-  if (raw.example !== undefined && out.examples === undefined) {
+  if (raw.example !== undefined && out.examples === undefined && leftOutExamples(out) === undefined) {
     const kept = converter.examples([raw.example], `${where}/example`);
-    if (kept) {
-      out.examples = kept;
-      markFallbackExamples(out);
-    }
+    if (kept) out.examples = kept;
+    else markLeftOutExamples(out, [raw.example]);
+    markFallbackExamples(out);
   }
   return out;
 }

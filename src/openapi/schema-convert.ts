@@ -8,7 +8,13 @@
  * A component is converted once per direction and the result is frozen and shared by every
  * capability that reaches it, so memory grows with the document, not with its operations.
  */
-import { markCyclicDef, markNullableRef } from './inlined-marks.js';
+import {
+  keepLeftOutExamples,
+  leftOutExamples,
+  markCyclicDef,
+  markLeftOutExamples,
+  markNullableRef,
+} from './inlined-marks.js';
 import { defRef, localRefNames, schemaParts, type DefLookup } from './local-ref.js';
 import { isObject, resolvePointer } from './pointer.js';
 import { analyzeRefs } from './ref-graph.js';
@@ -233,13 +239,13 @@ export class SchemaConverter {
     const extra = this.keywords(siblings, dir, where);
     let result: SchemaNode = base;
     const keys = Object.keys(extra);
-    if (keys.length > 0 && typeof base !== 'boolean') {
+    if ((keys.length > 0 || leftOutExamples(extra)) && typeof base !== 'boolean') {
       if (this.flavour === 'openapi-3.1' && !keys.every((k) => ANNOTATIONS.includes(k))) {
         // 3.1 schemas are JSON Schema: constraints beside `$ref` apply too.
         result = { allOf: [base, extra] };
       } else {
         // 2.0/3.0 ignore `$ref` siblings; their annotations still help the reader.
-        result = { ...base, ...pick(extra, ANNOTATIONS) };
+        result = keepLeftOutExamples(extra, { ...base, ...pick(extra, ANNOTATIONS) });
       }
     }
     if ((nullable === true || xNullable === true) && typeof result !== 'boolean') {
@@ -322,6 +328,7 @@ export class SchemaConverter {
         const values = key === 'example' ? [value] : value;
         const kept = Array.isArray(values) ? this.examples(values, `${where}/${key}`) : undefined;
         if (kept) out.examples = kept;
+        else if (Array.isArray(values)) markLeftOutExamples(out, values);
         return;
       }
       case 'dependentRequired':

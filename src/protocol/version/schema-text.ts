@@ -14,7 +14,12 @@
  * and may be replayed from the sink's memory (sinks.ts).
  */
 import { createHash } from 'node:crypto';
-import { cyclicDefName, hasFallbackExamples, isNullableRef } from '../../openapi/inlined-marks.js';
+import {
+  cyclicDefName,
+  hasFallbackExamples,
+  isNullableRef,
+  leftOutExamples,
+} from '../../openapi/inlined-marks.js';
 import { DEFS_PREFIX, defName, type DefLookup } from '../../openapi/local-ref.js';
 import { isObject } from '../../openapi/pointer.js';
 import { canonicalJson } from '../../util/canonical-json.js';
@@ -127,7 +132,8 @@ class SchemaWriter {
 
   /** The definition a bare reference (no siblings) stands for in the inlined form, if any. */
   private plainReference(node: Layer): unknown {
-    if (typeof node.$ref !== 'string' || Object.keys(node).length !== 1) return undefined;
+    if (typeof node.$ref !== 'string' || Object.keys(node).length !== 1 || leftOutExamples(node))
+      return undefined;
     const name = defName(node.$ref);
     const target = name === undefined ? undefined : this.lookup(name);
     return target === undefined || isOnCycle(target) ? undefined : target;
@@ -146,7 +152,7 @@ class SchemaWriter {
       const target = name === undefined ? undefined : this.lookup(name);
       if (target === undefined || isOnCycle(target)) break;
       const { $ref: _ref, ...siblings } = current;
-      if (Object.keys(siblings).length > 0) layers.push(siblings);
+      if (Object.keys(siblings).length > 0 || leftOutExamples(siblings)) layers.push(siblings);
       if (this.form === 'merkle') {
         const hashed = { $ref: `sha256:${this.merkleHash(target)}` };
         return [hashed, layers.reverse()];
@@ -170,7 +176,8 @@ class SchemaWriter {
   }
 
   /** Keys of all layers in canonical order; a key's value comes from the last layer holding it. */
-  private object(given: readonly Layer[], defs: (() => void) | undefined, fallbackExamples = false): void {
+  private object(layered: readonly Layer[], defs: (() => void) | undefined, fallbackExamples = false): void {
+    const given = layered.map(withLeftOutExamples);
     const composed = this.form === 'inlined' && (fallbackExamples || hasNullableRef(given));
     const layers = composed ? inlinedLayers(given, fallbackExamples, this) : given;
     const values = layers.length === 1 ? (layers[0] as Layer) : merge(layers);
@@ -222,6 +229,12 @@ class SchemaWriter {
     if (key) merkleHashes.set(key, digest);
     return digest;
   }
+}
+
+/** The layer as it was written before examples over MAX_EXAMPLES_CHARS were left out. */
+function withLeftOutExamples(layer: Layer): Layer {
+  const examples = leftOutExamples(layer);
+  return examples === undefined || layer.examples !== undefined ? layer : { ...layer, examples };
 }
 
 /** Each key's value from the last layer holding it (`$ref` only from the base layer). */

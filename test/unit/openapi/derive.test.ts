@@ -446,7 +446,7 @@ describe('input: parameters', () => {
         },
       }),
     );
-    expect(catalog.capabilities[0]?.input?.properties).toEqual({
+    expect(JSON.parse(JSON.stringify(catalog.capabilities[0]?.input?.properties))).toEqual({
       q: { type: 'string' },
       tag: { type: 'string', examples: ['dog'] },
     });
