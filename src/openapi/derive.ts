@@ -55,14 +55,16 @@ export function deriveCatalog(apis: readonly ApiDocument[]): DerivedCatalog {
  */
 export async function deriveCatalogInSlices(
   apis: readonly ApiDocument[],
-  sliceMs = DERIVE_SLICE_MS,
+  options: { readonly sliceMs?: number; readonly betweenSlices?: () => void } = {},
 ): Promise<DerivedCatalog> {
+  const sliceMs = options.sliceMs ?? DERIVE_SLICE_MS;
   const steps = deriveSteps(apis);
   let sliceStart = performance.now();
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
     if (performance.now() - sliceStart >= sliceMs) {
+      options.betweenSlices?.();
       await nextTurn();
       sliceStart = performance.now();
     }

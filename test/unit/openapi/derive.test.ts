@@ -89,7 +89,7 @@ describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', (
   ];
 
   it('gives exactly the catalog derived in one go', async () => {
-    const sliced = await deriveCatalogInSlices(apis, 0);
+    const sliced = await deriveCatalogInSlices(apis, { sliceMs: 0 });
     const whole = deriveCatalog(apis);
     // The catalog's lookups are functions of their own: compare what they are built from.
     for (const key of ['apis', 'capabilities', 'warnings', 'formats'] as const) {
@@ -100,8 +100,10 @@ describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', (
 
   it('lets the event loop turn between slices: with slices of 0 ms, after every operation', async () => {
     const turns = countTurns();
-    const catalog = await deriveCatalogInSlices(apis, 0);
+    let between = 0;
+    const catalog = await deriveCatalogInSlices(apis, { sliceMs: 0, betweenSlices: () => void between++ });
     expect(turns.stop()).toBeGreaterThanOrEqual(159);
+    expect(between).toBeGreaterThanOrEqual(159);
     expect(catalog.capabilities).toHaveLength(160);
   });
 
