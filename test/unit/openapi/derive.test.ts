@@ -101,7 +101,12 @@ describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', (
   it('lets the event loop turn between slices: with slices of 0 ms, after every operation', async () => {
     const turns = countTurns();
     let between = 0;
-    const catalog = await deriveCatalogInSlices(apis, { sliceMs: 0, betweenSlices: () => void between++ });
+    const catalog = await deriveCatalogInSlices(apis, {
+      sliceMs: 0,
+      betweenSlices: () => {
+        between++;
+      },
+    });
     expect(turns.stop()).toBeGreaterThanOrEqual(159);
     expect(between).toBeGreaterThanOrEqual(159);
     expect(catalog.capabilities).toHaveLength(160);
