@@ -5,16 +5,21 @@
  */
 import type { Catalog } from '../openapi/catalog.js';
 import type { Capability } from '../openapi/types.js';
-import { collectGarbage } from '../util/collect-garbage.js';
+import { collectingWhenGrown } from '../util/collect-garbage.js';
 import type { CliOutput } from './output.js';
 
 /**
- * Text written between two full collections. Each capability's text is garbage once written, and
+ * When a full collection runs while writing. Each capability's text is garbage once written, and
  * V8 lets garbage grow to about four times the live heap before it collects on its own: Microsoft
- * Graph's 11,422 capabilities (780 MB of text over an 80 MB catalog) peaked at 469 MiB that way.
- * A collection costs tens of milliseconds; one per 64 MiB of text is a few per large listing.
+ * Graph's 11,422 capabilities (780 MB of text over an 80 MB catalog) peaked at 469 MiB that way,
+ * and at 240 MiB with a collection per 64 Mi characters written. Text with a character past
+ * Latin-1 takes two bytes a character, so Microsoft Graph beta (22,361 capabilities) still made
+ * twice that garbage between collections and peaked at 402 MiB: a collection also follows 64 MiB
+ * of growth in the memory JavaScript uses. Growth alone kept Graph's at 267-273 MiB: V8's own
+ * collections reset what it measures from without keeping the peak down.
  */
 const COLLECT_EVERY_CHARS = 64 * 1024 * 1024;
+const COLLECT_AFTER_GROWTH_BYTES = 64 * 1024 * 1024;
 
 /** What the listing shows of a capability: the agent-facing parts and the operation it calls. */
 export function capabilityEntry(c: Capability): Record<string, unknown> {
@@ -32,6 +37,7 @@ export async function writeCatalogJson(catalog: Catalog, io: CliOutput): Promise
   const { capabilities, warnings } = catalog;
   io.out(capabilities.length === 0 ? '{\n  "capabilities": [],\n' : '{\n  "capabilities": [\n');
   let sinceCollection = 0;
+  const collect = collectingWhenGrown(COLLECT_AFTER_GROWTH_BYTES);
   for (const [i, c] of capabilities.entries()) {
     const last = i === capabilities.length - 1;
     const text = nestedTwice(capabilityEntry(c));
@@ -39,10 +45,7 @@ export async function writeCatalogJson(catalog: Catalog, io: CliOutput): Promise
     // Waits while the reader is behind, so unread text does not pile up in memory.
     await io.drained?.();
     sinceCollection += text.length;
-    if (sinceCollection >= COLLECT_EVERY_CHARS) {
-      collectGarbage();
-      sinceCollection = 0;
-    }
+    if (collect(sinceCollection >= COLLECT_EVERY_CHARS)) sinceCollection = 0;
   }
   io.out(`  "warnings": ${JSON.stringify([warnings], null, 2).slice(4, -2)}\n}\n`);
   await io.drained?.();

@@ -1,10 +1,9 @@
 /** Loads every API's document (in parallel) and derives one catalog from them. */
 import type { Catalog } from './catalog.js';
 import { deriveCatalogInSlices, type ApiDocument } from './derive.js';
-import { collectGarbage } from '../util/collect-garbage.js';
+import { collectGarbage, collectingWhenGrown } from '../util/collect-garbage.js';
 import { loadDocument, type LoadOptions } from './load.js';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { getHeapStatistics } from 'node:v8';
 
 export type ApiSource = Omit<ApiDocument, 'doc' | 'source'> & { readonly spec: string };
 
@@ -37,24 +36,3 @@ export async function loadCatalog(
  * it was.
  */
 export const COLLECT_AFTER_GROWTH_BYTES = 64 * 1024 * 1024;
-
-/**
- * A between-slices hook: a full collection once the used heap grew by `bytes` since the last
- * (or since the hook was made). `used` and `collect` are V8's unless a test gives its own.
- */
-export function collectingWhenGrown(
-  bytes: number,
-  used: () => number = usedHeap,
-  collect: () => void = collectGarbage,
-): () => void {
-  let base = used();
-  return () => {
-    if (used() - base < bytes) return;
-    collect();
-    base = used();
-  };
-}
-
-function usedHeap(): number {
-  return getHeapStatistics().used_heap_size;
-}

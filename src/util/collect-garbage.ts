@@ -6,7 +6,7 @@
  * V8 exposes `gc` only to contexts made after the flag is set, hence the fresh vm context: the
  * proxy's own global scope gets no `gc`.
  */
-import { setFlagsFromString } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 let gc: (() => void) | undefined;
@@ -17,4 +17,33 @@ export function collectGarbage(): void {
     gc = runInNewContext('gc') as () => void;
   }
   gc();
+}
+
+/**
+ * A hook for long loops that make garbage faster than V8 collects it, letting the heap grow to
+ * hold it (deriving a catalog, writing `capabilities --json`): a full collection each time the
+ * memory JavaScript uses (heap and external, such as Buffers) has grown by `bytes` since the last
+ * one (or since the hook was made). Growth, not
+ * time or text written, so that a small job is never collected and a large one at the pace it
+ * really makes garbage. It collects at once when `force`d (another measure said so), and says
+whether it collected. `used` and `collect` are V8's unless a test gives its own.
+ */
+export function collectingWhenGrown(
+  bytes: number,
+  used: () => number = usedMemory,
+  collect: () => void = collectGarbage,
+): (force?: boolean) => boolean {
+  let base = used();
+  return (force = false) => {
+    if (!force && used() - base < bytes) return false;
+    collect();
+    base = used();
+    return true;
+  };
+}
+
+/** The heap in use and the memory outside it that JavaScript objects hold (Buffers among it). */
+function usedMemory(): number {
+  const { used_heap_size: heap, external_memory: external } = getHeapStatistics();
+  return heap + external;
 }

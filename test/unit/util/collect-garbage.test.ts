@@ -1,6 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage } from '../../../src/util/collect-garbage.js';
+import { getHeapStatistics } from 'node:v8';
+import { COLLECT_AFTER_GROWTH_BYTES } from '../../../src/openapi/load-catalog.js';
+import { collectGarbage, collectingWhenGrown } from '../../../src/util/collect-garbage.js';
 
 /** A weak reference to an object nothing else holds. */
 function unreachable(): WeakRef<object> {
@@ -22,5 +24,59 @@ describe('collectGarbage', () => {
     const before = 'gc' in globalThis;
     collectGarbage();
     expect('gc' in globalThis).toBe(before);
+  });
+});
+
+/**
+ * When long loops collect (deriving a catalog, writing `capabilities --json`): once the memory in
+ * use grew by the given bytes since the last collection, or when forced. The readings are scripted
+ * in the first tests, so that the policy is what is checked; what it saves is the benchmarks'.
+ */
+const MiB = 1024 * 1024;
+
+describe('collectingWhenGrown', () => {
+  it('collects each time the heap has grown by the bytes since the last collection', () => {
+    const readings = [100, 120, 163, 164, 150, 190, 213, 214, 160].map((n) => n * MiB);
+    let reading = 0;
+    const collected: number[] = [];
+    const hook = collectingWhenGrown(
+      64 * MiB,
+      () => readings[reading++] as number,
+      () => collected.push(reading),
+    );
+    // Base 100: 120 no, 163 no, 164 yes (then 150 is the base), 190 no, 213 no, 214 yes (then 160).
+    const answers = Array.from({ length: 6 }, () => hook());
+    expect(answers).toEqual([false, false, true, false, false, true]);
+    expect(collected).toEqual([4, 8]);
+    expect(reading).toBe(9);
+  });
+
+  it('collects when forced whatever the growth, and measures growth from there', () => {
+    const readings = [100, 101, 90, 140, 154];
+    let reading = 0;
+    let collections = 0;
+    const hook = collectingWhenGrown(
+      64,
+      () => readings[reading++] as number,
+      () => collections++,
+    );
+    expect(hook(true)).toBe(true); // forced at 100: 101 after it is the base
+    expect(hook()).toBe(false); // 90
+    expect(hook()).toBe(false); // 140: 39 over the base
+    expect(hook()).toBe(false); // 154: 53
+    expect(collections).toBe(1);
+  });
+
+  it('by default reads V8 and collects for real, after 64 MiB of growth', () => {
+    expect(COLLECT_AFTER_GROWTH_BYTES).toBe(64 * MiB);
+    const before = getHeapStatistics().used_heap_size;
+    const hook = collectingWhenGrown(1);
+    // 8 MiB that nothing holds once made, in arrays large enough for V8's large-object space,
+    // which only a full collection frees: without one, the used heap still counts them.
+    let held: number[][] | undefined = Array.from({ length: 32 }, () => new Array<number>(65_536).fill(1));
+    expect(held.length * (held[0]?.length ?? 0)).toBe(32 * 65_536);
+    held = undefined;
+    hook(); // grown by more than a byte: a full collection
+    expect(getHeapStatistics().used_heap_size).toBeLessThan(before + 4 * MiB);
   });
 });
