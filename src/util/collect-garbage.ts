@@ -23,10 +23,9 @@ export function collectGarbage(): void {
  * A hook for long loops that make garbage faster than V8 collects it, letting the heap grow to
  * hold it (deriving a catalog, writing `capabilities --json`): a full collection each time the
  * memory JavaScript uses (heap and external, such as Buffers) has grown by `bytes` since the last
- * one (or since the hook was made). Growth, not
- * time or text written, so that a small job is never collected and a large one at the pace it
- * really makes garbage. It collects at once when `force`d (another measure said so), and says
-whether it collected. `used` and `collect` are V8's unless a test gives its own.
+ * one, or since the hook was made. Growth rather than time, so that a small job is never
+ * collected. It also collects when `force`d (the caller has a measure of its own), and says
+ * whether it collected. `used` and `collect` are V8's unless a test gives its own.
  */
 export function collectingWhenGrown(
   bytes: number,

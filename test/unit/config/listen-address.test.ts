@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../../src/config/config-file.js';
 import { resolveListenAddress } from '../../../src/config/listen-address.js';
-import { UserError } from '../../../src/errors.js';
+import { userError } from '../../helpers/user-error.js';
 
 let dir = '';
 beforeAll(() => {
@@ -20,16 +20,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function config(name: string, text: string): string {
   writeFileSync(join(dir, name), text);
   return name;
-}
-
-function userError(fn: () => unknown): UserError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof UserError) return err;
-    throw err;
-  }
-  throw new Error('no UserError thrown');
 }
 
 describe('resolveListenAddress', () => {

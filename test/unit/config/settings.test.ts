@@ -6,19 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, readConfigFile } from '../../../src/config/config-file.js';
 import { resolveSettings } from '../../../src/config/settings.js';
 import { toOverrides } from '../../../src/cli/overrides.js';
-import { UserError } from '../../../src/errors.js';
-
-/** Runs `fn`, which must throw a UserError, and returns that error. */
-function userError(fn: () => unknown): UserError {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toBeInstanceOf(UserError);
-  return thrown as UserError;
-}
+import { userError } from '../../helpers/user-error.js';
 
 let dir = '';
 beforeAll(() => {

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../src/config/config-file.js';
-import { UserError } from '../../../src/errors.js';
 import { parsePolicyFile } from '../../../src/policy/file.js';
+import { userError } from '../../helpers/user-error.js';
 
 /** Ten levels of ten aliases each: 10^10 nodes once expanded. */
 function aliasBomb(): string {
@@ -17,16 +17,6 @@ function aliasBomb(): string {
         .join(', ')}]`,
     );
   return `${lines.join('\n')}\n`;
-}
-
-function userError(fn: () => unknown): UserError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof UserError) return err;
-    throw err;
-  }
-  throw new Error('no UserError thrown');
 }
 
 describe('parseYamlText, through the config and the policy', () => {

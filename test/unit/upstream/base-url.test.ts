@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { UserError } from '../../../src/errors.js';
 import type { ApiInfo, ServerTemplate } from '../../../src/openapi/types.js';
 import { resolveBaseUrl } from '../../../src/upstream/base-url.js';
+import { userError } from '../../helpers/user-error.js';
 
 // Where execution sends requests: the operator's `upstream`, else the document's first server
 // with variables from config (never from agents) or their defaults.
@@ -28,16 +28,6 @@ const regional: ServerTemplate = {
     version: { default: 'v1' },
   },
 };
-
-function userError(fn: () => unknown): UserError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(UserError);
-    return err as UserError;
-  }
-  throw new Error('expected a UserError');
-}
 
 describe('resolveBaseUrl', () => {
   it('uses the configured upstream over the document servers', () => {
