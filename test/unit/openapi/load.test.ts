@@ -84,6 +84,42 @@ describe('multi-file documents', () => {
   });
 });
 
+describe('JSON documents (parsed from their text at once)', () => {
+  const doc = {
+    openapi: '3.0.3',
+    info: { title: 'T', version: '1' },
+    paths: {
+      '/a': { get: { responses: { '200': { $ref: 'responses.json#/ok' } } } },
+      '/b': { get: { responses: { '200': { $ref: 'responses.json#/ok' } } } },
+    },
+  };
+
+  it('a root with $refs to another JSON file is bundled as a YAML one is', async () => {
+    writeTemp('responses.json', JSON.stringify({ ok: { description: 'fine' } }));
+    const { doc: loaded } = await loadDocument(writeTemp('root.json', JSON.stringify(doc)), LOCAL_ONLY);
+    const { doc: fromYaml } = await loadDocument(writeTemp('root.yaml', JSON.stringify(doc)), LOCAL_ONLY);
+    expect(loaded).toStrictEqual(fromYaml);
+    // The bundler inlines the first use of the other file's response and points the second at it.
+    expect(resolvePointer(loaded, '#/paths/~1a/get/responses/200')).toEqual({ description: 'fine' });
+    expect(collectRefs(loaded).map(({ ref }) => ref)).toEqual(['#/paths/~1a/get/responses/200']);
+  });
+
+  it('a byte order mark or white space before the text changes nothing', async () => {
+    const plain = { ...doc, paths: {} };
+    const text = JSON.stringify(plain);
+    const cases: [string, string][] = [
+      ['bom.json', '\ufeff'],
+      ['space.json', ' \r\n\t'],
+      ['both.json', '\ufeff\n '],
+    ];
+    for (const [name, prefix] of cases) {
+      expect((await loadDocument(writeTemp(name, `${prefix}${text}`), LOCAL_ONLY)).doc, name).toStrictEqual(
+        plain,
+      );
+    }
+  });
+});
+
 describe('circular $refs', () => {
   it('neither crash nor hang, and become $defs of each schema', { timeout: 5000 }, async () => {
     const catalog = await loadCatalog([{ spec: spec('circular.yaml') }], LOCAL_ONLY);
