@@ -4,10 +4,17 @@
  */
 import { UserError } from '../errors.js';
 import { createCatalog, type Catalog } from './catalog.js';
-import { documentServers, inspectDocument, listOperations, securitySchemes } from './document.js';
+import {
+  documentServers,
+  inspectDocument,
+  listOperations,
+  securitySchemes,
+  type DocumentView,
+  type RawOperation,
+} from './document.js';
 import { baseName, NAME_PATTERN, suffixed, toSnakeCase, withPrefix } from './names.js';
-import { deriveOperation, type DerivedOperation } from './operation.js';
-import { isObject, scalarText } from './pointer.js';
+import { deriveOperation, type ApiContext, type DerivedOperation } from './operation.js';
+import { isObject, scalarText, unescapeToken } from './pointer.js';
 import { SchemaConverter } from './schema-convert.js';
 import { isSelected, type OperationSelector } from './selectors.js';
 import type { ApiInfo, Capability } from './types.js';
@@ -55,10 +62,19 @@ export function deriveCatalog(apis: readonly ApiDocument[]): DerivedCatalog {
  */
 export async function deriveCatalogInSlices(
   apis: readonly ApiDocument[],
-  options: { readonly sliceMs?: number; readonly betweenSlices?: () => void } = {},
+  options: {
+    readonly sliceMs?: number;
+    readonly betweenSlices?: () => void;
+    /**
+     * The documents are the caller's to give up: each path item leaves its document once its
+     * operations are derived, unless a `$ref` points into it, so that the document shrinks as the
+     * catalog grows (paths are most of a large document: 56 of Microsoft Graph beta's 69 MiB).
+     */
+    readonly consumeDocuments?: boolean;
+  } = {},
 ): Promise<DerivedCatalog> {
   const sliceMs = options.sliceMs ?? DERIVE_SLICE_MS;
-  const steps = deriveSteps(apis);
+  const steps = deriveSteps(apis, options.consumeDocuments === true);
   let sliceStart = performance.now();
   for (;;) {
     const step = steps.next();
@@ -72,7 +88,10 @@ export async function deriveCatalogInSlices(
 }
 
 /** Derives the catalog, yielding after each operation (where a slice may end), returning it. */
-function* deriveSteps(apis: readonly ApiDocument[]): Generator<void, DerivedCatalog, void> {
+function* deriveSteps(
+  apis: readonly ApiDocument[],
+  consumeDocuments = false,
+): Generator<void, DerivedCatalog, void> {
   const warnings: string[] = [];
   const warn = (m: string): void => void warnings.push(m);
   const infos: ApiInfo[] = [];
@@ -100,34 +119,16 @@ function* deriveSteps(apis: readonly ApiDocument[]): Generator<void, DerivedCata
     });
     const ctx = { view, converter, apiId: id, servers, schemes, warn };
     yield; // reading the document's references (the converter) was a step of its own
-    for (const op of listOperations(view)) {
-      const operationId = typeof op.operation.operationId === 'string' ? op.operation.operationId : undefined;
-      const tags = Array.isArray(op.operation.tags)
-        ? op.operation.tags.filter((t): t is string => typeof t === 'string')
-        : [];
-      if (
-        !isSelected(
-          { method: op.method, path: op.path, ...(operationId ? { operationId } : {}), tags },
-          api.include,
-          api.exclude,
-        )
-      )
-        continue;
-      const override = op.operation['x-agent-auth-name'];
-      if (override !== undefined && (typeof override !== 'string' || !NAME_PATTERN.test(override))) {
-        throw new UserError(
-          `${api.source}: ${op.pointer}/x-agent-auth-name: ${JSON.stringify(override)} is not a valid capability name (expected [a-z0-9_], 1 to 64 characters)`,
-        );
+    const operations: (RawOperation | undefined)[] = listOperations(view);
+    const release = consumeDocuments ? pathRelease(view, converter.refs) : undefined;
+    for (let index = 0; index < operations.length; index++) {
+      const op = operations[index] as RawOperation;
+      const candidate = candidateFor(ctx, api, apiIndex, op);
+      if (candidate !== undefined) candidates.push(candidate);
+      if (release !== undefined) {
+        operations[index] = undefined;
+        if (operations[index + 1]?.path !== op.path) release(op.path);
       }
-      candidates.push({
-        derived: deriveOperation(ctx, op),
-        base: withPrefix(
-          api.prefix,
-          typeof override === 'string' ? override : baseName(operationId, op.method, op.path),
-        ),
-        explicit: typeof override === 'string',
-        order: `${String(apiIndex).padStart(6, '0')} ${op.path} ${op.method}`,
-      });
       yield;
     }
     for (const f of converter.formats) formats.add(f);
@@ -143,6 +144,63 @@ function* deriveSteps(apis: readonly ApiDocument[]): Generator<void, DerivedCata
     operation: c.derived.operation,
   }));
   return Object.freeze({ ...createCatalog(infos, capabilities, warnings), formats });
+}
+
+/** The operation as a candidate capability, or undefined when the API's selectors leave it out. */
+function candidateFor(
+  ctx: ApiContext,
+  api: ApiDocument,
+  apiIndex: number,
+  op: RawOperation,
+): Candidate | undefined {
+  const operationId = typeof op.operation.operationId === 'string' ? op.operation.operationId : undefined;
+  const tags = Array.isArray(op.operation.tags)
+    ? op.operation.tags.filter((t): t is string => typeof t === 'string')
+    : [];
+  if (
+    !isSelected(
+      { method: op.method, path: op.path, ...(operationId ? { operationId } : {}), tags },
+      api.include,
+      api.exclude,
+    )
+  )
+    return undefined;
+  const override = op.operation['x-agent-auth-name'];
+  if (override !== undefined && (typeof override !== 'string' || !NAME_PATTERN.test(override))) {
+    throw new UserError(
+      `${api.source}: ${op.pointer}/x-agent-auth-name: ${JSON.stringify(override)} is not a valid capability name (expected [a-z0-9_], 1 to 64 characters)`,
+    );
+  }
+  return {
+    derived: deriveOperation(ctx, op),
+    base: withPrefix(
+      api.prefix,
+      typeof override === 'string' ? override : baseName(operationId, op.method, op.path),
+    ),
+    explicit: typeof override === 'string',
+    order: `${String(apiIndex).padStart(6, '0')} ${op.path} ${op.method}`,
+  };
+}
+
+/**
+ * Removes a path item from the document, once derived, unless one of the document's `$ref`s
+ * (`refs`) points into it: a `$ref` of a schema, a parameter or another path item may.
+ */
+function pathRelease(view: DocumentView, refs: ReadonlySet<string>): (path: string) => void {
+  const referenced = new Set<string>();
+  for (const ref of refs) {
+    const [, top, token] = ref.split('/', 3);
+    if (top !== 'paths' || token === undefined) continue;
+    try {
+      referenced.add(unescapeToken(decodeURIComponent(token)));
+    } catch {
+      return () => undefined; // a pointer that does not decode: keep every path item
+    }
+  }
+  const paths = view.doc.paths as Record<string, unknown>;
+  return (path) => {
+    if (!referenced.has(path)) Reflect.deleteProperty(paths, path);
+  };
 }
 
 /**

@@ -93,6 +93,8 @@ const SUBSCHEMA_MAP = ['patternProperties', 'dependentSchemas'];
 export class SchemaConverter {
   /** Every `format` seen, so the validator can register unknown ones as annotations. */
   readonly formats = new Set<string>();
+  /** Every local `$ref` of the document. */
+  readonly refs: ReadonlySet<string>;
   private readonly recursive: ReadonlySet<string>;
   /** Document `$ref` → `$defs` name, and back. */
   private readonly defNames = new Map<string, string>();
@@ -108,6 +110,7 @@ export class SchemaConverter {
     private readonly onWarning: (message: string) => void,
   ) {
     const graph = analyzeRefs(doc);
+    this.refs = graph.refs;
     this.recursive = graph.recursive;
     this.legacyNames = legacyDefNames(graph.recursive);
     // Named over the whole document in pointer order, so a name never depends on the operation.

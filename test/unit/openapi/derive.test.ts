@@ -112,6 +112,55 @@ describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', (
     expect(catalog.capabilities).toHaveLength(160);
   });
 
+  describe('consuming the documents (a load that parsed them for this catalog alone)', () => {
+    const body = { type: 'object', properties: { n: { type: 'integer' } } };
+    const consumable = (): Record<string, unknown> =>
+      openapi({
+        // Named to come after what they point into: derived last, once the others are.
+        '/z/aliased': { $ref: '#/paths/~1target' },
+        '/target': { get: { operationId: 'target', responses: OK } },
+        '/z/borrows': {
+          post: {
+            requestBody: {
+              content: json({
+                $ref: '#/paths/~1lends~1%7Bid%7D/put/requestBody/content/application~1json/schema',
+              }),
+            },
+            responses: OK,
+          },
+        },
+        '/lends/{id}': {
+          put: {
+            parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
+            requestBody: { content: json(body) },
+            responses: OK,
+          },
+        },
+        '/plain': {
+          get: { responses: { '200': { description: 'ok', content: json(body) } } },
+          delete: { responses: OK },
+        },
+        '/other': { get: { operationId: 'other', responses: OK } },
+      });
+
+    it('leaves in each document only the path items a $ref points into, and derives the same catalog', async () => {
+      const doc = consumable();
+      const consumed = await deriveCatalogInSlices([{ source: 'c.yaml', doc }], { consumeDocuments: true });
+      const whole = deriveCatalog([{ source: 'c.yaml', doc: consumable() }]);
+      for (const key of ['apis', 'capabilities', 'warnings', 'formats'] as const) {
+        expect(consumed[key]).toStrictEqual(whole[key]);
+      }
+      expect(consumed.capabilities).toHaveLength(7);
+      expect(Object.keys(doc.paths as object)).toEqual(['/target', '/lends/{id}']);
+    });
+
+    it('leaves the documents as they were unless asked', async () => {
+      const doc = consumable();
+      await deriveCatalogInSlices([{ source: 'c.yaml', doc }], { sliceMs: 0 });
+      expect(doc).toStrictEqual(consumable());
+    });
+  });
+
   it('derived in one go, nothing else runs meanwhile', () => {
     const turns = countTurns();
     deriveCatalog(apis);

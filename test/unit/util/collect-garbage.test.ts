@@ -67,8 +67,8 @@ describe('collectingWhenGrown', () => {
     expect(collections).toBe(1);
   });
 
-  it('by default reads V8 and collects for real, after 64 MiB of growth', () => {
-    expect(COLLECT_AFTER_GROWTH_BYTES).toBe(64 * MiB);
+  it('by default reads V8 and collects for real, after 32 MiB of growth', () => {
+    expect(COLLECT_AFTER_GROWTH_BYTES).toBe(32 * MiB);
     const before = getHeapStatistics().used_heap_size;
     const hook = collectingWhenGrown(1);
     // 8 MiB that nothing holds once made, in arrays large enough for V8's large-object space,
