@@ -1,25 +1,23 @@
 /**
- * `capabilities --json`: `{ capabilities, warnings }`, written one capability at a time so a large
- * catalog (GitHub's 1,200 operations) never becomes one string in memory (issue #14). The text is
- * exactly what `JSON.stringify(value, null, 2)` of the whole object would be.
+ * `capabilities --json`: `{ capabilities, warnings }`, written in batches of small pieces so that
+ * neither a large catalog (GitHub's 1,200 operations) nor a large capability (megabytes, in
+ * Microsoft Graph's) ever becomes one string in memory (issue #14). The text is exactly what
+ * `JSON.stringify(value, null, 2)` of the whole object would be.
  */
 import type { Catalog } from '../openapi/catalog.js';
 import type { Capability } from '../openapi/types.js';
 import { collectingWhenGrown } from '../util/collect-garbage.js';
+import { emitJson } from '../util/json-pieces.js';
 import type { CliOutput } from './output.js';
 
 /**
- * When a full collection runs while writing. Each capability's text is garbage once written, and
- * V8 lets garbage grow to about four times the live heap before it collects on its own: Microsoft
- * Graph's 11,422 capabilities (780 MB of text over an 80 MB catalog) peaked at 469 MiB that way,
- * and at 240 MiB with a collection per 64 Mi characters written. Text with a character past
- * Latin-1 takes two bytes a character, so Microsoft Graph beta (22,361 capabilities) still made
- * twice that garbage between collections and peaked at 402 MiB: a collection also follows 64 MiB
- * of growth in the memory JavaScript uses. Growth alone kept Graph's at 267-273 MiB: V8's own
- * collections reset what it measures from without keeping the peak down.
+ * Heap growth while writing after which a full collection runs (between two capabilities). The
+ * pieces die young, but what the output stream holds until the reader takes it lives long enough
+ * to be promoted, and V8 let that garbage grow: Microsoft Graph beta (22,361 capabilities, 2.4 GB
+ * of text) peaked at 376 MiB with no collection of ours, 321 MiB with one per 64 MiB of growth,
+ * 284 MiB per 32 (in 20 s, as many as before) and 270 MiB per 16 (in 30 s).
  */
-const COLLECT_EVERY_CHARS = 64 * 1024 * 1024;
-const COLLECT_AFTER_GROWTH_BYTES = 64 * 1024 * 1024;
+const COLLECT_AFTER_GROWTH_BYTES = 32 * 1024 * 1024;
 
 /** What the listing shows of a capability: the agent-facing parts and the operation it calls. */
 export function capabilityEntry(c: Capability): Record<string, unknown> {
@@ -35,30 +33,35 @@ export function capabilityEntry(c: Capability): Record<string, unknown> {
 
 export async function writeCatalogJson(catalog: Catalog, io: CliOutput): Promise<void> {
   const { capabilities, warnings } = catalog;
-  io.out(capabilities.length === 0 ? '{\n  "capabilities": [],\n' : '{\n  "capabilities": [\n');
-  let sinceCollection = 0;
+  let batch = '';
+  const emit = (piece: string): void => {
+    batch += piece;
+    if (batch.length >= WRITE_BATCH_CHARS) flush();
+  };
+  const flush = (): void => {
+    if (batch.length > 0) io.out(batch);
+    batch = '';
+  };
   const collect = collectingWhenGrown(COLLECT_AFTER_GROWTH_BYTES);
+  emit(capabilities.length === 0 ? '{\n  "capabilities": [],\n' : '{\n  "capabilities": [\n');
   for (const [i, c] of capabilities.entries()) {
-    const last = i === capabilities.length - 1;
-    const text = nestedTwice(capabilityEntry(c));
-    io.out(`${text}${last ? '\n  ],\n' : ',\n'}`);
+    emit('    ');
+    emitJson(capabilityEntry(c), emit, 2);
+    emit(i === capabilities.length - 1 ? '\n  ],\n' : ',\n');
+    flush();
     // Waits while the reader is behind, so unread text does not pile up in memory.
     await io.drained?.();
-    sinceCollection += text.length;
-    if (collect(sinceCollection >= COLLECT_EVERY_CHARS)) sinceCollection = 0;
+    collect();
   }
-  io.out(`  "warnings": ${JSON.stringify([warnings], null, 2).slice(4, -2)}\n}\n`);
+  emit(`  "warnings": `);
+  emitJson(warnings, emit, 1);
+  emit('\n}\n');
+  flush();
   await io.drained?.();
 }
 
 /**
- * The entry as it reads two levels down in the whole document (`{ "capabilities": [ … ] }`):
- * stringified inside two arrays, which indents it by four spaces, then cut out of them. One string
- * per capability, where indenting afterwards made a second copy of every (often large) one.
+ * Characters given to the output at a time (at most; a capability's last batch is smaller). Small
+ * enough to die young in V8's heap, large enough that writing is not call after call.
  */
-function nestedTwice(entry: Record<string, unknown>): string {
-  const text = JSON.stringify([[entry]], null, 2);
-  // `[\n  [\n    {…}\n  ]\n]`: the entry's line starts after the first 6 characters and ends 6
-  // before the end.
-  return text.slice(6, -6);
-}
+export const WRITE_BATCH_CHARS = 16 * 1024;
