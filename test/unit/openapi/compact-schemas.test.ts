@@ -139,6 +139,22 @@ describe('compact capability schemas', () => {
       (one.$defs as any).Pet.properties.name.type = 'integer';
     }).toThrow(TypeError);
   });
+  it('shares one frozen $defs object per set of components and direction across root schemas', () => {
+    const converter = new SchemaConverter(doc, 'openapi-3.0', NOOP);
+    const root = (node: unknown, direction: Direction): JsonSchema =>
+      converter.finish(converter.convert(node, direction, '#/test'), direction);
+    const pet = root(ref('Pet'), 'output');
+    const pets = root({ type: 'array', items: ref('Pet') }, 'output');
+    const tag = root(ref('Tag'), 'output');
+    const input = root(ref('Pet'), 'input');
+    expect(Object.keys(pet.$defs as object)).toEqual(['Pet', 'Tag']);
+    expect(pets.$defs).toBe(pet.$defs);
+    expect(Object.keys(tag.$defs as object)).toEqual(['Tag']);
+    expect(tag.$defs).not.toBe(pet.$defs);
+    expect(Object.keys(input.$defs as object)).toEqual(['Pet', 'Tag']);
+    expect(input.$defs).not.toBe(pet.$defs);
+    expect(Object.isFrozen(pet.$defs)).toBe(true);
+  });
 });
 
 describe('the local $ref helper', () => {
