@@ -8,9 +8,18 @@
  * A child that fails or crashes is a row with its error, never the end of the run.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureApiCorpus } from '../scripts/fetch-api-corpus.js';
 import { CORPUS_DIR, corpusDocuments } from '../test/helpers/corpus.js';
@@ -22,7 +31,8 @@ const CHILD_TIMEOUT_MS = 300_000;
 
 export interface CorpusDocumentRef {
   readonly id: string;
-  readonly set: 'shared' | 'large';
+  /** The shared corpus, the large-API corpus, or any other file named on the command line. */
+  readonly set: 'shared' | 'large' | 'file';
   readonly flavour: string;
   readonly file: string;
 }
@@ -45,7 +55,11 @@ export interface CorpusRow extends CorpusDocumentRef {
   readonly json: Outcome<{ readonly maxRssMiB: number; readonly outputMiB: number }>;
 }
 
-/** The documents to measure: the shared corpus, then the large set (fetched first if missing). */
+/**
+ * The documents to measure: the shared corpus, then the large set (fetched first if missing); or,
+ * given `ids`, those in that order, each a corpus document's id or the path of any other OpenAPI
+ * file (the public collection's Microsoft Graph beta, say).
+ */
 export function corpusBenchDocuments(options: { ids?: readonly string[] }): CorpusDocumentRef[] {
   const shared = corpusDocuments().map((d) => ({
     id: d.id,
@@ -56,8 +70,33 @@ export function corpusBenchDocuments(options: { ids?: readonly string[] }): Corp
   const large = ensureApiCorpus((line) => {
     console.log(line);
   }).map((d) => ({ id: d.id, set: 'large' as const, flavour: d.flavour, file: d.file }));
+  const known: CorpusDocumentRef[] = [...shared, ...large];
   const ids = options.ids ?? [];
-  return [...shared, ...large].filter((d) => ids.length === 0 || ids.includes(d.id));
+  if (ids.length === 0) return known;
+  return ids.map((id) => known.find((d) => d.id === id) ?? fileDocument(id));
+}
+
+function fileDocument(path: string): CorpusDocumentRef {
+  if (!existsSync(path) || !statSync(path).isFile()) {
+    throw new Error(`${path}: neither the id of a corpus document nor a file`);
+  }
+  return {
+    id: basename(path).replace(/\.(json|ya?ml)$/i, ''),
+    set: 'file',
+    flavour: flavourOf(path),
+    file: path,
+  };
+}
+
+/** The version field near the top of a document, as the corpus lists name flavours. */
+function flavourOf(path: string): string {
+  const fd = openSync(path, 'r');
+  const bytes = Buffer.alloc(64 * 1024);
+  const head = bytes.toString('utf8', 0, readSync(fd, bytes));
+  closeSync(fd);
+  const version = /["']?(openapi|swagger)["']?\s*:\s*["']?(\d+\.\d+)/.exec(head);
+  if (version === null) return 'unknown';
+  return version[1] === 'swagger' ? `swagger-${version[2]}` : `openapi-${version[2]}`;
 }
 
 export async function runCorpusBench(

@@ -5,8 +5,9 @@
  * them); that it still runs is: the catalog child is plain JavaScript against dist/, so a module
  * moved in src/ breaks it without any type error.
  */
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runCorpusBench, type CorpusRow } from '../../bench/corpus.js';
+import { corpusBenchDocuments, runCorpusBench, type CorpusRow } from '../../bench/corpus.js';
 import { CORPUS_DIR, corpusDocuments } from '../helpers/corpus.js';
 import { CLI, ensureBuiltCli } from '../helpers/cli-process.js';
 
@@ -34,5 +35,18 @@ describe('npm run bench -- corpus', () => {
     expect(row.catalog.value.largest.kib).toBeGreaterThan(0);
     expect(row.serve.value.ms).toBeGreaterThan(0);
     expect(row.json.value.outputMiB).toBeGreaterThan(0);
+  });
+
+  it('takes corpus ids and paths of other files, in the order given, and refuses anything else', () => {
+    const file = fileURLToPath(new URL('../fixtures/specs/gateway.yaml', import.meta.url));
+    const docs = corpusBenchDocuments({ ids: [file, 'petstore-oas30'] });
+    expect(docs.map(({ id, set, flavour }) => ({ id, set, flavour }))).toEqual([
+      { id: 'gateway', set: 'file', flavour: 'openapi-3.0' },
+      { id: 'petstore-oas30', set: 'shared', flavour: 'openapi-3.0' },
+    ]);
+    expect(docs[0]?.file).toBe(file);
+    expect(() => corpusBenchDocuments({ ids: ['no-such-document'] })).toThrow(
+      'no-such-document: neither the id of a corpus document nor a file',
+    );
   });
 });
