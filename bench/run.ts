@@ -54,7 +54,13 @@ if (only === 'scale') {
 }
 if (only === 'corpus') {
   const ids = args.slice(1).filter((a) => !a.startsWith('--'));
-  const docs = corpusBenchDocuments({ ids });
+  let docs: ReturnType<typeof corpusBenchDocuments>;
+  try {
+    docs = corpusBenchDocuments({ ids });
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(2);
+  }
   console.log(corpusHeader());
   await runCorpusBench(docs, (row) => {
     console.log(corpusLine(row));
