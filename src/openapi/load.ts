@@ -48,7 +48,6 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
     location = resolvePath(source);
     if (!existsSync(location) || !statSync(location).isFile())
       throw new UserError(`${source}: spec file not found`);
-    parsed = readJsonFile(location);
   }
 
   // json-schema-ref-parser replaces a resolver's error with `Error reading file "<url>"`; the
@@ -105,12 +104,17 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
       ...args: unknown[]
     ) => Promise<unknown>;
     // The root is parsed on its own, without continueOnError: with it, a root that is not valid
-    // YAML/JSON reaches swagger-parser as null and fails with an unrelated TypeError.
-    const root =
-      parsed === undefined || remoteRoot
-        ? (parsed ?? (await parse(location, { resolve: resolvers })))
-        : // swagger-parser's own checks of the root (its version fields), on what was parsed here.
-          await parse(location, parsed, { resolve: resolvers });
+    // YAML/JSON reaches swagger-parser as null and fails with an unrelated TypeError. A local
+    // JSON root parsed here still goes through swagger-parser's checks of its version fields;
+    // a file that cannot be read fails here, reported below with its name as any load error.
+    let root = parsed;
+    if (!remoteRoot) {
+      const json = readJsonFile(location);
+      root =
+        json === undefined
+          ? await parse(location, { resolve: resolvers })
+          : await parse(location, json, { resolve: resolvers });
+    }
     // Parsing and the walk below are each a long step on a large document: a turn between them.
     await nextTurn();
     if (hasOnlyPlainLocalRefs(root)) return { source, doc: root };
