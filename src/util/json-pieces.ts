@@ -10,6 +10,11 @@
  * is one `JSON.stringify`, its lines indented to where it stands. The text is byte for byte
  * `JSON.stringify`'s, but for a `toJSON` that returns an object with a `toJSON` of its own, which
  * is called too.
+ *
+ * Not @discoveryjs/json-ext's `stringifyChunked`, which gives the same text in chunks: it walks
+ * every value in JavaScript, where this hands all below SPLIT_LEVELS to the native
+ * `JSON.stringify`; for Microsoft Graph's 780 MB listing, 5.0 s against 3.9 s (one process each,
+ * same catalog, text hashed rather than written).
  */
 
 /** Levels of nesting split into pieces; deeper values are stringified whole. */
