@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UserError } from '../../../src/errors.js';
+import { userError } from '../../helpers/user-error.js';
 import type { Catalog } from '../../../src/openapi/catalog.js';
 import { loadCatalog } from '../../../src/openapi/load-catalog.js';
 import { defaultPolicy, loadPolicyFile, parsePolicy, type Policy } from '../../../src/policy/policy.js';
@@ -29,14 +29,7 @@ const parse = (yaml: string): Policy => parsePolicy(yaml, FILE, catalog);
 
 /** Runs `fn`, which must throw a UserError, and returns its message lines. */
 function errorLines(fn: () => unknown): string[] {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (err) {
-    thrown = err;
-  }
-  expect(thrown).toBeInstanceOf(UserError);
-  return (thrown as UserError).message.split('\n');
+  return userError(fn).message.split('\n');
 }
 
 const failures = (yaml: string): string[] => errorLines(() => parse(yaml));
