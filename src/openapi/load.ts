@@ -12,6 +12,7 @@ import { UserError } from '../errors.js';
 import { hasOnlyPlainLocalRefs } from './local-refs.js';
 import { toPointer } from './pointer.js';
 import { DEFAULT_FETCH_LIMITS, fetchDocument, type FetchLimits } from './fetch.js';
+import { bundlerFileResolver, type SourceReads } from './source-reads.js';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 export interface LoadOptions {
@@ -27,22 +28,32 @@ export interface LoadedDocument {
   readonly doc: unknown;
 }
 
+/** The limits remote documents and `$ref`s are fetched with. */
+export function fetchLimitsOf(options: LoadOptions): Partial<FetchLimits> {
+  return { ...DEFAULT_FETCH_LIMITS, ...options.fetchLimits, allowHttp: options.allowHttp };
+}
+
 export function isUrl(source: string): boolean {
   return /^https?:\/\//i.test(source);
 }
 
-export async function loadDocument(source: string, options: LoadOptions): Promise<LoadedDocument> {
-  const limits: Partial<FetchLimits> = {
-    ...DEFAULT_FETCH_LIMITS,
-    ...options.fetchLimits,
-    allowHttp: options.allowHttp,
-  };
+/**
+ * `source` loaded and bundled. With `reads`, everything read for it is recorded there, so that a
+ * reload can tell whether it would read the same (source-reads.ts).
+ */
+export async function loadDocument(
+  source: string,
+  options: LoadOptions,
+  reads?: SourceReads,
+): Promise<LoadedDocument> {
+  const limits = fetchLimitsOf(options);
   const remoteRoot = isUrl(source);
   let location = source;
   let parsed: unknown;
   if (remoteRoot) {
     const fetched = await fetchDocument(source, limits);
     location = fetched.url;
+    reads?.record(source, 'url', fetched.body);
     parsed = parseText(fetched.body.toString('utf8'), source);
   } else {
     location = resolvePath(source);
@@ -59,9 +70,18 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
     return err;
   };
   const resolvers = {
-    // Built-in resolvers are replaced: the file one is refused to remote documents, and the HTTP
-    // one ignores our size, timeout and scheme limits.
-    ...(remoteRoot ? { file: false } : {}),
+    // Built-in resolvers are replaced: the file one is refused to remote documents (and records
+    // what it reads for the others), and the HTTP one ignores our size, timeout and scheme limits.
+    file: remoteRoot
+      ? false
+      : {
+          ...bundlerFileResolver,
+          read: async (file: { url: string }): Promise<Buffer> => {
+            const bytes = await bundlerFileResolver.read(file);
+            reads?.record(file.url, 'file', bytes);
+            return bytes;
+          },
+        },
     http: false,
     guardedHttp: {
       order: 1,
@@ -73,7 +93,9 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
               `remote $ref to ${file.url} is not allowed; pass --allow-remote-refs (or specs.allow_remote_refs: true) to fetch it`,
             );
           }
-          return (await fetchDocument(file.url, limits)).body;
+          const { body } = await fetchDocument(file.url, limits);
+          reads?.record(file.url, 'url', body);
+          return body;
         } catch (err) {
           throw remember(file.url, err);
         }
@@ -109,7 +131,7 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
     // a file that cannot be read fails here, reported below with its name as any load error.
     let root = parsed;
     if (!remoteRoot) {
-      const json = readJsonFile(location);
+      const json = readJsonFile(location, reads);
       root =
         json === undefined
           ? await parse(location, { resolve: resolvers })
@@ -131,11 +153,14 @@ export async function loadDocument(source: string, options: LoadOptions): Promis
  * stands beside text and document: Microsoft Graph beta's 47 MB (90 MiB of text, since one
  * character past Latin-1 makes it two bytes a character, and 69 MiB parsed) peaked at 309 MiB
  * with its 45 MiB of bytes, and at 230 MiB without. Undefined for anything but JSON text, which
- * swagger-parser parses and reports on as before.
+ * swagger-parser parses and reports on as before (reading the file again, through the resolver
+ * that records it).
  */
-function readJsonFile(path: string): unknown {
+function readJsonFile(path: string, reads: SourceReads | undefined): unknown {
   const text = readFileSync(path, 'utf8');
   if (!/^\s*\{/.test(text)) return undefined;
+  // Hashed before parsing, so that hashing's buffers never stand beside the parsed document.
+  reads?.record(path, 'text', text);
   try {
     // `\s` above admits a byte order mark; JSON.parse does not.
     return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
