@@ -32,7 +32,7 @@ import {
   maintenanceRun,
   repeat,
 } from './start/maintenance.js';
-import { loadServedCatalog } from './start/served-catalog.js';
+import { ServedCatalogs } from './start/served-catalog.js';
 import { Teardown } from './start/teardown.js';
 import { ValidatorWarmUp } from './start/warm-up.js';
 import type { Storage } from './storage/open.js';
@@ -98,7 +98,9 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const logger = deps.logger ?? createLogger(settings.logLevel, deps.logSink, Date.now, settings.logFormat);
   const clock = deps.clock ?? systemClock;
   const timers = deps.timers ?? systemTimers;
-  const { catalog, formats } = await loadServedCatalog(settings);
+  const catalogs = new ServedCatalogs();
+  const { catalog, formats } = await catalogs.load(settings);
+  catalogs.installed(catalog);
   for (const warning of catalog.warnings) logger.warn('openapi', { detail: warning });
   const policy = settings.policyFile ? loadPolicyFile(settings.policyFile, catalog) : defaultPolicy(catalog);
   // Every JWT is verified with it: loaded now, so that a binding that cannot load stops the start.
@@ -196,18 +198,24 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     counted: (result) => metrics.configReload(result),
     settings: deps.rereadSettings ?? (() => settings),
     build: async (next) => {
-      const served = await loadServedCatalog(next);
+      const served = await catalogs.load(next);
       const nextPolicy = next.policyFile
         ? loadPolicyFile(next.policyFile, served.catalog)
         : defaultPolicy(served.catalog);
       const built = buildEngine(next, served.catalog, served.formats, shared);
       // Compiled in the background from now: the first calls after the swap need not pay for it.
       warmUp.warm(built.validators, served.catalog);
-      return { catalog: served.catalog, policy: nextPolicy, engine: built };
+      return {
+        catalog: served.catalog,
+        policy: nextPolicy,
+        engine: built,
+        documentsUnchanged: served.documentsUnchanged,
+      };
     },
     engine: () => engine,
     install: (next, nextCatalog) => {
       engine = next;
+      catalogs.installed(nextCatalog);
       mock?.answerFor(nextCatalog);
       metrics.catalogChanged(nextCatalog.capabilities.map((c) => c.name));
     },

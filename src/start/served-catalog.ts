@@ -5,14 +5,51 @@
 import type { Settings } from '../config/settings.js';
 import { UserError } from '../errors.js';
 import type { Catalog } from '../openapi/catalog.js';
-import { loadCatalog } from '../openapi/load-catalog.js';
+import {
+  loadCatalog,
+  loadCatalogReusing,
+  type CatalogLoad,
+  type LoadedCatalog,
+} from '../openapi/load-catalog.js';
+import type { LoadOptions } from '../openapi/load.js';
 import { pinArguments, PinError } from '../openapi/pins.js';
 import { withoutProxyHeaders } from '../openapi/proxy-headers.js';
 
-export async function loadServedCatalog(
-  settings: Settings,
-): Promise<{ catalog: Catalog; formats: ReadonlySet<string> }> {
-  const loaded = await loadCatalog(settings.apis, {
+export interface ServedCatalog {
+  readonly catalog: Catalog;
+  readonly formats: ReadonlySet<string>;
+}
+
+/** The served catalog, loaded once (the `capabilities` and `check` commands). */
+export async function loadServedCatalog(settings: Settings): Promise<ServedCatalog> {
+  return served(settings, await loadCatalog(settings.apis, loadOptionsOf(settings)));
+}
+
+/**
+ * The served catalog across reloads (`serve`). Each load keeps the documents' catalog in force
+ * when nothing it was loaded from has changed (loadCatalogReusing): a reload of Microsoft Graph's
+ * policy had taken 1.8 s and 65 MiB over the catalog in force, to build a catalog equal to it.
+ */
+export class ServedCatalogs {
+  #inForce: CatalogLoad | undefined;
+  /** Each catalog handed out, to its load; weak, so that a refused reload's is not kept. */
+  readonly #loads = new WeakMap<Catalog, CatalogLoad>();
+
+  async load(settings: Settings): Promise<ServedCatalog & { readonly documentsUnchanged: boolean }> {
+    const load = await loadCatalogReusing(settings.apis, loadOptionsOf(settings), this.#inForce);
+    const catalog = served(settings, load.catalog);
+    this.#loads.set(catalog.catalog, load);
+    return { ...catalog, documentsUnchanged: load.reused };
+  }
+
+  /** Told which catalog serves now: the first, a reload's, or the one a failed reload kept. */
+  installed(catalog: Catalog): void {
+    this.#inForce = this.#loads.get(catalog) ?? this.#inForce;
+  }
+}
+
+function loadOptionsOf(settings: Settings): LoadOptions {
+  return {
     allowRemoteRefs: settings.allowRemoteRefs,
     allowHttp: settings.allowHttpSpecs,
     fetchLimits: {
@@ -20,7 +57,11 @@ export async function loadServedCatalog(
       connectTimeoutMs: settings.specTimeoutMs,
       readTimeoutMs: settings.specTimeoutMs,
     },
-  });
+  };
+}
+
+/** The documents' catalog with the operator's pins and the proxy's headers taken out. */
+function served(settings: Settings, loaded: LoadedCatalog): ServedCatalog {
   const pins = new Map<string, string[]>();
   for (const api of settings.apis) {
     for (const [name, op] of Object.entries(api.execution.operations)) {

@@ -156,11 +156,15 @@ describe('reload()', () => {
   });
 
   it('lets the replaced catalog and policy go: after reloads, one of each stays in memory', async () => {
-    const p = await startProtocol();
+    const spec = notesSpec();
+    const p = await startProtocol({ overrides: { specs: [spec] } });
     open = p;
     // WeakRefs only: nothing in this test may keep the first documents alive itself.
     const first = { catalog: new WeakRef(p.proxy.catalog), policy: new WeakRef(p.proxy.policy) };
+    // A changed document each time: an unchanged one keeps its catalog (the test below).
+    writeFileSync(spec, readFile(notesSpec({ summary: 'Get one note' })));
     expect((await p.proxy.reload()).ok).toBe(true);
+    writeFileSync(spec, readFile(notesSpec({ summary: 'Get a single note' })));
     expect((await p.proxy.reload()).ok).toBe(true);
     // A WeakRef's target lives to the end of the job that made or read it: collect in a later one.
     await new Promise((resolve) => setImmediate(resolve));
@@ -168,6 +172,63 @@ describe('reload()', () => {
     expect(first.catalog.deref(), 'the first catalog is still referenced').toBeUndefined();
     expect(first.policy.deref(), 'the first policy is still referenced').toBeUndefined();
     expect(p.proxy.catalog.capabilities.length).toBeGreaterThan(0);
+  });
+});
+
+describe('reload() of documents that did not change', () => {
+  /** The `documents` field of each `reloaded` log line so far. */
+  const reloadedDocuments = (lines: readonly string[]): unknown[] =>
+    lines
+      .map((line) => JSON.parse(line) as { msg?: string; documents?: unknown })
+      .filter((entry) => entry.msg === 'reloaded')
+      .map((entry) => entry.documents);
+
+  it('keeps the catalog in force, and applies the policy; a changed document is loaded again', async () => {
+    const spec = notesSpec();
+    const policy = writePolicy('capabilities:\n  defaults: [list_notes, get_note]\n');
+    const lines: string[] = [];
+    const p = await startProtocol({ overrides: { specs: [spec], policy }, logSink: (l) => lines.push(l) });
+    open = p;
+    const fx = await p.activeAgent(['list_notes']);
+    const catalog = p.proxy.catalog;
+
+    writeFileSync(policy, 'capabilities:\n  defaults: [list_notes, get_note]\n  blocked: [list_notes]\n');
+    expect(await p.proxy.reload()).toMatchObject({ ok: true, capabilities: 2 });
+    expect(p.proxy.catalog).toBe(catalog);
+    expect((await p.execute(fx.agent, fx.agentId, 'list_notes')).body.message).toMatch(/blocked/);
+
+    writeFileSync(spec, readFile(notesSpec({ summary: 'Get one note' })));
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect(p.proxy.catalog).not.toBe(catalog);
+    expect(p.proxy.catalog.get('get_note')?.description).toBe('Get one note');
+    expect(reloadedDocuments(lines)).toEqual(['unchanged', 'loaded']);
+  });
+
+  it('compares with the documents in force, not with those of a refused reload', async () => {
+    const spec = notesSpec();
+    const policy = writePolicy('capabilities:\n  defaults: [get_note]\n');
+    const lines: string[] = [];
+    const p = await startProtocol({ overrides: { specs: [spec], policy }, logSink: (l) => lines.push(l) });
+    open = p;
+    const catalog = p.proxy.catalog;
+    const original = readFile(spec);
+
+    // A new document that loads, refused for its policy: the first catalog stays in force.
+    writeFileSync(spec, readFile(notesSpec({ summary: 'Get one note' })));
+    writeFileSync(policy, 'capabilities:\n  blocked: 7\n');
+    expect((await p.proxy.reload()).ok).toBe(false);
+    expect(p.proxy.catalog).toBe(catalog);
+
+    // Back to the first document: unchanged against the one in force, so kept.
+    writeFileSync(spec, original);
+    writeFileSync(policy, 'capabilities:\n  defaults: [get_note]\n');
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect(p.proxy.catalog).toBe(catalog);
+    // And the refused reload's document, now with a valid policy, is loaded, not taken for the same.
+    writeFileSync(spec, readFile(notesSpec({ summary: 'Get one note' })));
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect(p.proxy.catalog.get('get_note')?.description).toBe('Get one note');
+    expect(reloadedDocuments(lines)).toEqual(['unchanged', 'loaded']);
   });
 });
 
