@@ -183,12 +183,18 @@ describe('reload() of documents that did not change', () => {
       .filter((entry) => entry.msg === 'reloaded')
       .map((entry) => entry.documents);
 
-  it('keeps the catalog in force, and applies the policy; a changed document is loaded again', async () => {
+  /** A proxy of the notes document and a policy file, with the log lines it writes. */
+  async function started(policyText: string) {
     const spec = notesSpec();
-    const policy = writePolicy('capabilities:\n  defaults: [list_notes, get_note]\n');
+    const policy = writePolicy(policyText);
     const lines: string[] = [];
     const p = await startProtocol({ overrides: { specs: [spec], policy }, logSink: (l) => lines.push(l) });
     open = p;
+    return { spec, policy, lines, p };
+  }
+
+  it('keeps the catalog in force, and applies the policy; a changed document is loaded again', async () => {
+    const { spec, policy, lines, p } = await started('capabilities:\n  defaults: [list_notes, get_note]\n');
     const fx = await p.activeAgent(['list_notes']);
     const catalog = p.proxy.catalog;
 
@@ -205,11 +211,7 @@ describe('reload() of documents that did not change', () => {
   });
 
   it('compares with the documents in force, not with those of a refused reload', async () => {
-    const spec = notesSpec();
-    const policy = writePolicy('capabilities:\n  defaults: [get_note]\n');
-    const lines: string[] = [];
-    const p = await startProtocol({ overrides: { specs: [spec], policy }, logSink: (l) => lines.push(l) });
-    open = p;
+    const { spec, policy, lines, p } = await started('capabilities:\n  defaults: [get_note]\n');
     const catalog = p.proxy.catalog;
     const original = readFile(spec);
 
