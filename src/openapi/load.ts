@@ -53,7 +53,7 @@ export async function loadDocument(
   if (remoteRoot) {
     const fetched = await fetchDocument(source, limits);
     location = fetched.url;
-    reads?.record(source, 'url', fetched.body);
+    reads?.fetched(source, fetched);
     parsed = parseText(fetched.body.toString('utf8'), source);
   } else {
     location = resolvePath(source);
@@ -93,9 +93,9 @@ export async function loadDocument(
               `remote $ref to ${file.url} is not allowed; pass --allow-remote-refs (or specs.allow_remote_refs: true) to fetch it`,
             );
           }
-          const { body } = await fetchDocument(file.url, limits);
-          reads?.record(file.url, 'url', body);
-          return body;
+          const fetched = await fetchDocument(file.url, limits);
+          reads?.fetched(file.url, fetched);
+          return fetched.body;
         } catch (err) {
           throw remember(file.url, err);
         }

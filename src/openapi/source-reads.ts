@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { FileResolver } from '@apidevtools/json-schema-ref-parser';
-import { fetchDocument, type FetchLimits } from './fetch.js';
+import { fetchDocument, type FetchedDocument, type FetchLimits } from './fetch.js';
 
 export interface SourceRead {
   /** A local path (`text`), a location as the bundler's file resolver takes it, or a URL. */
@@ -19,6 +19,11 @@ export interface SourceRead {
   /** Read as UTF-8 text here (a local JSON root), by the bundler's file resolver, or fetched. */
   readonly as: 'text' | 'file' | 'url';
   readonly sha256: string;
+  /**
+   * Fetched: the URL it was served from after redirects, part of what was read, since a remote
+   * root's relative `$ref`s resolve against it.
+   */
+  readonly servedFrom?: string;
 }
 
 /**
@@ -35,8 +40,14 @@ export const bundlerFileResolver = FileResolver as typeof FileResolver & {
 export class SourceReads {
   readonly #reads: SourceRead[] = [];
 
-  record(location: string, as: SourceRead['as'], content: string | Buffer): void {
+  record(location: string, as: 'text' | 'file', content: string | Buffer): void {
     this.#reads.push(Object.freeze({ location, as, sha256: digest(content) }));
+  }
+
+  fetched(location: string, fetched: FetchedDocument): void {
+    this.#reads.push(
+      Object.freeze({ location, as: 'url', sha256: digest(fetched.body), servedFrom: fetched.url }),
+    );
   }
 
   list(): readonly SourceRead[] {
@@ -54,7 +65,7 @@ export async function unchangedSources(
 ): Promise<boolean> {
   for (const read of reads) {
     try {
-      if ((await digestAgain(read, limits)) !== read.sha256) return false;
+      if (!(await readsTheSame(read, limits))) return false;
     } catch {
       return false;
     }
@@ -62,14 +73,16 @@ export async function unchangedSources(
   return true;
 }
 
-async function digestAgain(read: SourceRead, limits: Partial<FetchLimits>): Promise<string> {
+async function readsTheSame(read: SourceRead, limits: Partial<FetchLimits>): Promise<boolean> {
   switch (read.as) {
     case 'text':
-      return digestTextOf(read.location);
+      return (await digestTextOf(read.location)) === read.sha256;
     case 'file':
-      return digest(await bundlerFileResolver.read({ url: read.location }));
-    case 'url':
-      return digest((await fetchDocument(read.location, limits)).body);
+      return digest(await bundlerFileResolver.read({ url: read.location })) === read.sha256;
+    case 'url': {
+      const fetched = await fetchDocument(read.location, limits);
+      return fetched.url === read.servedFrom && digest(fetched.body) === read.sha256;
+    }
   }
 }
 

@@ -177,9 +177,12 @@ describe('the settings that shape the catalog', () => {
 describe('a remote document', () => {
   let body = '';
   let requests = 0;
-  const server = http.createServer((_req, res) => {
+  /** Where /moved.json redirects to. */
+  let movedTo = '/v1/api.json';
+  const server = http.createServer((req, res) => {
     requests += 1;
-    res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    if (req.url === '/moved.json') res.writeHead(302, { location: movedTo }).end();
+    else res.writeHead(200, { 'content-type': 'application/json' }).end(body);
   });
   let url = '';
   const REMOTE: LoadOptions = { allowRemoteRefs: false, allowHttp: true };
@@ -202,6 +205,17 @@ describe('a remote document', () => {
     const third = await load([{ spec: url }], first, REMOTE);
     expect(third.reused).toBe(false);
     expect(descriptionOf(third, 'list_things')).toBe('Other remote things.');
+  });
+
+  it('redirected elsewhere is loaded again, even when it answers the same there', async () => {
+    // Its relative $refs would resolve against the new place, so it is not the same document.
+    body = jsonDoc('Moved things.');
+    const moved = url.replace('/api.json', '/moved.json');
+    movedTo = '/v1/api.json';
+    const first = await load([{ spec: moved }], undefined, REMOTE);
+    expect((await load([{ spec: moved }], first, REMOTE)).reused).toBe(true);
+    movedTo = '/v2/api.json';
+    expect((await load([{ spec: moved }], first, REMOTE)).reused).toBe(false);
   });
 });
 

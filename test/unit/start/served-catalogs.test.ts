@@ -36,7 +36,7 @@ function documentSaying(summary: string) {
       '',
     ].join('\n'),
   );
-  return resolveSettings({ specs: [spec], upstream: 'http://127.0.0.1:9' }, dir);
+  return resolveSettings({ specs: [spec], upstreams: ['http://127.0.0.1:9'] }, dir);
 }
 
 describe('ServedCatalogs', () => {
