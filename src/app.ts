@@ -210,6 +210,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
         policy: nextPolicy,
         engine: built,
         documentsUnchanged: served.documentsUnchanged,
+        keptApis: served.keptApis,
       };
     },
     engine: () => engine,

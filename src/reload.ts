@@ -27,6 +27,8 @@ export interface Generation {
   readonly engine: BuiltEngine;
   /** The documents read the same as those in force, whose catalog was kept (not derived again). */
   readonly documentsUnchanged?: boolean;
+  /** APIs whose part of the catalog in force was kept: their documents were not loaded again. */
+  readonly keptApis?: number;
 }
 
 export interface ReloadDeps {
@@ -103,6 +105,7 @@ async function reloadOnce(deps: ReloadDeps, collect: (force: boolean) => boolean
   logger.info('reloaded', {
     capabilities: next.catalog.capabilities.length,
     documents: next.documentsUnchanged ? 'unchanged' : 'loaded',
+    apis_kept: next.keptApis ?? 0,
   });
   return { ok: true, capabilities: next.catalog.capabilities.length };
 }

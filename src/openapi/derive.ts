@@ -42,6 +42,25 @@ interface Candidate {
 
 type DerivedCatalog = Catalog & { readonly formats: ReadonlySet<string> };
 
+/**
+ * What deriving one API's document gives before names are assigned over all APIs: what a reload
+ * keeps of an API whose document and settings did not change (load-catalog.ts).
+ */
+export interface DerivedApi {
+  /** The id it asked for (its configured id, or its title's) before ids were made unique. */
+  readonly wantedId: string;
+  readonly info: ApiInfo;
+  readonly candidates: readonly Candidate[];
+  readonly formats: readonly string[];
+  readonly warnings: readonly string[];
+}
+
+/** An API derived before, taken as it was instead of its document. */
+export type KeptApi = Omit<ApiDocument, 'doc'> & { readonly kept: DerivedApi };
+
+/** A kept API would now get another id (an API before it changed): it must be derived again. */
+export class KeptApiMoved extends Error {}
+
 /** Longest stretch of deriving between two turns of the event loop. */
 const DERIVE_SLICE_MS = 10;
 
@@ -50,8 +69,20 @@ export function deriveCatalog(apis: readonly ApiDocument[]): DerivedCatalog {
   const steps = deriveSteps(apis);
   for (;;) {
     const step = steps.next();
-    if (step.done) return step.value;
+    if (step.done) return step.value.catalog;
   }
+}
+
+/** How deriving in slices goes (deriveCatalogInSlices). */
+export interface SliceOptions {
+  readonly sliceMs?: number;
+  readonly betweenSlices?: () => void;
+  /**
+   * The documents are the caller's to give up: each path item leaves its document once its
+   * operations are derived, unless a `$ref` points into it, so that the document shrinks as the
+   * catalog grows (paths are most of a large document: 56 of Microsoft Graph beta's 69 MiB).
+   */
+  readonly consumeDocuments?: boolean;
 }
 
 /**
@@ -62,17 +93,20 @@ export function deriveCatalog(apis: readonly ApiDocument[]): DerivedCatalog {
  */
 export async function deriveCatalogInSlices(
   apis: readonly ApiDocument[],
-  options: {
-    readonly sliceMs?: number;
-    readonly betweenSlices?: () => void;
-    /**
-     * The documents are the caller's to give up: each path item leaves its document once its
-     * operations are derived, unless a `$ref` points into it, so that the document shrinks as the
-     * catalog grows (paths are most of a large document: 56 of Microsoft Graph beta's 69 MiB).
-     */
-    readonly consumeDocuments?: boolean;
-  } = {},
+  options: SliceOptions = {},
 ): Promise<DerivedCatalog> {
+  return (await deriveKeepingInSlices(apis, options)).catalog;
+}
+
+/**
+ * The same in slices, with each API's part, taking a kept API's part as it was (a reload of
+ * documents of which some did not change). Throws KeptApiMoved when a kept API would get
+ * another id.
+ */
+export async function deriveKeepingInSlices(
+  apis: readonly (ApiDocument | KeptApi)[],
+  options: SliceOptions = {},
+): Promise<{ readonly catalog: DerivedCatalog; readonly parts: readonly DerivedApi[] }> {
   const sliceMs = options.sliceMs ?? DERIVE_SLICE_MS;
   const steps = deriveSteps(apis, options.consumeDocuments === true);
   let sliceStart = performance.now();
@@ -87,53 +121,28 @@ export async function deriveCatalogInSlices(
   }
 }
 
-/** Derives the catalog, yielding after each operation (where a slice may end), returning it. */
+/**
+ * Derives the catalog, yielding after each operation (where a slice may end), returning it with
+ * each API's part. A kept API is taken as it was, when it gets the same id as before.
+ */
 function* deriveSteps(
-  apis: readonly ApiDocument[],
+  apis: readonly (ApiDocument | KeptApi)[],
   consumeDocuments = false,
-): Generator<void, DerivedCatalog, void> {
-  const warnings: string[] = [];
-  const warn = (m: string): void => void warnings.push(m);
-  const infos: ApiInfo[] = [];
-  const candidates: Candidate[] = [];
-  const formats = new Set<string>();
+): Generator<void, { catalog: DerivedCatalog; parts: DerivedApi[] }, void> {
+  const parts: DerivedApi[] = [];
   const usedIds = new Set<string>();
-
   for (const [apiIndex, api] of apis.entries()) {
-    const view = inspectDocument(api.source, api.doc);
-    const info = isObject(view.doc.info) ? view.doc.info : {};
-    const id = uniqueId(api.id ?? (toSnakeCase(scalarText(info.title)) || 'api'), usedIds);
-    const converter = new SchemaConverter(view.doc, view.flavour, (m) => warn(`${api.source}: ${m}`));
-    const servers = documentServers(view);
-    const schemes = securitySchemes(view);
-    infos.push({
-      id,
-      title: typeof info.title === 'string' ? info.title : id,
-      ...(typeof info.description === 'string' ? { description: info.description } : {}),
-      version: typeof info.version === 'string' ? info.version : scalarText(info.version),
-      source: api.source,
-      flavour: view.flavour,
-      ...(api.upstream !== undefined ? { upstream: api.upstream } : {}),
-      servers,
-      securitySchemes: schemes,
-    });
-    const ctx = { view, converter, apiId: id, servers, schemes, warn };
-    yield; // reading the document's references (the converter) was a step of its own
-    const operations: (RawOperation | undefined)[] = listOperations(view);
-    const release = consumeDocuments ? pathRelease(view, converter.refs) : undefined;
-    for (let index = 0; index < operations.length; index++) {
-      const op = operations[index] as RawOperation;
-      const candidate = candidateFor(ctx, api, apiIndex, op);
-      if (candidate !== undefined) candidates.push(candidate);
-      if (release !== undefined) {
-        operations[index] = undefined;
-        if (operations[index + 1]?.path !== op.path) release(op.path);
-      }
-      yield;
+    if ('kept' in api) {
+      if (uniqueId(api.kept.wantedId, usedIds) !== api.kept.info.id) throw new KeptApiMoved(api.source);
+      parts.push(api.kept);
+      continue;
     }
-    for (const f of converter.formats) formats.add(f);
+    parts.push(yield* deriveApi(api, apiIndex, usedIds, consumeDocuments));
   }
 
+  const warnings = parts.flatMap((part) => part.warnings);
+  const warn = (m: string): void => void warnings.push(m);
+  const candidates = parts.flatMap((part) => part.candidates);
   const names = assignNames(candidates, warn, apis);
   const capabilities: Capability[] = candidates.map((c, i) => ({
     name: names[i] as string,
@@ -143,7 +152,60 @@ function* deriveSteps(
     argumentsSchema: c.derived.argumentsSchema,
     operation: c.derived.operation,
   }));
-  return Object.freeze({ ...createCatalog(infos, capabilities, warnings), formats });
+  const infos = parts.map((part) => part.info);
+  const formats = new Set(parts.flatMap((part) => part.formats));
+  return { catalog: Object.freeze({ ...createCatalog(infos, capabilities, warnings), formats }), parts };
+}
+
+/** One API's document derived: its info and candidate capabilities, yielding after each operation. */
+function* deriveApi(
+  api: ApiDocument,
+  apiIndex: number,
+  usedIds: Set<string>,
+  consumeDocument: boolean,
+): Generator<void, DerivedApi, void> {
+  const warnings: string[] = [];
+  const warn = (m: string): void => void warnings.push(m);
+  const candidates: Candidate[] = [];
+  const view = inspectDocument(api.source, api.doc);
+  const info = isObject(view.doc.info) ? view.doc.info : {};
+  const wantedId = api.id ?? (toSnakeCase(scalarText(info.title)) || 'api');
+  const id = uniqueId(wantedId, usedIds);
+  const converter = new SchemaConverter(view.doc, view.flavour, (m) => warn(`${api.source}: ${m}`));
+  const servers = documentServers(view);
+  const schemes = securitySchemes(view);
+  const apiInfo: ApiInfo = {
+    id,
+    title: typeof info.title === 'string' ? info.title : id,
+    ...(typeof info.description === 'string' ? { description: info.description } : {}),
+    version: typeof info.version === 'string' ? info.version : scalarText(info.version),
+    source: api.source,
+    flavour: view.flavour,
+    ...(api.upstream !== undefined ? { upstream: api.upstream } : {}),
+    servers,
+    securitySchemes: schemes,
+  };
+  const ctx = { view, converter, apiId: id, servers, schemes, warn };
+  yield; // reading the document's references (the converter) was a step of its own
+  const operations: (RawOperation | undefined)[] = listOperations(view);
+  const release = consumeDocument ? pathRelease(view, converter.refs) : undefined;
+  for (let index = 0; index < operations.length; index++) {
+    const op = operations[index] as RawOperation;
+    const candidate = candidateFor(ctx, api, apiIndex, op);
+    if (candidate !== undefined) candidates.push(candidate);
+    if (release !== undefined) {
+      operations[index] = undefined;
+      if (operations[index + 1]?.path !== op.path) release(op.path);
+    }
+    yield;
+  }
+  return Object.freeze({
+    wantedId,
+    info: apiInfo,
+    candidates: Object.freeze(candidates),
+    formats: Object.freeze([...converter.formats]),
+    warnings: Object.freeze(warnings),
+  });
 }
 
 /** The operation as a candidate capability, or undefined when the API's selectors leave it out. */
@@ -211,7 +273,7 @@ function pathRelease(view: DocumentView, refs: ReadonlySet<string>): (path: stri
 function assignNames(
   candidates: readonly Candidate[],
   warn: (m: string) => void,
-  apis: readonly ApiDocument[],
+  apis: readonly { readonly source: string }[],
 ): string[] {
   const names: (string | undefined)[] = new Array<string | undefined>(candidates.length);
   const taken = new Map<string, number>();

@@ -1,8 +1,15 @@
 /** Loads every API's document (in parallel) and derives one catalog from them. */
 import type { Catalog } from './catalog.js';
-import { deriveCatalogInSlices, type ApiDocument } from './derive.js';
+import {
+  deriveKeepingInSlices,
+  KeptApiMoved,
+  type ApiDocument,
+  type DerivedApi,
+  type KeptApi,
+} from './derive.js';
 import { collectGarbage, collectingWhenGrown } from '../util/collect-garbage.js';
 import { fetchLimitsOf, loadDocument, type LoadedDocument, type LoadOptions } from './load.js';
+import type { FetchLimits } from './fetch.js';
 import { SourceReads, unchangedSources, type SourceRead } from './source-reads.js';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
@@ -10,14 +17,22 @@ export type ApiSource = Omit<ApiDocument, 'doc' | 'source'> & { readonly spec: s
 
 export type LoadedCatalog = Catalog & { readonly formats: ReadonlySet<string> };
 
-/** A catalog with what it was loaded from: the settings that shape it and every read. */
-export interface CatalogLoad {
-  readonly catalog: LoadedCatalog;
-  /** The API list's fields that deriving uses, and the load options, as JSON. */
+/** One API of a load: what shapes it, what it was read from, and what deriving it gave. */
+export interface ApiLoad {
+  /** Its settings that deriving uses, its place in the list and the load options, as JSON. */
   readonly inputs: string;
   readonly reads: readonly SourceRead[];
-  /** Whether this is the previous load, kept because nothing it was loaded from changed. */
+  readonly part: DerivedApi;
+}
+
+/** A catalog with what it was loaded from, API by API. */
+export interface CatalogLoad {
+  readonly catalog: LoadedCatalog;
+  readonly apis: readonly ApiLoad[];
+  /** Whether this is the previous load, kept whole because nothing it was loaded from changed. */
   readonly reused: boolean;
+  /** How many APIs were taken from the previous load rather than loaded and derived again. */
+  readonly keptApis: number;
 }
 
 /**
@@ -33,31 +48,79 @@ const DERIVATION_FIELDS = {
   exclude: true,
 } as const satisfies Record<keyof Omit<ApiDocument, 'doc' | 'source'>, true>;
 
-function inputsOf(apis: readonly ApiSource[], options: LoadOptions): string {
+function inputsOf(api: ApiSource, index: number, options: LoadOptions): string {
   const fields = [...Object.keys(DERIVATION_FIELDS), 'spec'] as const;
   return JSON.stringify({
-    apis: apis.map((api) => fields.map((field) => (api as Record<string, unknown>)[field] ?? null)),
+    api: fields.map((field) => (api as Record<string, unknown>)[field] ?? null),
+    // Its place: ids and names of APIs are made unique in list order.
+    index,
     options: [options.allowRemoteRefs, options.allowHttp, fetchLimitsOf(options)],
   });
 }
 
 /**
- * The catalog of `apis`, or `previous`'s when the settings that shape it are the same and every
- * file and URL it was read from reads the same now: a reload that changes no document (policy,
- * credentials, upstream timeouts) neither parses nor derives, nor holds a second catalog.
+ * The catalog of `apis`, keeping what `previous` derived of each API whose settings are the same
+ * and whose every file and URL reads the same now. A reload that changes no document (policy,
+ * credentials, upstream timeouts) keeps the previous catalog whole: no parsing, no deriving, no
+ * second catalog; one that changes one API's document loads and derives that API alone, unless
+ * the ids of the APIs after it move (then all are loaded again).
  */
 export async function loadCatalogReusing(
   apis: readonly ApiSource[],
   options: LoadOptions,
   previous?: CatalogLoad,
 ): Promise<CatalogLoad> {
-  const inputs = inputsOf(apis, options);
-  if (previous?.inputs === inputs && (await unchangedSources(previous.reads, fetchLimitsOf(options)))) {
-    return { ...previous, reused: true };
+  const inputs = apis.map((api, i) => inputsOf(api, i, options));
+  const kept = await keptApis(inputs, fetchLimitsOf(options), previous);
+  if (previous && apis.length === previous.apis.length && kept.every((k) => k !== undefined)) {
+    return { ...previous, reused: true, keptApis: apis.length };
   }
-  const reads = new SourceReads();
-  const loaded = await Promise.all(apis.map((api) => loadDocument(api.spec, options, reads)));
-  return { catalog: await deriveLoaded(apis, loaded), inputs, reads: reads.list(), reused: false };
+  try {
+    return await loadKeeping(apis, options, inputs, kept);
+  } catch (err) {
+    if (!(err instanceof KeptApiMoved)) throw err;
+    return loadKeeping(apis, options, inputs, []);
+  }
+}
+
+/** For each API, its part of `previous` when its inputs are the same and its reads unchanged. */
+async function keptApis(
+  inputs: readonly string[],
+  limits: Partial<FetchLimits>,
+  previous: CatalogLoad | undefined,
+): Promise<(ApiLoad | undefined)[]> {
+  const byInputs = new Map((previous?.apis ?? []).map((api) => [api.inputs, api]));
+  const kept: (ApiLoad | undefined)[] = [];
+  for (const input of inputs) {
+    const before = byInputs.get(input);
+    kept.push(before && (await unchangedSources(before.reads, limits)) ? before : undefined);
+  }
+  return kept;
+}
+
+async function loadKeeping(
+  apis: readonly ApiSource[],
+  options: LoadOptions,
+  inputs: readonly string[],
+  kept: readonly (ApiLoad | undefined)[],
+): Promise<CatalogLoad> {
+  const reads = apis.map(() => new SourceReads());
+  const loaded = await Promise.all(
+    apis.map((api, i) =>
+      kept[i] === undefined ? loadDocument(api.spec, options, reads[i]) : Promise.resolve(undefined),
+    ),
+  );
+  const { catalog, parts } = await deriveLoaded(apis, loaded, kept);
+  return {
+    catalog,
+    apis: parts.map((part, i) => ({
+      inputs: inputs[i] as string,
+      reads: kept[i]?.reads ?? (reads[i] as SourceReads).list(),
+      part,
+    })),
+    reused: false,
+    keptApis: kept.filter((k) => k !== undefined).length,
+  };
 }
 
 /**
@@ -65,24 +128,27 @@ export async function loadCatalogReusing(
  * nothing read is hashed (hashing GitHub's 13 MB takes about 11 ms).
  */
 export async function loadCatalog(apis: readonly ApiSource[], options: LoadOptions): Promise<LoadedCatalog> {
-  return deriveLoaded(apis, await Promise.all(apis.map((api) => loadDocument(api.spec, options))));
+  const loaded = await Promise.all(apis.map((api) => loadDocument(api.spec, options)));
+  return (await deriveLoaded(apis, loaded, [])).catalog;
 }
 
 async function deriveLoaded(
   apis: readonly ApiSource[],
-  loaded: readonly LoadedDocument[],
-): Promise<LoadedCatalog> {
+  loaded: readonly (LoadedDocument | undefined)[],
+  kept: readonly (ApiLoad | undefined)[],
+): Promise<{ readonly catalog: LoadedCatalog; readonly parts: readonly DerivedApi[] }> {
   // What parsing left behind goes before deriving adds to the heap: it bounds the peak. A turn of
   // the event loop on either side, so that a reload's requests wait for one step at a time.
   await nextTurn();
   collectGarbage();
   await nextTurn();
-  return deriveCatalogInSlices(
-    apis.map(({ spec: _spec, ...api }, i) => ({
-      ...api,
-      source: (loaded[i] as { source: string }).source,
-      doc: loaded[i]?.doc,
-    })),
+  return deriveKeepingInSlices(
+    apis.map(({ spec: _spec, ...api }, i): ApiDocument | KeptApi => {
+      const before = kept[i];
+      if (before !== undefined) return { ...api, source: before.part.info.source, kept: before.part };
+      const document = loaded[i] as LoadedDocument;
+      return { ...api, source: document.source, doc: document.doc };
+    }),
     // Each document was parsed for this catalog alone (one parse per API, even of one file).
     { betweenSlices: collectingWhenGrown(COLLECT_AFTER_GROWTH_BYTES), consumeDocuments: true },
   );

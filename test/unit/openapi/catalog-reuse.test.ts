@@ -36,14 +36,14 @@ function freshDir(): string {
   return dir;
 }
 
-/** A JSON document with one operation, `describe` as its description. */
-function jsonDoc(description: string): string {
+/** A JSON document with one operation, `description` as its description. */
+function jsonDoc(description: string, { title = 'Reuse', operationId = 'listThings' } = {}): string {
   return JSON.stringify({
     openapi: '3.0.3',
-    info: { title: 'Reuse', version: '1' },
+    info: { title, version: '1' },
     paths: {
       '/things': {
-        get: { operationId: 'listThings', description, responses: { '200': { description: 'ok' } } },
+        get: { operationId, description, responses: { '200': { description: 'ok' } } },
       },
     },
   });
@@ -114,7 +114,8 @@ describe('a document of several files', () => {
     const first = await load([{ spec }]);
     // The root, and the files its $refs reached, each recorded once it was read.
     const dir = spec.slice(0, -'openapi.yaml'.length);
-    expect(first.reads.map((r) => [r.location.replace(dir, ''), r.as]).sort()).toEqual([
+    const reads = first.apis.flatMap((api) => api.reads);
+    expect(reads.map((r) => [r.location.replace(dir, ''), r.as]).sort()).toEqual([
       ['openapi.yaml', 'file'],
       ['paths/orders.yaml', 'file'],
       ['schemas/money.yaml', 'file'],
@@ -145,7 +146,7 @@ describe('the settings that shape the catalog', () => {
       ({ spec, execution: { credentials: { token } } }) as ApiSource;
     const first = await load([withCredential('old')]);
     expect((await load([withCredential('rotated')], first)).catalog).toBe(first.catalog);
-    expect(first.inputs).not.toContain('old');
+    expect(first.apis[0]?.inputs).not.toContain('old');
 
     const prefixed = await load([{ spec, prefix: 'shop' }], first);
     expect(prefixed.reused).toBe(false);
@@ -171,6 +172,79 @@ describe('the settings that shape the catalog', () => {
     );
     expect(second.reused).toBe(false);
     expect(second.catalog.capabilities.map((c) => c.name)).toEqual(['a_list_things', 'b_list_things']);
+  });
+});
+
+describe('several APIs, one of whose documents changed', () => {
+  /** Two documents in a fresh directory, and their paths. */
+  function twoDocuments(a: string, b: string): { a: string; b: string } {
+    const dir = freshDir();
+    const paths = { a: join(dir, 'a.json'), b: join(dir, 'b.json') };
+    writeFileSync(paths.a, a);
+    writeFileSync(paths.b, b);
+    return paths;
+  }
+
+  it('keep what was derived of the others, and load and derive the changed one alone', async () => {
+    const { a, b } = twoDocuments(jsonDoc('A.'), jsonDoc('B.'));
+    const apis = [
+      { spec: a, prefix: 'a' },
+      { spec: b, prefix: 'b' },
+    ];
+    const first = await load(apis);
+    writeFileSync(b, jsonDoc('B, changed.'));
+    const second = await load(apis, first);
+    expect(second).toMatchObject({ reused: false, keptApis: 1 });
+    // A's capability is built on the very schemas and binding derived before.
+    const before = first.catalog.get('a_list_things');
+    const after = second.catalog.get('a_list_things');
+    expect(after?.argumentsSchema).toBe(before?.argumentsSchema);
+    expect(after?.operation).toBe(before?.operation);
+    expect(second.apis[0]?.part).toBe(first.apis[0]?.part);
+    expect(descriptionOf(second, 'b_list_things')).toBe('B, changed.');
+    expect(second.catalog.capabilities.map((c) => c.name)).toEqual(['a_list_things', 'b_list_things']);
+  });
+
+  it('names are made unique again over all APIs: a kept API gets the name another gave up', async () => {
+    const { a, b } = twoDocuments(jsonDoc('A.'), jsonDoc('B.'));
+    const apis = [{ spec: a }, { spec: b }];
+    const first = await load(apis);
+    expect(descriptionOf(first, 'list_things')).toBe('A.');
+    expect(descriptionOf(first, 'list_things_2')).toBe('B.');
+    writeFileSync(a, jsonDoc('A.', { operationId: 'listOthers' }));
+    const second = await load(apis, first);
+    expect(second.keptApis).toBe(1);
+    expect(second.catalog.capabilities.map((c) => [c.name, c.description])).toEqual([
+      ['list_others', 'A.'],
+      ['list_things', 'B.'],
+    ]);
+  });
+
+  it('a kept API whose id would move (an API before it took its id) is derived again', async () => {
+    const { a, b } = twoDocuments(
+      jsonDoc('A.', { title: 'Alpha' }),
+      jsonDoc('B.', { title: 'Beta', operationId: 'listOthers' }),
+    );
+    const apis = [{ spec: a }, { spec: b }];
+    const first = await load(apis);
+    expect(first.catalog.get('list_others')?.operation.apiId).toBe('beta');
+    writeFileSync(a, jsonDoc('A.', { title: 'Beta' }));
+    const second = await load(apis, first);
+    expect(second.keptApis).toBe(0);
+    expect(second.catalog.apis.map((api) => api.id)).toEqual(['beta', 'beta_2']);
+    expect(second.catalog.get('list_others')?.operation.apiId).toBe('beta_2');
+    expect(second.catalog.get('list_things')?.operation.apiId).toBe('beta');
+  });
+
+  it('an API removed from the end of the list leaves the others kept', async () => {
+    const { a, b } = twoDocuments(jsonDoc('A.'), jsonDoc('B.'));
+    const first = await load([
+      { spec: a, prefix: 'a' },
+      { spec: b, prefix: 'b' },
+    ]);
+    const second = await load([{ spec: a, prefix: 'a' }], first);
+    expect(second).toMatchObject({ reused: false, keptApis: 1 });
+    expect(second.catalog.capabilities.map((c) => c.name)).toEqual(['a_list_things']);
   });
 });
 
