@@ -73,6 +73,7 @@ export async function startMockUpstream(
   const logger = options.logger ?? silentLogger;
   const host = options.host ?? '127.0.0.1';
   const budgetBytes = options.answerCacheBytes ?? ANSWER_CACHE_BYTES;
+  let answering = catalog;
   let tables = buildTables(catalog.capabilities, budgetBytes);
 
   const server = createServer((req, res) => {
@@ -102,6 +103,9 @@ export async function startMockUpstream(
     url,
     baseUrlFor: (apiId) => `${url}/${encodeURIComponent(apiId)}`,
     answerFor: (next) => {
+      // The same catalog again (a reload that kept it): its prepared answers stay.
+      if (next === answering) return;
+      answering = next;
       // Cannot throw: only routes are built here (answers wait for their first call), so a
       // reload's swap cannot fail halfway.
       tables = buildTables(next.capabilities, budgetBytes);

@@ -306,13 +306,19 @@ describe('mock upstream answers, prepared on first call', () => {
 
   it('prepares nothing when a catalog is installed, each answer on its first call, then keeps it', async () => {
     const first = counted('get_a', '/a', { a: 1 });
-    const own = await startMockUpstream(createCatalog([api('counted')], [first.capability], []));
+    const installed = createCatalog([api('counted')], [first.capability], []);
+    const own = await startMockUpstream(installed);
     try {
       // Installing a catalog of Microsoft Graph's size used to synthesize 124 MiB of answers.
       expect(first.reads()).toBe(0);
       expect(await (await fetch(`${own.baseUrlFor('counted')}/a`)).json()).toEqual({ a: 1 });
       const afterFirstCall = first.reads();
       expect(afterFirstCall).toBeGreaterThan(0);
+      expect(await (await fetch(`${own.baseUrlFor('counted')}/a`)).json()).toEqual({ a: 1 });
+      expect(first.reads()).toBe(afterFirstCall);
+
+      // The same catalog installed again (a reload that kept it): the answer is not prepared again.
+      own.answerFor(installed);
       expect(await (await fetch(`${own.baseUrlFor('counted')}/a`)).json()).toEqual({ a: 1 });
       expect(first.reads()).toBe(afterFirstCall);
 
