@@ -87,23 +87,12 @@ export interface SliceOptions {
 
 /**
  * The same catalog, derived in slices of about `sliceMs` of work with a turn of the event loop
- * between them. Deriving is most of loading a large document (Microsoft Graph's 11,422 operations:
- * 1.7 s), and a reload does it while the proxy serves: in one piece, every request in flight would
- * wait for all of it.
+ * between them, with each API's part. Deriving is most of loading a large document (Microsoft
+ * Graph's 11,422 operations: 1.7 s), and a reload does it while the proxy serves: in one piece,
+ * every request in flight would wait for all of it. A kept API's part is taken as it was (a
+ * reload of documents of which some did not change); KeptApiMoved when it would get another id.
  */
 export async function deriveCatalogInSlices(
-  apis: readonly ApiDocument[],
-  options: SliceOptions = {},
-): Promise<DerivedCatalog> {
-  return (await deriveKeepingInSlices(apis, options)).catalog;
-}
-
-/**
- * The same in slices, with each API's part, taking a kept API's part as it was (a reload of
- * documents of which some did not change). Throws KeptApiMoved when a kept API would get
- * another id.
- */
-export async function deriveKeepingInSlices(
   apis: readonly (ApiDocument | KeptApi)[],
   options: SliceOptions = {},
 ): Promise<{ readonly catalog: DerivedCatalog; readonly parts: readonly DerivedApi[] }> {

@@ -1,7 +1,7 @@
 /** Loads every API's document (in parallel) and derives one catalog from them. */
 import type { Catalog } from './catalog.js';
 import {
-  deriveKeepingInSlices,
+  deriveCatalogInSlices,
   KeptApiMoved,
   type ApiDocument,
   type DerivedApi,
@@ -71,7 +71,7 @@ export async function loadCatalogReusing(
   previous?: CatalogLoad,
 ): Promise<CatalogLoad> {
   const inputs = apis.map((api, i) => inputsOf(api, i, options));
-  const kept = await keptApis(inputs, fetchLimitsOf(options), previous);
+  const kept = await keptParts(inputs, fetchLimitsOf(options), previous);
   if (previous && apis.length === previous.apis.length && kept.every((k) => k !== undefined)) {
     return { ...previous, reused: true, keptApis: apis.length };
   }
@@ -84,7 +84,7 @@ export async function loadCatalogReusing(
 }
 
 /** For each API, its part of `previous` when its inputs are the same and its reads unchanged. */
-async function keptApis(
+async function keptParts(
   inputs: readonly string[],
   limits: Partial<FetchLimits>,
   previous: CatalogLoad | undefined,
@@ -142,7 +142,7 @@ async function deriveLoaded(
   await nextTurn();
   collectGarbage();
   await nextTurn();
-  return deriveKeepingInSlices(
+  return deriveCatalogInSlices(
     apis.map(({ spec: _spec, ...api }, i): ApiDocument | KeptApi => {
       const before = kept[i];
       if (before !== undefined) return { ...api, source: before.part.info.source, kept: before.part };

@@ -56,6 +56,14 @@ async function load(apis: readonly ApiSource[], previous?: CatalogLoad, options 
 const descriptionOf = (load: CatalogLoad, name: string): string | undefined =>
   load.catalog.get(name)?.description;
 
+/** What a catalog is built from (its lookups are functions): equal to a fresh load's when kept right. */
+const contentOf = ({ catalog }: CatalogLoad) => ({
+  apis: catalog.apis,
+  capabilities: catalog.capabilities,
+  warnings: catalog.warnings,
+  formats: catalog.formats,
+});
+
 describe('a local JSON document', () => {
   it('read the same is kept: the same catalog object, not derived again', async () => {
     const spec = join(freshDir(), 'api.json');
@@ -203,6 +211,7 @@ describe('several APIs, one of whose documents changed', () => {
     expect(second.apis[0]?.part).toBe(first.apis[0]?.part);
     expect(descriptionOf(second, 'b_list_things')).toBe('B, changed.');
     expect(second.catalog.capabilities.map((c) => c.name)).toEqual(['a_list_things', 'b_list_things']);
+    expect(contentOf(second)).toStrictEqual(contentOf(await load(apis)));
   });
 
   it('names are made unique again over all APIs: a kept API gets the name another gave up', async () => {
@@ -218,6 +227,7 @@ describe('several APIs, one of whose documents changed', () => {
       ['list_others', 'A.'],
       ['list_things', 'B.'],
     ]);
+    expect(contentOf(second)).toStrictEqual(contentOf(await load(apis)));
   });
 
   it('a kept API whose id would move (an API before it took its id) is derived again', async () => {
@@ -234,6 +244,7 @@ describe('several APIs, one of whose documents changed', () => {
     expect(second.catalog.apis.map((api) => api.id)).toEqual(['beta', 'beta_2']);
     expect(second.catalog.get('list_others')?.operation.apiId).toBe('beta_2');
     expect(second.catalog.get('list_things')?.operation.apiId).toBe('beta');
+    expect(contentOf(second)).toStrictEqual(contentOf(await load(apis)));
   });
 
   it('an API removed from the end of the list leaves the others kept', async () => {

@@ -89,7 +89,7 @@ describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', (
   ];
 
   it('gives exactly the catalog derived in one go', async () => {
-    const sliced = await deriveCatalogInSlices(apis, { sliceMs: 0 });
+    const { catalog: sliced } = await deriveCatalogInSlices(apis, { sliceMs: 0 });
     const whole = deriveCatalog(apis);
     // The catalog's lookups are functions of their own: compare what they are built from.
     for (const key of ['apis', 'capabilities', 'warnings', 'formats'] as const) {
@@ -101,7 +101,7 @@ describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', (
   it('lets the event loop turn between slices: with slices of 0 ms, after every operation', async () => {
     const turns = countTurns();
     let between = 0;
-    const catalog = await deriveCatalogInSlices(apis, {
+    const { catalog } = await deriveCatalogInSlices(apis, {
       sliceMs: 0,
       betweenSlices: () => {
         between++;
@@ -145,7 +145,9 @@ describe('deriving in slices (loads and reloads: the proxy serves meanwhile)', (
 
     it('leaves in each document only the path items a $ref points into, and derives the same catalog', async () => {
       const doc = consumable();
-      const consumed = await deriveCatalogInSlices([{ source: 'c.yaml', doc }], { consumeDocuments: true });
+      const { catalog: consumed } = await deriveCatalogInSlices([{ source: 'c.yaml', doc }], {
+        consumeDocuments: true,
+      });
       const whole = deriveCatalog([{ source: 'c.yaml', doc: consumable() }]);
       for (const key of ['apis', 'capabilities', 'warnings', 'formats'] as const) {
         expect(consumed[key]).toStrictEqual(whole[key]);
