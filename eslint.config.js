@@ -18,8 +18,18 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
       ],
       '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true }],
+      // A KeyObject that key generation returned can deadlock Node 20 when exported as a JWK.
+      'no-restricted-imports': [
+        'error',
+        ...['node:crypto', 'crypto'].map((name) => ({
+          name,
+          importNames: ['generateKeyPair', 'generateKeyPairSync'],
+          message: 'Use newKeyPair (src/util/key-pair.ts), whose keys export safely.',
+        })),
+      ],
     },
   },
+  { files: ['src/util/key-pair.ts'], rules: { 'no-restricted-imports': 'off' } },
   {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {

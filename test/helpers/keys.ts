@@ -2,8 +2,9 @@
  * Ed25519 keys and JWTs for tests, including forged tokens for attack tests. Signing is done by
  * hand (not with jose) so headers and claims can be anything, however invalid.
  */
-import { createHmac, generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { createHmac, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { thumbprint } from '../../src/protocol/keys.js';
+import { newKeyPair } from '../../src/util/key-pair.js';
 
 export interface TestKey {
   readonly publicJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string };
@@ -19,7 +20,7 @@ export interface JwtOptions {
 }
 
 export async function generateTestKey(): Promise<TestKey> {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const { publicKey, privateKey } = newKeyPair('ed25519');
   const jwk = publicKey.export({ format: 'jwk' });
   if (typeof jwk.x !== 'string') throw new Error('Ed25519 public JWK without x');
   const publicJwk = { kty: 'OKP', crv: 'Ed25519', x: jwk.x } as const;

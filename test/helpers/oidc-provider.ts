@@ -13,10 +13,11 @@
  * would skip that when the session's login time, taken from the test clock, lies ahead of the
  * wall clock).
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider, { interactionPolicy, type Configuration } from 'oidc-provider';
+import { newKeyPair } from '../../src/util/key-pair.js';
 
 export const IDP_PASSWORD = 'idp password for tests';
 
@@ -60,7 +61,7 @@ export async function startTestIdp(options: {
           : interactionPolicy.Check.NO_NEED_TO_PROMPT,
       ),
     );
-  const jwk = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
+  const jwk = newKeyPair('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
   const configuration: Configuration = {
     clients: [
       {

@@ -4,8 +4,9 @@
  * P-256 signatures, and lets a test set the flags and counter an attacker would control. The
  * browser tests use Chromium's virtual authenticator instead.
  */
-import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { createHash, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { isoCBOR } from '@simplewebauthn/server/helpers';
+import { newKeyPair } from '../../src/util/key-pair.js';
 
 const UP = 0x01;
 const UV = 0x04;
@@ -27,7 +28,7 @@ export class SoftAuthenticator {
   readonly #publicKey: KeyObject;
 
   constructor(userHandle?: string) {
-    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const { privateKey, publicKey } = newKeyPair('ec', { namedCurve: 'P-256' });
     this.#privateKey = privateKey;
     this.#publicKey = publicKey;
     this.userHandle = userHandle;

@@ -4,7 +4,6 @@
  * created with mode 0600 (in a 0700 directory) and refused when group or others can read it
  * (§10.7: the security of the system depends on the client protecting its keys).
  */
-import { generateKeyPairSync } from 'node:crypto';
 import {
   chmodSync,
   existsSync,
@@ -17,6 +16,7 @@ import {
 } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { UserError } from '../../errors.js';
+import { newKeyPair } from '../../util/key-pair.js';
 
 export const ENV_FILE = 'AGENT_AUTH_FILE';
 export const DEFAULT_FILE = './.agent-auth/agent.json';
@@ -44,7 +44,7 @@ export function keyFilePath(flag: string | undefined, env: NodeJS.ProcessEnv): s
 }
 
 function newKey(): PrivateJwk {
-  const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
+  const jwk = newKeyPair('ed25519').privateKey.export({ format: 'jwk' });
   if (typeof jwk.x !== 'string' || typeof jwk.d !== 'string') throw new Error('Ed25519 JWK without x or d');
   return { kty: 'OKP', crv: 'Ed25519', x: jwk.x, d: jwk.d };
 }

@@ -5,7 +5,7 @@
  * and expects the exact status and `error` code that src/errors.ts and the README declare; the
  * message is matched too, so a token rejected for the wrong reason fails the test.
  */
-import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { randomUUID, sign, type KeyObject } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   encodeJson,
@@ -16,6 +16,7 @@ import {
   type TestKey,
 } from '../../helpers/keys.js';
 import { INTROSPECTION_TOKEN, startProtocol, type Reply, type TestProtocol } from '../../helpers/protocol.js';
+import { newKeyPair } from '../../../src/util/key-pair.js';
 
 // Generous approval and session clocks: the replay tests move the clock by minutes in total, and
 // nothing here is about lifetimes. Rate limits are off: they are not what is tested.
@@ -54,8 +55,8 @@ beforeAll(async () => {
 });
 afterAll(() => p.close());
 
-const ecKey: KeyObject = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
-const rsaKey: KeyObject = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+const ecKey: KeyObject = newKeyPair('ec', { namedCurve: 'P-256' }).privateKey;
+const rsaKey: KeyObject = newKeyPair('rsa', { modulusLength: 2048 }).privateKey;
 
 function nowSec(): number {
   return Math.floor(p.clock.now() / 1000);

@@ -1,5 +1,4 @@
 /** The policy file: schema, defaults, resolution against the catalog, and every operator mistake as a clear UserError. */
-import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { defaultPolicy, loadPolicyFile, parsePolicy, type Policy } from '../../.
 import { POLICY_SCHEMA } from '../../../src/policy/schema.js';
 import { PETSTORE, ROOT } from '../../helpers/proxy.js';
 import { NON_CANONICAL_KEYS, SMALL_ORDER_KEYS } from '../../helpers/weak-keys.js';
+import { newKeyPair } from '../../../src/util/key-pair.js';
 
 const FILE = 'policy.yaml';
 const ALL = ['create_pet', 'delete_pet', 'get_inventory', 'get_pet', 'list_pets', 'place_order'];
@@ -35,7 +35,7 @@ function errorLines(fn: () => unknown): string[] {
 const failures = (yaml: string): string[] => errorLines(() => parse(yaml));
 
 function publicX(): string {
-  const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
+  const jwk = newKeyPair('ed25519').publicKey.export({ format: 'jwk' });
   return jwk.x as string;
 }
 
@@ -589,7 +589,7 @@ hosts:
   });
 
   it('refuses a private key', () => {
-    const { privateKey } = generateKeyPairSync('ed25519');
+    const { privateKey } = newKeyPair('ed25519');
     const jwk = privateKey.export({ format: 'jwk' });
     expect(failures(`hosts: [{public_key: {kty: OKP, crv: Ed25519, x: ${jwk.x}, d: ${jwk.d}}}]`)).toEqual([
       expect.stringMatching(/^policy\.yaml: hosts\[0\]\.public_key\.d: is private key material: .*§8\.1/),

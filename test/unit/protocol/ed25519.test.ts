@@ -4,11 +4,12 @@
  * verdicts on random keys, messages and alterations; the one place it is meant to differ (it is
  * stricter: a small-order key or R) is pinned too.
  */
-import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { sign, verify, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Ed25519PublicKey } from '../../../src/protocol/ed25519.js';
 import { IDENTITY_X, UNIVERSAL_SIGNATURE } from '../../helpers/weak-keys.js';
+import { newKeyPair } from '../../../src/util/key-pair.js';
 
 const hex = (value: string) => Buffer.from(value, 'hex');
 
@@ -32,7 +33,7 @@ const RFC8032_VECTORS = [
 ] as const;
 
 function keyPair(): { publicKey: KeyObject; privateKey: KeyObject; key: Ed25519PublicKey } {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const { publicKey, privateKey } = newKeyPair('ed25519');
   const { x } = publicKey.export({ format: 'jwk' });
   return { publicKey, privateKey, key: new Ed25519PublicKey(Buffer.from(x as string, 'base64url')) };
 }

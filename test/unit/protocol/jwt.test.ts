@@ -1,4 +1,4 @@
-import { createPublicKey, generateKeyPairSync, sign } from 'node:crypto';
+import { createPublicKey, sign } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../../../src/clock.js';
 import {
@@ -13,6 +13,7 @@ import {
 } from '../../../src/protocol/jwt.js';
 import type { Ed25519PublicKey } from '../../../src/protocol/ed25519.js';
 import { verificationKey } from '../../../src/protocol/keys.js';
+import { newKeyPair } from '../../../src/util/key-pair.js';
 import {
   agentJwt,
   encodeJson,
@@ -315,7 +316,7 @@ describe('signature', () => {
   it('rejects a verification key that is not an Ed25519 public key', async () => {
     const token = await signJwt(host, 'host+jwt', hostClaims());
     const options = { typ: 'host+jwt', audiences: [ISSUER], clock: fixedClock(), policy: POLICY } as const;
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
+    const ec = newKeyPair('ec', { namedCurve: 'P-256' }).publicKey;
     // Past the types (a caller in plain JavaScript, a cast): node KeyObjects, even the signer's
     // own Ed25519 keys, and an object that only looks like a key are all refused.
     const notKeys: unknown[] = [

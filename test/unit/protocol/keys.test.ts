@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { createHash, sign } from 'node:crypto';
 import { calculateJwkThumbprint } from 'jose';
 import { describe, expect, it } from 'vitest';
 import {
@@ -9,6 +9,7 @@ import {
   type Ed25519PublicJwk,
 } from '../../../src/protocol/keys.js';
 import { generateTestKey } from '../../helpers/keys.js';
+import { newKeyPair } from '../../../src/util/key-pair.js';
 import {
   NON_CANONICAL_KEYS,
   SMALL_ORDER_KEYS,
@@ -61,17 +62,17 @@ describe('parsePublicJwk', () => {
   });
 
   it('rejects private material before looking at the key type', () => {
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
+    const { privateKey } = newKeyPair('rsa', { modulusLength: 1024 });
     expect(rejected(privateKey.export({ format: 'jwk' })).code).toBe('invalid_request');
     expect(rejected({ kty: 'oct', k: 'c2VjcmV0' }).code).toBe('invalid_request');
     expect(rejected({ kty: 'OKP', crv: 'Ed25519', x: RFC8037_X, d: '' }).code).toBe('invalid_request');
   });
 
   it.each([
-    ['X25519', generateKeyPairSync('x25519').publicKey.export({ format: 'jwk' })],
-    ['Ed448', generateKeyPairSync('ed448').publicKey.export({ format: 'jwk' })],
-    ['P-256', generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' })],
-    ['RSA', generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ format: 'jwk' })],
+    ['X25519', newKeyPair('x25519').publicKey.export({ format: 'jwk' })],
+    ['Ed448', newKeyPair('ed448').publicKey.export({ format: 'jwk' })],
+    ['P-256', newKeyPair('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' })],
+    ['RSA', newKeyPair('rsa', { modulusLength: 1024 }).publicKey.export({ format: 'jwk' })],
     ['OKP with an EC curve', { kty: 'OKP', crv: 'P-256', x: RFC8037_X }],
     ['EC claiming Ed25519', { kty: 'EC', crv: 'Ed25519', x: RFC8037_X }],
     ['lower-case crv', { kty: 'OKP', crv: 'ed25519', x: RFC8037_X }],
@@ -187,7 +188,7 @@ describe('verificationKey', () => {
     // Use `first` again, so that eviction spares it and takes `second`, cached and not used since.
     verificationKey(first.publicJwk);
     for (let i = 0; i < PUBLIC_KEY_CACHE_LIMIT - 1; i++) {
-      const { publicKey } = generateKeyPairSync('ed25519');
+      const { publicKey } = newKeyPair('ed25519');
       const { x } = publicKey.export({ format: 'jwk' });
       verificationKey({ kty: 'OKP', crv: 'Ed25519', x: x! });
     }
