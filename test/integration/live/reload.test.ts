@@ -231,6 +231,38 @@ describe('reload() of documents that did not change', () => {
     expect(p.proxy.catalog.get('get_note')?.description).toBe('Get one note');
     expect(reloadedDocuments(lines)).toEqual(['unchanged', 'loaded']);
   });
+
+  it('keeps the served catalog, pins and proxy headers applied, until they change', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'aap-reload-pins-')), 'proxy.yaml');
+    const spec = notesSpec();
+    const config = (pin: boolean): string =>
+      [
+        'apis:',
+        `  - spec: ${JSON.stringify(spec)}`,
+        '    upstream: http://127.0.0.1:9',
+        '    headers:',
+        '      X-Tenant: acme',
+        ...(pin ? ['    operations:', '      get_note:', '        pin:', '          fields: title'] : []),
+      ].join('\n');
+    writeFileSync(file, config(true));
+    const lines: string[] = [];
+    const p = await startProtocol({ overrides: { config: file }, logSink: (l) => lines.push(l) });
+    open = p;
+    const inputOf = (): unknown => p.proxy.catalog.get('get_note')?.argumentsSchema.properties;
+    const catalog = p.proxy.catalog;
+    expect(inputOf()).toHaveProperty('id');
+    expect(inputOf()).not.toHaveProperty('fields');
+
+    // Nothing that shapes the catalog changed: the very catalog in force stays.
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect(p.proxy.catalog).toBe(catalog);
+    // The pin goes: the same documents, served without it.
+    writeFileSync(file, config(false));
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect(p.proxy.catalog).not.toBe(catalog);
+    expect(inputOf()).toHaveProperty('fields');
+    expect(reloadedDocuments(lines)).toEqual(['unchanged', 'unchanged']);
+  });
 });
 
 describe('reload() of the config file', () => {
