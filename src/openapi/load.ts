@@ -4,7 +4,7 @@
  * are fetched only when the operator allows it, through the same guarded fetcher as remote specs
  * (§8.12), and a remote spec can never read local files.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { parse as parseYaml } from 'yaml';
@@ -12,7 +12,9 @@ import { UserError } from '../errors.js';
 import { hasOnlyPlainLocalRefs } from './local-refs.js';
 import { toPointer } from './pointer.js';
 import { DEFAULT_FETCH_LIMITS, fetchDocument, type FetchLimits } from './fetch.js';
-import { bundlerFileResolver, type SourceReads } from './source-reads.js';
+import { bundlerFileResolver, digest, type SourceReads } from './source-reads.js';
+import { jsonTextOf, readJsonText } from './json-text.js';
+import { collectGarbage } from '../util/collect-garbage.js';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 
 export interface LoadOptions {
@@ -54,7 +56,7 @@ export async function loadDocument(
     const fetched = await fetchDocument(source, limits);
     location = fetched.url;
     reads?.fetched(source, fetched);
-    parsed = parseText(fetched.body.toString('utf8'), source);
+    parsed = parseFetched(fetched.body, source);
   } else {
     location = resolvePath(source);
     if (!existsSync(location) || !statSync(location).isFile())
@@ -78,7 +80,7 @@ export async function loadDocument(
           ...bundlerFileResolver,
           read: async (file: { url: string }): Promise<Buffer> => {
             const bytes = await bundlerFileResolver.read(file);
-            reads?.record(file.url, 'file', bytes);
+            reads?.record(file.url, 'file', digest(bytes));
             return bytes;
           },
         },
@@ -149,24 +151,37 @@ export async function loadDocument(
 
 /**
  * A local JSON document parsed here rather than by swagger-parser, which reads the file into a
- * Buffer and keeps it while it parses the text decoded from it. Read as text at once, no Buffer
- * stands beside text and document: Microsoft Graph beta's 47 MB (90 MiB of text, since one
- * character past Latin-1 makes it two bytes a character, and 69 MiB parsed) peaked at 309 MiB
- * with its 45 MiB of bytes, and at 230 MiB without. Undefined for anything but JSON text, which
- * swagger-parser parses and reports on as before (reading the file again, through the resolver
- * that records it).
+ * Buffer and keeps it while it parses the text decoded from it. Here the file is read a megabyte
+ * at a time into text held one byte a character (json-text.ts), and a full collection before
+ * parsing frees the pieces it was read in: parsing is the peak of loading a document. Microsoft
+ * Graph beta's 47 MB peaked at 309 MiB with its 45 MiB of bytes beside 90 MiB of text (two bytes
+ * a character) and the 69 MiB parsed, and at 230 MiB without the bytes. Undefined for anything
+ * but JSON text, which swagger-parser parses and reports on as before (reading the file again,
+ * through the resolver that records it).
  */
 function readJsonFile(path: string, reads: SourceReads | undefined): unknown {
-  const text = readFileSync(path, 'utf8');
+  const { text, sha256 } = readJsonText(path);
   if (!/^\s*\{/.test(text)) return undefined;
-  // Hashed before parsing, so that hashing's buffers never stand beside the parsed document.
-  reads?.record(path, 'text', text);
+  reads?.record(path, 'text', sha256);
+  collectGarbage();
   try {
-    // `\s` above admits a byte order mark; JSON.parse does not.
-    return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    return JSON.parse(text);
   } catch {
     return undefined;
   }
+}
+
+/** A fetched root: JSON held one byte a character (json-text.ts), as a local one is; else YAML. */
+function parseFetched(body: Buffer, source: string): unknown {
+  const json = jsonTextOf(body);
+  if (json !== undefined) {
+    try {
+      return JSON.parse(json);
+    } catch {
+      // Reported below from the text as the server sent it, where positions are its own.
+    }
+  }
+  return parseText(body.toString('utf8'), source);
 }
 
 function parseText(text: string, source: string): unknown {

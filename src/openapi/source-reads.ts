@@ -2,21 +2,21 @@
  * What a loaded document was read from, so that a reload can tell that nothing it would read has
  * changed, and keep the catalog in force, without parsing or deriving anything again (Microsoft
  * Graph's 20 MB: a reload that reads and hashes it again takes 0.06-0.07 s; one that loads it,
- * 1.8 s and a second catalog's memory). Every read that went into a document is recorded with a SHA-256 of exactly
- * what was parsed: the root, and each file or URL a `$ref` reached. Parsing is deterministic, so
- * contents that hash the same lead to the same `$ref`s, hence the same reads, hence the same
- * document; a read that now fails or differs means the document must be loaded again.
+ * 1.8 s and a second catalog's memory). Every read that went into a document is recorded with a
+ * SHA-256 of the bytes read: the root, and each file or URL a `$ref` reached. Parsing is
+ * deterministic, so contents that hash the same lead to the same `$ref`s, hence the same reads,
+ * hence the same document; a read that now fails or differs means the document must be loaded
+ * again.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
 import { FileResolver } from '@apidevtools/json-schema-ref-parser';
 import { fetchDocument, type FetchedDocument, type FetchLimits } from './fetch.js';
 
 export interface SourceRead {
   /** A local path (`text`), a location as the bundler's file resolver takes it, or a URL. */
   readonly location: string;
-  /** Read as UTF-8 text here (a local JSON root), by the bundler's file resolver, or fetched. */
+  /** Read here as JSON text (a local JSON root: json-text.ts), by the bundler's file resolver, or fetched. */
   readonly as: 'text' | 'file' | 'url';
   readonly sha256: string;
   /**
@@ -40,8 +40,9 @@ export const bundlerFileResolver = FileResolver as typeof FileResolver & {
 export class SourceReads {
   readonly #reads: SourceRead[] = [];
 
-  record(location: string, as: 'text' | 'file', content: string | Buffer): void {
-    this.#reads.push(Object.freeze({ location, as, sha256: digest(content) }));
+  /** A read of `location`, whose bytes had this digest (`digest`). */
+  record(location: string, as: 'text' | 'file', sha256: string): void {
+    this.#reads.push(Object.freeze({ location, as, sha256 }));
   }
 
   fetched(location: string, fetched: FetchedDocument): void {
@@ -76,7 +77,7 @@ export async function unchangedSources(
 async function readsTheSame(read: SourceRead, limits: Partial<FetchLimits>): Promise<boolean> {
   switch (read.as) {
     case 'text':
-      return (await digestTextOf(read.location)) === read.sha256;
+      return (await digestOfFile(read.location)) === read.sha256;
     case 'file':
       return digest(await bundlerFileResolver.read({ url: read.location })) === read.sha256;
     case 'url': {
@@ -87,38 +88,16 @@ async function readsTheSame(read: SourceRead, limits: Partial<FetchLimits>): Pro
 }
 
 /**
- * The digest `digest` gives the file's text, read and decoded a piece at a time: the whole text
- * as one string (Microsoft Graph's: 20 million characters) would be garbage only a full
- * collection frees, and a reload that keeps its catalog runs none. The decoder never splits a
- * character, so the pieces encode to exactly the whole text's UTF-8.
+ * The file's digest, read a piece at a time: the whole of it at once (Microsoft Graph's: 20 MB)
+ * would be garbage only a full collection frees, and a reload that keeps its catalog runs none.
  */
-async function digestTextOf(path: string): Promise<string> {
+async function digestOfFile(path: string): Promise<string> {
   const hash = createHash('sha256');
-  const decoder = new StringDecoder('utf8');
-  for await (const chunk of createReadStream(path)) hash.update(decoder.write(chunk as Buffer), 'utf8');
-  return hash.update(decoder.end(), 'utf8').digest('base64');
-}
-
-/** Characters of text encoded at a time: hashing 90 MiB of text need not copy it whole. */
-export const TEXT_CHUNK_CHARS = 1024 * 1024;
-
-/**
- * Text is hashed as UTF-8 (what was parsed, whatever bytes the file held), a chunk at a time. A
- * chunk never ends between the two halves of a surrogate pair, which would each encode as U+FFFD
- * and make different characters hash alike.
- */
-export function digest(content: string | Buffer): string {
-  const hash = createHash('sha256');
-  if (typeof content !== 'string') return hash.update(content).digest('base64');
-  for (let start = 0; start < content.length;) {
-    let end = Math.min(start + TEXT_CHUNK_CHARS, content.length);
-    if (end < content.length && isHighSurrogate(content.charCodeAt(end - 1))) end -= 1;
-    hash.update(content.slice(start, end), 'utf8');
-    start = end;
-  }
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('base64');
 }
 
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
+/** SHA-256, base64: what reads are compared by. */
+export function digest(content: Buffer): string {
+  return createHash('sha256').update(content).digest('base64');
 }

@@ -361,6 +361,24 @@ describe('remote documents and $refs', () => {
     expect(requests).toEqual(['/openapi.yaml']);
   });
 
+  it('loads a JSON spec URL whatever characters it holds, as the same file read locally', async () => {
+    const json = JSON.stringify({
+      openapi: '3.0.3',
+      info: { title: 'Notes — “quoted”', version: '1', description: 'café, 東京, 😀' },
+      paths: { '/a': { get: { operationId: 'getA', responses: { '200': { description: 'ok' } } } } },
+    });
+    served.set('/openapi.json', `\ufeff\n${json}`);
+    const options = { allowRemoteRefs: false, allowHttp: true };
+    const remote = await loadDocument(`${base}/openapi.json`, options);
+    expect(remote.doc).toStrictEqual(JSON.parse(json));
+    expect(remote.doc).toStrictEqual((await loadDocument(writeTemp('same.json', json), options)).doc);
+    // Invalid JSON is reported with positions in the text as served.
+    served.set('/bad.json', '{"info": "—",}');
+    await expect(loadDocument(`${base}/bad.json`, options)).rejects.toThrow(
+      /not valid JSON or YAML: .*position 13/,
+    );
+  });
+
   it('refuses a file:// $ref in a remote spec, even with every flag, without reading the file', async () => {
     const local = pathToFileURL(spec('multi-file/schemas/money.yaml')).href;
     served.set('/openapi.yaml', docWithRef(local));
