@@ -13,8 +13,8 @@ import { closeSync, openSync, readSync } from 'node:fs';
 
 export interface JsonText {
   readonly text: string;
-  /** SHA-256 of the file's bytes, base64: what a reload compares (source-reads.ts). */
-  readonly sha256: string;
+  /** SHA-256 of the file's bytes, base64, when asked for: what a reload compares (source-reads.ts). */
+  readonly sha256?: string;
 }
 
 /**
@@ -30,13 +30,20 @@ const NON_ASCII_RUNS = /[\x80-\xff]+/g;
 
 /**
  * The file at `path` as JSON text (see oneByteJsonText), without a byte order mark, read
- * `chunkBytes` at a time. A chunk is cut after its last ASCII byte, so that no run of bytes past
- * ASCII is split; the rest goes to the front of the next one.
+ * `chunkBytes` at a time, and with `digest` the SHA-256 of its bytes. A chunk is cut after its
+ * last ASCII byte, so that no run of bytes past ASCII is split; the rest goes to the front of the
+ * next one.
  */
-export function readJsonText(path: string, chunkBytes = CHUNK_BYTES): JsonText {
+export function readJsonText(
+  path: string,
+  {
+    digest = false,
+    chunkBytes = CHUNK_BYTES,
+  }: { readonly digest?: boolean; readonly chunkBytes?: number } = {},
+): JsonText {
   const fd = openSync(path, 'r');
   try {
-    const hash = createHash('sha256');
+    const hash = digest ? createHash('sha256') : undefined;
     const pieces: string[] = [];
     let buffer = Buffer.allocUnsafe(chunkBytes);
     let kept = 0;
@@ -45,7 +52,7 @@ export function readJsonText(path: string, chunkBytes = CHUNK_BYTES): JsonText {
       // A run past ASCII longer than the buffer: room for more of it.
       if (kept === buffer.length) buffer = Buffer.concat([buffer, Buffer.allocUnsafe(buffer.length)]);
       const read = readSync(fd, buffer, kept, buffer.length - kept, null);
-      hash.update(buffer.subarray(kept, kept + read));
+      hash?.update(buffer.subarray(kept, kept + read));
       const filled = kept + read;
       if (start < 0 && filled < 3 && read > 0) {
         // Too few bytes yet to tell a byte order mark.
@@ -60,7 +67,8 @@ export function readJsonText(path: string, chunkBytes = CHUNK_BYTES): JsonText {
       kept = filled - Math.max(end, start);
       start = 0;
     }
-    return { text: pieces.join(''), sha256: hash.digest('base64') };
+    const text = pieces.join('');
+    return hash ? { text, sha256: hash.digest('base64') } : { text };
   } finally {
     closeSync(fd);
   }

@@ -160,9 +160,10 @@ export async function loadDocument(
  * through the resolver that records it).
  */
 function readJsonFile(path: string, reads: SourceReads | undefined): unknown {
-  const { text, sha256 } = readJsonText(path);
+  // Only a load that records its reads hashes (`serve`; `capabilities` and `check` do not).
+  const { text, sha256 } = readJsonText(path, { digest: reads !== undefined });
   if (!/^\s*\{/.test(text)) return undefined;
-  reads?.record(path, 'text', sha256);
+  if (sha256 !== undefined) reads?.record(path, 'text', sha256);
   collectGarbage();
   try {
     return JSON.parse(text);

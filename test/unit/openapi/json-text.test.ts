@@ -39,7 +39,7 @@ function decoded(bytes: Buffer): string {
 
 function read(bytes: Buffer, chunkBytes?: number): ReturnType<typeof readJsonText> {
   writeFileSync(file, bytes);
-  return readJsonText(file, chunkBytes);
+  return readJsonText(file, { digest: true, ...(chunkBytes === undefined ? {} : { chunkBytes }) });
 }
 
 describe('readJsonText', () => {
@@ -51,6 +51,8 @@ describe('readJsonText', () => {
     expect(isOneByte(text)).toBe(true);
     expect(JSON.parse(text)).toEqual(doc);
     expect(sha256).toBe(createHash('sha256').update(bytes).digest('base64'));
+    // Without being asked for, no digest (the CLI's one-shot loads hash nothing).
+    expect(readJsonText(file).sha256).toBeUndefined();
   });
 
   it('drops a byte order mark, and only a leading one', () => {
