@@ -12,7 +12,7 @@ import type { Catalog } from './openapi/catalog.js';
 import type { Policy } from './policy/policy.js';
 import { applyDrift, logDrift } from './protocol/drift.js';
 import { swapDocuments, type ProtocolContext } from './protocol/context.js';
-import { collectingWhenGrown } from './util/collect-garbage.js';
+import { collectingWhenGrown, compactHeap } from './util/collect-garbage.js';
 
 export interface ReloadResult {
   readonly ok: boolean;
@@ -77,15 +77,14 @@ async function reloadOnce(deps: ReloadDeps, collect: (force: boolean) => boolean
     logger.warn('reload', { detail: warning });
   }
   // The replaced catalog and engine are garbage now (swapIn held them for its rollback, and has
-  // returned): one full collection frees them at once, where V8 would otherwise grow its heap
-  // further at the next reload before collecting. Microsoft Graph, five reloads of a changed
-  // document: the heap after this collection stays at 68 MiB and the peak at 293-297 MiB
-  // resident; while swapIn's frame still held the replaced catalog here, the heap was 108 MiB and
-  // the peak climbed to 314-318. The collection pauses about 55 ms there, 20 ms for GitHub, beside
-  // the reload's seconds of parsing. A kept catalog left only an engine's worth of garbage and no
-  // parsing: collected once such reloads have left enough of it (a pause of 50 ms for 60 ms
-  // reloads of Graph otherwise).
-  collect(!next.documentsUnchanged);
+  // returned). A reload that loaded documents compacts the heap (compactHeap): one collection alone
+  // freed the old catalog but left V8 holding its pages, and the next reload's parse came on top
+  // (Microsoft Graph, five reloads of a changed document: 266-270 MiB at the peak with one, 234-235
+  // with three; 293-297 while swapIn's frame still held the replaced catalog at the collection).
+  // A kept catalog left only an engine's worth of garbage and no parsing: collected once such
+  // reloads have left enough of it (a pause of 50 ms for 60 ms reloads of Graph otherwise).
+  if (next.documentsUnchanged) collect(false);
+  else await compactHeap(() => collect(true));
   deps.counted('success');
   logger.info('reloaded', {
     capabilities: next.catalog.capabilities.length,

@@ -8,6 +8,7 @@
  */
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 let gc: (() => void) | undefined;
 
@@ -45,4 +46,20 @@ export function collectingWhenGrown(
 function usedMemory(): number {
   const { used_heap_size: heap, external_memory: external } = getHeapStatistics();
   return heap + external;
+}
+
+/**
+ * Full collections, a turn of the event loop apart (each is a pause: 50-75 ms for Microsoft
+ * Graph's heap), for after a catalog was replaced. One collection frees the dead objects but V8
+ * keeps the pages they were spread over, most of them partly used; the next ones move what
+ * survived onto fewer pages and give the rest back. Microsoft Graph, five reloads of a changed
+ * document: resident after each 216-246 MiB with one collection, 216-221 with two, 177-187 with
+ * three (as at start-up), 177-186 with four; and the peak of the next reload, which comes on top,
+ * 266 MiB, 235-239, 234-235 and 230.
+ */
+export async function compactHeap(collect: () => void = collectGarbage, collections = 3): Promise<void> {
+  for (let i = 0; i < collections; i++) {
+    if (i > 0) await nextTurn();
+    collect();
+  }
 }
