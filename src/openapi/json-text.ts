@@ -92,9 +92,9 @@ const JSON_WHITE_SPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
  * The text JSON.parse gives the same value for as for `bytes` decoded as UTF-8 (bytes that are not
  * UTF-8 read as U+FFFD, as decoding does), held one byte a character. Latin-1 read byte for byte
  * is one byte a character, and so is each run's replacement; a run is decoded on its own, which
- * gives what decoding the whole gives, since an ASCII byte ends any sequence before it.
+ * gives what decoding the whole gives, since an ASCII byte ends whatever sequence came before it.
  */
-export function oneByteJsonText(bytes: Buffer): string {
+function oneByteJsonText(bytes: Buffer): string {
   return bytes.toString('latin1').replace(NON_ASCII_RUNS, (run) => escaped(Buffer.from(run, 'latin1')));
 }
 

@@ -130,7 +130,7 @@ export async function loadDocument(
     // The root is parsed on its own, without continueOnError: with it, a root that is not valid
     // YAML/JSON reaches swagger-parser as null and fails with an unrelated TypeError. A local
     // JSON root parsed here still goes through swagger-parser's checks of its version fields;
-    // a file that cannot be read fails here, reported below with its name as any load error.
+    // a file that cannot be read fails here, reported below with its name like other load errors.
     let root = parsed;
     if (!remoteRoot) {
       const json = readJsonFile(location, reads);
@@ -151,8 +151,8 @@ export async function loadDocument(
 
 /**
  * A local JSON document parsed here rather than by swagger-parser, which reads the file into a
- * Buffer and keeps it while it parses the text decoded from it. Here the file is read a megabyte
- * at a time into text held one byte a character (json-text.ts), and a full collection before
+ * Buffer and keeps it while it parses the text decoded from it. Here the file is read 64 KiB at
+ * a time into text held one byte a character (json-text.ts), and a full collection before
  * parsing frees the pieces it was read in: parsing is the peak of loading a document. Microsoft
  * Graph beta's 47 MB peaked at 309 MiB with its 45 MiB of bytes beside 90 MiB of text (two bytes
  * a character) and the 69 MiB parsed, and at 230 MiB without the bytes. Undefined for anything

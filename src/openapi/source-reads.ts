@@ -29,7 +29,7 @@ export interface SourceRead {
 /**
  * The bundler's own file resolver (json-schema-ref-parser's), so that a file is read again from
  * exactly the path the bundler made of its `$ref`, with no second copy of that URL-to-path logic.
- * Its `read` is typed as any resolver's (string, object or function); this one is a function
+ * Its `read` is typed as every resolver's is (string, object or function); this one is a function
  * that reads only the file's `url` and resolves to its bytes (lib/resolvers/file.js).
  */
 export const bundlerFileResolver = FileResolver as typeof FileResolver & {
@@ -58,7 +58,7 @@ export class SourceReads {
 
 /**
  * Whether every one of `reads` gives the same contents now. One at a time, so that no two large
- * documents are held at once; any failure counts as a change (a load then reports it).
+ * documents are held at once; a failure counts as a change (a load then reports it).
  */
 export async function unchangedSources(
   reads: readonly SourceRead[],
