@@ -14,6 +14,7 @@ import { decodeJwt, JwtError, verifyJwt, type Claims, type UnverifiedJwt } from 
 import { rememberJti } from './jti-replay.js';
 import { parsePublicJwk, thumbprint, verificationKey, type Ed25519PublicJwk } from './keys.js';
 import { agentKey, jwksHostKey, storedHostKey } from './jwks-auth.js';
+import { JwksKeyError } from './jwks/cache.js';
 import { applyDueStatus, dueStatus } from './lifecycle.js';
 
 export interface HostAuth {
@@ -271,12 +272,34 @@ function acceptedAgent(
   const claims = verify(ctx, jwt, key, 'agent+jwt', audiences);
   const iss = jwt.payload.iss;
   // The reference SDK omits iss; when present it MUST name the agent's own host (§4.5 steps 4–5).
-  // Checked after the signature, so a forger cannot probe which host owns an agent. A JWKS-based
-  // host's iss changes when it rotates, possibly before its next host JWT updates the stored one
-  // (§8.7 race): the agent, resolved by sub and proven by its own key, is then trusted (§4.5 step 4).
-  if (iss !== undefined && iss !== host.thumbprint && !host.jwksUrl) {
-    throw invalid('iss does not identify the host this agent is registered under.');
+  // Checked after the signature, so a forger cannot probe which host owns an agent.
+  if (typeof iss !== 'string' || iss === host.thumbprint) return agentMayAct(ctx, stored, host, claims);
+  if (!host.jwksUrl) throw invalid(FOREIGN_ISS);
+  // A JWKS-based host's iss changes when it rotates, possibly before its next host JWT updates the
+  // stored one (§8.7 race): then iss must be the thumbprint of a key in the host's set (§4.5 step 4).
+  return issInHostJwks(ctx, host.jwksUrl, iss).then(() => agentMayAct(ctx, stored, host, claims));
+}
+
+const FOREIGN_ISS = 'iss does not identify the host this agent is registered under.';
+
+/** §4.5 step 4's fallback: `iss` is the thumbprint of a key the host's JWKS URL serves now. */
+async function issInHostJwks(ctx: ProtocolContext, url: string, iss: string): Promise<void> {
+  let found = false;
+  try {
+    found = (await ctx.jwks?.hasThumbprint(url, iss)) === true;
+  } catch (err) {
+    if (!(err instanceof JwksKeyError)) throw err;
   }
+  if (!found) throw invalid(FOREIGN_ISS);
+}
+
+/** §4.5 steps 5–6 and §4.3's capabilities claim, once the agent's JWT is verified. */
+function agentMayAct(
+  ctx: ProtocolContext,
+  stored: AgentRecord,
+  host: HostRecord,
+  claims: Claims,
+): AgentAuth | Promise<AgentAuth> {
   // §4.3: string[]. A malformed claim must not read as "absent", which would mean every grant.
   const narrowed = claims.capabilities;
   if (narrowed !== undefined && !(Array.isArray(narrowed) && narrowed.every((c) => typeof c === 'string'))) {

@@ -68,6 +68,8 @@ export type AfterCommit = (action: () => void) => void;
 /** What verification needs of the JWKS cache: a key by URL and kid, or a JwksKeyError. */
 export interface JwksKeySource {
   key(url: string, kid: string): Promise<Ed25519PublicJwk>;
+  /** Whether a key at `url` has the RFC 7638 thumbprint `tp`. */
+  hasThumbprint(url: string, tp: string): Promise<boolean>;
 }
 
 /**

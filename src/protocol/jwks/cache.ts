@@ -5,7 +5,7 @@
  * URL fails the last good keys stay in use (§10.4) while retries stay bounded the same way.
  */
 import type { Clock } from '../../clock.js';
-import type { Ed25519PublicJwk } from '../keys.js';
+import { thumbprint, type Ed25519PublicJwk } from '../keys.js';
 import type { FetchedDocument } from './fetch.js';
 import { JwksFetchError } from './fetch.js';
 import { JwksContentError, parseJwks } from './parse.js';
@@ -53,6 +53,32 @@ export class JwksCache {
 
   /** The key for `kid` at `url`, fetching only when the set is stale or misses the kid (bounded). */
   async key(url: string, kid: string): Promise<Ed25519PublicJwk> {
+    const key = await this.find(url, (keys) => keys.get(kid));
+    if (key) return key;
+    throw new JwksKeyError(`the JWKS at the URL has no Ed25519 key with kid ${JSON.stringify(kid)}`);
+  }
+
+  /**
+   * Whether a key of the set at `url` has the RFC 7638 thumbprint `tp` (an agent JWT's `iss` while
+   * its JWKS-based host rotates, §4.5 step 4), fetching as `key` does when the set misses it.
+   */
+  async hasThumbprint(url: string, tp: string): Promise<boolean> {
+    const found = await this.find(url, async (keys) => {
+      for (const key of keys.values()) if ((await thumbprint(key)) === tp) return true;
+      return undefined;
+    });
+    return found === true;
+  }
+
+  /**
+   * What `match` finds in the set at `url`: in the cached set when it is fresh, else (or on a miss)
+   * in the set fetched again, at most once per `refreshIntervalMs` per URL. Throws JwksKeyError
+   * when the URL never gave a set.
+   */
+  private async find<T>(
+    url: string,
+    match: (keys: ReadonlyMap<string, Ed25519PublicJwk>) => T | undefined | Promise<T | undefined>,
+  ): Promise<T | undefined> {
     const now = this.options.clock.now();
     let entry = this.entries.get(url);
     if (!entry) {
@@ -67,8 +93,10 @@ export class JwksCache {
       this.entries.set(url, entry);
     }
     const fresh = now < entry.freshUntil;
-    const hit = entry.keys?.get(kid);
-    if (fresh && hit) return hit;
+    if (fresh && entry.keys) {
+      const hit = await match(entry.keys);
+      if (hit !== undefined) return hit;
+    }
     if (entry.inFlight) {
       await entry.inFlight;
     } else if (now - entry.lastAttemptAt >= this.options.refreshIntervalMs) {
@@ -77,12 +105,10 @@ export class JwksCache {
       });
       await entry.inFlight;
     }
-    const key = entry.keys?.get(kid);
-    if (key) return key;
     if (entry.keys === undefined) {
       throw new JwksKeyError(`the JWKS URL gives no keys: ${entry.lastError ?? 'not fetched yet'}`);
     }
-    throw new JwksKeyError(`the JWKS at the URL has no Ed25519 key with kid ${JSON.stringify(kid)}`);
+    return match(entry.keys);
   }
 
   private async refresh(url: string, entry: Entry): Promise<void> {

@@ -7,6 +7,7 @@ import {
   JwksKeyError,
 } from '../../../../src/protocol/jwks/cache.js';
 import { JwksFetchError, type FetchedDocument } from '../../../../src/protocol/jwks/fetch.js';
+import { thumbprint } from '../../../../src/protocol/keys.js';
 import { generateTestKey } from '../../../helpers/keys.js';
 import { TestClock } from '../../../helpers/protocol.js';
 
@@ -74,6 +75,20 @@ describe('JWKS cache', () => {
     t.clock.advance(30_000);
     expect((await t.cache.key(url, 'b')).x).toBe(t.b.x);
     expect(t.fetches()).toBe(3);
+  });
+
+  it('finds a key by its thumbprint, refreshing on a miss at most once per interval (§4.5 step 4)', async () => {
+    const t = await setup();
+    const [tpA, tpB] = await Promise.all([thumbprint(t.a), thumbprint(t.b)]);
+    expect(await t.cache.hasThumbprint(url, tpA)).toBe(true);
+    t.serve({ body: { keys: [t.a, t.b] }, cacheControl: undefined });
+    // The set is fresh and the interval has not passed: no fetch, so b's thumbprint is unknown yet.
+    expect(await t.cache.hasThumbprint(url, tpB)).toBe(false);
+    expect(t.fetches()).toBe(1);
+    t.clock.advance(30_000);
+    expect(await t.cache.hasThumbprint(url, tpB)).toBe(true);
+    expect(await t.cache.hasThumbprint(url, 'not-a-thumbprint')).toBe(false);
+    expect(t.fetches()).toBe(2);
   });
 
   it('drops a removed key at the next refresh', async () => {
