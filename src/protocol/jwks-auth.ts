@@ -70,10 +70,27 @@ export async function agentKeyFromUrl(
       'agent_jwks_url needs agent_kid, the key ID in that set (§4.2).',
     );
   }
-  if (url === hostJwksUrl) {
-    throw new ProtocolError('invalid_request', 'Host and agent JWKS URLs must differ (§4.2).');
+  if (hostJwksUrl !== undefined && endpointOf(url) === endpointOf(hostJwksUrl)) {
+    throw new ProtocolError(
+      'invalid_request',
+      'Host and agent JWKS URLs must point to different endpoints (§4.2).',
+    );
   }
   return { jwk: await keyFromUrl(ctx, url, kid, 'invalid_request'), jwksUrl: url, jwksKid: kid };
+}
+
+/**
+ * The endpoint a URL names, for telling two spellings of one apart (§4.2): parsed as WHATWG URLs
+ * are (scheme and host case, default port, dot segments), without the fragment (never sent), with
+ * percent-encoded unreserved characters decoded and other escapes upper-cased (RFC 3986 §6.2.2).
+ */
+export function endpointOf(url: string): string {
+  const parsed = new URL(url);
+  parsed.hash = '';
+  return parsed.href.replace(/%([0-9A-Fa-f]{2})/g, (_escape, hex: string) => {
+    const char = String.fromCharCode(parseInt(hex, 16));
+    return /[A-Za-z0-9\-._~]/.test(char) ? char : `%${hex.toUpperCase()}`;
+  });
 }
 
 function headerKid(jwt: UnverifiedJwt): string | undefined {

@@ -211,7 +211,7 @@ describe('§8.12 refusals at registration', () => {
   it('refuses the same URL for host and agent (§4.2)', async () => {
     expectRefused(
       await register({ agent_jwks_url: `${base()}/r${n + 1}/host.json`, agent_kid: 'r-h1' }),
-      /must differ/,
+      /must point to different endpoints/,
     );
   });
 });
