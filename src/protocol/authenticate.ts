@@ -198,12 +198,21 @@ async function recordRotation(
   return { ...host, thumbprint: iss, publicJwk: key, updatedAt: now };
 }
 
-/** §4.6: the host's jti is used up (a replay throws) and its use recorded (§2.4). */
+/**
+ * §4.6: the host's jti is used up (a replay throws) and its use recorded (§2.4). §8.4 partitions
+ * the replay cache by host identity: a known host's jtis by its id, so that a key rotation (§5.9,
+ * §8.7) starts no fresh partition, and every host's also by its key's thumbprint, so that a new
+ * host's registration token stays used up once the host it created is known by that key.
+ */
 export function acceptHost(ctx: ProtocolContext, auth: HostAuth): void | Promise<void> {
+  const { host } = auth;
   const record = (): void => {
-    if (auth.host) ctx.usage.recordHost(auth.host.id, ctx.clock.now());
+    if (host) ctx.usage.recordHost(host.id, ctx.clock.now());
   };
-  const remembered = rememberJti(ctx, `host:${auth.thumbprint}`, auth.claims);
+  const byId = (): void | Promise<void> =>
+    host ? rememberJti(ctx, `host-id:${host.id}`, auth.claims) : undefined;
+  const byKey = rememberJti(ctx, `host:${auth.thumbprint}`, auth.claims);
+  const remembered = byKey instanceof Promise ? byKey.then(byId) : byId();
   if (remembered instanceof Promise) return remembered.then(record);
   record();
 }
