@@ -88,5 +88,11 @@ export function safeReturn(value: string | null | undefined): string {
   if (!value || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) return '/device';
   // eslint-disable-next-line no-control-regex -- control characters could split the Location header
   if (/[\u0000-\u001f\u007f]/.test(value) || value.length > 512) return '/device';
-  return value;
+  // A Location header holds Latin-1 only (Node refuses more, after the session is made): a space or
+  // a character past ASCII is sent percent-encoded, as a browser would; a lone surrogate is no path.
+  try {
+    return value.replace(/[^\u0021-\u007e]+/gu, (run) => encodeURIComponent(run));
+  } catch {
+    return '/device';
+  }
 }
