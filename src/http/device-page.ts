@@ -173,7 +173,10 @@ export class DevicePage {
     proof: { readonly kind: string },
   ): Promise<{ session: SessionRecord; headers: Record<string, string> } | undefined> {
     if (proof.kind === 'verified') {
-      const started = await this.#auth.sessions.start(s.userId, 'passkey', x.sessionCookie);
+      // It stands in for the sign-in `s` came from: no longer than that one would have lasted.
+      const started = await this.#auth.sessions.start(s.userId, 'passkey', x.sessionCookie, {
+        notAfter: s.expiresAt,
+      });
       return { session: started.session, headers: { 'set-cookie': this.#auth.cookie(started.cookieValue) } };
     }
     if (this.#auth.sessions.isFresh(s, this.#auth.settings.freshAuthMs)) return { session: s, headers: {} };

@@ -6,6 +6,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
+import type { SignInSettings } from '../config/sign-in.js';
 import type { AuthMethod, SessionRecord, Store } from '../storage/types.js';
 
 export class Sessions {
@@ -19,14 +20,19 @@ export class Sessions {
    * A new session for `userId`; `replacing` (the cookie sent with the sign-in) is ended.
    * `authenticatedAt` is when the person proved who they are, if earlier than now (an OIDC
    * provider's `auth_time`: its own session may be older than this sign-in); never later than now.
+   * `notAfter` caps its expiry: a session that stands in for another (a passkey at approval) never
+   * outlives the sign-in it came from.
    */
   async start(
     userId: string,
     authMethod: AuthMethod,
     replacing?: string,
-    authenticatedAt?: number,
-    /** An OIDC sign-in's `acr` and `amr`, recorded with each decision (issue 16). */
-    claims?: { readonly acr: string | null; readonly amr: readonly string[] | null },
+    options: {
+      readonly authenticatedAt?: number;
+      /** An OIDC sign-in's `acr` and `amr`, recorded with each decision (issue 16). */
+      readonly claims?: { readonly acr: string | null; readonly amr: readonly string[] | null };
+      readonly notAfter?: number;
+    } = {},
   ): Promise<{ readonly cookieValue: string; readonly session: SessionRecord }> {
     if (replacing !== undefined) await this.end(replacing);
     const now = this.clock.now();
@@ -35,12 +41,12 @@ export class Sessions {
       idHash: hashId(cookieValue),
       userId,
       authMethod,
-      authenticatedAt: Math.min(now, authenticatedAt ?? now),
-      acr: claims?.acr ?? null,
-      amr: claims?.amr ?? null,
+      authenticatedAt: Math.min(now, options.authenticatedAt ?? now),
+      acr: options.claims?.acr ?? null,
+      amr: options.claims?.amr ?? null,
       csrfToken: randomBytes(32).toString('base64url'),
       createdAt: now,
-      expiresAt: now + this.lifetimeMs,
+      expiresAt: Math.min(now + this.lifetimeMs, options.notAfter ?? Infinity),
     };
     await this.store.insertSession(session);
     return { cookieValue, session };
@@ -65,6 +71,28 @@ export class Sessions {
   /** Removes at most `limit` expired sessions (one batch of the maintenance sweep); how many. */
   sweep(limit: number): Promise<number> {
     return this.store.deleteExpiredSessions(this.clock.now(), limit);
+  }
+}
+
+/**
+ * Whether a stored session still signs its person in under the sign-in configuration in force (a
+ * restart may have changed it, §8.11): a password session while its account is listed in
+ * `sign_in.local.users` (removing a user ends their sessions at once); an OIDC or trusted-header
+ * one while that way in is configured; a passkey one while its user is a local account, or while
+ * OIDC or a trusted header (the sign-in such a passkey stood in for at approval) is configured.
+ */
+export function stillSignsIn(settings: SignInSettings, session: SessionRecord): boolean {
+  const { localUsers, oidc, trustedHeader } = settings;
+  switch (session.authMethod) {
+    case 'password':
+    case 'password+totp':
+      return localUsers.has(session.userId);
+    case 'oidc':
+      return oidc !== undefined;
+    case 'trusted_header':
+      return trustedHeader !== undefined;
+    case 'passkey':
+      return localUsers.has(session.userId) || oidc !== undefined || trustedHeader !== undefined;
   }
 }
 

@@ -86,13 +86,10 @@ export function oidcRoutes(router: Router, { auth, oidc, limits, serverName }: O
         });
         return;
       }
-      const { cookieValue } = await auth.sessions.start(
-        result.userId,
-        'oidc',
-        x.sessionCookie,
-        result.authenticatedAt,
-        { acr: result.acr, amr: result.amr },
-      );
+      const { cookieValue } = await auth.sessions.start(result.userId, 'oidc', x.sessionCookie, {
+        authenticatedAt: result.authenticatedAt,
+        claims: { acr: result.acr, amr: result.amr },
+      });
       x.decision.user_id = result.userId;
       redirect(x.res, result.returnTo, { 'set-cookie': auth.cookie(cookieValue) });
     }),

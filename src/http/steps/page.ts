@@ -7,7 +7,7 @@
  * A POST that fails the origin or token check changes nothing: it is refused before the action.
  */
 import { ProtocolError } from '../../errors.js';
-import { csrfMatches } from '../../protocol/sessions.js';
+import { csrfMatches, stillSignsIn } from '../../protocol/sessions.js';
 import type { PageAuth } from '../page-auth.js';
 import type { RateLimits } from '../rate-limits.js';
 import { perIp } from './limits.js';
@@ -26,7 +26,8 @@ export function session(auth: PageAuth): SharedStep {
     const value = auth.cookieValue(x.req);
     if (value !== undefined) x.sessionCookie = value;
     const found = await auth.sessions.find(value);
-    if (found) {
+    // A session whose way in was since removed from the configuration signs nobody in (§8.11).
+    if (found && stillSignsIn(auth.settings, found)) {
       x.session = found;
       x.decision.user_id = found.userId;
     }

@@ -38,6 +38,19 @@ describe('sessions', () => {
     expect((await sessions.find(after))?.userId).toBe('alice');
   });
 
+  it('a session standing in for another (notAfter) never outlives it', async () => {
+    const { sessions, clock } = setup();
+    const signedIn = (await sessions.start('alice', 'oidc')).session;
+    clock.advance(10 * HOUR);
+    const { cookieValue, session } = await sessions.start('alice', 'passkey', undefined, {
+      notAfter: signedIn.expiresAt,
+    });
+    expect(session.expiresAt).toBe(signedIn.expiresAt);
+    expect(session.authenticatedAt).toBe(clock.now());
+    clock.advance(2 * HOUR);
+    expect(await sessions.find(cookieValue)).toBeUndefined();
+  });
+
   it('an expired session is not found, and the sweep deletes it', async () => {
     const { sessions, clock, store } = setup();
     const { cookieValue, session } = await sessions.start('alice', 'password');

@@ -102,9 +102,8 @@ describe('migration 11: proposed / approved / effective, acr/amr, registration o
       constraints: { limit: { max: 200 } },
     });
     const sessions = new Sessions(s, new TestClock(), 3_600_000);
-    const oidc = await sessions.start('alice', 'oidc', undefined, undefined, {
-      acr: 'urn:example:mfa',
-      amr: ['pwd', 'otp'],
+    const oidc = await sessions.start('alice', 'oidc', undefined, {
+      claims: { acr: 'urn:example:mfa', amr: ['pwd', 'otp'] },
     });
     expect(await sessions.find(oidc.cookieValue)).toMatchObject({
       acr: 'urn:example:mfa',

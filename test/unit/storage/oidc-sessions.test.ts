@@ -52,10 +52,14 @@ describe('sessions of OIDC sign-ins', () => {
     store = openSqliteStore({ file: tempDbFile() });
     const clock = new TestClock();
     const sessions = new Sessions(store, clock, 3_600_000);
-    const earlier = (await sessions.start('alice', 'oidc', undefined, clock.now() - 600_000)).session;
+    const earlier = (
+      await sessions.start('alice', 'oidc', undefined, { authenticatedAt: clock.now() - 600_000 })
+    ).session;
     expect(earlier.authenticatedAt).toBe(clock.now() - 600_000);
     expect(sessions.isFresh(earlier, 300_000)).toBe(false);
-    const future = (await sessions.start('alice', 'oidc', undefined, clock.now() + 600_000)).session;
+    const future = (
+      await sessions.start('alice', 'oidc', undefined, { authenticatedAt: clock.now() + 600_000 })
+    ).session;
     expect(future.authenticatedAt).toBe(clock.now());
   });
 });
