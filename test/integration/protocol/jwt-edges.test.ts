@@ -65,7 +65,7 @@ describe('JWT checks at their edges', () => {
     const last = token.at(-1) as string;
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
     const i = alphabet.indexOf(last);
-    const twin = token.slice(0, -1) + alphabet[(i & ~3) | ((i + 1) & 3)];
+    const twin = `${token.slice(0, -1)}${alphabet.charAt((i & ~3) | ((i + 1) & 3))}`;
     expect(twin).not.toBe(token);
     expect((await list(twin)).status).toBe(401);
   });
