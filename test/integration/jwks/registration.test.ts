@@ -129,6 +129,19 @@ describe('hosts and agents registered by JWKS URL (§4.2, §5.3)', () => {
     expect(view.body).toMatchObject({ thumbprint: next.thumbprint, jwks_url: `${base()}/hostrot/host.json` });
   });
 
+  it('§4.5 step 4: an agent JWT whose iss is neither its host nor a key of its host set is refused', async () => {
+    const { agent, agentId } = await registeredPair('iss');
+    const other = await p.linkedHost('bob');
+    for (const iss of [other.key.thumbprint, (await generateTestKey()).thumbprint, 'not-a-thumbprint']) {
+      const reply = await execute(agent, agentId, iss);
+      expect({ status: reply.status, error: reply.body.error }, iss).toEqual({
+        status: 401,
+        error: 'invalid_jwt',
+      });
+      expect(reply.body.message).toMatch(/iss does not identify the host/);
+    }
+  });
+
   it('§8.7 the key delivery mode is fixed: a JWKS host cannot present an inline key or rotate inline', async () => {
     const { host, agentId } = await registeredPair('mode');
     const inline = await signJwt(
@@ -211,6 +224,20 @@ describe('§8.12 refusals at registration', () => {
   it('refuses the same URL for host and agent (§4.2)', async () => {
     expectRefused(
       await register({ agent_jwks_url: `${base()}/r${n + 1}/host.json`, agent_kid: 'r-h1' }),
+      /must point to different endpoints/,
+    );
+  });
+
+  // Once shared, the host's key (a kid of the host's set) would sign agent JWTs accepted as the agent.
+  it.each([
+    ['a fragment (never sent)', (url: string) => `${url}#agent`],
+    [
+      'an upper-case scheme and a dot segment',
+      (url: string) => url.replace('https:', 'HTTPS:').replace(/\/(r\d+)\//, '/x/../$1/'),
+    ],
+  ])('refuses the host URL spelled with %s for the agent (§4.2)', async (_how, spell) => {
+    expectRefused(
+      await register({ agent_jwks_url: spell(`${base()}/r${n + 1}/host.json`), agent_kid: 'r-h1' }),
       /must point to different endpoints/,
     );
   });
