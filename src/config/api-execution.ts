@@ -107,6 +107,7 @@ export function resolveApis(from: {
     maxResponseBytes: config.execution.max_response_bytes,
   };
   const apis: ApiSettings[] = config.apis.map((api, i) => {
+    if (api.upstream !== undefined) refuseUserInfo(api.upstream, `${where}: apis[${i}].upstream`);
     return {
       ...(api.id !== undefined ? { id: api.id } : {}),
       ...(api.upstream !== undefined ? { upstream: api.upstream } : {}),
@@ -132,6 +133,7 @@ export function resolveApis(from: {
   for (const u of upstreams) {
     if (!/^https?:\/\/\S+$/i.test(u))
       throw new UserError(`--upstream ${JSON.stringify(u)}: must be an http(s) URL`);
+    refuseUserInfo(u, '--upstream');
   }
   const cliExecution = apiExecution(
     {
@@ -290,4 +292,18 @@ function parseHeaderFlags(flags: readonly string[]): Record<string, string> {
     headers[name] = flag.slice(colon + 1).trim();
   }
   return headers;
+}
+
+/**
+ * An upstream URL carries no user info: the proxy would never send it (a request goes to the
+ * origin and the operation's path), and the URL is logged at start-up. Credentials belong under
+ * `credentials` or `headers`, which are secrets. The message does not quote the URL.
+ */
+function refuseUserInfo(upstream: string, at: string): void {
+  const url = URL.parse(upstream);
+  if (url !== null && (url.username !== '' || url.password !== '')) {
+    throw new UserError(
+      `${at}: must not carry user info (user:password@), which would never be sent; give the credential under \`credentials\` (http basic) or \`headers\``,
+    );
+  }
 }

@@ -61,14 +61,18 @@ export function resolveOidc(
   } catch {
     throw new UserError(`${at}.issuer: ${config.issuer} is not a URL`);
   }
+  if (issuer.username || issuer.password) {
+    // Not quoted: the user info may be a password.
+    throw new UserError(`${at}.issuer: must have no user info (user:password@)`);
+  }
   const loopback = LOOPBACK.test(issuer.hostname);
   if (issuer.protocol !== 'https:' && !(issuer.protocol === 'http:' && loopback)) {
     throw new UserError(
       `${at}.issuer: must be an https URL (plain http only on localhost or 127.0.0.1, for development); got ${config.issuer}`,
     );
   }
-  if (issuer.search || issuer.hash || issuer.username || issuer.password) {
-    throw new UserError(`${at}.issuer: must have no query, fragment or user info; got ${config.issuer}`);
+  if (issuer.search || issuer.hash) {
+    throw new UserError(`${at}.issuer: must have no query or fragment; got ${config.issuer}`);
   }
   if (issuer.pathname.includes('/.well-known/')) {
     throw new UserError(

@@ -4,6 +4,7 @@
  * the two in sync, so editors can validate configs too.
  */
 import type { FromSchema } from 'json-schema-to-ts';
+import { SECRET_MARK } from './validate.js';
 
 const selector = {
   type: 'object',
@@ -36,6 +37,8 @@ const duration = {
  * repositories), or given inline. Resolved once at start-up; a missing variable or file stops it.
  */
 const secret = {
+  // validate.ts never quotes a value under a schema marked so, in its messages.
+  $comment: SECRET_MARK,
   anyOf: [
     { type: 'string', minLength: 1, description: 'inline value (prefer env or file)' },
     {
@@ -382,6 +385,8 @@ export const CONFIG_SCHEMA = {
                 properties: {
                   user_id: { type: 'string', minLength: 1, maxLength: 200 },
                   password_hash: {
+                    // A password pasted here by mistake must not be quoted back.
+                    $comment: SECRET_MARK,
                     type: 'string',
                     pattern: '^scrypt\\$',
                     description:

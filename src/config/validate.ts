@@ -28,10 +28,19 @@ export function lazyConfigSchema(schema: object): () => ValidateFunction {
   return () => (validate ??= compileConfigSchema(schema));
 }
 
+/**
+ * The `$comment` of a schema whose values are secrets (credentials, passwords, webhook URLs): no
+ * message quotes a value at or under it, since messages go to stderr, CI logs and the log of a
+ * refused reload.
+ */
+export const SECRET_MARK = 'secret: never quoted in messages';
+
 /** Validates (filling in defaults) or throws one UserError listing every problem. */
 export function validateOrThrow(validate: ValidateFunction, data: unknown, file: string): void {
   if (validate(data)) return;
-  const lines = (validate.errors ?? []).filter(isUseful).map((e) => `${file}: ${keyPath(e)}: ${describe(e)}`);
+  const lines = (validate.errors ?? [])
+    .filter(isUseful)
+    .map((e) => `${file}: ${keyPath(e)}: ${describe(e, quotable(e, validate.schema))}`);
   throw new UserError([...new Set(lines)].join('\n'));
 }
 
@@ -47,8 +56,42 @@ export function keyPath(error: ErrorObject): string {
   return path || '(top level)';
 }
 
-function describe(error: ErrorObject): string {
-  const got = error.data === undefined ? '' : ` (got ${JSON.stringify(error.data)})`;
+/**
+ * What a message may quote of the offending value: a scalar, or a list of scalars, outside every
+ * secret schema, with the user info of a URL in it masked. Of an object only its kind: one may
+ * hold a secret beside the mistake (a credential with a misspelt key), and the path names it.
+ */
+function quotable(error: ErrorObject, root: ValidateFunction['schema']): string {
+  const { data } = error;
+  if (data === undefined) return '';
+  const scalar = (v: unknown): boolean => typeof v !== 'object' || v === null;
+  if (!scalar(data) && !(Array.isArray(data) && data.every(scalar))) {
+    return Array.isArray(data) ? ' (got a list)' : ' (got an object)';
+  }
+  if (underSecret(error.schemaPath, root)) return '';
+  return ` (got ${JSON.stringify(data).replace(/\/\/[^/@\s"]*@/g, '//…@')})`;
+}
+
+/** Whether a schema on the way from the root to `schemaPath` (`#/properties/a/anyOf/0/…`) is secret. */
+function underSecret(schemaPath: string, root: unknown): boolean {
+  let node = root;
+  for (const token of ['', ...schemaPath.split('/').slice(1)]) {
+    if (token !== '') {
+      if (typeof node !== 'object' || node === null) return false;
+      node = (node as Record<string, unknown>)[token.replace(/~1/g, '/').replace(/~0/g, '~')];
+    }
+    if (
+      typeof node === 'object' &&
+      node !== null &&
+      (node as { $comment?: unknown }).$comment === SECRET_MARK
+    ) {
+      return true;
+    }
+  }
+  return false;
+}
+
+function describe(error: ErrorObject, got: string): string {
   const schema = error.parentSchema as
     { properties?: Record<string, unknown>; description?: string } | undefined;
   switch (error.keyword) {
