@@ -75,13 +75,24 @@ export function requestCapability(
   const requested = parseCapabilityRequest(ctx, body.capabilities);
   if (requested.length === 0) throw new ProtocolError('invalid_request', 'capabilities must not be empty.');
   const hints = readHints(body);
+  // A grant left pending by an approval that ran out is denied first, so it can be asked again.
+  return expireApprovals(ctx).then(() => requestWriting(ctx, auth, requested, hints));
+}
+
+function requestWriting(
+  ctx: ProtocolContext,
+  auth: AgentAuth,
+  requested: readonly RequestedCapability[],
+  hints: ReturnType<typeof readHints>,
+): Promise<Record<string, unknown>> {
   return ctx.write(async (tx, after) => {
     const now = ctx.clock.now();
     const agent = (await tx.agent(auth.agent.id)) ?? auth.agent;
     const host = (await tx.host(agent.hostId)) ?? auth.host;
     // Issue 16 §3: the same request while it is still pending is a repeat: the same approval
     // (same user code, same expiry), not a new one, and not counted against the user's limit.
-    const repeat = await pendingRepeat(tx, agent.id, 'capability_request', requested, now);
+    // That includes what an active agent's registration still asks for (granted in part at once).
+    const repeat = await pendingRepeat(tx, agent.id, ['capability_request', 'registration'], requested, now);
     if (repeat) {
       const asked = new Set(requested.map((r) => r.name));
       const view = agentView(
@@ -214,8 +225,10 @@ export async function reactivate(
     const latest = await tx.agent(agent.id);
     if (!latest) throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
     if (!mayReactivate(latest)) return agentView(ctx, latest, await tx.grants(agent.id), host);
-    // Step 3: every existing grant goes.
+    // Step 3: every existing grant goes, and with them every request still open for more: a
+    // capability asked for before must be asked for again (§2.5).
     await revokeGrants(tx, agent.id, now, 'Reset by reactivation (§5.6).');
+    for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
     // Step 4: the host's defaults, auto-approved only as registration would.
     const baseline = baselineCapabilities(ctx, host, agent.mode).map((name) => {
       const capability = ctx.catalog.get(name);
@@ -277,22 +290,25 @@ export function revokeAgent(
     if (actor.hostId !== undefined && agent.hostId !== actor.hostId) {
       throw new ProtocolError('unauthorized', 'This agent is not registered under the calling host.');
     }
-    if (agent.status !== 'revoked') {
-      await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
-      await revokeGrants(tx, agent.id, now, 'Agent revoked.');
-      for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
-      await tx.appendActivity(
-        agentEvent(agent, {
-          at: now,
-          type: 'agent.revoked',
-          outcome: 'revoked',
-          detail: { by: actor.by },
-        }),
-      );
-    }
+    // Claimed and rejected are terminal as revoked is (§2.3): revoking changes none of them.
+    if (TERMINAL.has(agent.status)) return { agent_id: agent.id, status: agent.status };
+    await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+    await revokeGrants(tx, agent.id, now, 'Agent revoked.');
+    for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
+    await tx.appendActivity(
+      agentEvent(agent, {
+        at: now,
+        type: 'agent.revoked',
+        outcome: 'revoked',
+        detail: { by: actor.by },
+      }),
+    );
     return { agent_id: agent.id, status: 'revoked' };
   });
 }
+
+/** States no revocation changes (§2.3). */
+const TERMINAL: ReadonlySet<AgentRecord['status']> = new Set(['revoked', 'claimed', 'rejected']);
 
 /** The user's own agent: linked to them, or registered under a host linked to them (§2.9). */
 export async function isUsersAgent(store: StoreReader, userId: string, agent: AgentRecord): Promise<boolean> {

@@ -20,6 +20,7 @@ import type { ProtocolContext } from './context.js';
 import { constraintTrail, originDetail, type DecisionOrigin } from './decision-record.js';
 import { inputFields } from './grants.js';
 import { linkHost } from './host-linking.js';
+import { currentAgent } from './lifecycle.js';
 
 export interface ApproveInput {
   readonly userId?: string;
@@ -95,7 +96,16 @@ async function pendingApproval(ctx: ProtocolContext, tx: StoreWriter, id: string
   return approval;
 }
 
-export function approve(ctx: ProtocolContext, approvalId: string, given: ApproveInput): Promise<Decision> {
+export async function approve(
+  ctx: ProtocolContext,
+  approvalId: string,
+  given: ApproveInput,
+): Promise<Decision> {
+  // An agent past its absolute lifetime is revoked first (§2.4), which closes its approvals:
+  // approving one then answers approval_closed instead of activating a dead agent.
+  const asked = await ctx.store.approval(approvalId);
+  const stored = asked && (await ctx.store.agent(asked.agentId));
+  if (stored) await currentAgent(ctx, stored);
   return ctx.write(async (tx, after) => {
     const now = ctx.clock.now();
     const approval = await pendingApproval(ctx, tx, approvalId);

@@ -42,20 +42,20 @@ function requestKey(c: RequestedCapability): string {
 }
 
 /**
- * The agent's open approval of `kind` that already asks for every one of `requested`, exactly so
+ * The agent's open approval of one of `kinds` that already asks for every one of `requested`, exactly so
  * (same constraints as proposed and as in effect): asking again is a repeat, not a new request.
  */
 export async function pendingRepeat(
   tx: StoreReader,
   agentId: string,
-  kind: ApprovalRecord['kind'],
+  kinds: readonly ApprovalRecord['kind'][],
   requested: readonly RequestedCapability[],
   now: number,
 ): Promise<ApprovalRecord | undefined> {
   if (requested.length === 0) return undefined;
   const wanted = requested.map(requestKey);
   return (await tx.approvals({ status: 'pending', agentId }))
-    .filter((a) => a.kind === kind && a.expiresAt > now)
+    .filter((a) => kinds.includes(a.kind) && a.expiresAt > now)
     .find((a) => {
       const asked = new Set(a.capabilities.map(requestKey));
       return wanted.every((k) => asked.has(k));

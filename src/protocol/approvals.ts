@@ -166,8 +166,8 @@ export async function openApproval(
 
 /**
  * Expires unanswered approvals (§7.1): their pending grants become `denied` with a reason; a
- * reactivation that nobody answered leaves the agent `expired` again. A registration stays
- * pending (a retry refreshes it) until pending cleanup removes it (§10.9).
+ * reactivation that nobody answered leaves the agent `expired` again. A pending agent's
+ * registration stays pending (a retry refreshes it) until pending cleanup removes it (§10.9).
  */
 export async function expireApprovals(ctx: ProtocolContext, limit = EXPIRY_BATCH): Promise<number> {
   const now = ctx.clock.now();
@@ -182,10 +182,12 @@ export async function expireApprovals(ctx: ProtocolContext, limit = EXPIRY_BATCH
       if (fresh?.status !== 'pending') continue;
       await tx.updateApproval(approval.id, { status: 'expired', decidedAt: now });
       announce(ctx, after, approval.id);
-      if (approval.kind !== 'registration') {
+      const agent = await tx.agent(approval.agentId);
+      // A pending agent's registration waits for a retry; an active agent's (what it asked for
+      // beyond what was granted at once) is over: left pending, it could be asked for never again.
+      if (approval.kind !== 'registration' || agent?.status !== 'pending') {
         await denyGrants(tx, approval, 'The approval request expired.', 'system', now);
       }
-      const agent = await tx.agent(approval.agentId);
       if (approval.kind === 'reactivation' && agent?.status === 'pending') {
         await tx.updateAgent(agent.id, { status: 'expired', updatedAt: now });
       }

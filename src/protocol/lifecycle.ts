@@ -35,9 +35,8 @@ export function dueStatus(ctx: ProtocolContext, agent: AgentRecord): AgentStatus
   const now = ctx.clock.now();
   const clocks = agentClocks(ctx, agent);
   const terminal = agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed';
-  if (!terminal && clocks.revokesAt !== null && now >= clocks.revokesAt && agent.status !== 'pending') {
-    return 'revoked';
-  }
+  // Pending ones too: a registration retried past the absolute lifetime must not become approvable.
+  if (!terminal && clocks.revokesAt !== null && now >= clocks.revokesAt) return 'revoked';
   if (agent.status === 'active' && clocks.expiresAt !== null && now >= clocks.expiresAt) return 'expired';
   return undefined;
 }
