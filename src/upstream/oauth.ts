@@ -26,9 +26,17 @@ interface CachedToken {
 
 const NO_TOKENS: readonly string[] = Object.freeze([]);
 
+/**
+ * Replaced tokens kept for redaction per scheme, newest last. An answer read after a refresh may
+ * echo the token its request was sent with, which the upstream still honours until it expires.
+ */
+const MAX_RETIRED_PER_KEY = 4;
+
 export class OAuthTokens {
   private readonly cache = new Map<string, CachedToken>();
   private readonly inflight = new Map<string, Promise<CachedToken>>();
+  /** Tokens replaced by a refresh, until they expire at the token endpoint's word. */
+  private readonly retired = new Map<string, CachedToken[]>();
 
   constructor(
     private readonly clock: Clock,
@@ -36,10 +44,30 @@ export class OAuthTokens {
     private readonly timeoutMs = 10_000,
   ) {}
 
-  /** The tokens currently cached, so upstream bodies that echo one can be scrubbed. */
+  /**
+   * The tokens held now and those replaced that may still be honoured, so that upstream bodies
+   * echoing one can be scrubbed, also when the token was refreshed while the call was in flight.
+   */
   currentTokens(): readonly string[] {
     // Every answer's redaction asks, and most deployments hold no token at all: no array then.
-    return this.cache.size === 0 ? NO_TOKENS : [...this.cache.values()].map((t) => t.value);
+    if (this.cache.size === 0 && this.retired.size === 0) return NO_TOKENS;
+    const now = this.clock.now();
+    const tokens = [...this.cache.values()].map((t) => t.value);
+    for (const [key, list] of this.retired) {
+      // expiresAt is EXPIRY_MARGIN_MS before the endpoint's expiry: the token is honoured till then.
+      const live = list.filter((t) => t.expiresAt + EXPIRY_MARGIN_MS > now);
+      if (live.length === 0) this.retired.delete(key);
+      else if (live.length !== list.length) this.retired.set(key, live);
+      for (const t of live) tokens.push(t.value);
+    }
+    return tokens;
+  }
+
+  private retire(key: string, token: CachedToken): void {
+    const list = this.retired.get(key) ?? [];
+    list.push(token);
+    if (list.length > MAX_RETIRED_PER_KEY) list.shift();
+    this.retired.set(key, list);
   }
 
   async token(
@@ -58,6 +86,10 @@ export class OAuthTokens {
       this.inflight.set(key, pending);
     }
     const token = await pending;
+    const replaced = this.cache.get(key) ?? cached;
+    if (replaced && replaced.value !== token.value && !this.retired.get(key)?.includes(replaced)) {
+      this.retire(key, replaced);
+    }
     this.cache.set(key, token);
     return token.value;
   }

@@ -349,6 +349,23 @@ describe('OAuth2 client credentials (RFC 6749 §4.4)', () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  it('keeps replaced tokens for redaction until they expire, at most four per scheme', async () => {
+    const clock = clockAt(0);
+    const tokens = new OAuthTokens(clock, dispatcher);
+    const get = (refresh: boolean): Promise<string> =>
+      tokens.token('k', oauthCredential({ tokenUrl }), undefined, [], refresh);
+    expect(await get(false)).toBe('tok-1');
+    expect(await get(true)).toBe('tok-2');
+    expect([...tokens.currentTokens()].sort()).toEqual(['tok-1', 'tok-2']);
+    for (let i = 0; i < 4; i++) await get(true);
+    // tok-6 held, tok-2 … tok-5 retired; tok-1 fell out as the fifth.
+    expect([...tokens.currentTokens()].sort()).toEqual(['tok-2', 'tok-3', 'tok-4', 'tok-5', 'tok-6']);
+    // expires_in 100 s: retired tokens go once the endpoint's expiry has passed.
+    clock.t = 100_001;
+    expect(await get(false)).toBe('tok-7');
+    expect(tokens.currentTokens()).toEqual(['tok-7']);
+  });
+
   it('fails on a non-200 answer without echoing the answer or the secret', async () => {
     server.on('POST /token', (_req, res) => json(res, 401, { error: 'invalid_client', got: CLIENT_SECRET }));
     const tokens = new OAuthTokens(clockAt(0), dispatcher);

@@ -1,0 +1,74 @@
+/**
+ * A service OAuth token the proxy has just replaced (after a 401 refresh, or on expiry) stays in
+ * the redactor's set until it expires: an answer to a call sent with the old token but read after
+ * the refresh must not hand the agent that token, which the upstream still honours.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { startGateway, type Gateway } from '../../helpers/gateway.js';
+import { json } from '../../helpers/upstream.js';
+
+const CLIENT_SECRET = 'svc-client-secret-XYZ-123456';
+const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
+
+describe('service OAuth tokens replaced while a call is in flight', () => {
+  let gw: Gateway | undefined;
+  afterAll(() => gw?.close());
+
+  it('an answer echoing the token it was sent with is redacted even when the token was refreshed meanwhile', async () => {
+    gw = await startGateway({
+      api: [
+        '    credentials:',
+        '      oauthClient:',
+        '        client_id: svc-client',
+        '        client_secret: {env: GW_CLIENT_SECRET}',
+        '        token_url: {{upstream}}/oauth/token',
+      ].join('\n'),
+      env: { GW_CLIENT_SECRET: CLIENT_SECRET },
+    });
+    const g = gw;
+    const agent = await g.p.activeAgent(['upload_file']);
+    let issued = 0;
+    g.upstream.on('POST /oauth/token', (_req, res) => {
+      issued += 1;
+      json(res, 200, {
+        access_token: `oauth-access-token-${issued}-still-valid`,
+        token_type: 'Bearer',
+        expires_in: 3600,
+      });
+    });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let firstArrived!: () => void;
+    const arrived = new Promise<void>((r) => (firstArrived = r));
+    let n = 0;
+    g.upstream.on('POST /v1/uploads', async (req, res) => {
+      n += 1;
+      if (n === 1) {
+        // A slow echo of the request headers (a debug endpoint, a reflected header).
+        firstArrived();
+        await gate;
+        json(res, 200, { seen_authorization: req.headers.authorization });
+      } else if (n === 2) {
+        // Any 401 makes the proxy drop its cached token and fetch a new one.
+        json(res, 401, { error: 'nope' });
+      } else {
+        json(res, 200, { ok: true });
+      }
+    });
+
+    const slow = g.p.execute(agent.agent, agent.agentId, 'upload_file', { file: b64('a') });
+    await arrived;
+    const refresh = await g.p.execute(agent.agent, agent.agentId, 'upload_file', { file: b64('b') });
+    expect(refresh.status).toBe(200);
+    expect(issued).toBe(2);
+    release();
+    const reply = await slow;
+    expect(reply.status).toBe(200);
+    // The upstream really received token 1 in that call.
+    expect(g.upstream.received('/v1/uploads')[0]?.headers.authorization).toBe(
+      'Bearer oauth-access-token-1-still-valid',
+    );
+    // The agent must not get it back.
+    expect(reply.text).not.toContain('oauth-access-token-1-still-valid');
+  });
+});
