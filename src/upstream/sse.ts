@@ -13,11 +13,19 @@ export interface SseEvent {
 
 // A line longer than this without a newline is a broken or hostile stream.
 const MAX_PENDING_CHARS = 1024 * 1024;
+/**
+ * An event whose `data:` lines total more than this before its blank line is one too: without a
+ * bound, one endless event would grow the proxy's heap by all the upstream sends, for as long as
+ * the stream may last (max_response_bytes does not apply to streams).
+ */
+export const MAX_EVENT_CHARS = 2 * 1024 * 1024;
 
 export class SseParser {
   private buffer = '';
   private event: string | undefined;
   private data: string[] = [];
+  /** Characters in `data`, newlines between lines counted. */
+  private dataChars = 0;
   private id: string | undefined;
   private started = false;
 
@@ -52,6 +60,7 @@ export class SseParser {
   end(): SseEvent[] {
     this.buffer = '';
     this.data = [];
+    this.dataChars = 0;
     return [];
   }
 
@@ -63,8 +72,11 @@ export class SseParser {
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'event') this.event = value;
-    else if (field === 'data') this.data.push(value);
-    else if (field === 'id' && !value.includes('\0')) this.id = value;
+    else if (field === 'data') {
+      this.dataChars += value.length + 1;
+      if (this.dataChars > MAX_EVENT_CHARS) throw new Error('event stream event too long');
+      this.data.push(value);
+    } else if (field === 'id' && !value.includes('\0')) this.id = value;
     return undefined;
   }
 
@@ -74,6 +86,7 @@ export class SseParser {
     const data = this.data;
     this.event = undefined;
     this.data = [];
+    this.dataChars = 0;
     if (data.length === 0) return undefined;
     return {
       ...(event !== undefined && event !== '' ? { event } : {}),

@@ -6,6 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_EVENT_CHARS } from '../../../src/upstream/sse.js';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
 import type { TestKey } from '../../helpers/keys.js';
 
@@ -195,6 +196,31 @@ describe('§5.11 SSE relay', () => {
     expect(JSON.parse(events[1]?.data ?? '')).toEqual({ error: 'upstream_error', message: 'disk on fire' });
     expect(events[2]).toEqual({ event: 'data', data: 'after' });
     expect(events[3]).toEqual({ event: 'done', data: '' });
+  });
+
+  it('ends the stream with an error when one upstream event outgrows its bound, and lets go of the upstream', async () => {
+    const { agent, agentId } = await gw.p.activeAgent(['stream_events']);
+    const released = new Promise<number>((resolve) => {
+      gw.upstream.on('GET /v1/events', (_req, res) => {
+        sseHead(res);
+        res.write('data: before\n\n');
+        let sent = 0;
+        const line = `data: ${'x'.repeat(64 * 1024)}\n`;
+        // One event that never ends: data lines and no blank line, until the proxy hangs up.
+        const more = (): void => {
+          while (!res.destroyed && res.write(line)) sent += line.length;
+          if (!res.destroyed) res.once('drain', more);
+        };
+        res.once('close', () => resolve(sent));
+        more();
+      });
+    });
+    const events = await new SseReader(await openStream(gw, agent, agentId)).rest();
+    expect(events.map((e) => e.event)).toEqual(['data', 'error', 'done']);
+    expect(events[0]?.data).toBe('before');
+    expect(JSON.parse(events[1]?.data ?? '')).toMatchObject({ error: 'upstream_unavailable' });
+    // The proxy stopped reading within a few event bounds of what it may hold.
+    expect(await released).toBeLessThan(16 * MAX_EVENT_CHARS);
   });
 
   it('keeps a UTF-8 character split across two upstream chunks whole, and drops a leading BOM', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatSse, SseParser, type SseEvent } from '../../../src/upstream/sse.js';
+import { formatSse, MAX_EVENT_CHARS, SseParser, type SseEvent } from '../../../src/upstream/sse.js';
 
 // The upstream side follows WHATWG HTML "event stream interpretation"; the writer produces the
 // §5.11 `data` / `error` / `done` events the proxy relays to agents.
@@ -64,6 +64,20 @@ describe('SseParser', () => {
       { data: ' two' },
       { data: '\ttab' },
     ]);
+  });
+
+  it('refuses an event whose data lines outgrow MAX_EVENT_CHARS before its blank line (one endless event)', () => {
+    const parser = new SseParser();
+    const line = `data: ${'x'.repeat(64 * 1024 - 1)}\n`;
+    // Lines of 64 KiB (newlines counted) fill the bound exactly; the next goes past it.
+    for (let i = 0; i < MAX_EVENT_CHARS / (64 * 1024); i++) expect(parser.push(line)).toEqual([]);
+    expect(() => parser.push(line)).toThrow(/event too long/);
+  });
+
+  it('counts each event apart: as many events as wanted, each under the bound', () => {
+    const parser = new SseParser();
+    const event = `data: ${'x'.repeat(600 * 1024)}\n\n`;
+    for (let i = 0; i < 8; i++) expect(parser.push(event)).toHaveLength(1);
   });
 
   it('joins several data lines with LF', () => {
