@@ -66,6 +66,7 @@ export function sentRequest(
   pinned: readonly string[] = [],
 ): SentRequest {
   let all: WireEntry[] | undefined;
+  let producers: ReadonlyMap<string, readonly string[]> | undefined;
   const request: SentRequest = {
     field(argument: string): SentField {
       const own = ownValues(op, args, argument);
@@ -85,7 +86,8 @@ export function sentRequest(
           mine.set(identity(entry), left - 1);
           continue;
         }
-        foreign.push({ ...entry, separators: [','], by: producer(op, args, argument, entry) });
+        producers ??= producersOf(op, args);
+        foreign.push({ ...entry, separators: [','], by: producer(op, producers, argument, entry) });
       }
       return { own, named, foreign };
     },
@@ -256,15 +258,34 @@ function identity(entry: WireEntry): string {
   return `${entry.in}\u0000${entry.name}\u0000${entry.text}`;
 }
 
-/** Which other argument sends `entry`; only worked out for a value that is refused. */
-function producer(op: OperationBinding, args: Args, argument: string, entry: WireEntry): string {
+/**
+ * Each value's identity → the arguments that send it, in argument order: worked out once per
+ * request, so that naming who sent each of many smuggled values costs one pass over the arguments
+ * (asking every other argument for every value was quadratic: 2,000 keys of one free-form object
+ * held the event loop for 7.5 s).
+ */
+function producersOf(op: OperationBinding, args: Args): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const argument of Object.keys(args)) {
+    for (const value of ownValues(op, args, argument)) {
+      const id = identity(value);
+      const list = out.get(id);
+      if (list === undefined) out.set(id, [argument]);
+      else if (list.at(-1) !== argument) list.push(argument);
+    }
+  }
+  return out;
+}
+
+/** Which other argument sends `entry` ('' when none alone does); only asked of a refused value. */
+function producer(
+  op: OperationBinding,
+  producers: ReadonlyMap<string, readonly string[]>,
+  argument: string,
+  entry: WireEntry,
+): string {
   // A wrapped body is one argument: every key in it is that argument's.
   const wrapped = op.body ? bodyArgument(op.body) : undefined;
   if (entry.in === 'body' && wrapped !== undefined) return wrapped;
-  const id = identity(entry);
-  for (const other of Object.keys(args)) {
-    if (other === argument) continue;
-    if (ownValues(op, args, other).some((value) => identity(value) === id)) return other;
-  }
-  return '';
+  return producers.get(identity(entry))?.find((other) => other !== argument) ?? '';
 }

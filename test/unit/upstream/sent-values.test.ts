@@ -133,6 +133,28 @@ describe('sent values: a constrained name sent by another argument is foreign', 
     );
   });
 
+  it('names who sent each of many smuggled values in one pass over the arguments, not one per value', () => {
+    const filter: Record<string, number> = {};
+    for (let i = 0; i < 2000; i++) filter[`amount[${i}]`] = 5000;
+    let filterReads = 0;
+    // Each read of `filter` serializes its 2,000 keys: asked once per refused value, that was quadratic.
+    const args = new Proxy<Record<string, unknown>>(
+      { amount: 5, filter },
+      {
+        get(target, key) {
+          if (key === 'filter') filterReads += 1;
+          return Reflect.get(target, key) as unknown;
+        },
+      },
+    );
+    const field = sentRequest(payments, args, buildRequestParts(payments, { amount: 5, filter })).field(
+      'amount',
+    );
+    expect(field.foreign).toHaveLength(2000);
+    expect(field.foreign.every((f) => f.by === 'filter')).toBe(true);
+    expect(filterReads).toBeLessThan(10);
+  });
+
   it('does not count a deepObject member (filter[amount]) or another word as the field', () => {
     const o = op('/x', [
       param('amount', 'query'),
