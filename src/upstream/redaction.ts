@@ -43,9 +43,13 @@ export class Redactor {
     return replaceRanges(text, secretRanges(text, this.forms()), REDACTED);
   }
 
-  /** Whether bytes hold a secret in one of its literal forms (a binary body is not unescaped). */
+  /**
+   * Whether bytes hold a secret in one of its literal forms (a binary body is not unescaped), as
+   * UTF-8, UTF-16 or UTF-32 of either byte order: a dump of headers in a wide encoding is still
+   * the secret once its NULs are dropped.
+   */
   inBytes(bytes: Buffer): boolean {
-    return this.forms().some((f) => f.literal.some((form) => bytes.includes(form)));
+    return this.forms().some((f) => encodedForms(f).some((form) => bytes.includes(form)));
   }
 }
 
@@ -68,4 +72,28 @@ export function staticSecrets(settings: ApiExecutionSettings): string[] {
     else out.push(c.clientSecret);
   }
   return [...new Set(out)];
+}
+
+const encoded = new WeakMap<SecretForms, readonly Buffer[]>();
+
+/** A secret's literal forms as bytes in each encoding `inBytes` looks for; worked out once per forms. */
+function encodedForms(forms: SecretForms): readonly Buffer[] {
+  let out = encoded.get(forms);
+  if (out === undefined) {
+    out = forms.literal.flatMap((form) => {
+      const utf16le = Buffer.from(form, 'utf16le');
+      const utf32le = Buffer.alloc(utf16le.length * 2);
+      // Each UTF-16 unit as one code point: exact for what a header can carry (Latin-1).
+      for (let i = 0; i < form.length; i++) utf32le.writeUInt32LE(form.charCodeAt(i), i * 4);
+      return [
+        Buffer.from(form, 'utf8'),
+        utf16le,
+        Buffer.from(utf16le).swap16(),
+        utf32le,
+        Buffer.from(utf32le).swap32(),
+      ];
+    });
+    encoded.set(forms, out);
+  }
+  return out;
 }

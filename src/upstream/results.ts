@@ -47,11 +47,32 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
 export function bodyText(contentType: string, body: Buffer): string {
   const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
   if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return UTF8.decode(body);
+  // Not in the WHATWG list TextDecoder knows, but real: read as UTF-8 it would keep a NUL between
+  // every two characters, and an echoed secret would pass redaction that way.
+  if (charset === 'utf-32' || charset === 'utf-32le' || charset === 'utf-32be')
+    return utf32Text(body, charset);
   try {
     return new TextDecoder(charset).decode(body);
   } catch {
     return UTF8.decode(body);
   }
+}
+
+/** UTF-32 text (RFC 2781's rules as for UTF-16: `utf-32` is big-endian unless a BOM says not). */
+function utf32Text(body: Buffer, charset: string): string {
+  let little = charset === 'utf-32le';
+  let start = 0;
+  if (charset === 'utf-32' && body.length >= 4) {
+    if (body.readUInt32LE(0) === 0xfeff) [little, start] = [true, 4];
+    else if (body.readUInt32BE(0) === 0xfeff) start = 4;
+  }
+  const chars: string[] = [];
+  for (let i = start; i + 4 <= body.length; i += 4) {
+    const code = little ? body.readUInt32LE(i) : body.readUInt32BE(i);
+    chars.push(code <= 0x10ffff && (code < 0xd800 || code > 0xdfff) ? String.fromCodePoint(code) : '\ufffd');
+  }
+  if ((body.length - start) % 4 !== 0) chars.push('\ufffd');
+  return chars.join('');
 }
 
 /** A success body as the agent receives it in `data`. */

@@ -48,6 +48,23 @@ describe('decodeData', () => {
     expect(bodyText('text/plain; charset=utf-8', latin1)).toBe('caf\uFFFD');
   });
 
+  it('decodes UTF-32, which TextDecoder does not know: big-endian unless a BOM or the name says not', () => {
+    const codePoints = [0x6b, 0xe9, 0x79, 0x20, 0x1f511];
+    const text = String.fromCodePoint(...codePoints);
+    const le = Buffer.alloc(codePoints.length * 4);
+    codePoints.forEach((c, i) => le.writeUInt32LE(c, i * 4));
+    const be = Buffer.from(le).swap32();
+    expect(bodyText('text/plain; charset=utf-32le', le)).toBe(text);
+    expect(bodyText('text/plain; charset=UTF-32BE', be)).toBe(text);
+    expect(bodyText('text/plain; charset=utf-32', be)).toBe(text);
+    const bomLe = Buffer.concat([Buffer.from([0xff, 0xfe, 0, 0]), le]);
+    expect(bodyText('text/plain; charset=utf-32', bomLe)).toBe(text);
+    // A code point past U+10FFFF and a trailing partial unit are replaced, never thrown on.
+    expect(bodyText('text/plain; charset=utf-32le', Buffer.from([0, 0, 0x11, 0, 0x41, 0]))).toBe(
+      '\uFFFD\uFFFD',
+    );
+  });
+
   it('parses JSON that starts with a UTF-8 byte-order mark', () => {
     const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"ok":true}')]);
     expect(decodeData('application/json', withBom)).toEqual({ ok: true });
