@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -10,6 +11,10 @@ export default defineConfig({
     // So no test may depend on module state or module mocks: inject what a test needs to see
     // (e.g. generateUserCode's draw), as the servers, clocks and stores already are.
     isolate: false,
+    // A worker per core, and two on a 2-core machine: Vitest's default (cores - 1) ran one file at a
+    // time there, while most files wait on servers, browsers and databases rather than compute
+    // (2 cores, 200 files: 288 s with one worker, 210 s with two, 220 s with three).
+    maxWorkers: Math.max(2, availableParallelism()),
     testTimeout: 20_000,
     hookTimeout: 30_000,
   },
