@@ -173,6 +173,14 @@ export class TestProtocol {
     return { ...reply, agent: agentKey };
   }
 
+  /** A POST signed by the host (a fresh host JWT), with an optional JSON body. */
+  async hostPost(host: TestKey, path: string, body?: unknown): Promise<Reply> {
+    return this.request('POST', path, {
+      token: await this.hostToken(host),
+      ...(body !== undefined ? { body } : {}),
+    });
+  }
+
   async status(host: TestKey, agentId: string): Promise<Reply> {
     return this.request('GET', `/agent/status?agent_id=${encodeURIComponent(agentId)}`, {
       token: await this.hostToken(host),

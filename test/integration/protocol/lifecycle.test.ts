@@ -72,10 +72,6 @@ async function use(a: Pick<Agent, 'agent' | 'agentId'>, key: TestKey = a.agent):
   return p.request('GET', '/capability/list', { token: await p.agentToken(key, a.agentId) });
 }
 
-async function hostCall(host: TestKey, path: string, body?: unknown): Promise<Reply> {
-  return p.request('POST', path, { token: await p.hostToken(host), ...(body !== undefined ? { body } : {}) });
-}
-
 function expectError(reply: Reply, status: number, error: string): void {
   expect(reply.status, JSON.stringify(reply.body)).toBe(status);
   expect(reply.body.error).toBe(error);
@@ -144,7 +140,7 @@ describe('absolute lifetime (§2.4, §2.5): from creation, to revoked', () => {
     const created = p.clock.now();
     p.clock.advance(ABSOLUTE_LIFETIME - 5 * MIN);
     expect((await p.status(a.host, a.agentId)).body.status).toBe('expired');
-    const re = await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId });
+    const re = await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId });
     expect(re.status, JSON.stringify(re.body)).toBe(200);
     expect(re.body.status).toBe('active');
 
@@ -160,7 +156,7 @@ describe('absolute lifetime (§2.4, §2.5): from creation, to revoked', () => {
     const stored = await p.proxy.protocol.store.grants(a.agentId);
     expect(stored.length).toBeGreaterThan(0);
     expect(stored.every((g) => g.status === 'revoked')).toBe(true);
-    expectError(await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId }), 403, 'agent_revoked');
+    expectError(await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId }), 403, 'agent_revoked');
   });
 
   it('the operator API shows lifetime clocks applied (an idle agent is expired there too)', async () => {
@@ -179,13 +175,13 @@ describe('absolute lifetime (§2.4, §2.5): from creation, to revoked', () => {
     p.clock.advance(ABSOLUTE_LIFETIME);
     // No request in between: the reactivation itself finds the absolute clock run out.
     expectError(
-      await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId }),
+      await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId }),
       403,
       'absolute_lifetime_exceeded',
     );
     const status = await p.status(a.host, a.agentId);
     expect(status.body.status).toBe('revoked');
-    expectError(await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId }), 403, 'agent_revoked');
+    expectError(await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId }), 403, 'agent_revoked');
   });
 });
 
@@ -195,14 +191,14 @@ describe('POST /agent/reactivate (§5.6)', () => {
     const activated = p.clock.now();
     p.clock.advance(MIN);
     // active → the current status, a no-op: the activation time does not move.
-    const noop = await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId });
+    const noop = await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId });
     expect(noop.status).toBe(200);
     expect(noop.body).toMatchObject({ agent_id: a.agentId, status: 'active', activated_at: iso(activated) });
     expect((await p.status(a.host, a.agentId)).body.activated_at).toBe(iso(activated));
 
     // revoked → 403 agent_revoked
-    expect((await hostCall(a.host, '/agent/revoke', { agent_id: a.agentId })).status).toBe(200);
-    expectError(await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId }), 403, 'agent_revoked');
+    expect((await p.hostPost(a.host, '/agent/revoke', { agent_id: a.agentId })).status).toBe(200);
+    expectError(await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId }), 403, 'agent_revoked');
 
     // pending → 403 agent_pending (a pre-registered, unlinked host: delegated agents wait for a human)
     const unlinkedHost = await generateTestKey();
@@ -211,7 +207,7 @@ describe('POST /agent/reactivate (§5.6)', () => {
     const pending = await p.register(unlinkedHost, { capabilities: ['list_pets'] });
     expect(pending.body.status).toBe('pending');
     expectError(
-      await hostCall(unlinkedHost, '/agent/reactivate', { agent_id: pending.body.agent_id }),
+      await p.hostPost(unlinkedHost, '/agent/reactivate', { agent_id: pending.body.agent_id }),
       403,
       'agent_pending',
     );
@@ -221,7 +217,7 @@ describe('POST /agent/reactivate (§5.6)', () => {
     const approval = await p.pendingApproval(denied.body.agent_id);
     expect((await p.admin('POST', `/admin/approvals/${approval.id}/deny`, {})).status).toBe(200);
     expectError(
-      await hostCall(unlinkedHost, '/agent/reactivate', { agent_id: denied.body.agent_id }),
+      await p.hostPost(unlinkedHost, '/agent/reactivate', { agent_id: denied.body.agent_id }),
       403,
       'agent_rejected',
     );
@@ -232,7 +228,7 @@ describe('POST /agent/reactivate (§5.6)', () => {
     const link = await p.admin('POST', `/admin/hosts/${pre.body.host_id}/link`, { user_id: 'bob' });
     expect(link.body.agents_claimed).toBe(1);
     expectError(
-      await hostCall(unlinkedHost, '/agent/reactivate', { agent_id: auto.body.agent_id }),
+      await p.hostPost(unlinkedHost, '/agent/reactivate', { agent_id: auto.body.agent_id }),
       403,
       'agent_claimed',
     );
@@ -241,16 +237,16 @@ describe('POST /agent/reactivate (§5.6)', () => {
     const other = await linkedAgent(['list_pets']);
     p.clock.advance(SESSION_TTL);
     expectError(
-      await hostCall(a.host, '/agent/reactivate', { agent_id: other.agentId }),
+      await p.hostPost(a.host, '/agent/reactivate', { agent_id: other.agentId }),
       403,
       'unauthorized',
     );
     expectError(
-      await hostCall(a.host, '/agent/reactivate', { agent_id: 'agt_doesnotexist' }),
+      await p.hostPost(a.host, '/agent/reactivate', { agent_id: 'agt_doesnotexist' }),
       404,
       'agent_not_found',
     );
-    expectError(await hostCall(a.host, '/agent/reactivate', {}), 400, 'invalid_request');
+    expectError(await p.hostPost(a.host, '/agent/reactivate', {}), 400, 'invalid_request');
   });
 
   it('steps 3–6: grants decay to the host’s current defaults and the session clocks restart', async () => {
@@ -279,7 +275,7 @@ describe('POST /agent/reactivate (§5.6)', () => {
     expectError(await use(a), 403, 'agent_expired');
     p.clock.advance(30 * MIN);
     const now = p.clock.now();
-    const re = await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId });
+    const re = await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId });
     expect(re.status, JSON.stringify(re.body)).toBe(200);
     expect(re.body).toMatchObject({
       agent_id: a.agentId,
@@ -333,7 +329,7 @@ describe('POST /agent/reactivate (§5.6)', () => {
   it('a high-risk host default is not auto-approved on reactivation: a reactivation approval asks for it (§8.10)', async () => {
     const a = await linkedAgent(['list_pets'], ['delete_pet']);
     p.clock.advance(SESSION_TTL);
-    const re = await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId });
+    const re = await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId });
     expect(re.status).toBe(200);
     expect(re.body.status).toBe('active');
     expect(names(re.body.agent_capability_grants)).toEqual(['delete_pet:pending', 'list_pets:active']);
@@ -355,7 +351,7 @@ describe('POST /agent/reactivate (§5.6)', () => {
     // so the host's link is removed in the store directly to reach this branch of §5.6 step 4.
     await p.proxy.protocol.write((tx) => tx.updateHost(a.hostId, { userId: null, updatedAt: p.clock.now() }));
 
-    const re = await hostCall(a.host, '/agent/reactivate', { agent_id: a.agentId });
+    const re = await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId });
     expect(re.status, JSON.stringify(re.body)).toBe(200);
     expect(re.body).toMatchObject({
       agent_id: a.agentId,
@@ -395,7 +391,7 @@ describe('POST /agent/revoke (§5.7)', () => {
     // The first request loads the agent into the in-memory cache.
     expect((await use(a)).status).toBe(200);
     expect((await use(a)).status).toBe(200);
-    const revoke = await hostCall(a.host, '/agent/revoke', { agent_id: a.agentId });
+    const revoke = await p.hostPost(a.host, '/agent/revoke', { agent_id: a.agentId });
     expect(revoke.status).toBe(200);
     expect(revoke.body).toEqual({ agent_id: a.agentId, status: 'revoked' });
     // Same instant: no cache TTL has passed, yet the revocation holds.
@@ -424,11 +420,11 @@ describe('POST /agent/revoke (§5.7)', () => {
   it('by another host: rejected, and the agent keeps working', async () => {
     const a = await linkedAgent(['list_pets']);
     const other = await p.linkedHost('alice');
-    expectError(await hostCall(other.key, '/agent/revoke', { agent_id: a.agentId }), 403, 'unauthorized');
+    expectError(await p.hostPost(other.key, '/agent/revoke', { agent_id: a.agentId }), 403, 'unauthorized');
     expect((await use(a)).status).toBe(200);
     expect((await p.status(a.host, a.agentId)).body.status).toBe('active');
-    expectError(await hostCall(a.host, '/agent/revoke', { agent_id: 'agt_nope' }), 404, 'agent_not_found');
-    expectError(await hostCall(a.host, '/agent/revoke', {}), 400, 'invalid_request');
+    expectError(await p.hostPost(a.host, '/agent/revoke', { agent_id: 'agt_nope' }), 404, 'agent_not_found');
+    expectError(await p.hostPost(a.host, '/agent/revoke', {}), 400, 'invalid_request');
   });
 
   it('closes the agent’s open approvals', async () => {
@@ -439,7 +435,7 @@ describe('POST /agent/revoke (§5.7)', () => {
     });
     const approval = await p.pendingApproval(a.agentId);
     expect(approval.user_code).toBe(req.body.approval.user_code);
-    await hostCall(a.host, '/agent/revoke', { agent_id: a.agentId });
+    await p.hostPost(a.host, '/agent/revoke', { agent_id: a.agentId });
     expect(await p.pendingApproval(a.agentId)).toBeUndefined();
     expectError(await p.admin('POST', `/admin/approvals/${approval.id}/approve`, {}), 409, 'approval_closed');
   });
@@ -450,7 +446,7 @@ describe('POST /agent/rotate-key (§5.8)', () => {
     const a = await linkedAgent(['list_pets']);
     expect((await use(a)).status).toBe(200); // cached with the old key
     const fresh = await generateTestKey();
-    const rotated = await hostCall(a.host, '/agent/rotate-key', {
+    const rotated = await p.hostPost(a.host, '/agent/rotate-key', {
       agent_id: a.agentId,
       public_key: fresh.publicJwk,
     });
@@ -467,19 +463,19 @@ describe('POST /agent/rotate-key (§5.8)', () => {
     const a = await linkedAgent(['list_pets']);
     const b = await agentOf(a.host, a.hostId, ['list_pets']);
     expectError(
-      await hostCall(a.host, '/agent/rotate-key', { agent_id: a.agentId, public_key: b.agent.publicJwk }),
+      await p.hostPost(a.host, '/agent/rotate-key', { agent_id: a.agentId, public_key: b.agent.publicJwk }),
       409,
       'agent_exists',
     );
     expectError(
-      await hostCall(a.host, '/agent/rotate-key', { agent_id: a.agentId, public_key: a.host.publicJwk }),
+      await p.hostPost(a.host, '/agent/rotate-key', { agent_id: a.agentId, public_key: a.host.publicJwk }),
       400,
       'invalid_request',
     );
     const other = await linkedAgent(['list_pets']);
     const fresh = await generateTestKey();
     expectError(
-      await hostCall(a.host, '/agent/rotate-key', { agent_id: other.agentId, public_key: fresh.publicJwk }),
+      await p.hostPost(a.host, '/agent/rotate-key', { agent_id: other.agentId, public_key: fresh.publicJwk }),
       403,
       'unauthorized',
     );
@@ -488,9 +484,9 @@ describe('POST /agent/rotate-key (§5.8)', () => {
     expect((await use(b)).status).toBe(200);
     expect((await use(other)).status).toBe(200);
 
-    await hostCall(a.host, '/agent/revoke', { agent_id: b.agentId });
+    await p.hostPost(a.host, '/agent/revoke', { agent_id: b.agentId });
     expectError(
-      await hostCall(a.host, '/agent/rotate-key', { agent_id: b.agentId, public_key: fresh.publicJwk }),
+      await p.hostPost(a.host, '/agent/rotate-key', { agent_id: b.agentId, public_key: fresh.publicJwk }),
       403,
       'agent_revoked',
     );
@@ -501,7 +497,7 @@ describe('POST /host/rotate-key (§5.9)', () => {
   it('the new host key authenticates, the old one does not, and agents keep working', async () => {
     const a = await linkedAgent(['list_pets']);
     const fresh = await generateTestKey();
-    const rotated = await hostCall(a.host, '/host/rotate-key', { public_key: fresh.publicJwk });
+    const rotated = await p.hostPost(a.host, '/host/rotate-key', { public_key: fresh.publicJwk });
     expect(rotated.status).toBe(200);
     expect(rotated.body).toEqual({ host_id: a.hostId, status: 'active' });
     expectError(await p.status(a.host, a.agentId), 401, 'invalid_jwt');
@@ -518,7 +514,7 @@ describe('POST /host/rotate-key (§5.9)', () => {
     const a = await linkedAgent(['list_pets']);
     const other = await p.linkedHost('bob');
     expectError(
-      await hostCall(a.host, '/host/rotate-key', { public_key: other.key.publicJwk }),
+      await p.hostPost(a.host, '/host/rotate-key', { public_key: other.key.publicJwk }),
       400,
       'invalid_request',
     );
@@ -532,7 +528,7 @@ describe('POST /host/revoke (§5.10, §8.5)', () => {
     const b = await agentOf(a.host, a.hostId, ['list_pets']);
     const expired = await agentOf(a.host, a.hostId, ['list_pets']);
     const gone = await agentOf(a.host, a.hostId, ['list_pets']);
-    await hostCall(a.host, '/agent/revoke', { agent_id: gone.agentId });
+    await p.hostPost(a.host, '/agent/revoke', { agent_id: gone.agentId });
     // b keeps using; `expired` falls silent past its session TTL.
     p.clock.advance(SESSION_TTL / 2);
     expect((await use(a)).status).toBe(200);
@@ -545,7 +541,7 @@ describe('POST /host/revoke (§5.10, §8.5)', () => {
     p.clock.advance(SESSION_TTL / 2);
     expect((await p.status(a.host, expired.agentId)).body.status).toBe('expired');
 
-    const revoke = await hostCall(a.host, '/host/revoke');
+    const revoke = await p.hostPost(a.host, '/host/revoke');
     expect(revoke.status).toBe(200);
     // The one already revoked is not counted again.
     expect(revoke.body).toEqual({ host_id: a.hostId, status: 'revoked', agents_revoked: 3 });
@@ -566,7 +562,7 @@ describe('POST /host/revoke (§5.10, §8.5)', () => {
 
     // A revoked host can do nothing more, including registering again with its key (§2.11).
     expectError(await p.status(a.host, a.agentId), 403, 'host_revoked');
-    expectError(await hostCall(a.host, '/host/revoke'), 403, 'host_revoked');
+    expectError(await p.hostPost(a.host, '/host/revoke'), 403, 'host_revoked');
     const again = await p.register(a.host, { capabilities: ['list_pets'] });
     expectError(again, 403, 'host_revoked');
     expect((await p.admin('GET', `/admin/agents?host_id=${a.hostId}`)).body.agents).toHaveLength(4);
@@ -603,7 +599,7 @@ describe('unlinking a host (§2.9)', () => {
     expectError(await use(d1), 403, 'agent_revoked');
     expect((await p.status(host, d2.agentId)).body.status).toBe('revoked');
     expect((await p.status(host, auto.body.agent_id)).body.status).toBe('claimed');
-    expectError(await hostCall(host, '/agent/reactivate', { agent_id: d2.agentId }), 403, 'agent_revoked');
+    expectError(await p.hostPost(host, '/agent/reactivate', { agent_id: d2.agentId }), 403, 'agent_revoked');
 
     // The host is unlinked, not revoked: an autonomous agent gets the policy's grants again, and
     // a delegated one waits for a user.

@@ -32,10 +32,6 @@ beforeEach(async () => {
 });
 afterEach(() => p.close());
 
-async function hostCall(host: TestKey, path: string, body?: unknown): Promise<Reply> {
-  return p.request('POST', path, { token: await p.hostToken(host), ...(body !== undefined ? { body } : {}) });
-}
-
 async function requestCaps(agent: TestKey, agentId: string, capabilities: unknown[]): Promise<Reply> {
   return p.request('POST', '/agent/request-capability', {
     token: await p.agentToken(agent, agentId),
@@ -95,7 +91,7 @@ describe('§2.5/§5.6 reactivation and a capability request still open from befo
     expect(first.body.agent_capability_grants).toEqual([{ capability: 'delete_pet', status: 'pending' }]);
     p.clock.advance(2 * MIN);
     expect((await p.status(host, agentId)).body.status).toBe('expired');
-    const re = await hostCall(host, '/agent/reactivate', { agent_id: agentId });
+    const re = await p.hostPost(host, '/agent/reactivate', { agent_id: agentId });
     expect(re.status, JSON.stringify(re.body)).toBe(200);
     expect(re.body.status).toBe('active');
     expect(names(re.body.agent_capability_grants)).toEqual(['list_pets:active']);

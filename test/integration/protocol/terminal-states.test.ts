@@ -3,8 +3,8 @@
  * revoked, and an agent past its absolute lifetime (§2.4) is revoked even while pending.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { generateTestKey, type TestKey } from '../../helpers/keys.js';
-import { startProtocol, type Reply, type TestProtocol } from '../../helpers/protocol.js';
+import { generateTestKey } from '../../helpers/keys.js';
+import { startProtocol, type TestProtocol } from '../../helpers/protocol.js';
 
 const MIN = 60_000;
 
@@ -31,10 +31,6 @@ beforeEach(async () => {
 });
 afterEach(() => p.close());
 
-async function hostCall(host: TestKey, path: string, body?: unknown): Promise<Reply> {
-  return p.request('POST', path, { token: await p.hostToken(host), ...(body !== undefined ? { body } : {}) });
-}
-
 describe('§2.3 claimed is terminal', () => {
   it('a claimed agent stays claimed when its host (or the operator) "revokes" it', async () => {
     const hostKey = await generateTestKey();
@@ -46,7 +42,7 @@ describe('§2.3 claimed is terminal', () => {
     expect(link.body.agents_claimed).toBe(1);
     expect((await p.status(hostKey, auto.body.agent_id)).body.status).toBe('claimed');
 
-    const revoke = await hostCall(hostKey, '/agent/revoke', { agent_id: auto.body.agent_id });
+    const revoke = await p.hostPost(hostKey, '/agent/revoke', { agent_id: auto.body.agent_id });
     // Host revocation (§5.10) leaves claimed agents as they are (hosts.ts): so should this.
     const after = await p.status(hostKey, auto.body.agent_id);
     expect({ revoke: revoke.status, status: after.body.status }).toEqual({ revoke: 200, status: 'claimed' });
@@ -63,7 +59,7 @@ describe('§2.3 claimed is terminal', () => {
     expect((await p.admin('POST', `/admin/approvals/${approval.id}/deny`, {})).status).toBe(200);
     expect((await p.status(hostKey, denied.body.agent_id)).body.status).toBe('rejected');
     // An active host may revoke its agents; this one is pre-registered (active).
-    await hostCall(hostKey, '/agent/revoke', { agent_id: denied.body.agent_id });
+    await p.hostPost(hostKey, '/agent/revoke', { agent_id: denied.body.agent_id });
     expect((await p.status(hostKey, denied.body.agent_id)).body.status).toBe('rejected');
   });
 });
