@@ -54,14 +54,33 @@ export class RateLimits {
   }
 
   ip(ip: string): void | Promise<void> {
-    return this.take(budgets([`ip:${ip}`, this.limits.perIp, 'Client', ip, 'per_ip']));
+    return this.take(this.ipBudget(ip));
   }
 
   unknownHostRegistration(ip: string): void | Promise<void> {
+    return this.take(this.registrationBudget(ip));
+  }
+
+  private ipBudget(ip: string): Budget[] {
+    return budgets([`ip:${ip}`, this.limits.perIp, 'Client', ip, 'per_ip']);
+  }
+
+  private registrationBudget(ip: string): Budget[] {
     const limit = this.limits.unknownHostRegistration;
-    return this.take(
-      budgets([`reg:${ip}`, limit, 'Registrations of new hosts from', ip, 'unknown_host_registration']),
-    );
+    return budgets([`reg:${ip}`, limit, 'Registrations of new hosts from', ip, 'unknown_host_registration']);
+  }
+
+  /**
+   * Refuses, charging nothing, a new host whose client has no budget left for it (registration's
+   * own bucket, or the per-IP one): asked before the host's key is fetched or checked.
+   */
+  unknownHostLeft(ip: string, bucket: 'registration' | 'ip'): void | Promise<void> {
+    const budget = bucket === 'registration' ? this.registrationBudget(ip) : this.ipBudget(ip);
+    const [only] = budget;
+    if (only === undefined) return;
+    const verdict = this.limiter.check({ key: only.key, limit: only.limit });
+    if (verdict instanceof Promise) return verdict.then((v) => this.settle(v, budget));
+    this.settle(verdict, budget);
   }
 
   /** Refuses a client that has used up its failed-authentication budget (nothing is charged). */

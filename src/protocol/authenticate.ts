@@ -44,6 +44,12 @@ export interface HostAuthOptions {
   readonly allowPending?: boolean;
   /** A rejected host may read its agents' status, so its client learns of the denial (§7.1). */
   readonly allowRejected?: boolean;
+  /**
+   * Asked once a host is known to be new, before its key is fetched or its signature checked;
+   * throws to refuse it (the caller's budget for new hosts is used up): a stranger over budget
+   * costs no JWKS fetch and no verification.
+   */
+  readonly admitUnknown?: () => void | Promise<void>;
 }
 
 function invalid(message: string): ProtocolError {
@@ -140,7 +146,7 @@ export async function verifyHostJwt(
   let rotated = false;
   if (payload.host_jwks_url !== undefined) {
     // §4.2, §4.5.1: the key is the one `kid` names at the URL (fetched under §8.12, cached).
-    const found = await jwksHostKey(ctx, jwt, iss, host, options.allowUnknown === true);
+    const found = await jwksHostKey(ctx, jwt, iss, host, options.allowUnknown === true, options.admitUnknown);
     ({ host, key, rotated } = found);
     jwksUrl = found.url;
   } else if (host?.jwksUrl) {
@@ -157,6 +163,7 @@ export async function verifyHostJwt(
     }
   } else {
     if (!options.allowUnknown) throw invalid('Unknown host: no host is registered with this key.');
+    await options.admitUnknown?.();
     const presented = parsePublicJwk(payload.host_public_key);
     if (!presented.ok) {
       if (payload.host_public_key === undefined) {

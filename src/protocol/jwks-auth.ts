@@ -118,6 +118,7 @@ export async function jwksHostKey(
   iss: string,
   byThumbprint: HostRecord | undefined,
   allowUnknown: boolean,
+  admitUnknown?: () => void | Promise<void>,
 ): Promise<JwksHostKey> {
   const url = jwksUrlClaim(ctx, jwt.payload.host_jwks_url, 'host_jwks_url');
   if (jwt.payload.host_public_key !== undefined) {
@@ -132,8 +133,10 @@ export async function jwksHostKey(
     host = await ctx.store.hostByJwksUrl(url);
     rotated = host !== undefined;
   }
-  // Before any fetch: only registration may make the server fetch a URL it does not know (§8.12).
+  // Before any fetch: only registration and listing may make the server fetch a URL it does not
+  // know (§8.12), and only within the client's budget for new hosts.
   if (!host && !allowUnknown) throw invalid('Unknown host: no host is registered with this key.');
+  if (!host) await admitUnknown?.();
   // §8.7: the key delivery mode is fixed at registration.
   if (host && host.jwksUrl !== url) {
     throw new ProtocolError(

@@ -24,7 +24,7 @@ function missing(what: string): ProtocolError {
 }
 
 /**
- * Runs `verify`; a 401 it throws is charged to the client's failed-authentication budget and
+ * Runs `verify`; a 401 or 403 it throws is charged to the client's failed-authentication budget and
  * logged (without the token) before it goes on. A verification that finishes synchronously (the
  * hot cache's usual case) stays synchronous, so execution does not wait on the microtask queue.
  */
@@ -36,7 +36,9 @@ function charged<T>(
   limits.authFailuresLeft(x.clientIp);
   x.challenge ??= 'protocol';
   const refused = (err: unknown): never => {
-    if (err instanceof ProtocolError && err.status === 401) {
+    // A 403 here refuses a verified principal for its status (pending, revoked, rejected, expired,
+    // claimed): charged too, or a refused key could make the server verify it without end.
+    if (err instanceof ProtocolError && (err.status === 401 || err.status === 403)) {
       limits.authFailed(x.clientIp);
       logger.warn('authentication failed', {
         request_id: x.requestId,
@@ -95,10 +97,20 @@ export function agentToken(
   });
 }
 
-/** §4.5.1: a host JWT addressed to the issuer. */
-export function hostToken(options: TokenStepOptions, auth: HostAuthOptions = {}): SharedStep {
+/**
+ * §4.5.1: a host JWT addressed to the issuer. With `allowUnknown`, a new host is admitted only
+ * while its client has budget left for new hosts (`newHosts`), before anything is fetched or checked.
+ */
+export function hostToken(
+  options: TokenStepOptions,
+  auth: Omit<HostAuthOptions, 'admitUnknown'> = {},
+  newHosts: 'registration' | 'ip' = 'registration',
+): SharedStep {
   return step('host-token', async (x) => {
-    x.host = await charged(options, x, () => verifyHostJwt(options.ctx, requireToken(x, 'a host JWT'), auth));
+    const admitUnknown = (): void | Promise<void> => options.limits.unknownHostLeft(x.clientIp, newHosts);
+    x.host = await charged(options, x, () =>
+      verifyHostJwt(options.ctx, requireToken(x, 'a host JWT'), { ...auth, admitUnknown }),
+    );
     noteHost(x);
   });
 }
@@ -115,8 +127,9 @@ export function optionalListingToken(options: TokenStepOptions): SharedStep {
       x.agent = await charged(options, x, () => verifyAgentJwt(options.ctx, token, [options.ctx.issuer()]));
       noteAgent(x);
     } else {
+      const admitUnknown = (): void | Promise<void> => options.limits.unknownHostLeft(x.clientIp, 'ip');
       x.host = await charged(options, x, () =>
-        verifyHostJwt(options.ctx, token, { allowUnknown: true, allowPending: true }),
+        verifyHostJwt(options.ctx, token, { allowUnknown: true, allowPending: true, admitUnknown }),
       );
       noteHost(x);
     }
