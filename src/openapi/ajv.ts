@@ -26,6 +26,9 @@ export const SCHEMA_OPTIONS: Readonly<Options> = Object.freeze({
   useDefaults: false,
   allErrors: true,
   validateFormats: true,
+  // Arguments are JSON.parse objects: without this, an optional property named `constructor` or
+  // `toString` is read from the prototype, so leaving it out fails its type check.
+  ownProperties: true,
 });
 
 /** OpenAPI's numeric formats, beside ajv-formats' own. */

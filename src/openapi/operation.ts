@@ -3,7 +3,7 @@
  * schema and the binding execution needs.
  */
 import { readServers, type DocumentView, type RawOperation } from './document.js';
-import { isObject } from './pointer.js';
+import { isObject, putOwn } from './pointer.js';
 import { collectParameters, convertParameter, isCredentialOrOwned, type RawParameter } from './parameters.js';
 import { deriveBody, readBody } from './request-body.js';
 import { deriveOutput } from './responses.js';
@@ -63,14 +63,14 @@ export function deriveOperation(ctx: ApiContext, op: RawOperation): DerivedOpera
       );
     }
     const derived = convertParameter(view, converter, located, argument);
-    properties[argument] = derived.schema;
+    putOwn(properties, argument, derived.schema);
     parameters.push(derived.binding);
     if (derived.binding.required) required.push(argument);
   }
 
   const rawBody = readBody(view, op, rawParams);
   const body = rawBody ? deriveBody(rawBody, converter, new Set(Object.keys(properties))) : undefined;
-  for (const [name, schema] of body?.properties ?? []) properties[name] = schema;
+  for (const [name, schema] of body?.properties ?? []) putOwn(properties, name, schema);
   for (const name of body?.required ?? []) if (!required.includes(name)) required.push(name);
 
   const argumentsSchema = converter.finish(

@@ -3,7 +3,7 @@
  * field name collides with a parameter; anything else goes under one `body` argument.
  */
 import { followLocalRefs, type DefLookup } from './local-ref.js';
-import { isObject, stringList } from './pointer.js';
+import { isObject, stringList, putOwn } from './pointer.js';
 import { deref, type DocumentView, type RawOperation } from './document.js';
 import { essence, isJsonLike, isTextual, sortByPreference } from './media.js';
 import type { RawParameter } from './parameters.js';
@@ -66,7 +66,7 @@ function readSwaggerBody(
   const required: string[] = [];
   for (const p of form) {
     const { in: _in, name: _name, required: req, description, ...schema } = p.raw;
-    properties[p.name] = typeof description === 'string' ? { ...schema, description } : schema;
+    putOwn(properties, p.name, typeof description === 'string' ? { ...schema, description } : schema);
     if (req === true) required.push(p.name);
   }
   const hasFile = form.some((p) => p.raw.type === 'file');
@@ -179,11 +179,11 @@ function readEncoding(value: unknown): BodyBinding['encoding'] {
   const out: Record<string, { contentType?: string; style?: string; explode?: boolean }> = {};
   for (const [field, enc] of Object.entries(value)) {
     if (!isObject(enc)) continue;
-    out[field] = {
+    putOwn(out, field, {
       ...(typeof enc.contentType === 'string' ? { contentType: enc.contentType } : {}),
       ...(typeof enc.style === 'string' ? { style: enc.style } : {}),
       ...(typeof enc.explode === 'boolean' ? { explode: enc.explode } : {}),
-    };
+    });
   }
   return out;
 }

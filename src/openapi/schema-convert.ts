@@ -17,7 +17,7 @@ import {
 } from './inlined-marks.js';
 import { createHash } from 'node:crypto';
 import { defRef, localRefNames, schemaParts, type DefLookup } from './local-ref.js';
-import { isObject, resolvePointer } from './pointer.js';
+import { isObject, resolvePointer, putOwn } from './pointer.js';
 import { analyzeRefs } from './ref-graph.js';
 import type { JsonSchema, SpecFlavour } from './types.js';
 
@@ -143,7 +143,7 @@ export class SchemaConverter {
       const name = queue.shift() as string;
       const def = this.definition(name, direction);
       if (!def) continue;
-      out[name] = def.schema;
+      putOwn(out, name, def.schema);
       for (const next of def.uses) {
         if (!seen.has(next)) {
           seen.add(next);
@@ -294,7 +294,7 @@ export class SchemaConverter {
   private keywords(raw: Record<string, unknown>, dir: Direction, where: string): JsonSchema {
     const out: JsonSchema = {};
     for (const [key, value] of Object.entries(raw)) {
-      const check = PLAIN[key];
+      const check = Object.hasOwn(PLAIN, key) ? PLAIN[key] : undefined;
       if (check) {
         if (check(value)) out[key] = value;
         else this.warn(where, `dropped invalid "${key}"`);
@@ -419,7 +419,7 @@ export class SchemaConverter {
     const props: Record<string, SchemaNode> = {};
     for (const [name, sub] of Object.entries(value)) {
       if (this.hasFlag(sub, hidden)) continue;
-      props[name] = this.node(sub, dir, `${where}/properties/${name}`);
+      putOwn(props, name, this.node(sub, dir, `${where}/properties/${name}`));
     }
     out.properties = props;
     if (Array.isArray(raw.required)) {
@@ -440,7 +440,7 @@ export class SchemaConverter {
         );
         continue;
       }
-      out[k] = this.node(v, dir, `${where}/${k}`);
+      putOwn(out, k, this.node(v, dir, `${where}/${k}`));
     }
     return out;
   }

@@ -25,6 +25,7 @@ import {
   type WireEntry,
   type WireLocation,
 } from './wire-entries.js';
+import { ownArgument } from './own-argument.js';
 
 export interface SentValue extends WireEntry {
   /** The style's list separators: an upstream reading a list splits `text` on them. */
@@ -134,7 +135,7 @@ function requestEntries(op: OperationBinding, args: Args, parts: UpstreamRequest
   // parameter; the rest is read back from the serialized parts.
   const path = op.parameters
     .filter((p) => p.in === 'path')
-    .flatMap((p) => parameterValues(p, args[p.argument]));
+    .flatMap((p) => parameterValues(p, ownArgument(args, p.argument)));
   return [
     ...path,
     ...queryEntries(parts.path),
