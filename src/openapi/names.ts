@@ -13,7 +13,9 @@ export function toSnakeCase(input: string): string {
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    // One capital at a time, looking ahead: `([A-Z]+)([A-Z][a-z])` backtracked over every run of
+    // capitals from each of its letters (60,000 of them in an operationId took 3.5 s).
+    .replace(/([A-Z])(?=[A-Z][a-z])/g, '$1_')
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '_')
     .replace(/^_+|_+$/g, '');
