@@ -126,7 +126,11 @@ function* deriveSteps(
       parts.push(api.kept);
       continue;
     }
-    parts.push(yield* deriveApi(api, apiIndex, usedIds, consumeDocuments));
+    try {
+      parts.push(yield* deriveApi(api, apiIndex, usedIds, consumeDocuments));
+    } catch (err) {
+      throw nestedTooDeeply(err, api.source);
+    }
   }
 
   const warnings = parts.flatMap((part) => part.warnings);
@@ -144,6 +148,15 @@ function* deriveSteps(
   const infos = parts.map((part) => part.info);
   const formats = new Set(parts.flatMap((part) => part.formats));
   return { catalog: Object.freeze({ ...createCatalog(infos, capabilities, warnings), formats }), parts };
+}
+
+/**
+ * A document nested deeper than the stack allows (thousands of levels: no real API comes near)
+ * is the document's fault: a UserError naming it, not a crash. Anything else is passed on.
+ */
+export function nestedTooDeeply(err: unknown, source: string): unknown {
+  if (!(err instanceof RangeError) || !/call stack/i.test(err.message)) return err;
+  return new UserError(`${source}: nested too deeply to load (thousands of levels of schemas or values)`);
 }
 
 /** One API's document derived: its info and candidate capabilities, yielding after each operation. */

@@ -3,6 +3,7 @@ import type { Catalog } from './catalog.js';
 import {
   deriveCatalogInSlices,
   KeptApiMoved,
+  nestedTooDeeply,
   type ApiDocument,
   type DerivedApi,
   type KeptApi,
@@ -107,7 +108,7 @@ async function loadKeeping(
   const reads = apis.map(() => new SourceReads());
   const loaded = await Promise.all(
     apis.map((api, i) =>
-      kept[i] === undefined ? loadDocument(api.spec, options, reads[i]) : Promise.resolve(undefined),
+      kept[i] === undefined ? loadNested(api.spec, options, reads[i]) : Promise.resolve(undefined),
     ),
   );
   const { catalog, parts } = await deriveLoaded(apis, loaded, kept);
@@ -128,8 +129,15 @@ async function loadKeeping(
  * nothing read is hashed (hashing GitHub's 13 MB takes about 11 ms).
  */
 export async function loadCatalog(apis: readonly ApiSource[], options: LoadOptions): Promise<LoadedCatalog> {
-  const loaded = await Promise.all(apis.map((api) => loadDocument(api.spec, options)));
+  const loaded = await Promise.all(apis.map((api) => loadNested(api.spec, options)));
   return (await deriveLoaded(apis, loaded, [])).catalog;
+}
+
+/** loadDocument, with a document nested past the stack reported as the document's fault. */
+function loadNested(spec: string, options: LoadOptions, reads?: SourceReads): Promise<LoadedDocument> {
+  return loadDocument(spec, options, reads).catch((err: unknown) => {
+    throw nestedTooDeeply(err, spec);
+  });
 }
 
 async function deriveLoaded(

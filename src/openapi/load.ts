@@ -4,9 +4,12 @@
  * are fetched only when the operator allows it, through the same guarded fetcher as remote specs
  * (§8.12), and a remote spec can never read local files.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, statSync, type Stats } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
+// The bundler's own file-URL → path rule (its package has no exports map; the version is pinned).
+import { toFileSystemPath } from '@apidevtools/json-schema-ref-parser/dist/lib/util/url.js';
 import { parse as parseYaml } from 'yaml';
 import { UserError } from '../errors.js';
 import { hasOnlyPlainLocalRefs } from './local-refs.js';
@@ -79,6 +82,11 @@ export async function loadDocument(
       : {
           ...bundlerFileResolver,
           read: async (file: { url: string }): Promise<Buffer> => {
+            await checkLocalFile(file.url, limits.maxBytes ?? DEFAULT_FETCH_LIMITS.maxBytes).catch(
+              (err: unknown) => {
+                throw remember(file.url, err);
+              },
+            );
             const bytes = await bundlerFileResolver.read(file);
             reads?.record(file.url, 'file', digest(bytes));
             return bytes;
@@ -232,4 +240,25 @@ function describeLoadError(
   return lines.length === 1
     ? (lines[0] as string)
     : `${source}: ${lines.length} problems:\n  ${lines.join('\n  ')}`;
+}
+
+/**
+ * A file a local document's `$ref` names is read only if it is a regular file within the size a
+ * fetched document may have: a FIFO or device (`/dev/stdin`, `/dev/zero`) would leave loading
+ * waiting, or reading, for ever. One that does not exist is left to the resolver's own message.
+ */
+async function checkLocalFile(url: string, maxBytes: number): Promise<void> {
+  const path = toFileSystemPath(url).replace(/[/\\]$/, '');
+  let stats: Stats;
+  try {
+    stats = await stat(path);
+  } catch {
+    return;
+  }
+  if (!stats.isFile()) throw new UserError(`$ref to ${url} is not allowed: not a regular file`);
+  if (stats.size > maxBytes) {
+    throw new UserError(
+      `$ref to ${url} is not allowed: larger than ${maxBytes} bytes (the document size limit)`,
+    );
+  }
 }
