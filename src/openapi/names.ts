@@ -9,16 +9,18 @@ export const NAME_PATTERN = /^[a-z0-9_]{1,64}$/;
 
 /** `listPets` → `list_pets`, `get-pet-by-id` → `get_pet_by_id`, `Pets.List` → `pets_list`, `getHTTPStatus` → `get_http_status`. */
 export function toSnakeCase(input: string): string {
-  return input
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    // One capital at a time, looking ahead: `([A-Z]+)([A-Z][a-z])` backtracked over every run of
-    // capitals from each of its letters (60,000 of them in an operationId took 3.5 s).
-    .replace(/([A-Z])(?=[A-Z][a-z])/g, '$1_')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '_')
-    .replace(/^_+|_+$/g, '');
+  return (
+    input
+      .normalize('NFKD')
+      .replace(/[\u0300-\u036f]/g, '')
+      .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+      // One capital at a time, looking ahead: `([A-Z]+)([A-Z][a-z])` backtracked over every run of
+      // capitals from each of its letters (60,000 of them in an operationId took 3.5 s).
+      .replace(/([A-Z])(?=[A-Z][a-z])/g, '$1_')
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '_')
+      .replace(/^_+|_+$/g, '')
+  );
 }
 
 /** `GET /pets/{petId}` → `get_pets_by_pet_id`; `GET /` → `get_root`. */
