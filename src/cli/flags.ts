@@ -120,6 +120,10 @@ export const FLAGS = {
     help: 'answer every operation from its OpenAPI example (no real API needed)',
   },
   'allow-remote-refs': { type: 'boolean', help: 'allow $refs to http(s) URLs inside specs' },
+  'allow-local-refs-anywhere': {
+    type: 'boolean',
+    help: "allow a local spec's $refs to files outside its own directory",
+  },
   'allow-http-specs': { type: 'boolean', help: 'allow plain-http spec URLs' },
   'log-level': { type: 'string', arg: 'LEVEL', help: 'debug | info | warn | error | silent (default info)' },
   'log-format': {

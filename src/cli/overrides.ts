@@ -23,6 +23,7 @@ export function toOverrides(values: {
   'upstream-timeout'?: string;
   'mock-upstream'?: boolean;
   'allow-remote-refs'?: boolean;
+  'allow-local-refs-anywhere'?: boolean;
   'allow-http-specs'?: boolean;
   'log-level'?: string;
   'log-format'?: string;
@@ -61,6 +62,7 @@ export function toOverrides(values: {
     ...(values['upstream-timeout'] !== undefined ? { upstreamTimeout: values['upstream-timeout'] } : {}),
     ...(values['mock-upstream'] ? { mockUpstream: true } : {}),
     ...(values['allow-remote-refs'] ? { allowRemoteRefs: true } : {}),
+    ...(values['allow-local-refs-anywhere'] ? { allowLocalRefsAnywhere: true } : {}),
     ...(values['allow-http-specs'] ? { allowHttpSpecs: true } : {}),
     ...(level !== undefined ? { logLevel: level as LogLevel } : {}),
     ...(format !== undefined ? { logFormat: format as LogFormat } : {}),

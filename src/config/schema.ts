@@ -224,6 +224,11 @@ export const CONFIG_SCHEMA = {
       default: {},
       properties: {
         allow_remote_refs: { type: 'boolean', default: false },
+        allow_local_refs_anywhere: {
+          type: 'boolean',
+          default: false,
+          description: "let a local document's $refs read files outside its own directory",
+        },
         allow_http: { type: 'boolean', default: false },
         max_bytes: { type: 'integer', minimum: 1024, maximum: 104857600, default: 10485760 },
         timeout_ms: { type: 'integer', minimum: 100, maximum: 120000, default: 5000 },

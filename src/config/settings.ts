@@ -77,6 +77,8 @@ export interface Settings {
   readonly providerName?: string;
   readonly providerDescription?: string;
   readonly allowRemoteRefs: boolean;
+  /** A local document's `$ref`s may read files outside its own directory. */
+  readonly allowLocalRefsAnywhere: boolean;
   readonly allowHttpSpecs: boolean;
   readonly specMaxBytes: number;
   readonly specTimeoutMs: number;
@@ -113,6 +115,7 @@ export interface CliOverrides extends ApiFlags {
   readonly issuer?: string;
   readonly mockUpstream?: boolean;
   readonly allowRemoteRefs?: boolean;
+  readonly allowLocalRefsAnywhere?: boolean;
   readonly allowHttpSpecs?: boolean;
   readonly logLevel?: LogLevel;
   readonly logFormat?: LogFormat;
@@ -227,6 +230,7 @@ export function resolveSettings(
     ...(providerName !== undefined ? { providerName } : {}),
     ...(providerDescription !== undefined ? { providerDescription } : {}),
     allowRemoteRefs: cli.allowRemoteRefs ?? config.specs.allow_remote_refs,
+    allowLocalRefsAnywhere: cli.allowLocalRefsAnywhere ?? config.specs.allow_local_refs_anywhere,
     allowHttpSpecs: cli.allowHttpSpecs ?? config.specs.allow_http,
     specMaxBytes: config.specs.max_bytes,
     specTimeoutMs: config.specs.timeout_ms,

@@ -55,7 +55,12 @@ function inputsOf(api: ApiSource, index: number, options: LoadOptions): string {
     api: fields.map((field) => (api as Record<string, unknown>)[field] ?? null),
     // Its place: ids and names of APIs are made unique in list order.
     index,
-    options: [options.allowRemoteRefs, options.allowHttp, fetchLimitsOf(options)],
+    options: [
+      options.allowRemoteRefs,
+      options.allowLocalRefsAnywhere === true,
+      options.allowHttp,
+      fetchLimitsOf(options),
+    ],
   });
 }
 

@@ -5,8 +5,8 @@
  * (§8.12), and a remote spec can never read local files.
  */
 import { existsSync, statSync, type Stats } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { resolve as resolvePath } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
+import { dirname, isAbsolute, relative, resolve as resolvePath, sep } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 // The bundler's own file-URL → path rule (its package has no exports map; the version is pinned).
 import { toFileSystemPath } from '@apidevtools/json-schema-ref-parser/dist/lib/util/url.js';
@@ -23,6 +23,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 export interface LoadOptions {
   /** Allow `$ref`s to http(s) URLs inside documents. */
   readonly allowRemoteRefs: boolean;
+  /** Let a local document's `$ref`s read files outside its own directory (default: refused). */
+  readonly allowLocalRefsAnywhere?: boolean;
   /** Allow plain-http URLs for specs and remote `$ref`s. */
   readonly allowHttp: boolean;
   readonly fetchLimits?: Partial<FetchLimits>;
@@ -82,7 +84,8 @@ export async function loadDocument(
       : {
           ...bundlerFileResolver,
           read: async (file: { url: string }): Promise<Buffer> => {
-            await checkLocalFile(file.url, limits.maxBytes ?? DEFAULT_FETCH_LIMITS.maxBytes).catch(
+            const root = options.allowLocalRefsAnywhere ? undefined : location;
+            await checkLocalFile(file.url, limits.maxBytes ?? DEFAULT_FETCH_LIMITS.maxBytes, root).catch(
               (err: unknown) => {
                 throw remember(file.url, err);
               },
@@ -245,15 +248,30 @@ function describeLoadError(
 /**
  * A file a local document's `$ref` names is read only if it is a regular file within the size a
  * fetched document may have: a FIFO or device (`/dev/stdin`, `/dev/zero`) would leave loading
- * waiting, or reading, for ever. One that does not exist is left to the resolver's own message.
+ * waiting, or reading, for ever. With `within`, only a file under that directory (symbolic links
+ * resolved), so that a document cannot show agents another file of the machine (the proxy's own
+ * config and its credentials, say) in a description. With `root` (the document's path), only a
+ * file under its directory: the directory as named, or the one the document really is in
+ * (symbolic links resolved on both sides, as a Kubernetes ConfigMap mount uses them). One that
+ * does not exist is left to the resolver's own message.
  */
-async function checkLocalFile(url: string, maxBytes: number): Promise<void> {
+async function checkLocalFile(url: string, maxBytes: number, root: string | undefined): Promise<void> {
   const path = toFileSystemPath(url).replace(/[/\\]$/, '');
   let stats: Stats;
+  let real: string;
   try {
     stats = await stat(path);
+    real = await realpath(path);
   } catch {
     return;
+  }
+  if (root !== undefined) {
+    const dirs = [await realpath(dirname(root)), dirname(await realpath(root))];
+    if (!dirs.some((dir) => isUnder(dir, real))) {
+      throw new UserError(
+        `$ref to ${url} is not allowed: outside the document's directory; pass --allow-local-refs-anywhere (or specs.allow_local_refs_anywhere: true) to allow it`,
+      );
+    }
   }
   if (!stats.isFile()) throw new UserError(`$ref to ${url} is not allowed: not a regular file`);
   if (stats.size > maxBytes) {
@@ -261,4 +279,10 @@ async function checkLocalFile(url: string, maxBytes: number): Promise<void> {
       `$ref to ${url} is not allowed: larger than ${maxBytes} bytes (the document size limit)`,
     );
   }
+}
+
+/** Whether `path` is `dir` itself or lies below it. */
+function isUnder(dir: string, path: string): boolean {
+  const from = relative(dir, path);
+  return from === '' || (!isAbsolute(from) && from !== '..' && !from.startsWith(`..${sep}`));
 }

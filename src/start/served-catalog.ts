@@ -75,6 +75,7 @@ interface Shaping {
 function loadOptionsOf(settings: Settings): LoadOptions {
   return {
     allowRemoteRefs: settings.allowRemoteRefs,
+    allowLocalRefsAnywhere: settings.allowLocalRefsAnywhere,
     allowHttp: settings.allowHttpSpecs,
     fetchLimits: {
       maxBytes: settings.specMaxBytes,

@@ -1,12 +1,13 @@
 /**
  * Hostile or odd OpenAPI documents at load: nesting deeper than the stack, a very long
- * operationId, `__proto__` as a parameter or property name, a `$ref` to a FIFO. Each fails with a
+ * operationId, `__proto__` as a parameter or property name, a `$ref` to a FIFO or to a file
+ * outside the document's directory. Each fails with a
  * UserError naming the document, or loads into capabilities that work.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UserError } from '../../src/errors.js';
 import { createSchemaValidator } from '../../src/openapi/ajv.js';
@@ -164,19 +165,46 @@ describe('prototype keys as names', () => {
   });
 });
 
-describe('local $refs to special files', () => {
-  it('a $ref to a FIFO (as to /dev/stdin) is refused, not read: reading would wait for ever', async () => {
-    const dir = join(tmp, `fifo${counter++}`);
-    mkdirSync(dir);
-    const fifo = join(dir, 'pipe.yaml');
-    execFileSync('mkfifo', [fifo]);
-    const file = writeSpecText(
+describe('local $refs', () => {
+  /** A document in a directory of its own that refers to `target`, a path relative to it or absolute. */
+  function referring(target: string): string {
+    return writeSpecText(
       JSON.stringify(
-        openapi({
-          '/a': { get: { operationId: 'a', parameters: [{ $ref: fifo }], responses: OK } },
-        }),
+        openapi({ '/a': { get: { operationId: 'a', summary: { $ref: target }, responses: OK } } }),
       ),
     );
+  }
+
+  it('a $ref to a FIFO (as to /dev/stdin) is refused, not read: reading would wait for ever', async () => {
+    const file = referring('./pipe.yaml');
+    execFileSync('mkfifo', [join(dirname(file), 'pipe.yaml')]);
     await expect(loadCatalog([{ spec: file }], LOCAL_ONLY)).rejects.toThrow(/not a regular file/);
+  });
+
+  it("reads files in the document's directory and below it", async () => {
+    const file = referring('./parts/summary.yaml');
+    mkdirSync(join(dirname(file), 'parts'));
+    writeFileSync(join(dirname(file), 'parts', 'summary.yaml'), '"Lists things"\n');
+    const catalog = await loadCatalog([{ spec: file }], LOCAL_ONLY);
+    expect(catalog.capabilities[0]?.description).toContain('Lists things');
+  });
+
+  it("refuses a file outside the document's directory (here: a credential), by path, by ../ or by a link", async () => {
+    const secretDir = join(tmp, `secret${counter++}`);
+    mkdirSync(secretDir);
+    const secret = join(secretDir, 'proxy.yaml');
+    writeFileSync(secret, 'key: sk-live-0123456789abcdef\n');
+    const byPath = referring(`${secret}#/key`);
+    const byParent = referring(`../${basename(secretDir)}/proxy.yaml#/key`);
+    const byLink = referring('./linked.yaml#/key');
+    symlinkSync(secret, join(dirname(byLink), 'linked.yaml'));
+    for (const file of [byPath, byParent, byLink]) {
+      await expect(loadCatalog([{ spec: file }], LOCAL_ONLY)).rejects.toThrow(
+        /outside the document's directory/,
+      );
+    }
+    // The operator may allow it.
+    const allowed = await loadCatalog([{ spec: byPath }], { ...LOCAL_ONLY, allowLocalRefsAnywhere: true });
+    expect(allowed.capabilities[0]?.description).toContain('sk-live-0123456789abcdef');
   });
 });
