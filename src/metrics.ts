@@ -44,7 +44,7 @@ export interface MetricSources {
 }
 
 export interface MetricsOptions {
-  /** Capability names of the catalog: any other name is counted as `unknown`. */
+  /** Capability names of the catalog; other names are counted as `unknown`. */
   readonly capabilities: Iterable<string>;
   /** API ids (config), whose upstream histogram children are resolved once here. */
   readonly apis: Iterable<string>;

@@ -439,7 +439,7 @@ export const CONFIG_SCHEMA = {
               maxItems: 20,
               items: { type: 'string', pattern: '^[\\x21-\\x7e]{1,200}$' },
               description:
-                'Requested as acr_values; an ID token whose acr is not one of these is refused. Absent: any acr.',
+                'Requested as acr_values; an ID token whose acr is not one of these is refused. Absent: every acr is accepted.',
             },
             scopes: {
               type: 'array',

@@ -76,6 +76,7 @@ export async function loadDocument(
     if (err instanceof UserError) reasons.set(url, err.message);
     return err;
   };
+  let rootDirs: Promise<readonly string[] | undefined> | undefined;
   const resolvers = {
     // Built-in resolvers are replaced: the file one is refused to remote documents (and records
     // what it reads for the others), and the HTTP one ignores our size, timeout and scheme limits.
@@ -84,12 +85,15 @@ export async function loadDocument(
       : {
           ...bundlerFileResolver,
           read: async (file: { url: string }): Promise<Buffer> => {
-            const root = options.allowLocalRefsAnywhere ? undefined : location;
-            await checkLocalFile(file.url, limits.maxBytes ?? DEFAULT_FETCH_LIMITS.maxBytes, root).catch(
-              (err: unknown) => {
-                throw remember(file.url, err);
-              },
-            );
+            // Worked out once per load, not once per file a multi-file document reads.
+            rootDirs ??= options.allowLocalRefsAnywhere ? Promise.resolve(undefined) : documentDirs(location);
+            await checkLocalFile(
+              file.url,
+              limits.maxBytes ?? DEFAULT_FETCH_LIMITS.maxBytes,
+              await rootDirs,
+            ).catch((err: unknown) => {
+              throw remember(file.url, err);
+            });
             const bytes = await bundlerFileResolver.read(file);
             reads?.record(file.url, 'file', digest(bytes));
             return bytes;
@@ -248,14 +252,16 @@ function describeLoadError(
 /**
  * A file a local document's `$ref` names is read only if it is a regular file within the size a
  * fetched document may have: a FIFO or device (`/dev/stdin`, `/dev/zero`) would leave loading
- * waiting, or reading, for ever. With `within`, only a file under that directory (symbolic links
- * resolved), so that a document cannot show agents another file of the machine (the proxy's own
- * config and its credentials, say) in a description. With `root` (the document's path), only a
- * file under its directory: the directory as named, or the one the document really is in
- * (symbolic links resolved on both sides, as a Kubernetes ConfigMap mount uses them). One that
+ * waiting, or reading, for ever. With `within` (documentDirs), only a file under one of those
+ * directories (its symbolic links resolved), so that a document cannot show agents another file
+ * of the machine (the proxy's own config and its credentials, say) in a description. One that
  * does not exist is left to the resolver's own message.
  */
-async function checkLocalFile(url: string, maxBytes: number, root: string | undefined): Promise<void> {
+async function checkLocalFile(
+  url: string,
+  maxBytes: number,
+  within: readonly string[] | undefined,
+): Promise<void> {
   const path = toFileSystemPath(url).replace(/[/\\]$/, '');
   let stats: Stats;
   let real: string;
@@ -265,13 +271,10 @@ async function checkLocalFile(url: string, maxBytes: number, root: string | unde
   } catch {
     return;
   }
-  if (root !== undefined) {
-    const dirs = [await realpath(dirname(root)), dirname(await realpath(root))];
-    if (!dirs.some((dir) => isUnder(dir, real))) {
-      throw new UserError(
-        `$ref to ${url} is not allowed: outside the document's directory; pass --allow-local-refs-anywhere (or specs.allow_local_refs_anywhere: true) to allow it`,
-      );
-    }
+  if (within !== undefined && !within.some((dir) => isUnder(dir, real))) {
+    throw new UserError(
+      `$ref to ${url} is not allowed: outside the document's directory; pass --allow-local-refs-anywhere (or specs.allow_local_refs_anywhere: true) to allow it`,
+    );
   }
   if (!stats.isFile()) throw new UserError(`$ref to ${url} is not allowed: not a regular file`);
   if (stats.size > maxBytes) {
@@ -279,6 +282,14 @@ async function checkLocalFile(url: string, maxBytes: number, root: string | unde
       `$ref to ${url} is not allowed: larger than ${maxBytes} bytes (the document size limit)`,
     );
   }
+}
+
+/**
+ * The directories a local document's `$ref`s may read under: its directory as named, and the one
+ * it really is in (symbolic links resolved on both sides, as a Kubernetes ConfigMap mount uses them).
+ */
+async function documentDirs(root: string): Promise<readonly string[]> {
+  return [await realpath(dirname(root)), dirname(await realpath(root))];
 }
 
 /** Whether `path` is `dir` itself or lies below it. */

@@ -3,7 +3,7 @@
  * schema and the binding execution needs.
  */
 import { readServers, type DocumentView, type RawOperation } from './document.js';
-import { isObject, putOwn } from './pointer.js';
+import { isObject } from './pointer.js';
 import { collectParameters, convertParameter, isCredentialOrOwned, type RawParameter } from './parameters.js';
 import { deriveBody, readBody } from './request-body.js';
 import { deriveOutput } from './responses.js';
@@ -17,6 +17,7 @@ import type {
   SecuritySchemeInfo,
   ServerTemplate,
 } from './types.js';
+import { putOwn } from '../util/own-keys.js';
 
 const LOCATION_ORDER: readonly string[] = ['path', 'query', 'header', 'cookie'];
 

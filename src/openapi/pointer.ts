@@ -49,11 +49,3 @@ export function scalarText(value: unknown): string {
     ? String(value)
     : '';
 }
-
-/**
- * `target[key] = value` as an own property whatever `key` is: a document may name a property,
- * parameter or component `__proto__`, which plain assignment would take as the object's prototype.
- */
-export function putOwn<T>(target: Record<string, T>, key: string, value: T): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-}

@@ -3,12 +3,13 @@
  * field name collides with a parameter; anything else goes under one `body` argument.
  */
 import { followLocalRefs, type DefLookup } from './local-ref.js';
-import { isObject, stringList, putOwn } from './pointer.js';
+import { isObject, stringList } from './pointer.js';
 import { deref, type DocumentView, type RawOperation } from './document.js';
 import { essence, isJsonLike, isTextual, sortByPreference } from './media.js';
 import type { RawParameter } from './parameters.js';
 import type { SchemaConverter, SchemaNode } from './schema-convert.js';
 import type { BodyBinding, JsonSchema } from './types.js';
+import { putOwn } from '../util/own-keys.js';
 
 export interface RawBody {
   readonly mediaTypes: string[];

@@ -17,9 +17,10 @@ import {
 } from './inlined-marks.js';
 import { createHash } from 'node:crypto';
 import { defRef, localRefNames, schemaParts, type DefLookup } from './local-ref.js';
-import { isObject, resolvePointer, putOwn } from './pointer.js';
+import { isObject, resolvePointer } from './pointer.js';
 import { analyzeRefs } from './ref-graph.js';
 import type { JsonSchema, SpecFlavour } from './types.js';
+import { putOwn } from '../util/own-keys.js';
 
 export const JSON_SCHEMA_2020 = 'https://json-schema.org/draft/2020-12/schema';
 

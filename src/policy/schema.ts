@@ -308,7 +308,7 @@ export const POLICY_SCHEMA = {
           type: 'string',
           enum: ['operator', 'policy'],
           description:
-            'An autonomous agent registering from a host nobody approved (§2.2.2 bootstrap). operator: it waits, pending, for the operator (§8.10). policy: the host is admitted by policy and the agent is active at once with the autonomous.grants it asked for; risky: any self-signed key gets those grants. Admitted hosts stay bounded by pending_hosts (max_hosts counts them, max_agents and max_open_approvals apply to each) and new ones by rate_limits.unknown_host_registration.',
+            'An autonomous agent registering from a host nobody approved (§2.2.2 bootstrap). operator: it waits, pending, for the operator (§8.10). policy: the host is admitted by policy and the agent is active at once with the autonomous.grants it asked for; risky: every self-signed key gets those grants. Admitted hosts stay bounded by pending_hosts (max_hosts counts them, max_agents and max_open_approvals apply to each) and new ones by rate_limits.unknown_host_registration.',
           default: 'operator',
         },
       },

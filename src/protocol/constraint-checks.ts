@@ -6,6 +6,7 @@
  * lookalikes as equal (src/lookalike.ts). Anything that cannot be interpreted fails.
  */
 import { lookalikeKey } from '../lookalike.js';
+import { ownValue } from '../util/own-keys.js';
 import type { Constraints } from './constraints.js';
 import {
   MAX_DEPTH,
@@ -67,7 +68,7 @@ export function checkConstraints(
   const violations: Violation[] = [];
   for (const [field, constraint] of Object.entries(constraints)) {
     // hasOwn: an argument named "constructor" must not be found on Object.prototype.
-    const actual = Object.hasOwn(args, field) ? args[field] : undefined;
+    const actual = ownValue(args, field);
     if (actual === undefined) {
       violations.push({ field, constraint, actual: null });
       continue;

@@ -55,7 +55,7 @@ export interface PerCallNotice {
     readonly created_at: string;
     readonly expires_at: string;
   };
-  /** The addressee; null: any of the policy's `approval.approvers` (an autonomous agent). */
+  /** The addressee; null: whichever of the policy's `approval.approvers` (an autonomous agent). */
   readonly user_id: string | null;
   readonly agent: ApprovalNotice['agent'];
   readonly host: ApprovalNotice['host'];

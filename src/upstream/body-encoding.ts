@@ -15,7 +15,7 @@ import {
   wellFormed,
 } from './encoding.js';
 import { deepPairs, queryPairs } from './styles.js';
-import { ownArgument } from './own-argument.js';
+import { ownValue } from '../util/own-keys.js';
 
 export interface EncodedBody {
   readonly contentType: string;
@@ -35,11 +35,11 @@ export function encodeBody(
 ): EncodedBody | undefined {
   const argument = body.mode === 'wrapped' ? (body.argument ?? body.fields[0] ?? 'body') : undefined;
   let value: unknown;
-  if (argument !== undefined) value = ownArgument(args, argument);
+  if (argument !== undefined) value = ownValue(args, argument);
   else {
-    const present = body.fields.filter((f) => ownArgument(args, f) !== undefined);
+    const present = body.fields.filter((f) => ownValue(args, f) !== undefined);
     // Explicit nulls stay in JSON bodies (JSON Merge Patch deletes with them).
-    if (present.length > 0) value = Object.fromEntries(present.map((f) => [f, ownArgument(args, f)]));
+    if (present.length > 0) value = Object.fromEntries(present.map((f) => [f, ownValue(args, f)]));
   }
   const label = argument ?? body.fields[0] ?? 'body';
   const type = essence(body.mediaType);

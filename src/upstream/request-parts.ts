@@ -8,7 +8,7 @@ import type { OperationBinding, ParameterBinding } from '../openapi/types.js';
 import { encodeBody } from './body-encoding.js';
 import { ArgumentError, isAbsent } from './encoding.js';
 import { cookiePairs, headerValue, isEmpty, pathValue, queryPairs, shapeOf } from './styles.js';
-import { ownArgument } from './own-argument.js';
+import { ownValue } from '../util/own-keys.js';
 
 export { ArgumentError } from './encoding.js';
 
@@ -32,7 +32,7 @@ type Args = Readonly<Record<string, unknown>>;
 /** Throws ArgumentError for an argument that cannot be sent; never mutates `args`. */
 export function buildRequestParts(op: OperationBinding, args: Args): UpstreamRequestParts {
   for (const p of op.parameters) {
-    if (p.required && isAbsent(ownArgument(args, p.argument))) {
+    if (p.required && isAbsent(ownValue(args, p.argument))) {
       throw new ArgumentError(p.argument, `Missing required ${p.in} parameter ${p.name}.`);
     }
   }
@@ -40,7 +40,7 @@ export function buildRequestParts(op: OperationBinding, args: Args): UpstreamReq
   const headers: Record<string, string> = {};
   const cookies: (readonly [string, string])[] = [];
   for (const p of op.parameters) {
-    const value = ownArgument(args, p.argument);
+    const value = ownValue(args, p.argument);
     if (p.in === 'query') query.push(...queryPairs(p, value, p.argument));
     else if (p.in === 'header' || p.in === 'cookie') {
       const shape = shapeOf(value, p.argument, p.contentType);
@@ -115,7 +115,7 @@ function expandSegment(segment: PathSegment, template: string, args: Args): stri
       continue;
     }
     argument ??= piece.argument;
-    const shape = shapeOf(ownArgument(args, piece.argument), piece.argument, piece.contentType);
+    const shape = shapeOf(ownValue(args, piece.argument), piece.argument, piece.contentType);
     if (shape === undefined) {
       throw new ArgumentError(piece.argument, `Missing required path parameter ${piece.name}.`);
     }

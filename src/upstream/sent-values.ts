@@ -25,7 +25,7 @@ import {
   type WireEntry,
   type WireLocation,
 } from './wire-entries.js';
-import { ownArgument } from './own-argument.js';
+import { ownValue } from '../util/own-keys.js';
 
 export interface SentValue extends WireEntry {
   /** The style's list separators: an upstream reading a list splits `text` on them. */
@@ -135,7 +135,7 @@ function requestEntries(op: OperationBinding, args: Args, parts: UpstreamRequest
   // parameter; the rest is read back from the serialized parts.
   const path = op.parameters
     .filter((p) => p.in === 'path')
-    .flatMap((p) => parameterValues(p, ownArgument(args, p.argument)));
+    .flatMap((p) => parameterValues(p, ownValue(args, p.argument)));
   return [
     ...path,
     ...queryEntries(parts.path),
@@ -147,8 +147,8 @@ function requestEntries(op: OperationBinding, args: Args, parts: UpstreamRequest
 
 /** Every value `argument` alone puts into the request, serialized by the same code as the request. */
 export function ownValues(op: OperationBinding, args: Args, argument: string): SentValue[] {
-  if (!Object.hasOwn(args, argument) || args[argument] === undefined) return [];
-  const value = args[argument];
+  const value = ownValue(args, argument);
+  if (value === undefined) return [];
   const out: SentValue[] = [];
   for (const p of op.parameters) if (p.argument === argument) out.push(...parameterValues(p, value));
   if (op.body && bodyArgument(op.body) === argument) out.push(...wrappedBodyValues(op.body, argument, value));
