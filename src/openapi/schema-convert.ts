@@ -21,6 +21,7 @@ import { isObject, resolvePointer } from './pointer.js';
 import { analyzeRefs } from './ref-graph.js';
 import type { JsonSchema, SpecFlavour } from './types.js';
 import { putOwn } from '../util/own-keys.js';
+import { runsLinearly } from '../util/linear-regexp.js';
 
 export const JSON_SCHEMA_2020 = 'https://json-schema.org/draft/2020-12/schema';
 
@@ -348,8 +349,15 @@ export class SchemaConverter {
         else this.warn(where, 'dropped empty or invalid "enum"');
         return;
       case 'pattern':
-        if (typeof value === 'string' && validPattern(value)) out.pattern = value;
-        else
+        if (typeof value === 'string' && validPattern(value)) {
+          out.pattern = value;
+          // Kept, so agents see the API's rule; the upstream applies it (util/linear-regexp.ts).
+          if (!runsLinearly(value))
+            this.warn(
+              where,
+              `"pattern" ${JSON.stringify(value)} is not checked by the proxy: it needs lookaround or backreferences, which cannot be matched in linear time`,
+            );
+        } else
           this.warn(
             where,
             `dropped "pattern" ${JSON.stringify(value)}: not a valid ECMAScript (unicode) regular expression`,
@@ -438,6 +446,14 @@ export class SchemaConverter {
         this.warn(
           where,
           `dropped pattern property ${JSON.stringify(k)}: not a valid ECMAScript regular expression`,
+        );
+        continue;
+      }
+      // An unchecked pattern accepts every name, which would put every property under this one.
+      if (patterns && !runsLinearly(k)) {
+        this.warn(
+          where,
+          `dropped pattern property ${JSON.stringify(k)}: it needs lookaround or backreferences, which cannot be matched in linear time`,
         );
         continue;
       }

@@ -6,14 +6,15 @@
  *
  * The worker compiles with the same options and formats as createSchemaValidator (ajv.ts), a
  * fresh ajv instance each time (nothing accumulates in it); the code it sends back refers to
- * ajv's runtime helpers and to formatTable() by name, both resolved here. One worker, started on
+ * ajv's runtime helpers, formatTable() and the document-pattern engine by name, all resolved here. One worker, started on
  * first use and unreferenced (it never keeps the process alive); if it dies, the next compilation
  * starts another.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { ValidateFunction } from 'ajv';
-import { formatTable, OPENAPI_FORMATS, SCHEMA_OPTIONS } from '../openapi/ajv.js';
+import { formatTable, OWN_FORMATS, SCHEMA_OPTIONS } from '../openapi/ajv.js';
+import { DOCUMENT_PATTERN_MODULE, documentPatternEngine } from '../util/linear-regexp.js';
 
 const require = createRequire(import.meta.url);
 
@@ -29,11 +30,16 @@ const { Ajv2020 } = projectRequire('ajv/dist/2020.js');
 const standaloneCode = projectRequire('ajv/dist/standalone').default;
 const addFormats = projectRequire('ajv-formats');
 const { _ } = projectRequire('ajv');
+// Code generation only names the pattern engine; the code calls the real one (linear-regexp.ts).
+// ajv tells patterns apart by their toString().
+const patterns = Object.assign((source, flags) => ({ test: () => true, toString: () => \`/\${source}/\${flags}\` }), {
+  code: \`require(\${JSON.stringify(workerData.patternModule)})\`,
+});
 parentPort.on('message', ({ id, schema, annotations }) => {
   try {
     const ajv = new Ajv2020({
       ...workerData.options,
-      code: { source: true, formats: _\`require("${FORMATS_MODULE}")\` },
+      code: { source: true, formats: _\`require("${FORMATS_MODULE}")\`, regExp: patterns },
     });
     addFormats(ajv);
     // Code generation needs each format's type only; the code calls the real definitions.
@@ -88,7 +94,8 @@ export class OffThreadCompiler {
       workerData: {
         base: import.meta.url,
         options: SCHEMA_OPTIONS,
-        typedFormats: Object.entries(OPENAPI_FORMATS).map(([name, def]) => [name, def.type]),
+        typedFormats: Object.entries(OWN_FORMATS).map(([name, def]) => [name, def.type]),
+        patternModule: DOCUMENT_PATTERN_MODULE,
       },
     });
     worker.unref();
@@ -118,7 +125,8 @@ export class OffThreadCompiler {
   /** The standalone module's code → its validate function (a CommonJS module's exports). */
   #evaluate(code: string): ValidateFunction {
     const formats = (this.#formats ??= formatTable());
-    const resolve = (id: string): unknown => (id === FORMATS_MODULE ? formats : require(id));
+    const resolve = (id: string): unknown =>
+      id === FORMATS_MODULE ? formats : id === DOCUMENT_PATTERN_MODULE ? documentPatternEngine : require(id);
     const module = { exports: {} as unknown };
     // The code is ajv's, generated from the operator's documents as ajv.compile would evaluate it
     // (ajv itself turns its code into functions with the Function constructor, as here).

@@ -16,6 +16,7 @@ import { silentLogger, type Logger } from '../log.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { sampleFromSchema } from '../openapi/sample.js';
 import type { Capability } from '../openapi/types.js';
+import { templateSegment } from './path-template.js';
 
 export interface MockUpstream {
   readonly url: string;
@@ -178,11 +179,7 @@ function parseTemplate(path: string): Segment[] {
   return splitPath(path).map((raw): Segment => {
     if (/^\{[^{}]+\}$/.test(raw)) return { kind: 'param' };
     if (!raw.includes('{')) return { kind: 'literal', value: safeDecode(raw) ?? raw };
-    const source = raw
-      .split(/(\{[^{}]*\})/)
-      .map((part) => (/^\{[^{}]*\}$/.test(part) ? '(.+?)' : escapeRegExp(safeDecode(part) ?? part)))
-      .join('');
-    return { kind: 'pattern', regex: new RegExp(`^${source}$`, 's') };
+    return { kind: 'pattern', regex: templateSegment(raw).pattern };
   });
 }
 
@@ -358,8 +355,4 @@ function safeDecode(segment: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

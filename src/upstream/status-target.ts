@@ -8,6 +8,7 @@
  * a dot segment, an encoded `/` or `\`, an undeclared query parameter — maps to nothing.
  */
 import { propertySchema } from '../openapi/local-ref.js';
+import { templateSegment, type TemplateSegment } from './path-template.js';
 import type { Capability, ParameterBinding } from '../openapi/types.js';
 
 export interface StatusTarget {
@@ -25,10 +26,11 @@ export interface ApiLocation {
   readonly basePath: string;
 }
 
-// An upstream's URL is short; anything longer is refused before it is parsed. A segment is bounded
-// too, since a template with several parameters in one segment is matched by backtracking.
+// An upstream's URL is short; anything longer is refused before it is parsed, and so is a long
+// segment.
 const MAX_URL_LENGTH = 4096;
 const MAX_SEGMENT_LENGTH = 256;
+
 /**
  * What a path value may not contain once decoded: a separator a server might act on (`/`, `\`,
  * `;` path parameters as Tomcat reads them), a `%` (decoded once more by some servers), controls.
@@ -116,12 +118,7 @@ function bestMatch(operations: readonly Capability[], segments: readonly string[
   return tie ? undefined : best;
 }
 
-interface CompiledSegment {
-  readonly pattern: RegExp;
-  readonly names: readonly string[];
-}
-
-const compiled = new WeakMap<Capability, { segments: CompiledSegment[]; literals: number }>();
+const compiled = new WeakMap<Capability, { segments: TemplateSegment[]; literals: number }>();
 
 function matchTemplate(capability: Capability, segments: readonly string[]): Match | undefined {
   let template = compiled.get(capability);
@@ -132,7 +129,7 @@ function matchTemplate(capability: Capability, segments: readonly string[]): Mat
   if (template.segments.length !== segments.length) return undefined;
   const values: [string, string][] = [];
   for (let i = 0; i < segments.length; i++) {
-    const { pattern, names } = template.segments[i] as CompiledSegment;
+    const { pattern, names } = template.segments[i] as TemplateSegment;
     const m = pattern.exec(segments[i] as string);
     if (!m) return undefined;
     names.forEach((name, j) => values.push([name, m[j + 1] as string]));
@@ -140,34 +137,10 @@ function matchTemplate(capability: Capability, segments: readonly string[]): Mat
   return { capability, values, literals: template.literals };
 }
 
-function compile(path: string): { segments: CompiledSegment[]; literals: number } {
+function compile(path: string): { segments: TemplateSegment[]; literals: number } {
   const absolute = path.startsWith('/') ? path : '/' + path;
-  let literals = 0;
-  const segments = absolute.split('/').map((segment) => {
-    const names: string[] = [];
-    const source = segment
-      .split(/(\{[^{}]*\})/)
-      .map((piece, i) => {
-        if (i % 2 === 1) {
-          names.push(piece.slice(1, -1));
-          return '(.+)';
-        }
-        const text = safeDecode(piece);
-        literals += text.length;
-        return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      })
-      .join('');
-    return { pattern: new RegExp(`^${source}$`, 's'), names };
-  });
-  return { segments, literals };
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
+  const segments = absolute.split('/').map(templateSegment);
+  return { segments, literals: segments.reduce((sum, segment) => sum + segment.literalChars, 0) };
 }
 
 function binding(

@@ -334,6 +334,27 @@ describe('invalid keyword values', () => {
     expect(validate(schema, converter.formats, 'eur')).toBe(false);
   });
 
+  it('keeps a pattern that needs lookaround, says the proxy does not check it, and accepts any string for it', () => {
+    const pattern = '^(?=.*\\d).{8,}$';
+    const { schema, warnings, converter } = convert({ type: 'string', pattern });
+    expect(schema.pattern).toBe(pattern);
+    expect(warnings).toEqual([
+      `#/test: "pattern" ${JSON.stringify(pattern)} is not checked by the proxy: it needs lookaround or backreferences, which cannot be matched in linear time`,
+    ]);
+    expect(validate(schema, converter.formats, 'short')).toBe(true);
+  });
+
+  it('drops a patternProperties key that needs a backreference (unchecked, it would match every name)', () => {
+    const { schema, warnings } = convert({
+      type: 'object',
+      patternProperties: { '^(x)\\1$': { type: 'string' }, '^y-': { type: 'number' } },
+    });
+    expect(schema.patternProperties).toEqual({ '^y-': { type: 'number' } });
+    expect(warnings).toEqual([
+      '#/test/patternProperties: dropped pattern property "^(x)\\\\1$": it needs lookaround or backreferences, which cannot be matched in linear time',
+    ]);
+  });
+
   it('drops invalid patternProperties keys and keeps valid ones', () => {
     const { schema, warnings } = convert({
       type: 'object',

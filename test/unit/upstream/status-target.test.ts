@@ -38,6 +38,18 @@ const catalog = deriveCatalog([
             responses: ok,
           },
         },
+        '/exports/{a}-{b}-{c}.json': {
+          get: {
+            operationId: 'getExport',
+            parameters: ['a', 'b', 'c'].map((name) => ({
+              name,
+              in: 'path',
+              required: true,
+              schema: { type: 'string' },
+            })),
+            responses: ok,
+          },
+        },
         '/a/{x}': {
           get: {
             operationId: 'ambiguousA',
@@ -82,6 +94,10 @@ describe('statusTarget: an upstream URL as a call of a GET operation (issue 10, 
 
   it('matches templates with literal text around a parameter, decoding the value', () => {
     expect(map('/v1/files/r%C3%A9sum%C3%A9.json')?.args).toEqual({ name: 'résumé' });
+  });
+
+  it('matches several parameters in one segment', () => {
+    expect(map('/v1/exports/x-y-z.json')?.args).toEqual({ a: 'x', b: 'y', c: 'z' });
   });
 
   it('equally specific templates are ambiguous and map to nothing', () => {
