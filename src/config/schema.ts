@@ -175,7 +175,7 @@ export const CONFIG_SCHEMA = {
           type: 'integer',
           minimum: 1,
           description:
-            'Open connections per peer address (trusted proxies are exempt); a connection past it is answered 429 rate_limited (Retry-After: 1) and closed.',
+            'Open connections per peer address, an IPv6 peer counted by its /64 (trusted proxies are exempt); a connection past it is answered 429 rate_limited (Retry-After: 1) and closed.',
           default: 64,
         },
         headers_timeout: {

@@ -17,13 +17,14 @@ import type { Socket } from 'node:net';
 import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError } from '../errors.js';
 import type { ConnectionCap, RefusalOutcome } from '../metrics.js';
+import { clientNetwork } from '../util/client-network.js';
 import type { ClientAddress } from './client-address.js';
 
 const REFUSED_AT_ONCE = 64;
 export const REFUSED_PER_PEER = 4;
 const REFUSED_DEADLINE_MS = 1_000;
 
-/** Open connections per peer address. */
+/** Open connections per client network. */
 class Tally {
   readonly #counts = new Map<string, number>();
 
@@ -80,12 +81,14 @@ export class ConnectionGate {
   }
 
   #admit(socket: Socket): void {
-    const peer = socket.remoteAddress ?? 'unknown';
+    const address = socket.remoteAddress ?? 'unknown';
+    // Counted per client network: an IPv6 peer's /64 (clientNetwork), an IPv4 peer's address.
+    const peer = clientNetwork(address);
     if (this.#servedTotal >= this.#settings.maxConnections) {
       this.#refuse(socket, peer, 'max_connections', this.#overTotal);
       return;
     }
-    const trusted = this.#clientAddress.isTrusted(peer.replace(/^::ffff:/, ''));
+    const trusted = this.#clientAddress.isTrusted(address.replace(/^::ffff:/, ''));
     if (!trusted && this.#served.count(peer) >= this.#settings.maxConnectionsPerIp) {
       this.#refuse(socket, peer, 'max_connections_per_ip', this.#overPeer);
       return;

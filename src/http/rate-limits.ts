@@ -14,6 +14,7 @@ import { ProtocolError } from '../errors.js';
 import type { Policy, RateLimitSpec } from '../policy/policy.js';
 import type { Limiter, RateLimiter, RateVerdict } from '../util/rate-limit.js';
 import type { LimitName } from '../metrics.js';
+import { clientNetwork } from '../util/client-network.js';
 
 /**
  * One budget a request takes from: its key and limit (a RateTake as it stands), and whom a refusal
@@ -53,6 +54,7 @@ export class RateLimits {
     throw limited(refused, verdict.retryAfterSec);
   }
 
+  // Every per-client budget is kept per client network: an IPv6 client's /64 (clientNetwork).
   ip(ip: string): void | Promise<void> {
     return this.take(this.ipBudget(ip));
   }
@@ -62,12 +64,20 @@ export class RateLimits {
   }
 
   private ipBudget(ip: string): Budget[] {
-    return budgets([`ip:${ip}`, this.limits.perIp, 'Client', ip, 'per_ip']);
+    const client = clientNetwork(ip);
+    return budgets([`ip:${client}`, this.limits.perIp, 'Client', client, 'per_ip']);
   }
 
   private registrationBudget(ip: string): Budget[] {
     const limit = this.limits.unknownHostRegistration;
-    return budgets([`reg:${ip}`, limit, 'Registrations of new hosts from', ip, 'unknown_host_registration']);
+    const client = clientNetwork(ip);
+    return budgets([
+      `reg:${client}`,
+      limit,
+      'Registrations of new hosts from',
+      client,
+      'unknown_host_registration',
+    ]);
   }
 
   /**
@@ -87,12 +97,13 @@ export class RateLimits {
   authFailuresLeft(ip: string): void {
     const spec = this.limits.failedAuthPerIp;
     if (!spec) return;
-    const result = this.failures.check(`authfail:${ip}`, spec);
+    const client = clientNetwork(ip);
+    const result = this.failures.check(`authfail:${client}`, spec);
     if (!result.ok) {
       this.onRefused('failed_auth_per_ip');
       throw new ProtocolError(
         'rate_limited',
-        `Too many failed authentications from ${ip}; retry in ${result.retryAfterSec} s.`,
+        `Too many failed authentications from ${client}; retry in ${result.retryAfterSec} s.`,
         { headers: { 'retry-after': String(result.retryAfterSec) } },
       );
     }
@@ -101,7 +112,7 @@ export class RateLimits {
   /** Charges one failed authentication to the client. */
   authFailed(ip: string): void {
     const spec = this.limits.failedAuthPerIp;
-    if (spec) this.failures.take(`authfail:${ip}`, spec);
+    if (spec) this.failures.take(`authfail:${clientNetwork(ip)}`, spec);
   }
 
   host(hostId: string): void | Promise<void> {

@@ -359,13 +359,14 @@ export const POLICY_SCHEMA = {
         },
         per_ip: {
           $ref: '#/$defs/rateLimit',
-          description: 'Unauthenticated requests per client IP (discovery, listing, registration).',
+          description:
+            'Unauthenticated requests per client IP, an IPv6 client counted by its /64 (discovery, listing, registration).',
           default: '120/1m',
         },
         unknown_host_registration: {
           $ref: '#/$defs/rateLimit',
           description:
-            'POST /agent/register from unknown hosts, per client IP (behind a load balancer, set server.trusted_proxies).',
+            'POST /agent/register from unknown hosts, per client IP or IPv6 /64 (behind a load balancer, set server.trusted_proxies).',
           default: '20/10m',
         },
         approval_requests_per_user: {
@@ -377,7 +378,7 @@ export const POLICY_SCHEMA = {
         failed_auth_per_ip: {
           $ref: '#/$defs/rateLimit',
           description:
-            'Failed authentications (agent, host, admin and introspection tokens) per client IP; once used up, that client is refused before any token is verified.',
+            'Failed authentications (agent, host, admin and introspection tokens) per client IP or IPv6 /64; once used up, that client is refused before any token is verified.',
           default: '60/1m',
         },
         per_capability: {

@@ -7,13 +7,14 @@
 import type { Clock } from '../clock.js';
 import type { LocalUser } from '../config/sign-in.js';
 import type { AuthMethod, Store } from '../storage/types.js';
+import { clientNetwork } from '../util/client-network.js';
 import { DECOY_HASH, verifyPassword } from '../util/password.js';
 import type { Limiter, RateLimit } from '../util/rate-limit.js';
 import { matchTotp, totpStepEnd } from '../util/totp.js';
 
 /** Failed sign-ins allowed per account, then one more per 3 minutes (a token bucket, §8.13). */
 export const SIGN_IN_FAILURES_PER_ACCOUNT: RateLimit = { count: 5, windowMs: 15 * 60_000 };
-/** Failed sign-ins allowed per client address (a password sprayed over many accounts). */
+/** Failed sign-ins allowed per client address, an IPv6 client's /64 (a password sprayed over many accounts). */
 export const SIGN_IN_FAILURES_PER_IP: RateLimit = { count: 20, windowMs: 15 * 60_000 };
 
 export type SignInResult =
@@ -38,7 +39,7 @@ export class LocalSignIn {
 
   async attempt(userId: string, password: string, totp: string, ip: string): Promise<SignInResult> {
     const accountKey = `signin:user:${userId}`;
-    const ipKey = `signin:ip:${ip}`;
+    const ipKey = `signin:ip:${clientNetwork(ip)}`;
     for (const [key, limit] of [
       [accountKey, SIGN_IN_FAILURES_PER_ACCOUNT],
       [ipKey, SIGN_IN_FAILURES_PER_IP],

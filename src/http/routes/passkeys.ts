@@ -18,6 +18,7 @@ import type { ProtocolContext } from '../../protocol/context.js';
 import { requestToDecide } from '../../protocol/inbox.js';
 import { enrolmentOptions, removalOptions } from '../../protocol/passkey-account.js';
 import { mayStillSignIn, type CeremonyScope, type Passkeys } from '../../protocol/passkeys.js';
+import { clientNetwork } from '../../util/client-network.js';
 import { webauthnScript, WEBAUTHN_SCRIPT_PATH } from '../assets/webauthn.js';
 import { redirect } from '../html.js';
 import { safeReturn, type PageAuth } from '../page-auth.js';
@@ -39,7 +40,9 @@ export interface PasskeyRouteOptions {
 
 /** A sign-in ceremony is counted against the client's address (there is no session yet). */
 function signInScope(clientIp: string): CeremonyScope {
-  return { purpose: 'sign-in', owner: `ip:${clientIp}`, userId: null, binding: 'sign-in' };
+  // Per client network (an IPv6 client's /64): the open challenges per owner are bounded, and
+  // one client must not hold a bound's worth from each of its addresses.
+  return { purpose: 'sign-in', owner: `ip:${clientNetwork(clientIp)}`, userId: null, binding: 'sign-in' };
 }
 
 export function passkeyRoutes(

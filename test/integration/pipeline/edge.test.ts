@@ -91,6 +91,34 @@ describe('client address behind a load balancer (server.trusted_proxies)', () =>
     expect((await list('198.51.100.2')).status).toBe(200);
   });
 
+  it('an IPv6 client is budgeted by its /64: other addresses in it share the bucket, another /64 does not', async () => {
+    p = await startProtocol({
+      policy: 'rate_limits:\n  per_ip: 2/1m\n  failed_auth_per_ip: 2/1m\n  unknown_host_registration: null\n',
+      overrides: { config: configWith('  trusted_proxies: ["127.0.0.1/32"]') },
+    });
+    const list = (client: string, token?: string) =>
+      p!.request('GET', '/capability/list', {
+        headers: { 'x-forwarded-for': client },
+        ...(token ? { token } : {}),
+      });
+    expect((await list('2001:db8:1:2::1')).status).toBe(200);
+    expect((await list('2001:db8:1:2:ffff:ffff:ffff:fffe')).status).toBe(200);
+    const refused = await list('2001:DB8:1:2:0::abcd');
+    expect(refused.status).toBe(429);
+    expect(refused.body.message).toContain('2001:db8:1:2::/64');
+    expect((await list('2001:db8:1:3::1')).status).toBe(200);
+
+    // Failed authentications too: forged tokens from two addresses of one /64 use its budget up.
+    const stranger = await generateTestKey();
+    const { agentId } = await p.activeAgent(['list_pets']);
+    const forged = await p.agentToken(stranger, agentId);
+    for (const client of ['2001:db8:9:9::1', '2001:db8:9:9::2'])
+      expect((await list(client, forged)).status).toBe(401);
+    const locked = await list('2001:db8:9:9::3', forged);
+    expect(locked.status).toBe(429);
+    expect(locked.body.message).toContain('2001:db8:9:9::/64');
+  });
+
   it('an untrusted peer cannot pick its address: X-Forwarded-For is ignored and it shares one bucket', async () => {
     p = await startProtocol({ policy: 'rate_limits:\n  per_ip: 2/1m\n' });
     const list = (client: string) =>

@@ -130,6 +130,15 @@ describe('local sign-in', () => {
     expect((await local.attempt('alice', 'correct horse', '', '192.0.2.10')).kind).toBe('ok');
   });
 
+  it('counts an IPv6 sprayer by its /64: a fresh address in it is throttled, another /64 is not', async () => {
+    const { local } = await signIn();
+    for (let i = 0; i < 20; i++) await local.attempt(`user${i}`, 'password1', '', `2001:db8:5:6::${i + 1}`);
+    expect((await local.attempt('alice', 'correct horse', '', '2001:db8:5:6:abcd::1')).kind).toBe(
+      'throttled',
+    );
+    expect((await local.attempt('alice', 'correct horse', '', '2001:db8:5:7::1')).kind).toBe('ok');
+  });
+
   it('with a TOTP secret: the password alone fails, a current code passes once, a replayed code fails', async () => {
     const { local, clock } = await signIn(true);
     expect(local.wantsTotp('alice')).toBe(true);
