@@ -2,15 +2,17 @@
  * A guarded fetcher for OpenAPI documents given as URLs (`--spec https://…` and, when the operator
  * allows it, remote `$ref`s). §8.12 asks client-side fetches of OpenAPI specs to be HTTPS only, to
  * cap response sizes (10 MB for specs), to enforce connect and read timeouts and to follow at most
- * 3 redirects; a malicious URL could otherwise probe the local network or exhaust memory.
- * Dependency-free on purpose: only node:http and node:https, so every rule is visible here.
+ * 3 redirects; a malicious URL could otherwise probe the local network or exhaust memory. A
+ * remote document's `$ref`s are fetched public-only besides (public-address.ts).
+ * Dependency-free on purpose: only node's own modules, so every rule is visible here.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-
+import { isIP } from 'node:net';
 import { UserError } from '../errors.js';
+import { isPublicAddress, NotPublicError, publicOnlyLookup } from './public-address.js';
 
 export interface FetchLimits {
   /** false → only https:// URLs; true → http:// as well. */
@@ -23,6 +25,8 @@ export interface FetchLimits {
   readTimeoutMs: number;
   /** Redirects followed before giving up. */
   maxRedirects: number;
+  /** true → only public addresses, every hop (public-address.ts): for a remote document's `$ref`s. */
+  publicOnly: boolean;
 }
 
 /** The example values of §8.12 for OpenAPI specs. */
@@ -32,6 +36,7 @@ export const DEFAULT_FETCH_LIMITS: FetchLimits = Object.freeze({
   connectTimeoutMs: 5000,
   readTimeoutMs: 5000,
   maxRedirects: 3,
+  publicOnly: false,
 });
 
 export interface FetchedDocument {
@@ -39,6 +44,8 @@ export interface FetchedDocument {
   url: string;
   body: Buffer;
   contentType?: string;
+  /** The IP address it was read from. */
+  address?: string;
 }
 
 // Only Accept: no cookies, no Authorization, nothing that could leak to whoever serves the URL.
@@ -55,7 +62,7 @@ export async function fetchDocument(
   for (let redirects = 0; ; redirects++) {
     const hop = await exchange(current, effective);
     if (hop.kind === 'document') {
-      return { url: current.href, body: hop.body, contentType: hop.contentType };
+      return { url: current.href, body: hop.body, contentType: hop.contentType, address: hop.address };
     }
     // §8.12: follow at most `maxRedirects` redirects.
     if (redirects >= effective.maxRedirects) {
@@ -94,6 +101,11 @@ function checkUrl(url: URL, limits: FetchLimits, from?: URL): URL {
         'download the document and pass its local path instead.',
     );
   }
+  // A name is checked when it is resolved (publicOnlyLookup); an address literal never is.
+  const literal = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (limits.publicOnly && isIP(literal) !== 0 && !isPublicAddress(literal)) {
+    throw new NotPublicFetch(`${subject} is not a public address`);
+  }
   if (url.protocol === 'https:') return url;
   if (url.protocol === 'http:') {
     // §8.12: HTTPS only, unless the operator explicitly opted in.
@@ -121,7 +133,9 @@ function redactUserinfo(raw: string): string {
   return raw.replace(/\/\/[^/?#@]*@/, '//***@');
 }
 
-type Hop = { kind: 'redirect'; location: string } | { kind: 'document'; body: Buffer; contentType?: string };
+type Hop =
+  | { kind: 'redirect'; location: string }
+  | { kind: 'document'; body: Buffer; contentType?: string; address?: string };
 
 /**
  * One GET request: resolves with the redirect target or the document, rejects with a UserError.
@@ -131,7 +145,12 @@ function exchange(url: URL, limits: FetchLimits): Promise<Hop> {
   return new Promise<Hop>((resolve, reject) => {
     const client = url.protocol === 'https:' ? https : http;
     // agent: false: a fresh connection per request, nothing pooled or shared with other code.
-    const req: ClientRequest = client.request(url, { method: 'GET', headers: REQUEST_HEADERS, agent: false });
+    const req: ClientRequest = client.request(url, {
+      method: 'GET',
+      headers: REQUEST_HEADERS,
+      agent: false,
+      ...(limits.publicOnly ? { lookup: publicOnlyLookup } : {}),
+    });
     let settled = false;
     let connectTimer: NodeJS.Timeout | undefined;
     const settle = (outcome: () => void): void => {
@@ -218,7 +237,12 @@ function handleResponse(
     else chunks.push(chunk);
   });
   res.on('end', () => {
-    done({ kind: 'document', body: Buffer.concat(chunks, total), contentType: res.headers['content-type'] });
+    done({
+      kind: 'document',
+      body: Buffer.concat(chunks, total),
+      contentType: res.headers['content-type'],
+      address: res.socket.remoteAddress,
+    });
   });
   res.on('error', (err) => {
     fail(connectionError(url, err));
@@ -229,8 +253,13 @@ function failure(url: URL, reason: string): UserError {
   return new UserError(`Fetching ${url.href} failed: ${reason}.`);
 }
 
+/** A public-only fetch that would have reached a private address (public-address.ts). */
+export class NotPublicFetch extends UserError {}
+
 /** Names the cause by its code (ECONNREFUSED, ENOTFOUND, …), never with a stack. */
 function connectionError(url: URL, err: Error): UserError {
+  if (err instanceof NotPublicError)
+    return new NotPublicFetch(`Fetching ${url.href} failed: ${err.message}.`);
   const code = (err as NodeJS.ErrnoException).code;
   return failure(url, code ?? err.message);
 }

@@ -14,7 +14,8 @@ import { parse as parseYaml } from 'yaml';
 import { UserError } from '../errors.js';
 import { hasOnlyPlainLocalRefs } from './local-refs.js';
 import { toPointer } from './pointer.js';
-import { DEFAULT_FETCH_LIMITS, fetchDocument, type FetchLimits } from './fetch.js';
+import { DEFAULT_FETCH_LIMITS, fetchDocument, NotPublicFetch, type FetchLimits } from './fetch.js';
+import { refIsPublicOnly } from './public-address.js';
 import { bundlerFileResolver, digest, type SourceReads } from './source-reads.js';
 import { jsonTextOf, readJsonText } from './json-text.js';
 import { collectGarbage } from '../util/collect-garbage.js';
@@ -57,9 +58,11 @@ export async function loadDocument(
   const remoteRoot = isUrl(source);
   let location = source;
   let parsed: unknown;
+  let rootAddress: string | undefined;
   if (remoteRoot) {
     const fetched = await fetchDocument(source, limits);
     location = fetched.url;
+    rootAddress = fetched.address;
     reads?.fetched(source, fetched);
     parsed = parseFetched(fetched.body, source);
   } else {
@@ -110,11 +113,14 @@ export async function loadDocument(
               `remote $ref to ${file.url} is not allowed; pass --allow-remote-refs (or specs.allow_remote_refs: true) to fetch it`,
             );
           }
-          const fetched = await fetchDocument(file.url, limits);
-          reads?.fetched(file.url, fetched);
+          // A remote spec's $refs were chosen by whoever serves it (public-address.ts); a local
+          // spec is the operator's.
+          const publicOnly = remoteRoot && refIsPublicOnly({ url: location, address: rootAddress }, file.url);
+          const fetched = await fetchDocument(file.url, { ...limits, publicOnly });
+          reads?.fetched(file.url, fetched, publicOnly);
           return fetched.body;
         } catch (err) {
-          throw remember(file.url, err);
+          throw remember(file.url, err instanceof NotPublicFetch ? notPublicRef(err) : err);
         }
       },
     },
@@ -296,4 +302,10 @@ async function documentDirs(root: string): Promise<readonly string[]> {
 function isUnder(dir: string, path: string): boolean {
   const from = relative(dir, path);
   return from === '' || (!isAbsolute(from) && from !== '..' && !from.startsWith(`..${sep}`));
+}
+
+function notPublicRef(err: NotPublicFetch): UserError {
+  return new UserError(
+    `${err.message} A remote spec's $refs reach only public addresses (and its own origin, when that is private); to use a document on a private address, download the spec and its documents and load them as files.`,
+  );
 }

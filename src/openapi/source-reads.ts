@@ -24,6 +24,8 @@ export interface SourceRead {
    * root's relative `$ref`s resolve against it.
    */
   readonly servedFrom?: string;
+  /** Fetched from public addresses only (a remote spec's `$ref`: public-address.ts), and so again. */
+  readonly publicOnly?: boolean;
 }
 
 /**
@@ -45,9 +47,15 @@ export class SourceReads {
     this.#reads.push(Object.freeze({ location, as, sha256 }));
   }
 
-  fetched(location: string, fetched: FetchedDocument): void {
+  fetched(location: string, fetched: FetchedDocument, publicOnly = false): void {
     this.#reads.push(
-      Object.freeze({ location, as: 'url', sha256: digest(fetched.body), servedFrom: fetched.url }),
+      Object.freeze({
+        location,
+        as: 'url',
+        sha256: digest(fetched.body),
+        servedFrom: fetched.url,
+        ...(publicOnly ? { publicOnly } : {}),
+      }),
     );
   }
 
@@ -81,7 +89,7 @@ async function readsTheSame(read: SourceRead, limits: Partial<FetchLimits>): Pro
     case 'file':
       return digest(await bundlerFileResolver.read({ url: read.location })) === read.sha256;
     case 'url': {
-      const fetched = await fetchDocument(read.location, limits);
+      const fetched = await fetchDocument(read.location, { ...limits, publicOnly: read.publicOnly === true });
       return fetched.url === read.servedFrom && digest(fetched.body) === read.sha256;
     }
   }

@@ -337,6 +337,33 @@ describe('remote documents and $refs', () => {
     );
   });
 
+  it("a remote spec's $ref to another origin on a private address is refused, and never requested", async () => {
+    const port = new URL(base).port;
+    // localhost resolves (to 127.0.0.1 or ::1), checked when resolved; 127.0.0.2 is an address.
+    for (const other of [`http://localhost:${port}`, `http://127.0.0.2:${port}`]) {
+      served.set('/openapi.yaml', docWithRef(`${other}/schemas/money.yaml`));
+      const message = await failure(
+        loadDocument(`${base}/openapi.yaml`, { allowRemoteRefs: true, allowHttp: true }),
+      );
+      expect(message).toMatch(
+        new RegExp(
+          `^${escape(`${base}/openapi.yaml at ${WHERE}: `)}.*${escape(`${other}/schemas/money.yaml`)}.*not a public address`,
+        ),
+      );
+      expect(message).toContain("A remote spec's $refs reach only public addresses");
+    }
+    expect(requests).toEqual(['/openapi.yaml', '/openapi.yaml']);
+  });
+
+  it("a local spec is the operator's: its remote $refs may reach a private address", async () => {
+    const local = writeTemp(
+      'local-localhost.yaml',
+      docWithRef(`http://localhost:${new URL(base).port}/schemas/money.yaml`),
+    );
+    await loadDocument(local, { allowRemoteRefs: true, allowHttp: true });
+    expect(requests).toEqual(['/schemas/money.yaml']);
+  });
+
   it('refuses an http:// spec URL without allow_http, and never requests it', async () => {
     served.set('/openapi.yaml', docWithRef('#/components/schemas/X'));
     const message = await failure(
@@ -422,3 +449,8 @@ describe('remote documents and $refs', () => {
     ]);
   });
 });
+
+/** `text` as a regular expression that matches it literally. */
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
