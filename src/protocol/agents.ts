@@ -108,13 +108,20 @@ function requestWriting(
       };
     }
     const current = new Map((await tx.grants(agent.id)).map((g) => [g.capability, g]));
+    // A pending grant is held only while a request that can decide it is open: one left without
+    // (drift under the approver's rate limit) is asked anew rather than refused for good.
+    const open = new Set(
+      (await tx.approvals({ status: 'pending', agentId: agent.id }))
+        .filter((a) => a.expiresAt > now)
+        .map((a) => a.id),
+    );
     // A pending capability asked again with other constraints is asked anew: the new request
     // replaces the pending one, and whoever reviews it sees what changed (§2.13, §7.2).
     const isHeld = (r: RequestedCapability): boolean => {
       const g = current.get(r.name);
       if (g === undefined) return false;
       if (isGrantEffective(g, now)) return true;
-      return g.status === 'pending' && sameTerms(g, r);
+      return g.status === 'pending' && g.approvalId !== null && open.has(g.approvalId) && sameTerms(g, r);
     };
     const fresh = requested.filter((r) => !isHeld(r));
     if (fresh.length === 0) {

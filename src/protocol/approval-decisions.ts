@@ -154,7 +154,10 @@ export async function approve(
     const trail: GrantRecord[] = [];
     for (const grant of await tx.grants(agent.id)) {
       if (grant.approvalId !== approval.id || grant.status !== 'pending') continue;
-      if (chosen.includes(grant.capability)) {
+      // §2.12: a capability no longer in the catalog cannot be approved as it is now; its grant
+      // is denied (asked again if it comes back), never stamped with no version to compare.
+      const version = currentVersion(ctx.catalog, grant.capability);
+      if (chosen.includes(grant.capability) && version !== null) {
         approved.push(grant.capability);
         const constraints = narrowed.get(grant.capability) ?? requested.get(grant.capability)?.constraints;
         // What the approver approved is what is in effect now; kept apart so the proposal, the
@@ -166,7 +169,7 @@ export async function approve(
           expiresAt,
           grantedBy: actor,
           // §2.12: the approver approved the capability as it is now (drift.ts compares later).
-          capabilityVersion: currentVersion(ctx.catalog, grant.capability),
+          capabilityVersion: version,
           updatedAt: now,
         };
         await tx.updateGrant(grant.id, patch);
@@ -176,7 +179,10 @@ export async function approve(
         await tx.updateGrant(grant.id, {
           status: 'denied',
           deniedBy: actor,
-          reason: input.reason ?? 'Not approved.',
+          reason:
+            version === null
+              ? 'This capability was removed from the server before it was approved (§2.12).'
+              : (input.reason ?? 'Not approved.'),
           updatedAt: now,
         });
       }

@@ -88,6 +88,18 @@ export async function createApproval(
   hints: ApprovalHints,
 ): Promise<ApprovalRecord> {
   const now = ctx.clock.now();
+  const knownUser = agent.userId ?? (await tx.host(agent.hostId))?.userId ?? null;
+  const method = chooseMethod(ctx, hints, knownUser);
+  // Issue 16 §3: a new question to a known user is rate-limited per user (approval-limits.ts):
+  // refused before anything is written (a caller that goes on after the refusal, as drift does,
+  // must not find the older request superseded), charged once the request is committed.
+  const addressee = knownUser ?? (method === 'ciba' ? (hints.loginHint ?? null) : null);
+  if (addressee !== null) {
+    await checkApprovalRequest(ctx, addressee);
+    after(() => {
+      chargeApprovalRequest(ctx, addressee);
+    });
+  }
   // A newer request supersedes an older unanswered one for the same agent and purpose. The
   // older one's still-pending grants move to the new request: left behind they could never be
   // decided, yet would block asking again (already_granted).
@@ -105,17 +117,6 @@ export async function createApproval(
       superseded.has(g.approvalId) &&
       !capabilities.some((c) => c.name === g.capability),
   );
-  const knownUser = agent.userId ?? (await tx.host(agent.hostId))?.userId ?? null;
-  const method = chooseMethod(ctx, hints, knownUser);
-  // Issue 16 §3: a new question to a known user is rate-limited per user (approval-limits.ts):
-  // refused here, which rolls everything back; charged once the request is committed.
-  const addressee = knownUser ?? (method === 'ciba' ? (hints.loginHint ?? null) : null);
-  if (addressee !== null) {
-    await checkApprovalRequest(ctx, addressee);
-    after(() => {
-      chargeApprovalRequest(ctx, addressee);
-    });
-  }
   const userCode = await userCodeFor(tx, agent.id, superseded, method);
   const approval: ApprovalRecord = {
     id: newId('apr'),

@@ -12,6 +12,7 @@ import { agentStatusError, hostStatusError, type AgentAuth } from './authenticat
 import { parseConstraints, type Constraints } from './constraints.js';
 import { checkConstraints, checkSentConstraints, type SentField } from './constraint-checks.js';
 import type { ProtocolContext } from './context.js';
+import { capabilityVersion } from './capability-version.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 
@@ -107,17 +108,17 @@ export function authorizeCapability(
       `Capability ${name} is blocked by the server's policy.`,
     );
   }
+  // §2.12: approved at another version. drift.ts suspends such grants after a reload; until it
+  // has (on PostgreSQL, executions do not wait for its transaction) they are refused here.
+  if (grant?.capabilityVersion && grant.capabilityVersion !== capabilityVersion(capability)) {
+    throw changedSinceApproved(name);
+  }
   if (!grant) {
     // drift.ts: a pending grant that carries a version was approved once, for another version.
     const suspended = grants.some(
       (g) => g.capability === name && g.status === 'pending' && g.capabilityVersion,
     );
-    if (suspended) {
-      throw new ProtocolError(
-        'capability_not_granted',
-        `Capability ${name} changed since its grant was approved; re-approval is needed (§2.12).`,
-      );
-    }
+    if (suspended) throw changedSinceApproved(name);
     throw new ProtocolError('capability_not_granted', `The agent has no active grant for ${name} (§5.11).`);
   }
   return { capability, grant };
@@ -264,4 +265,11 @@ function describeError(e: ErrorObject): { path: string; message: string } {
     return { path: `${base === '/' ? '' : base}/${missing}`, message: 'is required' };
   }
   return { path: base, message: e.message ?? e.keyword };
+}
+
+function changedSinceApproved(name: string): ProtocolError {
+  return new ProtocolError(
+    'capability_not_granted',
+    `Capability ${name} changed since its grant was approved; re-approval is needed (§2.12).`,
+  );
 }
