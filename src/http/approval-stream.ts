@@ -99,6 +99,12 @@ export function listenForDecision(
       check();
       if (!finished) cancelHeartbeat = timers.set(heartbeat, heartbeatMs);
     };
+    // The client may have gone while an earlier step waited (the owner lookup on PostgreSQL):
+    // its 'close' is then past, and the stream would keep its slot and timers until the decision.
+    if (res.destroyed) {
+      finish();
+      return;
+    }
     res.once('close', () => finish());
     streams.add(finish);
     cancelHeartbeat = timers.set(heartbeat, heartbeatMs);
