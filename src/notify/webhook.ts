@@ -123,17 +123,7 @@ export class WebhookNotifier implements ApprovalNotifier {
     }
     const id = `ntf_${randomBytes(12).toString('base64url')}`;
     const body = JSON.stringify({ id, ...notice, sent_at: new Date(this.#clock.now()).toISOString() });
-    if (this.#waiting.length >= this.#settings.maxQueue) {
-      const oldest = this.#waiting.shift() as Delivery;
-      oldest.cancelTimer?.();
-      this.#stats.dropped++;
-      this.#logger.warn('notification dropped: the queue is full', {
-        delivery: oldest.id,
-        approval_id: oldest.approvalId,
-        max_queue: this.#settings.maxQueue,
-        target: this.#target.origin,
-      });
-    }
+    if (this.#waiting.length >= this.#settings.maxQueue) this.#drop(this.#waiting.shift() as Delivery);
     this.#waiting.push({ seq: this.#seq++, id, approvalId: notice.approval.id, body, attempt: 0 });
     this.#stats.accepted++;
     this.#pump();
@@ -220,8 +210,31 @@ export class WebhookNotifier implements ApprovalNotifier {
     this.#schedule(d, delay);
   }
 
-  /** Back into the waiting list in acceptance order, due after `delay`. */
+  /** One notice given up for room: the oldest waiting, when the queue is full (max_queue). */
+  #drop(oldest: Delivery): void {
+    oldest.cancelTimer?.();
+    this.#stats.dropped++;
+    this.#logger.warn('notification dropped: the queue is full', {
+      delivery: oldest.id,
+      approval_id: oldest.approvalId,
+      max_queue: this.#settings.maxQueue,
+      target: this.#target.origin,
+    });
+  }
+
+  /**
+   * Back into the waiting list in acceptance order, due after `delay`. A full queue keeps its
+   * bound here too (attempts in flight are not counted in it): the oldest of them all goes.
+   */
   #schedule(d: Delivery, delay: number): void {
+    if (this.#waiting.length >= this.#settings.maxQueue) {
+      const oldest = this.#waiting[0] as Delivery;
+      if (d.seq < oldest.seq) {
+        this.#drop(d);
+        return;
+      }
+      this.#drop(this.#waiting.shift() as Delivery);
+    }
     const at = this.#waiting.findIndex((w) => w.seq > d.seq);
     this.#waiting.splice(at < 0 ? this.#waiting.length : at, 0, d);
     d.cancelTimer = this.#timers.set(() => {
