@@ -76,9 +76,11 @@ async function execute(
   checkSentRequest(grant, call.sent);
 
   const slot = takeUpstreamSlot(inFlight, { agentId: r.agentId, hostId: r.hostId });
+  // The grant's use (account page), as for any call that goes upstream with it.
+  ctx.usage.recordGrant(grant.id, now);
   let outcome: Awaited<ReturnType<Executor['execute']>>;
   try {
-    outcome = await executor.execute({ call, caller, requestId, controller: new Cancellation() });
+    outcome = await executor.execute({ call, caller, requestId, controller: new Cancellation(), once: true });
   } finally {
     slot.release();
   }

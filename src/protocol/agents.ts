@@ -235,7 +235,8 @@ export async function reactivate(
     // Step 3: every existing grant goes, and with them every request still open for more: a
     // capability asked for before must be asked for again (§2.5).
     await revokeGrants(tx, agent.id, now, 'Reset by reactivation (§5.6).');
-    for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
+    for (const id of await closePendingApprovals(tx, agent.id, now, 'agent_expired'))
+      announce(ctx, after, id);
     // Step 4: the host's defaults, auto-approved only as registration would.
     const baseline = baselineCapabilities(ctx, host, agent.mode).map((name) => {
       const capability = ctx.catalog.get(name);
@@ -301,7 +302,8 @@ export function revokeAgent(
     if (TERMINAL.has(agent.status)) return { agent_id: agent.id, status: agent.status };
     await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
     await revokeGrants(tx, agent.id, now, 'Agent revoked.');
-    for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
+    for (const id of await closePendingApprovals(tx, agent.id, now, 'agent_revoked'))
+      announce(ctx, after, id);
     await tx.appendActivity(
       agentEvent(agent, {
         at: now,

@@ -39,7 +39,7 @@ export async function linkHost(
     if (agent.mode !== 'autonomous' || !CLAIMABLE.has(agent.status)) continue;
     claimed++;
     await revokeGrants(tx, agent.id, now, 'Agent claimed by a user.');
-    await closePendingApprovals(tx, agent.id, now);
+    await closePendingApprovals(tx, agent.id, now, 'agent_claimed');
     await tx.updateAgent(agent.id, { status: 'claimed', userId, updatedAt: now });
     await tx.appendActivity(
       agentEvent(

@@ -80,7 +80,8 @@ export function revokeHost(
       revoked++;
       await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       await revokeGrants(tx, agent.id, now, 'Host revoked.');
-      for (const id of await closePendingApprovals(tx, agent.id, now)) announce(ctx, after, id);
+      for (const id of await closePendingApprovals(tx, agent.id, now, 'host_revoked'))
+        announce(ctx, after, id);
     }
     await tx.updateHost(hostId, { status: 'revoked', updatedAt: now });
     await event(tx, now, 'host.revoked', host, { agents_revoked: revoked, by });
@@ -215,7 +216,7 @@ export function unlinkHost(ctx: ProtocolContext, hostId: string): Promise<Record
       await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
       await revokeGrants(tx, agent.id, now, 'Host unlinked from its user.');
       // An approval left open would, once approved, link the host to the user again.
-      await closePendingApprovals(tx, agent.id, now);
+      await closePendingApprovals(tx, agent.id, now, 'agent_revoked');
     }
     await tx.updateHost(hostId, { userId: null, updatedAt: now });
     await event(tx, now, 'host.unlinked', host, { agents_revoked: revoked });

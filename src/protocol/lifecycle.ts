@@ -3,9 +3,11 @@
  * activation), max lifetime (from activation) → `expired`; absolute lifetime (from creation) →
  * `revoked`. The stored status changes only when a clock runs out, so steady use costs no write.
  */
+import type { ErrorCode } from '../errors.js';
 import type { AgentRecord, AgentStatus, GrantRecord, StoreWriter } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
 import { agentEvent } from './activity.js';
+import { closePendingPerCalls } from './per-call-events.js';
 
 export interface AgentClocks {
   /** When the agent becomes `expired` if nothing happens (session TTL or max lifetime). */
@@ -65,7 +67,7 @@ export async function applyDueStatus(
       // §2.4: past the absolute lifetime the agent is revoked, exactly as an explicit revocation:
       // no grant stays active and no open approval can revive it.
       await revokeGrants(tx, agent.id, now, 'Absolute lifetime exceeded.');
-      await closePendingApprovals(tx, agent.id, now);
+      await closePendingApprovals(tx, agent.id, now, 'agent_revoked');
     }
     await tx.appendActivity(
       agentEvent(agent, {
@@ -89,12 +91,15 @@ export async function closePendingApprovals(
   tx: StoreWriter,
   agentId: string,
   now: number,
+  /** What the agent's pending per-call approvals fail with (agent_revoked, agent_claimed, …). */
+  perCallError: ErrorCode,
 ): Promise<string[]> {
   const closed: string[] = [];
   for (const a of await tx.approvals({ status: 'pending', agentId })) {
     await tx.updateApproval(a.id, { status: 'expired', decidedAt: now });
     closed.push(a.id);
   }
+  await closePendingPerCalls(tx, agentId, now, perCallError);
   // The ids closed, for callers that tell §10.10.2 listeners (others are seen at the next keep-alive).
   return closed;
 }

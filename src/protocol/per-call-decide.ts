@@ -16,7 +16,8 @@ import { ProtocolError } from '../errors.js';
 import type { PerCallRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
-import { PER_CALL_RESULT_TTL_MS, PER_CALL_SWEEP_BATCH, perCallEvent, shownHash } from './per-call.js';
+import { PER_CALL_SWEEP_BATCH, shownHash } from './per-call.js';
+import { PER_CALL_RESULT_TTL_MS, perCallEvent } from './per-call-events.js';
 
 /**
  * How long after its claim a call may still be running: twice the longest upstream deadline (one

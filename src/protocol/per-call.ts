@@ -15,7 +15,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { ProtocolError } from '../errors.js';
 import type { PerCallRecord } from '../storage/types.js';
-import { protocolEvent } from './activity.js';
+import { PER_CALL_RESULT_TTL_MS, perCallEvent } from './per-call-events.js';
 import type { AgentAuth } from './authenticate.js';
 import { statusUrlOf } from './async-jobs.js';
 import type { ProtocolContext } from './context.js';
@@ -23,9 +23,6 @@ import { perCallNotice } from './notifications.js';
 import { canonicalJson } from '../util/canonical-json.js';
 
 export const PER_CALL_PREFIX = 'call_';
-
-/** How long an outcome waits for the agent's poll after the call ended (then it is deleted). */
-export const PER_CALL_RESULT_TTL_MS = 15 * 60_000;
 
 /** Open per-call approvals one agent may have at once; more is `429 rate_limited`. */
 export const MAX_OPEN_PER_AGENT = 20;
@@ -148,24 +145,4 @@ export async function perCallInbox(ctx: ProtocolContext, userId: string): Promis
   return [...own, ...shared]
     .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
     .slice(0, PER_CALL_INBOX_SIZE);
-}
-
-/** A §11 activity record of a per-call approval. */
-export function perCallEvent(
-  r: PerCallRecord,
-  at: number,
-  type: string,
-  outcome: string,
-  detail: Record<string, unknown>,
-): ReturnType<typeof protocolEvent> {
-  return protocolEvent({
-    at,
-    type,
-    agentId: r.agentId,
-    hostId: r.hostId,
-    userId: r.userId,
-    capability: r.capability,
-    outcome,
-    detail: { call_id: r.id, ...detail },
-  });
 }

@@ -246,6 +246,14 @@ export class PgReader implements StoreReader {
     );
   }
 
+  pendingPerCallsOf(agentId: string, limit: number): Promise<PerCallRecord[]> {
+    return this.many(PER_CALL, {
+      sql: `SELECT * FROM per_call_approvals WHERE agent_id = $1 AND status = 'pending'
+        ORDER BY expires_at LIMIT $2`,
+      params: [agentId, limit],
+    });
+  }
+
   overduePerCalls(now: number, limit: number): Promise<PerCallRecord[]> {
     return this.many(PER_CALL, {
       sql: `SELECT * FROM per_call_approvals WHERE status = 'pending' AND expires_at <= $1

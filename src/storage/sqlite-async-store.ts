@@ -238,6 +238,10 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.countOpenPerCalls(agentId, now));
   }
 
+  pendingPerCallsOf(agentId: string, limit: number): Promise<PerCallRecord[]> {
+    return this.run(() => this.engine.pendingPerCallsOf(agentId, limit));
+  }
+
   overduePerCalls(now: number, limit: number): Promise<PerCallRecord[]> {
     return this.run(() => this.engine.overduePerCalls(now, limit));
   }

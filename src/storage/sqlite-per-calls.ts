@@ -81,6 +81,14 @@ export class SqlitePerCalls {
     ).n;
   }
 
+  pendingPerCallsOf(agentId: string, limit: number): PerCallRecord[] {
+    return this.many(
+      "SELECT * FROM per_call_approvals WHERE agent_id = ? AND status = 'pending' ORDER BY expires_at LIMIT ?",
+      agentId,
+      limit,
+    );
+  }
+
   overduePerCalls(now: number, limit: number): PerCallRecord[] {
     return this.many(
       "SELECT * FROM per_call_approvals WHERE status = 'pending' AND expires_at <= ? LIMIT ?",

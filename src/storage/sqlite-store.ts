@@ -419,6 +419,10 @@ export class SqliteEngine implements SyncStore {
     return this.perCallRows.countOpenPerCalls(agentId, now);
   }
 
+  pendingPerCallsOf(agentId: string, limit: number): PerCallRecord[] {
+    return this.perCallRows.pendingPerCallsOf(agentId, limit);
+  }
+
   overduePerCalls(now: number, limit: number): PerCallRecord[] {
     return this.perCallRows.overduePerCalls(now, limit);
   }
@@ -570,6 +574,7 @@ export class SqliteEngine implements SyncStore {
       putEnrolmentCode: (u, hash, expiresAt) => this.approvers.putEnrolmentCode(u, hash, expiresAt),
       takeEnrolmentCode: (u, hash, now) => this.approvers.takeEnrolmentCode(u, hash, now),
       countOpenPerCalls: (a, now) => reader.countOpenPerCalls(a, now),
+      pendingPerCallsOf: (a, limit) => reader.pendingPerCallsOf(a, limit),
       insertPerCall: (r) => this.insertPerCall(r),
       updatePerCall: (id, from, patch) => this.updatePerCall(id, from, patch),
       deletePerCall: (id) => this.deletePerCall(id),

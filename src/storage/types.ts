@@ -397,6 +397,8 @@ export interface StoreReader {
   perCalls(query: PerCallQuery): Promise<PerCallRecord[]>;
   /** How many of an agent's per-call approvals are pending and not past `now`. */
   countOpenPerCalls(agentId: string, now: number): Promise<number>;
+  /** At most `limit` of an agent's pending per-call rows, past their deadline or not. */
+  pendingPerCallsOf(agentId: string, limit: number): Promise<PerCallRecord[]>;
   /** At most `limit` pending per-call rows whose deadline is at or before `now`. */
   overduePerCalls(now: number, limit: number): Promise<PerCallRecord[]>;
   /**

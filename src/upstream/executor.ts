@@ -40,6 +40,8 @@ export interface ExecutionRequest extends RequestContext {
   readonly call: PreparedCall;
   /** Cancels the call when aborted (the agent went away); the upstream client also uses it. */
   readonly controller?: Cancellation;
+  /** Sent once, never retried: a per-call approval is a person's yes to one call. */
+  readonly once?: boolean;
 }
 
 export type ExecutionOutcome =
@@ -149,6 +151,7 @@ export class Executor {
     const reply = await this.sender.send(api, op, parts, request, {
       timeoutMs: settings?.timeoutMs ?? api.settings.timeoutMs,
       ...(request.controller ? { controller: request.controller } : {}),
+      ...(request.once ? { once: true } : {}),
     });
     const contentType = contentTypeOf(reply.headers);
     const ok = reply.status >= 200 && reply.status < 300;

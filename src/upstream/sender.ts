@@ -17,6 +17,8 @@ import type { ApiRuntime } from './runtime.js';
 export interface Sending {
   readonly timeoutMs: number;
   readonly controller?: Cancellation;
+  /** true: no retry of an idempotent method after a failure (a person approved one call). */
+  readonly once?: boolean;
 }
 
 export class Sender {
@@ -65,7 +67,7 @@ export class Sender {
     op: OperationBinding,
     parts: UpstreamRequestParts,
     request: RequestContext,
-    { timeoutMs, controller }: Sending,
+    { timeoutMs, controller, once }: Sending,
     creds: AppliedCredentials,
   ): Promise<UpstreamReply> {
     if (!api.origin) {
@@ -85,7 +87,7 @@ export class Sender {
         body: parts.body?.bytes,
         timeoutMs,
         controller,
-        retries: api.settings.retries,
+        retries: once === true ? 0 : api.settings.retries,
         retryBackoffMs: api.settings.retryBackoffMs,
       })
       .then(

@@ -286,6 +286,9 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           // Issue 10, class 4: the status URL (and a 303 to the result) is fetched only as a call the
           // agent could make itself: its grant for that GET capability, and the grant's constraints.
           authorize: async (call) => {
+            // A per-call capability runs only once a person approves its exact arguments: never
+            // as another call's status URL or result, which no one approved.
+            if (ctx.policy.perCall.has(call.name)) throw perCallOnlyDirectly(call.name);
             checkSentRequest(
               (await authorizeExecution(ctx, auth, call, current.validators)).grant,
               call.sent,
@@ -328,4 +331,11 @@ function traceOf(x: Exchange, s: Execution): TraceContext {
   s.trace ??= traceContext(x.req.headers.traceparent);
   x.decision.trace_id = s.trace.traceId;
   return s.trace;
+}
+
+function perCallOnlyDirectly(name: string): ProtocolError {
+  return new ProtocolError(
+    'capability_not_granted',
+    `Capability ${name} needs a person's approval of each call, so the status URL that leads to it is not followed; execute ${name} itself (§5.11).`,
+  );
 }

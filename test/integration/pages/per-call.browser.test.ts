@@ -132,14 +132,14 @@ describe('per-call approval in the browser', () => {
     expect(s.upstream.requests).toHaveLength(0);
   });
 
-  it('an agent revoked before the approval: nothing is executed and the call fails with agent_revoked', async () => {
+  it('an agent revoked before the approval: its call is closed with agent_revoked, nothing left to approve or execute', async () => {
     const a = await s.p.activeAgent(['send_transfer'], { userId: ALICE });
     s.upstream.reset();
     const id = callIdOf(await pending(a, { to: 'acct-14', amount: 5 }));
     expect((await s.p.admin('POST', `/admin/agents/${a.agentId}/revoke`, {})).status).toBe(200);
-    await openCall(id);
-    expect(await submitForm(page, '#approve-form button')).toBe(200);
-    expect(await page.textContent('#outcome')).toContain('could not be completed');
+    const shown = await page.goto(`${s.p.issuer}/approvals/calls/${id}`);
+    expect(shown?.status()).toBe(404);
+    expect(await page.locator('#approve-form').count()).toBe(0);
     expect(s.upstream.requests).toHaveLength(0);
     const listed = await s.p.admin('GET', '/admin/per-call-approvals?status=failed&limit=200');
     const row = listed.body.per_call_approvals.find((r: { id: string }) => r.id === id);

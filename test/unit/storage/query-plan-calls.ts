@@ -229,6 +229,7 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
     s.perCalls({ status: 'pending', before: { createdAt: NOW, id: 'c9' }, limit: 20 }),
   ],
   countOpenPerCalls: (s) => s.countOpenPerCalls('a1', NOW),
+  pendingPerCallsOf: (s) => s.pendingPerCallsOf('a1', 100),
   overduePerCalls: (s) => s.overduePerCalls(NOW, 100),
   abandonedPerCalls: (s) => s.abandonedPerCalls(NOW, 100),
   passkey: (s) => s.passkey('k1'),

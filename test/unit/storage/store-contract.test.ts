@@ -1119,6 +1119,12 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.countOpenPerCalls('a1', NOW)).toBe(3);
       expect(await store.countOpenPerCalls('a1', NOW - 1)).toBe(4);
       expect(await store.countOpenPerCalls('a2', NOW)).toBe(2);
+      // An agent's pending rows, past their deadline or not, soonest deadline first.
+      const pendingA1 = ids(await store.pendingPerCallsOf('a1', 10));
+      expect(pendingA1[0]).toBe('c3');
+      expect([...pendingA1].sort()).toEqual(['c0', 'c1', 'c2', 'c3']);
+      expect(await store.pendingPerCallsOf('a1', 2)).toHaveLength(2);
+      expect(ids(await store.pendingPerCallsOf('a2', 10)).sort()).toEqual(['c5', 'c6']);
     });
 
     it("the operator's list: newest first, by status, below a keyset position, at most limit", async () => {
