@@ -15,7 +15,7 @@ import { rememberJti } from './jti-replay.js';
 import { parsePublicJwk, thumbprint, verificationKey, type Ed25519PublicJwk } from './keys.js';
 import { agentKey, jwksHostKey, storedHostKey } from './jwks-auth.js';
 import { JwksKeyError } from './jwks/cache.js';
-import { applyDueStatus, dueStatus } from './lifecycle.js';
+import { applyDueStatus, dueStatus, nearSessionEnd } from './lifecycle.js';
 
 export interface HostAuth {
   /** Absent for an unknown host presenting a self-signed key (only registration and listing accept it). */
@@ -340,8 +340,14 @@ function activeAgent(agent: AgentRecord, host: HostRecord, claims: Claims): Agen
  * Synchronous unless the ledger is shared (PostgreSQL): one round trip then.
  */
 export function acceptAgent(ctx: ProtocolContext, auth: AgentAuth): void | Promise<void> {
-  const record = (): void => ctx.usage.recordAgent(auth.agent.id, auth.host.id, ctx.clock.now());
+  const record = (): void | Promise<void> => {
+    const now = ctx.clock.now();
+    const { agent, host } = auth;
+    // Near the session's end, the use is written at once, so other replicas hear of it (§2.4).
+    if (nearSessionEnd(ctx, agent, now)) return ctx.usage.recordAgentNow(agent.id, host.id, now);
+    ctx.usage.recordAgent(agent.id, host.id, now);
+  };
   const remembered = rememberJti(ctx, `agent:${auth.agent.id}`, auth.claims);
   if (remembered instanceof Promise) return remembered.then(record);
-  record();
+  return record();
 }

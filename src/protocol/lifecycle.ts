@@ -8,6 +8,7 @@ import type { AgentRecord, AgentStatus, GrantRecord, StoreWriter } from '../stor
 import type { ProtocolContext } from './context.js';
 import { agentEvent } from './activity.js';
 import { closePendingPerCalls } from './per-call-events.js';
+import { USAGE_FLUSH_MS } from './usage.js';
 
 export interface AgentClocks {
   /** When the agent becomes `expired` if nothing happens (session TTL or max lifetime). */
@@ -27,6 +28,21 @@ export function agentClocks(ctx: ProtocolContext, agent: AgentRecord): AgentCloc
     maxLifetimeMs === null ? null : agent.activatedAt + maxLifetimeMs,
   ].filter((t): t is number => t !== null);
   return { expiresAt: candidates.length ? Math.min(...candidates) : null, revokesAt };
+}
+
+// A use this close to the session's end is written through at once (usage.ts recordAgentNow): a
+// replica hears of other replicas' uses up to two flush intervals late, then commits.
+const SHARED_USE_MARGIN_MS = 2 * USAGE_FLUSH_MS + 1_000;
+
+/**
+ * Whether a use of `agent` at `now` comes so near the end of its session TTL (§2.4) that another
+ * replica, not hearing of it in time, could find the session over: then it is written at once.
+ */
+export function nearSessionEnd(ctx: ProtocolContext, agent: AgentRecord, now: number): boolean {
+  const ttl = ctx.policy.lifetimes.sessionTtlMs;
+  if (ttl === null || agent.activatedAt === null) return false;
+  const since = Math.max(agent.activatedAt, ctx.usage.lastUsed(agent.id, agent.lastUsedAt) ?? 0);
+  return now - since >= ttl - SHARED_USE_MARGIN_MS;
 }
 
 /**
@@ -52,16 +68,21 @@ export async function currentAgent(ctx: ProtocolContext, agent: AgentRecord): Pr
   return status === undefined ? agent : applyDueStatus(ctx, agent, status);
 }
 
-/** Persists `changed`, the status `dueStatus` found due (the hot path calls it only then). */
+/**
+ * Persists `changed`, the status `dueStatus` found due (the hot path calls it only then), once the
+ * stored row, read again in the transaction, still finds it due: another replica may have used
+ * the agent since this one last heard (acceptAgent writes such a use through at once).
+ */
 export async function applyDueStatus(
   ctx: ProtocolContext,
   agent: AgentRecord,
   changed: AgentStatus,
 ): Promise<AgentRecord> {
   const now = ctx.clock.now();
-  await ctx.write(async (tx) => {
+  return ctx.write(async (tx) => {
     const fresh = await tx.agent(agent.id);
-    if (!fresh || fresh.status !== agent.status) return;
+    if (!fresh || fresh.status !== agent.status) return fresh ?? agent;
+    if (dueStatus(ctx, fresh) !== changed) return fresh;
     await tx.updateAgent(agent.id, { status: changed, updatedAt: now });
     if (changed === 'revoked') {
       // §2.4: past the absolute lifetime the agent is revoked, exactly as an explicit revocation:
@@ -77,8 +98,8 @@ export async function applyDueStatus(
         detail: null,
       }),
     );
+    return { ...fresh, status: changed, updatedAt: now };
   });
-  return { ...agent, status: changed, updatedAt: now };
 }
 
 /** §3.3: effective grants are active and not past their own expiry. */

@@ -16,6 +16,9 @@
 import type { Logger } from '../log.js';
 import type { GrantUse, Store } from '../storage/types.js';
 
+/** How often recorded uses are written; another replica hears of a use this much later at most. */
+export const USAGE_FLUSH_MS = 5_000;
+
 export class UsageTracker {
   private agents = new Map<string, number>();
   private hosts = new Map<string, number>();
@@ -32,7 +35,7 @@ export class UsageTracker {
     private readonly logger?: Logger,
   ) {}
 
-  start(intervalMs = 5_000): void {
+  start(intervalMs = USAGE_FLUSH_MS): void {
     this.timer ??= setInterval(() => void this.flush(), intervalMs).unref();
   }
 
@@ -41,6 +44,20 @@ export class UsageTracker {
     this.hosts.set(hostId, at);
     this.seen.set(agentId, at);
     if (this.seen.size > 100_000) this.seen.clear();
+  }
+
+  /**
+   * Records a use and writes it at once, not at the next flush: for a use near the end of the
+   * agent's session TTL, which another replica must hear of before it could find the session over
+   * (lifecycle.ts nearSessionEnd). A refused write is kept for the flush, as any use is.
+   */
+  async recordAgentNow(agentId: string, hostId: string, at: number): Promise<void> {
+    this.recordAgent(agentId, hostId, at);
+    try {
+      await this.store.touch(new Map([[agentId, at]]), new Map([[hostId, at]]), new Map());
+    } catch {
+      // Still in this.agents: the next flush writes it.
+    }
   }
 
   /** One call made with grant `grantId` (counted when it goes upstream, not when refused). */
