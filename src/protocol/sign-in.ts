@@ -1,7 +1,7 @@
 /**
  * Local-account sign-in (issue 11): password, then TOTP when the account has a secret. Failures
- * are throttled per account and per client address; both budgets are checked before any hash is
- * computed and charged only on failure. An unknown account costs a decoy hash and the same
+ * are throttled per account and per client address; a failure is taken from both budgets before
+ * any hash is computed and given back on success. An unknown account costs a decoy hash and the same
  * answer as a wrong password, so neither timing nor wording says which accounts exist.
  */
 import type { Clock } from '../clock.js';
@@ -9,7 +9,7 @@ import type { LocalUser } from '../config/sign-in.js';
 import type { AuthMethod, Store } from '../storage/types.js';
 import { clientNetwork } from '../util/client-network.js';
 import { DECOY_HASH, verifyPassword } from '../util/password.js';
-import type { Limiter, RateLimit } from '../util/rate-limit.js';
+import type { Limiter, RateLimit, RateTake } from '../util/rate-limit.js';
 import { matchTotp, totpStepEnd } from '../util/totp.js';
 
 /** Failed sign-ins allowed per account, then one more per 3 minutes (a token bucket, §8.13). */
@@ -38,14 +38,21 @@ export class LocalSignIn {
   }
 
   async attempt(userId: string, password: string, totp: string, ip: string): Promise<SignInResult> {
-    const accountKey = `signin:user:${userId}`;
-    const ipKey = `signin:ip:${clientNetwork(ip)}`;
-    for (const [key, limit] of [
-      [accountKey, SIGN_IN_FAILURES_PER_ACCOUNT],
-      [ipKey, SIGN_IN_FAILURES_PER_IP],
-    ] as const) {
-      const left = await this.limiter.check({ key, limit });
-      if (!left.ok) return { kind: 'throttled', retryAfterSec: left.retryAfterSec };
+    const budgets: RateTake[] = [
+      { key: `signin:user:${userId}`, limit: SIGN_IN_FAILURES_PER_ACCOUNT },
+      { key: `signin:ip:${clientNetwork(ip)}`, limit: SIGN_IN_FAILURES_PER_IP },
+    ];
+    // One failure is taken from each budget before any hash is computed, and given back if the
+    // sign-in succeeds: checked first and charged after the hash, concurrent guesses all passed
+    // the check (16 at once, all answered, with a budget of 5).
+    const taken: RateTake[] = [];
+    for (const budget of budgets) {
+      const left = await this.limiter.take([budget]);
+      if (!left.ok) {
+        for (const t of taken) await this.limiter.give(t);
+        return { kind: 'throttled', retryAfterSec: left.retryAfterSec };
+      }
+      taken.push(budget);
     }
     const user = this.users.get(userId);
     const passwordOk = await verifyPassword(password, user?.passwordHash ?? DECOY_HASH);
@@ -58,12 +65,8 @@ export class LocalSignIn {
       // code (or an earlier one) already used fails on the store's primary key, on any replica.
       ok = step !== undefined && (await this.store.useTotpStep(userId, step, totpStepEnd(step)));
     }
-    if (!ok || user === undefined) {
-      // Two takes, not one list: each budget is charged whether or not the other has room.
-      await this.limiter.take([{ key: accountKey, limit: SIGN_IN_FAILURES_PER_ACCOUNT }]);
-      await this.limiter.take([{ key: ipKey, limit: SIGN_IN_FAILURES_PER_IP }]);
-      return { kind: 'wrong' };
-    }
+    if (!ok || user === undefined) return { kind: 'wrong' };
+    for (const t of taken) await this.limiter.give(t);
     return { kind: 'ok', userId, method: step !== undefined ? 'password+totp' : 'password' };
   }
 }

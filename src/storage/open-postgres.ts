@@ -85,5 +85,10 @@ function orLocalWhileDown(shared: Limiter, local: Limiter): Limiter {
         () => shared.check(take),
         () => local.check(take),
       ),
+    give: (take) =>
+      fallBack(
+        () => shared.give(take),
+        () => local.give(take),
+      ),
   };
 }

@@ -92,6 +92,11 @@ export class PgShared {
     return { ok: true };
   }
 
+  /** Gives one request back to `key`'s bucket, up to full; no bucket is full already. */
+  async giveRate(now: number, { key, limit }: RateTake): Promise<void> {
+    await this.query(GIVE_STATEMENT, [now, key, limit.count, limit.windowMs], 'agent_auth_proxy_give');
+  }
+
   /** A bucket as stored, for a check that takes nothing; undefined when there is none (full). */
   async rateBucket(key: string): Promise<StoredBucket | undefined> {
     const { rows } = await this.query('SELECT credit, at, window_ms FROM rate_buckets WHERE key = $1', [key]);
@@ -147,6 +152,23 @@ function takeStatement(n: number): string {
   return `WITH ${stages.join(',\n')}\n${results.join(' UNION ALL ')}`;
 }
 
+/**
+ * One request back to a bucket: its credit now (as takeStatement computes it) plus one window,
+ * never past full. Parameters: $1 now, $2 key, $3 count, $4 window.
+ */
+const GIVE_STATEMENT = (() => {
+  const now = '$1::bigint';
+  const count = '$3::bigint';
+  const win = '$4::bigint';
+  const cap = `${count} * ${win}`;
+  const stored = `CASE WHEN b.window_ms = ${win} THEN b.credit ELSE floor(b.credit::numeric / b.window_ms * ${win})::bigint END`;
+  const available = `LEAST(${cap}, ${stored} + LEAST(GREATEST(0, ${now} - b.at), ${win}) * ${count})`;
+  const credit = `LEAST(${cap}, ${available} + ${win})`;
+  const at = `GREATEST(b.at, ${now})`;
+  return `UPDATE rate_buckets AS b SET credit = ${credit}, at = ${at}, window_ms = ${win},
+    full_at = ${at} + ceil((${cap} - ${credit})::numeric / ${count})::bigint WHERE b.key = $2`;
+})();
+
 /** The replay ledger of replicas (replay-ledger.ts): the `seen_jtis` table. */
 export function sharedReplayLedger(shared: PgShared): ReplayLedger {
   return {
@@ -163,6 +185,10 @@ export function sharedLimiter(shared: PgShared, clock: Clock): Limiter {
     take(takes) {
       for (const t of takes) checkLimit(t.limit);
       return shared.takeRates(clock.now(), takes);
+    },
+    give(take) {
+      checkLimit(take.limit);
+      return shared.giveRate(clock.now(), take);
     },
     async check({ key, limit }) {
       checkLimit(limit);

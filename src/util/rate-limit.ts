@@ -38,6 +38,12 @@ export interface Limiter {
   take(takes: readonly RateTake[]): RateVerdict | Promise<RateVerdict>;
   /** Whether `take` has a request left, without taking it. */
   check(take: RateTake): RateVerdict | Promise<RateVerdict>;
+  /**
+   * Gives back one request taken from the budget (never past full): for a budget reserved before
+   * slow work and charged only when the work fails (sign-in.ts), so concurrent attempts cannot
+   * all pass one check.
+   */
+  give(take: RateTake): void | Promise<void>;
 }
 
 /** The Limiter of this process alone (SQLite: one process; failed authentications everywhere). */
@@ -54,6 +60,9 @@ export function localLimiter(limiter: RateLimiter): Limiter {
     check({ key, limit }) {
       const result = limiter.check(key, limit);
       return result.ok ? result : { ok: false, refused: 0, retryAfterSec: result.retryAfterSec };
+    },
+    give({ key, limit }) {
+      limiter.give(key, limit);
     },
   };
 }
@@ -115,6 +124,16 @@ export class RateLimiter {
     const credit = creditAt(bucket, this.#clock.now(), limit);
     if (credit >= limit.windowMs) return { ok: true };
     return { ok: false, retryAfterSec: retryAfterSec(credit, limit) };
+  }
+
+  /** Gives one request back to `key`'s budget, up to full (see Limiter.give). */
+  give(key: string, limit: RateLimit): void {
+    checkLimit(limit);
+    const bucket = this.#buckets.get(key);
+    if (bucket === undefined) return; // full already
+    const now = this.#clock.now();
+    const credit = Math.min(capacity(limit), creditAt(bucket, now, limit) + limit.windowMs);
+    this.#buckets.set(key, { credit, at: Math.max(bucket.at, now), limit });
   }
 
   /** Makes room for one key: a full bucket near the old end if there is one, else the oldest. */

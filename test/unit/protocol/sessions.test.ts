@@ -130,6 +130,25 @@ describe('local sign-in', () => {
     expect((await local.attempt('alice', 'correct horse', '', '192.0.2.10')).kind).toBe('ok');
   });
 
+  it('holds concurrent guesses to the budget: 16 at once, 5 get a password check, 11 are throttled', async () => {
+    const { local } = await signIn();
+    const results = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => local.attempt('alice', `guess${i}`, '', `192.0.2.${i}`)),
+    );
+    // Observed before: 16 wrong, none throttled (each checked the budget before any was charged).
+    expect(results.filter((r) => r.kind === 'wrong')).toHaveLength(5);
+    expect(results.filter((r) => r.kind === 'throttled')).toHaveLength(11);
+  });
+
+  it('gives a successful sign-in’s reservation back: five right passwords leave the budget whole', async () => {
+    const { local } = await signIn();
+    for (let i = 0; i < 5; i++)
+      expect((await local.attempt('alice', 'correct horse', '', '192.0.2.1')).kind).toBe('ok');
+    for (let i = 0; i < 5; i++)
+      expect((await local.attempt('alice', `guess${i}`, '', '192.0.2.1')).kind).toBe('wrong');
+    expect((await local.attempt('alice', 'correct horse', '', '192.0.2.1')).kind).toBe('throttled');
+  });
+
   it('counts an IPv6 sprayer by its /64: a fresh address in it is throttled, another /64 is not', async () => {
     const { local } = await signIn();
     for (let i = 0; i < 20; i++) await local.attempt(`user${i}`, 'password1', '', `2001:db8:5:6::${i + 1}`);

@@ -114,6 +114,41 @@ describe('shared rate budgets (§8.13)', () => {
     }
   });
 
+  it('gives back as the in-process limiter does: one request, never past full, as time passes', async () => {
+    const clock = manualClock();
+    const shared = sharedLimiter(store.shared, clock);
+    const local = localLimiter(new RateLimiter(clock));
+    const take = { key: 'give:a', limit };
+    const steps: ('take' | 'give' | number)[] = [
+      'take',
+      'take',
+      'take',
+      'take',
+      'give',
+      'take',
+      'take',
+      'give',
+      'give',
+      'give',
+      'give',
+      5_000,
+      'take',
+      'take',
+      'take',
+      'take',
+    ];
+    for (const step of steps) {
+      if (typeof step === 'number') clock.advance(step);
+      else if (step === 'give') {
+        await shared.give(take);
+        await local.give(take);
+      } else expect(await shared.take([take])).toEqual(await local.take([take]));
+      expect(await shared.check(take)).toEqual(await local.check(take));
+    }
+    await shared.give({ key: 'give:never', limit });
+    expect(await store.shared.rateBucket('give:never')).toBeUndefined();
+  });
+
   it('takes in order and stops at the first refusal: the budgets after it are untouched', async () => {
     const clock = manualClock();
     const shared = sharedLimiter(store.shared, clock);

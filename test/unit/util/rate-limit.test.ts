@@ -137,6 +137,33 @@ describe('RateLimiter: token bucket', () => {
   });
 });
 
+describe('RateLimiter: giving back', () => {
+  it('returns one request taken, never past full, and nothing to a key never taken from', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter(clock);
+    const three = { count: 3, windowMs: 60_000 };
+    expect(takeN(limiter, 'k', three, 3)).toBe(3);
+    expect(limiter.take('k', three).ok).toBe(false);
+    limiter.give('k', three);
+    expect(limiter.take('k', three).ok).toBe(true);
+    expect(limiter.take('k', three).ok).toBe(false);
+    // Given back more often than taken: still no more than `count`.
+    for (let i = 0; i < 10; i++) limiter.give('k', three);
+    expect(takeN(limiter, 'k', three, 10)).toBe(3);
+    limiter.give('never', three);
+    expect(takeN(limiter, 'never', three, 10)).toBe(3);
+  });
+
+  it('is the same through localLimiter', async () => {
+    const limiter = localLimiter(new RateLimiter(manualClock()));
+    const one = { key: 'k', limit: { count: 1, windowMs: 60_000 } };
+    expect(await limiter.take([one])).toEqual({ ok: true });
+    expect((await limiter.take([one])).ok).toBe(false);
+    await limiter.give(one);
+    expect(await limiter.take([one])).toEqual({ ok: true });
+  });
+});
+
 describe('RateLimiter: Retry-After', () => {
   it('is the whole seconds until the next token, at least 1', () => {
     const clock = manualClock();
