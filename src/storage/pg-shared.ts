@@ -169,12 +169,19 @@ const GIVE_STATEMENT = (() => {
     full_at = ${at} + ceil((${cap} - ${credit})::numeric / ${count})::bigint WHERE b.key = $2`;
 })();
 
+/**
+ * How long past its window a jti stays in the shared ledger. The sweep runs on one replica's
+ * clock; a replica whose clock is behind still accepts the token for that much longer, and
+ * must still find its jti (README: replicas' clocks within a minute of each other).
+ */
+export const REPLICA_CLOCK_MARGIN_MS = 60_000;
+
 /** The replay ledger of replicas (replay-ledger.ts): the `seen_jtis` table. */
 export function sharedReplayLedger(shared: PgShared): ReplayLedger {
   return {
     takeRestored: () => [],
     record: (seen) => shared.recordJti(seen),
-    sweep: (now, limit) => shared.deleteExpiredJtis(now, limit),
+    sweep: (now, limit) => shared.deleteExpiredJtis(now - REPLICA_CLOCK_MARGIN_MS, limit),
     close: () => undefined,
   };
 }
