@@ -5,6 +5,8 @@
  * and Origin as a browser sends them) with a software passkey.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../../src/log.js';
 import { hashPassword } from '../../src/util/password.js';
@@ -24,10 +26,19 @@ export interface PerCallProxy {
   close(): Promise<void>;
 }
 
+/** A YAML OpenAPI document written to a fresh temp directory; its path. */
+export function writeSpecText(yaml: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'aap-per-call-spec-')), 'spec.yaml');
+  writeFileSync(file, yaml);
+  return file;
+}
+
 export async function startPerCallProxy(options: {
   policy: string;
   users: readonly string[];
   config?: string;
+  /** The API document (default: PER_CALL_SPEC). */
+  spec?: string;
   /** Receives the proxy's log (default: silent). */
   logger?: Logger;
 }): Promise<PerCallProxy> {
@@ -38,7 +49,7 @@ export async function startPerCallProxy(options: {
   const port = await freePort();
   const upstream = await TestUpstream.start();
   const config = writeConfig(
-    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PER_CALL_SPEC}\n    upstream: ${upstream.url}\n` +
+    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${options.spec ?? PER_CALL_SPEC}\n    upstream: ${upstream.url}\n` +
       `sign_in:\n  fresh_auth: 5m\n  local:\n    users:\n${users}${options.config ?? ''}`,
   );
   const clock = new TestClock();

@@ -1,0 +1,71 @@
+/**
+ * The approval page makes invisible characters visible (`\u{…}`) in values; field names are
+ * printed raw, but an agent cannot choose them (the top-level input is closed).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  callIdOf,
+  PageClient,
+  type PerCallProxy,
+  startPerCallProxy,
+  writeSpecText,
+} from '../../helpers/per-call.js';
+
+const ALICE = 'alice@example.com';
+const SPEC = `openapi: 3.1.0
+info: { title: Pay, version: '1' }
+servers: [{ url: https://pay.example.com }]
+paths:
+  /payments:
+    post:
+      operationId: pay
+      summary: Pay someone
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [to, amount]
+              properties:
+                to: { type: string, description: Destination account }
+                amount: { type: integer, description: Amount in cents }
+      responses:
+        '200': { description: ok, content: { application/json: { schema: { type: object } } } }
+`;
+const POLICY = `capabilities:
+  per_call: [pay]
+rate_limits:
+  unknown_host_registration: null
+`;
+
+let s: PerCallProxy;
+let alice: PageClient;
+beforeAll(async () => {
+  s = await startPerCallProxy({ spec: writeSpecText(SPEC), policy: POLICY, users: [ALICE] });
+  alice = await PageClient.signIn(s.p.issuer, ALICE);
+});
+afterAll(() => s?.close());
+
+describe('field names on the per-call page', () => {
+  it('a value with U+202E is shown as \\u{202E} with a warning (control)', async () => {
+    const { p } = s;
+    const a = await p.activeAgent(['pay'], { userId: ALICE });
+    const reply = await p.execute(a.agent, a.agentId, 'pay', { to: 'acct\u202E24', amount: 5 });
+    expect(reply.status).toBe(202);
+    const page = await alice.callForm(callIdOf(reply.body.status_url));
+    expect(page.html).toContain('\\u{202E}');
+    expect(page.html).not.toContain('\u202E');
+  });
+
+  it("field names are the schema's own: an agent cannot add one with hidden characters (sound)", async () => {
+    const { p } = s;
+    const a = await p.activeAgent(['pay'], { userId: ALICE });
+    // The top-level input is additionalProperties: false (src/openapi/operation.ts:78), so the
+    // names the page prints raw come from the operator's document, never from the agent.
+    const args = { to: 'acct-42', amount: 5, 'amount\u200B': 500000 };
+    const reply = await p.execute(a.agent, a.agentId, 'pay', args);
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toBe('invalid_request');
+  });
+});
