@@ -1,6 +1,8 @@
 /**
- * The approval page makes invisible characters visible (`\u{…}`) in values; field names are
- * printed raw, but an agent cannot choose them (the top-level input is closed).
+ * What the per-call page shows (README "Per-call approval" 2.): what the person reads is what is
+ * sent, whatever the JSON's spelling of it; invisible characters in values are made visible
+ * (`\u{…}`); field names are printed raw, but an agent cannot choose them (the top-level input
+ * is closed).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -29,7 +31,8 @@ paths:
               required: [to, amount]
               properties:
                 to: { type: string, description: Destination account }
-                amount: { type: integer, description: Amount in cents }
+                amount: { type: number, description: Amount }
+                meta: { type: object, description: Free-form metadata }
       responses:
         '200': { description: ok, content: { application/json: { schema: { type: object } } } }
 `;
@@ -46,6 +49,37 @@ beforeAll(async () => {
   alice = await PageClient.signIn(s.p.issuer, ALICE);
 });
 afterAll(() => s?.close());
+
+async function page(args: Record<string, unknown>, raw?: string): Promise<string> {
+  const { p } = s;
+  const a = await p.activeAgent(['pay'], { userId: ALICE });
+  const token = await p.agentToken(a.agent, a.agentId, {}, p.executeLocation);
+  const reply = raw
+    ? await p.request('POST', '/capability/execute', {
+        token,
+        rawBody: raw,
+        headers: { 'content-type': 'application/json' },
+      })
+    : await p.execute(a.agent, a.agentId, 'pay', args);
+  expect(reply.status).toBe(202);
+  return (await alice.callForm(callIdOf(reply.body.status_url))).html;
+}
+
+describe('values on the per-call page (sound)', () => {
+  it('hidden characters in nested keys and values are made visible', async () => {
+    const html = await page({ to: 'a', amount: 1, meta: { ['x\u202Ey']: ['z\u200Bw'] } });
+    expect(html).not.toMatch(/[\u202E\u200B]/);
+    expect(html).toContain('\\u{202E}');
+    expect(html).toContain('\\u{200B}');
+  });
+
+  it('1.0 / 1e0 / duplicate keys: the page shows what is sent (last key wins in both)', async () => {
+    s.upstream.reset();
+    const html = await page({}, '{"capability":"pay","arguments":{"to":"a","amount":1e0,"amount":2.50}}');
+    expect(html).toContain('>2.5</pre>');
+    expect(html).not.toContain('>1</pre>');
+  });
+});
 
 describe('field names on the per-call page', () => {
   it('a value with U+202E is shown as \\u{202E} with a warning (control)', async () => {
