@@ -54,7 +54,7 @@ export function approvalsRoutes(
         const now = ctx.clock.now();
         const calls: string[] = [];
         for (const r of await perCallInbox(ctx, s.userId)) {
-          calls.push(perCallCard(r, await partiesOf(ctx, r), now));
+          calls.push(perCallCard(r, await partiesOf(ctx, r, serverName), now));
         }
         const timesLeft = new Map<DeviceRequest, TimeLeft | undefined>();
         for (const r of listed.requests) timesLeft.set(r, await requestTimeLeft(ctx, r));

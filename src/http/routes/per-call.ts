@@ -32,6 +32,7 @@ import { page, pageForm, session } from '../steps/page.js';
 import { message, whoAmI } from '../views/device.js';
 import { inboxLink } from '../views/inbox.js';
 import { PASSKEY_PAGE_HEADERS } from '../views/passkey-script.js';
+import { nameWarnings } from '../../protocol/request-warnings.js';
 import { perCallView, type PasskeyState, type PerCallParties } from '../views/per-call.js';
 
 export interface PerCallRouteOptions {
@@ -51,12 +52,27 @@ function binding(id: string, hash: string): string {
   return `approve-call ${id} ${hash}`;
 }
 
-/** The agent and host names and the capability, for the page and the inbox card. */
-export async function partiesOf(ctx: ProtocolContext, r: PerCallRecord): Promise<PerCallParties> {
+/**
+ * The agent and host names and the capability, for the page and the inbox card, with what the
+ * names warn of (§8.10: a brand or this service's own name, mixed alphabets) as on every
+ * approval page. `serverName`: discovery's provider_name.
+ */
+export async function partiesOf(
+  ctx: ProtocolContext,
+  r: PerCallRecord,
+  serverName: string,
+): Promise<PerCallParties> {
+  const agentName = (await ctx.store.agent(r.agentId))?.name ?? null;
+  const hostName = (await ctx.store.host(r.hostId))?.name ?? null;
+  const { warnNames } = ctx.policy.approval;
   return {
-    agentName: (await ctx.store.agent(r.agentId))?.name ?? r.agentId,
-    hostName: (await ctx.store.host(r.hostId))?.name ?? null,
+    agentName: agentName ?? r.agentId,
+    hostName,
     capability: ctx.catalog.get(r.capability),
+    warnings: [
+      ...nameWarnings('agent name', agentName, serverName, warnNames),
+      ...nameWarnings('host name', hostName, serverName, warnNames),
+    ],
   };
 }
 
@@ -94,7 +110,7 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
     note?: string,
   ): Promise<void> => {
     const state = await passkeyState(s);
-    const view = perCallView(r, await partiesOf(ctx, r), s, shownHash(r), state, ctx.clock.now());
+    const view = perCallView(r, await partiesOf(ctx, r, serverName), s, shownHash(r), state, ctx.clock.now());
     send(
       x.res,
       status,

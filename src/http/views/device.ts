@@ -52,7 +52,7 @@ function shown(text: string, max: number): string {
 }
 
 /** The warnings above a request (§8.10), or nothing. */
-function warningList(warnings: readonly RequestWarning[]): string {
+export function warningList(warnings: readonly RequestWarning[]): string {
   if (warnings.length === 0) return '';
   const items = warnings.map((w) => `<li class="warning-${w.kind}">${escapeHtml(w.text)}</li>`).join('\n');
   return `<div id="warnings" class="warn" role="alert">

@@ -9,7 +9,9 @@ import { propertySchema } from '../../openapi/local-ref.js';
 import type { Capability } from '../../openapi/types.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
 import type { PerCallRecord, SessionRecord } from '../../storage/types.js';
+import type { RequestWarning } from '../../protocol/request-warnings.js';
 import { escapeHtml } from '../html.js';
+import { warningList } from './device.js';
 import { PASSKEY_SCRIPT_TAG, PASSKEY_STATUS } from './passkey-script.js';
 
 /** Characters of a value shown before it is folded. */
@@ -20,6 +22,8 @@ export interface PerCallParties {
   readonly agentName: string;
   readonly hostName: string | null;
   readonly capability: Capability | undefined;
+  /** What the names warn of (§8.10), as on the other approval pages. */
+  readonly warnings: readonly RequestWarning[];
 }
 
 // Control and format characters (bidi overrides, zero-width joiners…) other than line breaks.
@@ -124,6 +128,7 @@ ${PASSKEY_SCRIPT_TAG}`
         } You can still deny it.</p>`;
   return `<section id="call" aria-labelledby="call-title">
 <h2 id="call-title">Approve one call</h2>
+${warningList(p.warnings)}
 ${callSummary(r, p)}
 <p class="notice">Nothing has been sent yet. If you approve, it runs once, with exactly these arguments; your passkey confirms exactly what this page shows.</p>
 <h3 id="arguments-title">Arguments</h3>
@@ -150,8 +155,10 @@ export function perCallCard(r: PerCallRecord, p: PerCallParties, now: number): s
     return `<li><code>${escapeHtml(f)}</code>: ${escapeHtml(chars.length > 60 ? `${chars.slice(0, 60).join('')}…` : text)}</li>`;
   });
   const more = Object.keys(r.arguments).length - fields.length;
+  const warned = p.warnings.length;
   return `<li class="card" id="call-${escapeHtml(r.id)}">
 ${callSummary(r, p)}
+${warned > 0 ? `<p class="risk">${warned === 1 ? '1 warning' : `${warned} warnings`}: review it carefully.</p>` : ''}
 ${brief.length ? `<ul class="kept">${brief.join('')}${more > 0 ? `<li>and ${more} more</li>` : ''}</ul>` : ''}
 <p class="who">${timeLeft(r.expiresAt, now)}.</p>
 <p><a class="button" href="/approvals/calls/${encodeURIComponent(r.id)}">Review the arguments and decide</a></p>

@@ -103,3 +103,23 @@ describe('field names on the per-call page', () => {
     expect(reply.body.error).toBe('invalid_request');
   });
 });
+
+describe('names that borrow a brand (§8.10)', () => {
+  it('are warned of on the page and the inbox card, as on every approval page', async () => {
+    const { p } = s;
+    const { key: host } = await p.linkedHost(ALICE);
+    const reg = await p.register(host, { name: 'PayPaI Security Update', capabilities: ['pay'] });
+    expect(reg.status).toBe(200);
+    const approval = await p.pendingApproval(reg.body.agent_id as string);
+    if (approval) await p.admin('POST', `/admin/approvals/${approval.id as string}/approve`, {});
+    const reply = await p.execute(reg.agent, reg.body.agent_id as string, 'pay', { to: 'a', amount: 1 });
+    expect(reply.status).toBe(202);
+    const id = callIdOf(reply.body.status_url as string);
+    const { html } = await alice.callForm(id);
+    expect(html).toContain('id="warnings"');
+    expect(html).toMatch(/The agent name looks like the well-known name “PayPal” but is spelled differently/);
+    const inbox = (await alice.get('/approvals')).html;
+    const card = inbox.slice(inbox.indexOf(`id="call-${id}"`));
+    expect(card.slice(0, card.indexOf('</li>'))).toMatch(/\d warnings?: review it carefully/);
+  });
+});
