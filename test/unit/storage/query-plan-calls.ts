@@ -346,6 +346,7 @@ export const SHARED_CALLS: Record<string, Call<PgShared>> = {
       .then(() => s.recordJti({ identity: 'agent:a1', jti: 'j1', expiresAt: NOW + 95_000 })),
   ],
   deleteExpiredJtis: (s) => s.deleteExpiredJtis(NOW, 500),
+  giveRate: (s) => s.giveRate(NOW, { key: 'signin:user:alice', limit: { count: 5, windowMs: 900_000 } }),
   // One statement per number of buckets a limit step takes (1 to 4).
   takeRates: (s) => [
     s.takeRates(NOW, [{ key: 'ip:192.0.2.1', limit: { count: 60, windowMs: 60_000 } }]),
