@@ -132,11 +132,7 @@ function takeStatement(n: number): string {
     const key = `$${2 + 3 * i}`;
     const count = `$${3 + 3 * i}::bigint`;
     const win = `$${4 + 3 * i}::bigint`;
-    const cap = `${count} * ${win}`;
-    const stored = `CASE WHEN b.window_ms = ${win} THEN b.credit ELSE floor(b.credit::numeric / b.window_ms * ${win})::bigint END`;
-    // Elapsed time past a window adds nothing (a bucket refills from empty within one), and
-    // capping it keeps the product within bigint however long the bucket sat idle.
-    const available = `LEAST(${cap}, ${stored} + LEAST(GREATEST(0, ${now} - b.at), ${win}) * ${count})`;
+    const { cap, available } = bucketCredit(now, count, win);
     const ok = `(${available} >= ${win})`;
     const left = `(${available} - CASE WHEN ${ok} THEN ${win} ELSE 0 END)`;
     const at = `GREATEST(b.at, ${now})`;
@@ -153,16 +149,27 @@ function takeStatement(n: number): string {
 }
 
 /**
- * One request back to a bucket: its credit now (as takeStatement computes it) plus one window,
- * never past full. Parameters: $1 now, $2 key, $3 count, $4 window.
+ * A stored bucket `b` in SQL: its capacity, and its credit at `now` under the limit (`count`,
+ * `win`): rescaled if its window changed, refilled for the time since, never past full.
+ */
+function bucketCredit(now: string, count: string, win: string): { cap: string; available: string } {
+  const cap = `${count} * ${win}`;
+  const stored = `CASE WHEN b.window_ms = ${win} THEN b.credit ELSE floor(b.credit::numeric / b.window_ms * ${win})::bigint END`;
+  // Elapsed time past a window adds nothing (a bucket refills from empty within one), and
+  // capping it keeps the product within bigint however long the bucket sat idle.
+  const available = `LEAST(${cap}, ${stored} + LEAST(GREATEST(0, ${now} - b.at), ${win}) * ${count})`;
+  return { cap, available };
+}
+
+/**
+ * One request back to a bucket: its credit now plus one window, never past full. Parameters:
+ * $1 now, $2 key, $3 count, $4 window.
  */
 const GIVE_STATEMENT = (() => {
   const now = '$1::bigint';
   const count = '$3::bigint';
   const win = '$4::bigint';
-  const cap = `${count} * ${win}`;
-  const stored = `CASE WHEN b.window_ms = ${win} THEN b.credit ELSE floor(b.credit::numeric / b.window_ms * ${win})::bigint END`;
-  const available = `LEAST(${cap}, ${stored} + LEAST(GREATEST(0, ${now} - b.at), ${win}) * ${count})`;
+  const { cap, available } = bucketCredit(now, count, win);
   const credit = `LEAST(${cap}, ${available} + ${win})`;
   const at = `GREATEST(b.at, ${now})`;
   return `UPDATE rate_buckets AS b SET credit = ${credit}, at = ${at}, window_ms = ${win},
