@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { UserError } from '../errors.js';
 import type { AgentRuntime } from './agent/session.js';
 import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
-import { processOutput, userErrorLine, type CliOutput } from './output.js';
+import { processOutput, terminalSafe, userErrorLine, type CliOutput } from './output.js';
 import { toOverrides } from './overrides.js';
 
 const USAGE = `Usage:
@@ -99,11 +99,13 @@ scrypt hash for sign_in.local.users[].password_hash. Example:
  */
 export async function runCli(
   argv: readonly string[],
-  io: CliOutput = processOutput,
+  given: CliOutput = processOutput,
   // The agent client's clock and sleep: tests pass the proxy's test clock so polling never waits;
   // absent, the real ones.
   agentRuntime?: AgentRuntime,
 ): Promise<number> {
+  // Servers and documents put text on the terminal through every command: none of it steers it.
+  const io = terminalSafe(given);
   try {
     return await main(argv, io, agentRuntime);
   } catch (err) {

@@ -60,6 +60,9 @@ const headerName = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 
 /** Service credentials per security scheme, keyed by the scheme's name in the document. */
 const credential = {
+  // Secret as a whole: a value of the wrong kind (a numeric key YAML read as a number) fails the
+  // object branches too, whose messages must not quote it either.
+  $comment: SECRET_MARK,
   description:
     'apiKey and http bearer schemes take a secret; http basic takes {username, password}; oauth2 takes {client_id, client_secret, token_url?, scopes?, audience?} (client credentials flow).',
   anyOf: [

@@ -9,6 +9,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { UserError } from '../errors.js';
 import { MIGRATIONS } from './migrations.js';
+import { createPrivateFile } from './private-file.js';
 
 export interface BackupResult {
   readonly schemaVersion: number;
@@ -39,6 +40,8 @@ export async function backupDatabase(source: string, destination: string): Promi
       );
     }
     try {
+      // Created first, mode 0600, as the database it copies (private-file.ts); never over a file.
+      createPrivateFile(destination, true);
       await db.backup(destination);
     } catch (err) {
       throw new UserError(`${destination}: the backup failed (${(err as Error).message})`);

@@ -4,11 +4,11 @@
  * foreign keys on, the page cache, then the migrations this file lacks. What it returns is the
  * asynchronous Store (sqlite-async-store.ts) over the synchronous engine (sqlite-store.ts).
  */
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { UserError } from '../errors.js';
 import { MIGRATIONS } from './migrations.js';
+import { createPrivateFile, makePrivateDir } from './private-file.js';
 import { SqliteAsyncStore } from './sqlite-async-store.js';
 import { SqliteEngine, type WriteKind } from './sqlite-store.js';
 import type { Store } from './types.js';
@@ -35,9 +35,15 @@ const SQLITE_CACHE_KIB = 32_768;
 export function openSqliteStore(options: SqliteStoreOptions): Store {
   if (options.file !== ':memory:') {
     try {
-      mkdirSync(dirname(options.file), { recursive: true });
+      makePrivateDir(dirname(options.file));
     } catch {
       throw new UserError(`${options.file}: cannot create the database directory`);
+    }
+    try {
+      // A new database is the proxy's user's alone (private-file.ts), and so its -wal and -shm.
+      createPrivateFile(options.file);
+    } catch (err) {
+      throw new UserError(`${options.file}: cannot create the database (${(err as Error).message})`);
     }
   }
   let db: Database.Database;

@@ -33,27 +33,66 @@ export interface Reply {
   readonly stream?: string;
 }
 
-/** `GET /.well-known/agent-configuration` at the base URL (§5.1). */
+/**
+ * `GET /.well-known/agent-configuration` at the base URL (§5.1). Every token the client signs is
+ * addressed (`aud`) to the issuer and sent to the issuer's endpoints, so the document must name
+ * the server it came from as its issuer, and every URL in it must be on that server: otherwise
+ * the server could have the client sign tokens for another one and hand them to it (§8.18), or
+ * send them elsewhere.
+ */
 export async function discover(baseUrl: string): Promise<Discovery> {
   const { body } = await call('GET', `${baseUrl}/.well-known/agent-configuration`);
   const { issuer, default_location: location, endpoints } = body;
   if (typeof issuer !== 'string' || typeof endpoints !== 'object' || endpoints === null) {
     throw new ConnectionError(`${baseUrl} has no agent configuration with an issuer: is it the proxy?`);
   }
+  if (!sameServer(issuer, baseUrl)) {
+    throw new ConnectionError(
+      `${baseUrl} names another server as its issuer (${issuer}); the agent signs tokens only for the server it talks to: pass that issuer as --url if it is the proxy`,
+    );
+  }
   const paths = Object.fromEntries(
     Object.entries(endpoints).filter((e): e is [string, string] => typeof e[1] === 'string'),
   );
-  return {
-    issuer,
-    defaultLocation: typeof location === 'string' ? location : `${issuer}/capability/execute`,
-    endpoints: paths,
-  };
+  const defaultLocation = typeof location === 'string' ? location : `${issuer}/capability/execute`;
+  onIssuer(issuer, defaultLocation, 'its default_location');
+  return { issuer, defaultLocation, endpoints: paths };
 }
 
 /** §5.1: endpoint paths are relative to the issuer; the name's usual path if one is missing. */
 export function endpoint(d: Discovery, name: string, fallback: string): string {
   const path = d.endpoints[name] ?? fallback;
-  return /^https?:\/\//.test(path) ? path : `${d.issuer}${path}`;
+  const url = /^https?:\/\//i.test(path) ? path : `${d.issuer}${path}`;
+  return onIssuer(d.issuer, url, `its ${name} endpoint`);
+}
+
+/**
+ * `url` when it is on the issuer's origin (§8.12: a URL a server returns is followed only there);
+ * a ConnectionError naming `what` otherwise.
+ */
+export function onIssuer(issuer: string, url: string, what: string): string {
+  if (originOf(url) !== originOf(issuer)) {
+    throw new ConnectionError(`${issuer} gave ${what} on another server (${url}); it is not followed`);
+  }
+  return url;
+}
+
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The same origin and path (a trailing slash aside): the URL the client was given is the issuer. */
+function sameServer(a: string, b: string): boolean {
+  try {
+    const [x, y] = [new URL(a), new URL(b)];
+    return x.origin === y.origin && x.pathname.replace(/\/+$/, '') === y.pathname.replace(/\/+$/, '');
+  } catch {
+    return false;
+  }
 }
 
 /** The parsed JSON object of a 2xx reply with its status; throws for anything else. */

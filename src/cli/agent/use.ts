@@ -3,7 +3,7 @@
  * (§5.2), request more (§5.4, optionally waiting for the decision), execute (§5.11, following a
  * `202` status_url with a fresh JWT per poll). Each returns its exit code.
  */
-import { call, endpoint } from './client.js';
+import { call, endpoint, onIssuer } from './client.js';
 import * as format from './format.js';
 import type { Session } from './session.js';
 import { waitForApproval } from './wait.js';
@@ -98,7 +98,8 @@ export async function execute(
     return 0;
   }
   if (reply.status === 202 && wait && typeof body.status_url === 'string') {
-    body = await pollAsync(s, body.status_url);
+    // §8.12: a status URL is followed, with a signed token, only on the issuer's own origin.
+    body = await pollAsync(s, onIssuer(s.discovery.issuer, body.status_url, 'a status_url'));
   }
   if (s.json) {
     s.io.out(`${JSON.stringify(body, null, 2)}\n`);

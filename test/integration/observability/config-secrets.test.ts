@@ -39,6 +39,17 @@ describe('config validation errors never quote secret values', () => {
     expect(msg).not.toContain(SECRET);
   });
 
+  it('a numeric API key (YAML reads it as a number) is not printed', () => {
+    // Observed before: "must be an object (got 918273645546372900)", from the credential's object
+    // branches, which were not marked secret.
+    const msg = messageFor(
+      'numeric.yaml',
+      `apis:\n  - spec: api.yaml\n    credentials:\n      api_key: 918273645546372819\n`,
+    );
+    expect(msg).toContain('credentials.api_key');
+    expect(msg).not.toContain('918273645546');
+  });
+
   it('an oauth2 credential with an invalid token_url does not print its client_secret', () => {
     const msg = messageFor(
       'oauth.yaml',
