@@ -156,9 +156,15 @@ export const CONFIG_SCHEMA = {
         trusted_proxies: {
           type: 'array',
           description:
-            'Addresses or CIDR ranges of load balancers in front of the proxy: only from these is the client address read from Forwarded / X-Forwarded-For.',
+            'Addresses or CIDR ranges of load balancers in front of the proxy: only from these is the client address read from server.forwarded_header.',
           items: { type: 'string', minLength: 1 },
           default: [],
+        },
+        forwarded_header: {
+          enum: ['x-forwarded-for', 'forwarded'],
+          default: 'x-forwarded-for',
+          description:
+            'The header the trusted proxies write the client address into: X-Forwarded-For (nginx, HAProxy, cloud load balancers) or RFC 7239 Forwarded. Only that one is read: a balancer passes the other through as the client sent it.',
         },
         request_id_header: {
           type: 'string',

@@ -19,6 +19,9 @@ import { resolveJwks, type JwksSettings } from './jwks.js';
 import { resolveNotifications, type NotificationSettings } from './notifications.js';
 
 /** Bounds on what one client can hold open; documented in README "Bounds". */
+/** Where trusted proxies write the client address (server.forwarded_header). */
+export type ForwardedHeader = 'x-forwarded-for' | 'forwarded';
+
 export interface ConnectionSettings {
   /** Open connections in total; more are closed as they arrive. */
   readonly maxConnections: number;
@@ -68,6 +71,8 @@ export interface Settings {
   readonly maxBodyBytes: number;
   /** Load balancers whose Forwarded / X-Forwarded-For are believed (validated CIDRs). */
   readonly trustedProxies: readonly string[];
+  /** The header trusted proxies write the client address into; the other is never read. */
+  readonly forwardedHeader: ForwardedHeader;
   /**
    * The header (lower case) the proxy's request id travels in, to the agent and the upstream; an
    * operation's own header parameter of that name stays the agent's (issue 10, class 15).
@@ -217,6 +222,7 @@ export function resolveSettings(
     ...(issuer !== undefined ? { issuer: issuer.replace(/\/+$/, '') } : {}),
     maxBodyBytes: config.server.max_body_bytes,
     trustedProxies: Object.freeze(trustedProxies(config.server.trusted_proxies, where)),
+    forwardedHeader: config.server.forwarded_header,
     requestIdHeader,
     connections: Object.freeze({
       maxConnections: config.server.max_connections,

@@ -3,27 +3,33 @@
  * and `X-Forwarded-For` are written by whoever sent the request, so they are read only when the
  * socket's peer is a trusted proxy, and then from the right: each hop appends the address it
  * saw, so the first address from the right that is not itself a trusted proxy is the client.
- * Anything left of it was written by the client and is never believed.
+ * Anything left of it was written by the client and is never believed. Only the header the
+ * balancers write (`server.forwarded_header`) is read: they pass the other through as the client
+ * sent it, so reading it would let the client name its own address.
  */
 import { BlockList, isIP } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { parseCidr } from '../config/cidr.js';
+import type { ForwardedHeader } from '../config/settings.js';
 
 export class ClientAddress {
   readonly #trusted = new BlockList();
   readonly #any: boolean;
 
+  readonly #header: ForwardedHeader;
+
   /** `cidrs`: addresses or CIDR ranges, IPv4 or IPv6; a bad entry throws with its text. */
-  constructor(cidrs: readonly string[]) {
+  constructor(cidrs: readonly string[], header: ForwardedHeader = 'x-forwarded-for') {
     for (const entry of cidrs) addTrusted(this.#trusted, entry);
     this.#any = cidrs.length > 0;
+    this.#header = header;
   }
 
   /** The peer itself, or (behind a trusted proxy) the client the proxies saw. */
   of(req: IncomingMessage): string {
     const peer = normalize(req.socket.remoteAddress ?? '') ?? 'unknown';
     if (!this.#any || !this.isTrusted(peer)) return peer;
-    const hops = forwardedHops(req);
+    const hops = this.#header === 'forwarded' ? forwardedHops(req) : xForwardedForHops(req);
     let client = peer;
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = normalize(hops[i] ?? '');
@@ -48,23 +54,26 @@ function addTrusted(list: BlockList, entry: string): void {
 }
 
 /**
- * The addresses the proxies recorded, oldest first: `Forwarded`'s `for=` when present (it is
- * the standard), else `X-Forwarded-For`. Repeated header lines arrive joined by commas.
+ * The addresses the proxies recorded in `Forwarded`'s `for=`, oldest first. Repeated header lines
+ * arrive joined by commas.
  */
 function forwardedHops(req: IncomingMessage): string[] {
   const forwarded = req.headers.forwarded;
-  if (typeof forwarded === 'string' && forwarded !== '') {
-    const hops: string[] = [];
-    for (const element of forwarded.split(',')) {
-      const pair = element
-        .split(';')
-        .map((p) => p.trim())
-        .find((p) => p.toLowerCase().startsWith('for='));
-      // An element without for= is a hop that did not say; it cannot be believed past.
-      hops.push(pair === undefined ? '' : unquote(pair.slice(4)));
-    }
-    return hops;
+  if (typeof forwarded !== 'string' || forwarded === '') return [];
+  const hops: string[] = [];
+  for (const element of forwarded.split(',')) {
+    const pair = element
+      .split(';')
+      .map((p) => p.trim())
+      .find((p) => p.toLowerCase().startsWith('for='));
+    // An element without for= is a hop that did not say; it cannot be believed past.
+    hops.push(pair === undefined ? '' : unquote(pair.slice(4)));
   }
+  return hops;
+}
+
+/** The addresses the proxies recorded in `X-Forwarded-For`, oldest first. */
+function xForwardedForHops(req: IncomingMessage): string[] {
   const xff = req.headers['x-forwarded-for'];
   if (typeof xff !== 'string' || xff === '') return [];
   return xff.split(',').map((s) => s.trim());

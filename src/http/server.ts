@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError, toProtocolError } from '../errors.js';
 import { StoreUnavailableError } from '../storage/errors.js';
@@ -13,6 +14,7 @@ import { upstreamCause } from '../upstream/answers.js';
 import type { Logger } from '../log.js';
 import type { ConnectionCap, RefusalOutcome } from '../metrics.js';
 import type { ClientAddress } from './client-address.js';
+import { answerClientError } from './client-errors.js';
 import { ConnectionGate } from './connection-limits.js';
 import type { Drain } from './drain.js';
 import { decisionFields } from './decision-log.js';
@@ -64,6 +66,9 @@ export function createHttpServer(options: HttpServerOptions): Server {
     },
   );
   gate.guard(server);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    answerClientError(err, socket, options.requestIdHeader);
+  });
   return server;
 }
 
@@ -227,9 +232,15 @@ function withChallenge(e: ProtocolError, x: Exchange | undefined, issuer: () => 
  */
 const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~-]+)+$/;
 
-/** Only origin-form targets (`/path?query`); anything else is a malformed request. */
+/**
+ * Only origin-form targets (`/path?query`); anything else is a malformed request. A backslash in
+ * the path too: the URL parser reads `/\\host/x` as `//host/x` and routes `/x`, which a front proxy
+ * matching the raw path would not.
+ */
 function parseTarget(target: string): URL {
-  if (!target.startsWith('/') || target.startsWith('//')) {
+  const query = target.indexOf('?');
+  const rawPath = query < 0 ? target : target.slice(0, query);
+  if (!target.startsWith('/') || target.startsWith('//') || rawPath.includes('\\')) {
     throw new ProtocolError('invalid_request', 'The request target must be an absolute path.');
   }
   try {

@@ -41,7 +41,7 @@ export async function openListeners(
   const serverOptions = {
     logger: deps.logger,
     maxBodyBytes: settings.maxBodyBytes,
-    clientAddress: new ClientAddress(settings.trustedProxies),
+    clientAddress: new ClientAddress(settings.trustedProxies, settings.forwardedHeader),
     connections: settings.connections,
     requestIdHeader: settings.requestIdHeader,
     issuer: () => issuer,

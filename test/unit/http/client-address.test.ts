@@ -27,13 +27,23 @@ describe('ClientAddress', () => {
     expect(a.of(spoofed)).toBe('198.51.100.7');
   });
 
-  it('reads RFC 7239 Forwarded (quoted IPv6 with port) in preference to X-Forwarded-For', () => {
-    const a = new ClientAddress(['10.0.0.0/8']);
+  it('with forwarded_header: forwarded, reads RFC 7239 Forwarded (quoted IPv6 with port) and never X-Forwarded-For', () => {
+    const a = new ClientAddress(['10.0.0.0/8'], 'forwarded');
     const r = req('10.1.1.1', {
       forwarded: 'for=192.0.2.60;proto=https, for="[2001:db8:cafe::17]:4711"',
       'x-forwarded-for': '9.9.9.9',
     });
     expect(a.of(r)).toBe('2001:db8:cafe::17');
+    expect(a.of(req('10.1.1.1', { 'x-forwarded-for': '9.9.9.9' }))).toBe('10.1.1.1');
+  });
+
+  it('by default reads X-Forwarded-For only: a Forwarded header the client wrote is not believed', () => {
+    // Observed before: Forwarded was read whenever present, and balancers that append to
+    // X-Forwarded-For (nginx, HAProxy, cloud load balancers) pass the client's own through, so
+    // the client named its own address, a fresh per-IP budget on every request.
+    const a = new ClientAddress(['10.0.0.0/8']);
+    const r = req('10.1.1.1', { forwarded: 'for=198.51.100.77', 'x-forwarded-for': '203.0.113.9' });
+    expect(a.of(r)).toBe('203.0.113.9');
   });
 
   it('a garbage hop ends the walk at the last address a trusted proxy wrote', () => {
