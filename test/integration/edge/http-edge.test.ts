@@ -72,3 +72,20 @@ describe('the HTTP edge, on raw sockets', () => {
     }
   });
 });
+
+describe('request targets that are not origin-form', () => {
+  // Observed before: WHATWG URL read `/\\host/x` as `//host/x`, dropped the host and routed `/x`
+  // (`/\\x/metrics`, `/\\x/admin/agents`), a path a front proxy matching the raw target never saw.
+  it('/\\evil.example/healthz is refused like //evil.example/healthz', async () => {
+    const slash = await rawExchange(
+      p.proxy.url,
+      'GET //evil.example/healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n',
+    );
+    expect(statuses(slash)).toEqual([400]);
+    const backslash = await rawExchange(
+      p.proxy.url,
+      'GET /\\evil.example/healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n',
+    );
+    expect(statuses(backslash)).toEqual([400]);
+  });
+});
