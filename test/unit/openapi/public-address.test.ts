@@ -26,6 +26,8 @@ describe('isPublicAddress', () => {
     '64:ff9b::a00:1',
     'fd00::1',
     'fe80::1',
+    'fe80::1%eth0',
+    '2002:a00:1::1',
     'ff02::1',
     'not an address',
   ])('%s is not public', (address) => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createAddressGuard, unmapIpv4 } from '../../../../src/protocol/jwks/address-guard.js';
+import { createAddressGuard } from '../../../../src/protocol/jwks/address-guard.js';
+import { unmapIpv4 } from '../../../../src/util/internal-addresses.js';
 
 describe('JWKS address guard (§8.12 IP filtering)', () => {
   const guard = createAddressGuard([]);
