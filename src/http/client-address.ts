@@ -11,6 +11,7 @@ import { BlockList, isIP } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { parseCidr } from '../config/cidr.js';
 import type { ForwardedHeader } from '../config/settings.js';
+import { unmapIpv4 } from '../util/internal-addresses.js';
 
 export class ClientAddress {
   readonly #trusted = new BlockList();
@@ -93,6 +94,6 @@ function unquote(value: string): string {
 
 /** A literal IP address, IPv4-mapped IPv6 shown as IPv4; undefined for anything else. */
 export function normalize(address: string): string | undefined {
-  const a = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
+  const a = unmapIpv4(address);
   return isIP(a) === 0 ? undefined : a;
 }

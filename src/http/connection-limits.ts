@@ -18,6 +18,7 @@ import type { ConnectionSettings } from '../config/settings.js';
 import { ProtocolError } from '../errors.js';
 import type { ConnectionCap, RefusalOutcome } from '../metrics.js';
 import { clientNetwork } from '../util/client-network.js';
+import { unmapIpv4 } from '../util/internal-addresses.js';
 import type { ClientAddress } from './client-address.js';
 
 const REFUSED_AT_ONCE = 64;
@@ -88,7 +89,7 @@ export class ConnectionGate {
       this.#refuse(socket, peer, 'max_connections', this.#overTotal);
       return;
     }
-    const trusted = this.#clientAddress.isTrusted(address.replace(/^::ffff:/, ''));
+    const trusted = this.#clientAddress.isTrusted(unmapIpv4(address));
     if (!trusted && this.#served.count(peer) >= this.#settings.maxConnectionsPerIp) {
       this.#refuse(socket, peer, 'max_connections_per_ip', this.#overPeer);
       return;

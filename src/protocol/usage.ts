@@ -49,7 +49,7 @@ export class UsageTracker {
   /**
    * Records a use and writes it at once, not at the next flush: for a use near the end of the
    * agent's session TTL, which another replica must hear of before it could find the session over
-   * (lifecycle.ts nearSessionEnd). A refused write is kept for the flush, as any use is.
+   * (lifecycle.ts nearSessionEnd). A refused write is kept for the flush, like every other use.
    */
   async recordAgentNow(agentId: string, hostId: string, at: number): Promise<void> {
     this.recordAgent(agentId, hostId, at);

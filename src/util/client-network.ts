@@ -5,6 +5,7 @@
  * temporary addresses), so budgets per IPv6 address would give one client 2^64 of them.
  */
 import { isIP } from 'node:net';
+import { unmapIpv4 } from './internal-addresses.js';
 
 const IPV6_NETWORK_HEXTETS = 4; // a /64
 
@@ -13,7 +14,8 @@ const IPV6_NETWORK_HEXTETS = 4; // a /64
  * address, or any other text, as it is.
  */
 export function clientNetwork(address: string): string {
-  if (address.startsWith('::ffff:') && isIP(address.slice(7)) === 4) return address.slice(7);
+  const unmapped = unmapIpv4(address);
+  if (unmapped !== address) return unmapped;
   const zoneless = address.split('%', 1)[0] as string;
   if (isIP(zoneless) !== 6) return address;
   return `${hextets(zoneless).slice(0, IPV6_NETWORK_HEXTETS).join(':')}::/64`;
