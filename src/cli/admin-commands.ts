@@ -9,6 +9,7 @@ import { parseDuration } from '../config/durations.js';
 import { UserError } from '../errors.js';
 import type { AgentStatus, HostStatus, PerCallStatus } from '../storage/types.js';
 import * as format from './admin-format.js';
+import { attachDashValues } from './dash-values.js';
 
 export const HELP = 'Run agent-auth-proxy admin --help for usage.';
 
@@ -254,7 +255,12 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
 };
 
 export function parseAdminArgs(argv: readonly string[]) {
-  return parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  return parseArgs({
+    args: attachDashValues(argv, OPTIONS),
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: true,
+  });
 }
 
 function get(path: string, query: Record<string, string | undefined> = {}): Call {

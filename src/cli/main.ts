@@ -9,6 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { attachDashValues } from './dash-values.js';
 import { UserError } from '../errors.js';
 import type { AgentRuntime } from './agent/session.js';
 import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
@@ -157,7 +158,12 @@ async function main(
   }
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], options: FLAGS, allowPositionals: true, strict: true });
+    parsed = parseArgs({
+      args: attachDashValues(argv, FLAGS),
+      options: FLAGS,
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (err) {
     throw new UserError(`${(err as Error).message}\nRun agent-auth-proxy --help for usage.`);
   }

@@ -76,9 +76,13 @@ export async function startPerCallProxy(options: {
 }
 
 /** A passkey of `userId`, stored as an enrolment would store it; the test holds the authenticator. */
-export async function softPasskey(p: TestProtocol, userId: string): Promise<SoftAuthenticator> {
+export async function softPasskey(
+  p: TestProtocol,
+  userId: string,
+  credentialId?: Buffer,
+): Promise<SoftAuthenticator> {
   const userHandle = randomBytes(16).toString('base64url');
-  const soft = new SoftAuthenticator(userHandle);
+  const soft = new SoftAuthenticator(userHandle, credentialId);
   await p.proxy.protocol.store.write((tx) =>
     tx.insertPasskey({
       id: soft.id,

@@ -21,13 +21,14 @@ export interface CeremonyInput {
 }
 
 export class SoftAuthenticator {
-  readonly credentialId = randomBytes(16);
+  readonly credentialId: Buffer;
   readonly userHandle: string | undefined;
   counter = 0;
   readonly #privateKey: KeyObject;
   readonly #publicKey: KeyObject;
 
-  constructor(userHandle?: string) {
+  constructor(userHandle?: string, credentialId: Buffer = randomBytes(16)) {
+    this.credentialId = credentialId;
     const { privateKey, publicKey } = newKeyPair('ec', { namedCurve: 'P-256' });
     this.#privateKey = privateKey;
     this.#publicKey = publicKey;

@@ -8,6 +8,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -517,7 +518,9 @@ describe('admin agents and activity', () => {
 
 describe('admin passkeys (a person who lost theirs)', () => {
   it('list shows them; remove --passkey-id takes one, --all the rest; each change seen through the API', async () => {
-    const lost = await softPasskey(p, 'zoe');
+    // An ID that starts with '-' (base64url, one in 32) must paste back after --passkey-id.
+    const lost = await softPasskey(p, 'zoe', Buffer.from([0xf8, ...randomBytes(15)]));
+    expect(lost.id.startsWith('-')).toBe(true);
     const other = await softPasskey(p, 'zoe');
     const listed = ok(await admin(['passkeys', 'list', '--user-id', 'zoe', '--url', url]));
     expect(listed.split('\n')[0]).toMatch(/^ID\s+NAME\s+ADDED\s+LAST USED$/);

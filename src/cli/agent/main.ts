@@ -5,6 +5,7 @@
  * `error: <code>: <message>`), 2 a usage mistake (a UserError, printed by main.ts).
  */
 import { parseArgs } from 'node:util';
+import { attachDashValues } from '../dash-values.js';
 import { UserError } from '../../errors.js';
 import { ConnectionError, parseBaseUrl } from '../admin-api.js';
 import type { CliOutput } from '../output.js';
@@ -72,7 +73,12 @@ const COMMANDS: Readonly<Record<string, { flags: readonly string[]; positionals:
 
 function parse(argv: readonly string[]) {
   try {
-    return parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+    return parseArgs({
+      args: attachDashValues(argv, OPTIONS),
+      options: OPTIONS,
+      allowPositionals: true,
+      strict: true,
+    });
   } catch (err) {
     throw new UserError(`agent: ${(err as Error).message}\n${HELP}`);
   }
