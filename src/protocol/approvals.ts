@@ -178,9 +178,10 @@ export async function expireApprovals(ctx: ProtocolContext, limit = EXPIRY_BATCH
   if (due.length === 0) return 0;
   await ctx.write(async (tx, after) => {
     for (const approval of due) {
-      // Read again inside the transaction: another request may have decided it meanwhile.
+      // Read again inside the transaction: another request may have decided it meanwhile, or
+      // extended it (a replica whose clock is behind this one's still sees it open).
       const fresh = await tx.approval(approval.id);
-      if (fresh?.status !== 'pending') continue;
+      if (fresh?.status !== 'pending' || fresh.expiresAt > now) continue;
       await tx.updateApproval(approval.id, { status: 'expired', decidedAt: now });
       announce(ctx, after, approval.id);
       const agent = await tx.agent(approval.agentId);
@@ -194,6 +195,7 @@ export async function expireApprovals(ctx: ProtocolContext, limit = EXPIRY_BATCH
       }
     }
   });
+  // The batch's size, not how many expired: the maintenance sweep stops on a short batch.
   return due.length;
 }
 

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extendApproval } from '../../../src/protocol/approval-expiry.js';
+import { expireApprovals } from '../../../src/protocol/approvals.js';
 import { describeApproval, type DeviceRequest } from '../../../src/protocol/device.js';
 import type { ApprovalRecord } from '../../../src/storage/types.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
@@ -140,6 +141,34 @@ describe('GET notification_url (§10.10.2)', () => {
     expect(p.proxy.approvalStreams.open).toBe(1);
     timers.advance(9 * 60_000);
     expect(approvalEvent(await text)).toMatchObject({ approval_id: id, status: 'expired' });
+  });
+
+  it('an approval extended between the read and the write of an expiry sweep stays open (replicas whose clocks differ)', async () => {
+    const { id } = await pendingRegistration();
+    const ctx = p.proxy.protocol;
+    const approval = (await ctx.store.approval(id)) as ApprovalRecord;
+    const request = (await describeApproval(ctx, approval)) as DeviceRequest;
+    // This replica's clock reaches the expiry; the other replica's is a second behind it.
+    timers.clock.advance(approval.expiresAt - timers.clock.now());
+    const store = ctx.store;
+    const read = store.overdueApprovals.bind(store);
+    store.overdueApprovals = async (now, limit) => {
+      const due = await read(now, limit);
+      expect(due.map((a) => a.id)).toContain(id);
+      timers.clock.advance(-1000);
+      await extendApproval(ctx, request, 'alice');
+      timers.clock.advance(1000);
+      return due;
+    };
+    try {
+      await expireApprovals(ctx);
+    } finally {
+      store.overdueApprovals = read;
+    }
+    const after = (await ctx.store.approval(id)) as ApprovalRecord;
+    expect(after.status).toBe('pending');
+    expect(after.expiresAt).toBeGreaterThan(timers.clock.now());
+    expect((await ctx.store.grants(approval.agentId)).map((g) => g.status)).toEqual(['pending']);
   });
 
   it('sends "expired" with the agent revoked when the agent is revoked meanwhile', async () => {
