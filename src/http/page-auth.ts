@@ -10,6 +10,7 @@ import type { SignInSettings } from '../config/sign-in.js';
 import { signInEnabled } from '../config/sign-in.js';
 import type { Sessions } from '../protocol/sessions.js';
 import type { LocalSignIn } from '../protocol/sign-in.js';
+import type { SessionRecord } from '../storage/types.js';
 import { ClientAddress, normalize } from './client-address.js';
 
 export class PageAuth {
@@ -66,21 +67,38 @@ export class PageAuth {
     return undefined;
   }
 
+  /** Whether the TCP peer itself (not a forwarded address) is one of `trusted_header.from`. */
+  fromTrustedPeer(req: IncomingMessage): boolean {
+    if (!this.#trustedPeers) return false;
+    const peer = normalize(req.socket.remoteAddress ?? '');
+    return peer !== undefined && this.#trustedPeers.isTrusted(peer);
+  }
+
   /**
    * The user the trusted header names, only when the TCP peer itself (not a forwarded address)
    * is one of `sign_in.trusted_header.from`; from any other peer the header means nothing.
    */
   trustedUser(req: IncomingMessage): string | undefined {
     const header = this.settings.trustedHeader;
-    if (!header || !this.#trustedPeers) return undefined;
-    const peer = normalize(req.socket.remoteAddress ?? '');
-    if (peer === undefined || !this.#trustedPeers.isTrusted(peer)) return undefined;
+    if (!header || !this.fromTrustedPeer(req)) return undefined;
     const value = req.headers[header.name];
     if (typeof value !== 'string') return undefined;
     const user = value.trim();
     // eslint-disable-next-line no-control-regex -- a user id with control characters is no user id
     return user.length > 0 && user.length <= 200 && !/[\u0000-\u001f\u007f]/.test(user) ? user : undefined;
   }
+}
+
+/**
+ * Whether the authenticating proxy in front now speaks for someone other than `session`'s user:
+ * from a trusted peer, a header naming another user, or, for a session the header started, no
+ * user at all (that person signed out there). The person at the browser is whoever the header
+ * names now; a cookie left by an earlier person on a shared browser must not decide for them.
+ */
+export function headerDisowns(auth: PageAuth, req: IncomingMessage, session: SessionRecord): boolean {
+  if (!auth.fromTrustedPeer(req)) return false;
+  const named = auth.trustedUser(req);
+  return named === undefined ? session.authMethod === 'trusted_header' : named !== session.userId;
 }
 
 /** Only a local path may be returned to after sign-in: never another site (open redirect). */

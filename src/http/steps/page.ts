@@ -8,7 +8,7 @@
  */
 import { ProtocolError } from '../../errors.js';
 import { csrfMatches, stillSignsIn } from '../../protocol/sessions.js';
-import type { PageAuth } from '../page-auth.js';
+import { headerDisowns, type PageAuth } from '../page-auth.js';
 import type { RateLimits } from '../rate-limits.js';
 import { perIp } from './limits.js';
 import { step, type SharedStep } from '../pipeline.js';
@@ -26,8 +26,9 @@ export function session(auth: PageAuth): SharedStep {
     const value = auth.cookieValue(x.req);
     if (value !== undefined) x.sessionCookie = value;
     const found = await auth.sessions.find(value);
-    // A session whose way in was since removed from the configuration signs nobody in (§8.11).
-    if (found && stillSignsIn(auth.settings, found)) {
+    // A session whose way in was since removed from the configuration signs nobody in (§8.11),
+    // nor one the authenticating proxy in front no longer vouches for.
+    if (found && stillSignsIn(auth.settings, found) && !headerDisowns(auth, x.req, found)) {
       x.session = found;
       x.decision.user_id = found.userId;
     }

@@ -446,13 +446,26 @@ describe('attacks on the forms', () => {
 });
 
 describe('trusted header', () => {
-  async function signInWithHeader(t: TestProtocol): Promise<{ status: number; cookie: string | null }> {
+  async function signInWithHeader(
+    t: TestProtocol,
+    user = 'carol@example.com',
+    cookie?: string,
+  ): Promise<{ status: number; cookie: string | null }> {
     const res = await fetch(`${t.proxy.url}/sign-in?return=/device`, {
       redirect: 'manual',
-      headers: { 'x-forwarded-email': 'carol@example.com' },
+      headers: { 'x-forwarded-email': user, ...(cookie ? { cookie } : {}) },
     });
     await res.text();
     return { status: res.status, cookie: res.headers.get('set-cookie') };
+  }
+
+  /** The device page as a browser with `cookie` behind the authenticating proxy sees it. */
+  async function devicePage(t: TestProtocol, cookie: string, user?: string) {
+    const res = await fetch(`${t.proxy.url}/device`, {
+      redirect: 'manual',
+      headers: { cookie, ...(user ? { 'x-forwarded-email': user } : {}) },
+    });
+    return { status: res.status, html: await res.text() };
   }
 
   it('signs in without a form when the peer is trusted (127.0.0.1 here)', async () => {
@@ -463,10 +476,34 @@ describe('trusted header', () => {
       const signed = await signInWithHeader(t);
       expect(signed.status).toBe(303);
       expect(signed.cookie).toMatch(/^aap_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax/);
-      const page = await fetch(`${t.proxy.url}/device`, {
-        headers: { cookie: (signed.cookie ?? '').split(';')[0] ?? '' },
-      });
-      expect(await page.text()).toContain('carol@example.com');
+      const page = await devicePage(t, (signed.cookie ?? '').split(';')[0] ?? '', 'carol@example.com');
+      expect(page.html).toContain('carol@example.com');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a session is not used once the header names someone else, or no one (a shared browser)', async () => {
+    const t = await startWith(
+      'sign_in:\n  trusted_header:\n    name: X-Forwarded-Email\n    from: [127.0.0.1/32]\n',
+    );
+    try {
+      const carol = ((await signInWithHeader(t)).cookie ?? '').split(';')[0] ?? '';
+      expect((await devicePage(t, carol, 'carol@example.com')).html).toContain('carol@example.com');
+      // Carol signed out at the proxy in front; Dave signed in there on the same browser.
+      for (const user of ['dave@example.com', undefined]) {
+        const seen = await devicePage(t, carol, user);
+        expect(seen.status).toBe(200);
+        expect(seen.html).not.toContain('carol@example.com');
+        expect(seen.html).toContain('id="sign-in-link"');
+      }
+      // Following the page's sign-in link signs Dave in with a new session; Carol's ends.
+      const dave = await signInWithHeader(t, 'dave@example.com', carol);
+      expect(dave.status).toBe(303);
+      const daveCookie = (dave.cookie ?? '').split(';')[0] ?? '';
+      expect(daveCookie).not.toBe(carol);
+      expect((await devicePage(t, daveCookie, 'dave@example.com')).html).toContain('dave@example.com');
+      expect((await devicePage(t, carol, 'carol@example.com')).html).toContain('id="sign-in-link"');
     } finally {
       await t.close();
     }
