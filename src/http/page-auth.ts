@@ -58,13 +58,7 @@ export class PageAuth {
 
   /** The session cookie's value in the request, if any. */
   cookieValue(req: IncomingMessage): string | undefined {
-    const header = req.headers.cookie;
-    if (header === undefined) return undefined;
-    for (const part of header.split(';')) {
-      const eq = part.indexOf('=');
-      if (eq > 0 && part.slice(0, eq).trim() === this.cookieName) return part.slice(eq + 1).trim();
-    }
-    return undefined;
+    return readCookie(req, this.cookieName);
   }
 
   /** Whether the TCP peer itself (not a forwarded address) is one of `trusted_header.from`. */
@@ -87,6 +81,15 @@ export class PageAuth {
     // eslint-disable-next-line no-control-regex -- a user id with control characters is no user id
     return user.length > 0 && user.length <= 200 && !/[\u0000-\u001f\u007f]/.test(user) ? user : undefined;
   }
+}
+
+/** The value of the cookie `name` in the request, if any (the first, as browsers send most specific first). */
+export function readCookie(req: IncomingMessage, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
 }
 
 /**

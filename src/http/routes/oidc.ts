@@ -9,11 +9,10 @@
  * a pending sign-in, and is reused while valid so sign-ins started in two tabs both finish.
  */
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import { OidcUnavailable, PENDING_TTL_MS } from '../../protocol/oidc-outcomes.js';
 import type { OidcSignIn } from '../../protocol/oidc.js';
 import { redirect } from '../html.js';
-import { safeReturn, type PageAuth } from '../page-auth.js';
+import { readCookie, safeReturn, type PageAuth } from '../page-auth.js';
 import { step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
@@ -94,12 +93,4 @@ export function oidcRoutes(router: Router, { auth, oidc, limits, serverName }: O
       redirect(x.res, result.returnTo, { 'set-cookie': auth.cookie(cookieValue) });
     }),
   ]);
-}
-
-function readCookie(req: IncomingMessage, name: string): string | undefined {
-  for (const part of (req.headers.cookie ?? '').split(';')) {
-    const eq = part.indexOf('=');
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return undefined;
 }
