@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import type { Logger } from '../../src/log.js';
 import type { Timers } from '../../src/notify/webhook.js';
 import { ROOT, tempDbFile } from './proxy.js';
-import { startProtocol, type TestClock, type TestProtocol } from './protocol.js';
+import type { TestClock, TestProtocol } from './protocol.js';
+import { startInFrontOf } from './proxy-in-front.js';
 import { TestUpstream } from './upstream.js';
 
 export const GATEWAY_SPEC = join(ROOT, 'test/fixtures/specs/gateway.yaml');
@@ -57,28 +58,15 @@ export async function startGateway(
     .replaceAll('{{upstream}}', upstream.url);
   writeFileSync(configFile, yaml);
   const db = options.db ?? tempDbFile();
-  try {
-    const p = await startProtocol({
-      // Tests register many agents from one IP; the unknown-host registration limit is tested elsewhere.
-      policy: options.policy ?? 'rate_limits:\n  unknown_host_registration: null\n',
-      overrides: { config: configFile, db },
-      ...(options.clock ? { clock: options.clock } : {}),
-      ...(options.env ? { env: options.env } : {}),
-      ...(options.logger ? { logger: options.logger } : {}),
-      ...(options.timers ? { timers: options.timers } : {}),
-      ...(options.logSink ? { logSink: options.logSink } : {}),
-    });
-    return {
-      p,
-      upstream,
-      db,
-      close: async () => {
-        await p.close();
-        await upstream.close();
-      },
-    };
-  } catch (err) {
-    await upstream.close();
-    throw err;
-  }
+  const { p, close } = await startInFrontOf(upstream, {
+    // Tests register many agents from one IP; the unknown-host registration limit is tested elsewhere.
+    policy: options.policy ?? 'rate_limits:\n  unknown_host_registration: null\n',
+    overrides: { config: configFile, db },
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.timers ? { timers: options.timers } : {}),
+    ...(options.logSink ? { logSink: options.logSink } : {}),
+  });
+  return { p, upstream, db, close };
 }

@@ -4,8 +4,10 @@ import { freePort, writeConfig } from './browser.js';
 import { generateTestKey, type TestKey } from './keys.js';
 import { startProtocol, TestClock, type TestProtocol } from './protocol.js';
 import { PETSTORE } from './proxy.js';
+import { PASSWORD } from './local-sign-in.js';
 
-export const PASSWORD = 'correct horse battery staple';
+export { PASSWORD };
+
 export const ALICE = 'alice@example.com';
 export const BOB = 'bob@example.com';
 const POLICY =

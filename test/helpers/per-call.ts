@@ -11,13 +11,16 @@ import { join } from 'node:path';
 import type { Logger } from '../../src/log.js';
 import { hashPassword } from '../../src/util/password.js';
 import { freePort, writeConfig } from './browser.js';
-import { startProtocol, TestClock, type TestProtocol } from './protocol.js';
+import { TestClock, type TestProtocol } from './protocol.js';
+import { startInFrontOf } from './proxy-in-front.js';
 import { ROOT } from './proxy.js';
 import { TestUpstream } from './upstream.js';
 import { SoftAuthenticator } from './webauthn.js';
+import { PASSWORD } from './local-sign-in.js';
+
+export { PASSWORD };
 
 export const PER_CALL_SPEC = join(ROOT, 'test/fixtures/specs/per-call.yaml');
-export const PASSWORD = 'correct horse battery staple';
 
 export interface PerCallProxy {
   readonly p: TestProtocol;
@@ -53,26 +56,13 @@ export async function startPerCallProxy(options: {
       `sign_in:\n  fresh_auth: 5m\n  local:\n    users:\n${users}${options.config ?? ''}`,
   );
   const clock = new TestClock();
-  try {
-    const p = await startProtocol({
-      policy: options.policy,
-      clock,
-      overrides: { config, port },
-      ...(options.logger ? { logger: options.logger } : {}),
-    });
-    return {
-      p,
-      upstream,
-      clock,
-      close: async () => {
-        await p.close();
-        await upstream.close();
-      },
-    };
-  } catch (err) {
-    await upstream.close();
-    throw err;
-  }
+  const { p, close } = await startInFrontOf(upstream, {
+    policy: options.policy,
+    clock,
+    overrides: { config, port },
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  return { p, upstream, clock, close };
 }
 
 /** A passkey of `userId`, stored as an enrolment would store it; the test holds the authenticator. */

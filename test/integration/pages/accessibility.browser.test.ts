@@ -15,10 +15,10 @@ import { generateTestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 import { softPasskey } from '../../helpers/per-call.js';
 import { PETSTORE } from '../../helpers/proxy.js';
+import { PASSWORD } from '../../helpers/local-sign-in.js';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const WCAG_AA = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22a', 'wcag22aa'];
-const PASSWORD = 'correct horse battery staple';
 const ALICE = 'alice@example.com';
 const POLICY = `capabilities:
   public: ["*"]

@@ -8,20 +8,11 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCOUNT_PAGE_SIZE, RECENT_ACTIVITY } from '../../../src/protocol/account.js';
-import { hashPassword } from '../../../src/util/password.js';
-import {
-  freePort,
-  launchChromium,
-  openPage,
-  submitForm as submit,
-  writeConfig,
-  screenshot,
-} from '../../helpers/browser.js';
+import { launchChromium, openPage, submitForm as submit, screenshot } from '../../helpers/browser.js';
+import { localhostConfig, localSignIn, PASSWORD } from '../../helpers/local-sign-in.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
-import { PETSTORE } from '../../helpers/proxy.js';
 import { TestUpstream } from '../../helpers/upstream.js';
 
-const PASSWORD = 'correct horse battery staple';
 const ALICE = 'alice@example.com';
 const BOB = 'bob@example.com';
 
@@ -32,20 +23,13 @@ let origin = '';
 
 beforeAll(async () => {
   upstream = await TestUpstream.start();
-  const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
-  const port = await freePort();
-  const users = [ALICE, BOB, 'carol@example.com']
-    .map((u) => `      - user_id: ${u}\n        password_hash: "${hash}"\n`)
-    .join('');
-  const config = writeConfig(
-    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PETSTORE}\n    upstream: ${upstream.url}\nsign_in:\n  local:\n    users:\n${users}`,
-  );
+  const signIn = await localSignIn([ALICE, BOB, 'carol@example.com']);
   p = await startProtocol({
     policy:
       'capabilities:\n  constraints:\n    list_pets:\n      limit: { max: 500 }\n' +
       'rate_limits:\n  unknown_host_registration: null\n  per_ip: null\n',
     clock: new TestClock(),
-    overrides: { config, port },
+    overrides: await localhostConfig(signIn, upstream.url),
   });
   origin = p.issuer;
   browser = await launchChromium();

@@ -6,20 +6,11 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../../src/util/password.js';
-import {
-  freePort,
-  launchChromium,
-  openPage,
-  submitForm as submit,
-  writeConfig,
-  screenshot,
-} from '../../helpers/browser.js';
+import { launchChromium, openPage, submitForm as submit, screenshot } from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
+import { localhostConfig, localSignIn, PASSWORD } from '../../helpers/local-sign-in.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
-import { PETSTORE } from '../../helpers/proxy.js';
 
-const PASSWORD = 'correct horse battery staple';
 const POLICY =
   'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n  approval_requests_per_user: 5/1m\n';
 
@@ -29,20 +20,13 @@ let browser: Browser;
 let origin = '';
 
 async function startWith(signIn: string, c = new TestClock()): Promise<TestProtocol> {
-  const port = await freePort();
-  const config = writeConfig(
-    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PETSTORE}\n${signIn}`,
-  );
-  return startProtocol({ policy: POLICY, clock: c, overrides: { config, port } });
+  return startProtocol({ policy: POLICY, clock: c, overrides: await localhostConfig(signIn) });
 }
 
 beforeAll(async () => {
-  const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
+  const signIn = await localSignIn(['alice@example.com', 'bob@example.com'], '  fresh_auth: 5m\n');
   clock = new TestClock();
-  p = await startWith(
-    `sign_in:\n  fresh_auth: 5m\n  local:\n    users:\n      - user_id: alice@example.com\n        password_hash: "${hash}"\n      - user_id: bob@example.com\n        password_hash: "${hash}"\n`,
-    clock,
-  );
+  p = await startWith(signIn, clock);
   origin = p.issuer;
   browser = await launchChromium();
 });

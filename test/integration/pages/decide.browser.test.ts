@@ -9,21 +9,12 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INBOX_PAGE_SIZE } from '../../../src/protocol/inbox.js';
-import { hashPassword } from '../../../src/util/password.js';
-import {
-  freePort,
-  launchChromium,
-  openPage,
-  submitForm as submit,
-  writeConfig,
-  screenshot,
-} from '../../helpers/browser.js';
+import { launchChromium, openPage, submitForm as submit, screenshot } from '../../helpers/browser.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
+import { localhostConfig, localSignIn, PASSWORD } from '../../helpers/local-sign-in.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
-import { PETSTORE } from '../../helpers/proxy.js';
 import { TestUpstream } from '../../helpers/upstream.js';
 
-const PASSWORD = 'correct horse battery staple';
 const ALICE = 'alice@example.com';
 const BOB = 'bob@example.com';
 /** An approver of her own, so her inbox holds only what the paging test puts there. */
@@ -52,17 +43,14 @@ let browser: Browser;
 let origin = '';
 
 beforeAll(async () => {
-  const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
+  const signIn = await localSignIn([ALICE, BOB, CAROL], '  fresh_auth: 5m\n');
   upstream = await TestUpstream.start();
   clock = new TestClock();
-  const port = await freePort();
-  const users = [ALICE, BOB, CAROL]
-    .map((u) => `      - user_id: ${u}\n        password_hash: "${hash}"\n`)
-    .join('');
-  const config = writeConfig(
-    `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${PETSTORE}\n    upstream: ${upstream.url}/v1\nsign_in:\n  fresh_auth: 5m\n  local:\n    users:\n${users}`,
-  );
-  p = await startProtocol({ policy: POLICY, clock, overrides: { config, port } });
+  p = await startProtocol({
+    policy: POLICY,
+    clock,
+    overrides: await localhostConfig(signIn, `${upstream.url}/v1`),
+  });
   origin = p.issuer;
   browser = await launchChromium();
 });

@@ -12,11 +12,12 @@ import { post } from '../../helpers/page-http.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 import { PETSTORE, tempDbFile } from '../../helpers/proxy.js';
 import { hashPassword } from '../../../src/util/password.js';
+import { PASSWORD } from '../../helpers/local-sign-in.js';
 
 const database = tempDbFile();
 let p: TestProtocol;
 beforeAll(async () => {
-  const hash = await hashPassword('correct horse battery staple', { N: 2 ** 14, r: 8, p: 1 });
+  const hash = await hashPassword(PASSWORD, { N: 2 ** 14, r: 8, p: 1 });
   // Passkeys need a secure context: http://localhost is one, an IP address is not.
   const port = await freePort();
   const config = writeConfig(

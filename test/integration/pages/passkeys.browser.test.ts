@@ -25,8 +25,8 @@ import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
 import { PETSTORE } from '../../helpers/proxy.js';
 import { pageAndAuthenticator, type VirtualAuthenticator } from '../../helpers/virtual-authenticator.js';
+import { PASSWORD } from '../../helpers/local-sign-in.js';
 
-const PASSWORD = 'correct horse battery staple';
 // CIBA to alice (§7.5) for the inbox test; requests without a login_hint use the device flow.
 const POLICY =
   'capabilities:\n  public: ["*"]\nrate_limits:\n  unknown_host_registration: null\n' +

@@ -20,11 +20,11 @@ import { CLI, ensureBuiltCli } from '../../helpers/cli-process.js';
 import { IDP_PASSWORD, startTestIdp, type TestIdp } from '../../helpers/oidc-provider.js';
 import { startReplicaCluster, type Replica, type ReplicaCluster } from '../../helpers/replicas.js';
 import { SoftAuthenticator } from '../../helpers/webauthn.js';
+import { PASSWORD } from '../../helpers/local-sign-in.js';
 
 /** Passkeys need https or a `localhost` name: the replicas' shared issuer is one. */
 const ISSUER = 'http://replicas.localhost';
 const RP = { rpId: 'replicas.localhost', origin: ISSUER };
-const PASSWORD = 'correct horse battery staple';
 /** RFC 6238's test secret (20 bytes), base32. */
 const TOTP_SECRET = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ';
 const TOTP_KEY = Buffer.from('12345678901234567890');

@@ -5,16 +5,13 @@
  * change). Between a kill and the restart the database file is inspected directly for the
  * invariants a torn write would break.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { serveCli } from '../../helpers/cli-serve.js';
-import { CLI, ensureBuiltCli, killChildren, ROOT } from '../../helpers/cli-process.js';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../../helpers/cli-process.js';
+import { CliProxy, cliWorkspace, type Reply } from '../../helpers/cli-restarts.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../../helpers/keys.js';
-import { requestJson } from '../../helpers/proxy.js';
 
 const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
 const ADMIN_TOKEN = 'durability-admin-token-0123456789abcdef';
@@ -33,57 +30,18 @@ rate_limits:
   approval_requests_per_user: null
 `;
 
-/** Every child this file started; killed by PID after each test if still running. */
-const children = new Set<ChildProcess>();
-let tmp = '';
-let policyFile = '';
-
-beforeAll(() => {
-  expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
-  tmp = mkdtempSync(join(tmpdir(), 'aap-durability-'));
-  policyFile = join(tmp, 'policy.yaml');
-  writeFileSync(policyFile, POLICY);
-});
-afterEach(() => killChildren(children));
-afterAll(() => {
-  rmSync(tmp, { recursive: true, force: true });
-});
-
-interface Reply {
-  status: number;
-  body: any;
-}
+const workspace = cliWorkspace('aap-durability-', POLICY);
 
 /** One running proxy process and a small client for it. */
-class Proxy {
-  private constructor(
-    readonly child: ChildProcess,
-    readonly url: string,
-    readonly exited: Promise<void>,
-  ) {}
-
+class Proxy extends CliProxy {
   static async boot(db: string): Promise<Proxy> {
-    const served = await serveCli(['--spec', PETSTORE, '--db', db, '--policy', policyFile], {
-      cwd: tmp,
-      env: { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
-      children,
-    });
     return new Proxy(
-      served.child,
-      served.url,
-      served.exited.then(() => undefined),
+      await CliProxy.serve(
+        workspace,
+        ['--spec', PETSTORE, '--db', db, '--policy', workspace.policyFile],
+        ADMIN_TOKEN,
+      ),
     );
-  }
-
-  /** SIGKILL, now: no shutdown hook, no flush, no checkpoint. */
-  async crash(): Promise<void> {
-    this.child.kill('SIGKILL');
-    await this.exited;
-  }
-
-  async request(method: string, path: string, token?: string, body?: unknown): Promise<Reply> {
-    const { status, body: answer } = await requestJson(`${this.url}${path}`, method, token, body);
-    return { status, body: answer };
   }
 
   admin(method: string, path: string, body?: unknown): Promise<Reply> {
@@ -198,7 +156,7 @@ function checkInvariants(db: string): { grantsPerAgent: Map<string, string[]>; a
 
 describe('every acknowledged change survives SIGKILL right after its response', () => {
   it('pre-registration, registration, approval, revocation, key rotation, host revocation', async () => {
-    const db = join(mkdtempSync(join(tmp, 'seq-')), 'proxy.db');
+    const db = join(mkdtempSync(join(workspace.tmp, 'seq-')), 'proxy.db');
     let proxy = await Proxy.boot(db);
     /** Crash now, check the file, start again on it. */
     const restart = async (): Promise<void> => {
@@ -346,7 +304,7 @@ describe('every acknowledged change survives SIGKILL right after its response', 
 
 describe('a kill in the middle of a burst leaves nothing half-written', () => {
   it('concurrent registrations, then concurrent approvals, each killed after a few acknowledgements', async () => {
-    const db = join(mkdtempSync(join(tmp, 'burst-')), 'proxy.db');
+    const db = join(mkdtempSync(join(workspace.tmp, 'burst-')), 'proxy.db');
     let proxy = await Proxy.boot(db);
     const linked = await generateTestKey();
     const pre = await proxy.admin('POST', '/admin/hosts', { public_key: linked.publicJwk, user_id: 'alice' });

@@ -6,6 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
+import { lifetimesPolicy } from '../../helpers/lifetimes-policy.js';
 import { startProtocol, type Reply, type TestProtocol } from '../../helpers/protocol.js';
 
 const MIN = 60_000;
@@ -17,22 +18,7 @@ const PENDING_CLEANUP = HOUR;
 
 // Short clocks so a test can walk through them; list_pets is a policy default, delete_pet is
 // high-risk (never auto-approved, §8.10). Rate limits are off: they are not what is tested.
-const POLICY = `
-modes: [delegated, autonomous]
-lifetimes:
-  session_ttl: 10m
-  max_lifetime: 1h
-  absolute_lifetime: 3h
-  pending_cleanup: 1h
-capabilities:
-  defaults: [list_pets]
-  high_risk: [delete_pet, place_order]
-autonomous:
-  grants: [list_pets]
-rate_limits:
-  per_ip: null
-  unknown_host_registration: null
-`;
+const POLICY = lifetimesPolicy('1h');
 
 let p: TestProtocol;
 beforeEach(async () => {

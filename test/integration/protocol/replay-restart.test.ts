@@ -4,15 +4,12 @@
  * (SIGTERM) is refused after it starts again on the same database. Accepted jtis are journalled
  * before the request goes on (README "Storage and durability"), so no restart forgets one.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { serveCli } from '../../helpers/cli-serve.js';
-import { CLI, ensureBuiltCli, killChildren, ROOT } from '../../helpers/cli-process.js';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../../helpers/cli-process.js';
+import { CliProxy, cliWorkspace, type Reply } from '../../helpers/cli-restarts.js';
 import { agentJwt, generateTestKey, hostJwt, type TestKey } from '../../helpers/keys.js';
-import { requestJson } from '../../helpers/proxy.js';
 
 const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
 const ADMIN_TOKEN = 'replay-restart-admin-token-0123456789';
@@ -32,52 +29,18 @@ rate_limits:
   in_flight_per_agent: 40
 `;
 
-const children = new Set<ChildProcess>();
-let tmp = '';
-let policyFile = '';
-
-beforeAll(() => {
-  expect(ensureBuiltCli(), `${CLI} is missing: run npm run build`).toBe(true);
-  tmp = mkdtempSync(join(tmpdir(), 'aap-replay-restart-'));
-  policyFile = join(tmp, 'policy.yaml');
-  writeFileSync(policyFile, POLICY);
-});
-afterEach(() => killChildren(children));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-interface Reply {
-  status: number;
-  body: any;
-}
+const workspace = cliWorkspace('aap-replay-restart-', POLICY);
 
 /** One proxy process on `db` (port 0) and a small client for it. */
-class Proxy {
-  private constructor(
-    readonly child: ChildProcess,
-    readonly url: string,
-    readonly exited: Promise<void>,
-  ) {}
-
+class Proxy extends CliProxy {
   static async boot(db: string, extra: readonly string[] = []): Promise<Proxy> {
-    const served = await serveCli(
-      ['--spec', PETSTORE, '--issuer', ISSUER, '--db', db, '--policy', policyFile, ...extra],
-      {
-        cwd: tmp,
-        env: { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
-        children,
-      },
-    );
     return new Proxy(
-      served.child,
-      served.url,
-      served.exited.then(() => undefined),
+      await CliProxy.serve(
+        workspace,
+        ['--spec', PETSTORE, '--issuer', ISSUER, '--db', db, '--policy', workspace.policyFile, ...extra],
+        ADMIN_TOKEN,
+      ),
     );
-  }
-
-  /** SIGKILL: no shutdown hook, no flush, no checkpoint. */
-  async crash(): Promise<void> {
-    this.child.kill('SIGKILL');
-    await this.exited;
   }
 
   /** SIGTERM: the clean shutdown path. */
@@ -85,11 +48,6 @@ class Proxy {
     this.child.kill('SIGTERM');
     await this.exited;
     expect(this.child.exitCode).toBe(0);
-  }
-
-  async request(method: string, path: string, token?: string, body?: unknown): Promise<Reply> {
-    const { status, body: answer } = await requestJson(`${this.url}${path}`, method, token, body);
-    return { status, body: answer };
   }
 
   agentToken(agent: TestKey, agentId: string, audience = ISSUER): Promise<string> {
@@ -133,7 +91,7 @@ describe('a JWT accepted before a restart is refused after it (jti journal)', ()
   ] as const)(
     'agent and host JWTs replayed after %s → 401 invalid_jwt',
     async (_name, how) => {
-      const db = join(mkdtempSync(join(tmp, 'db-')), 'proxy.db');
+      const db = join(mkdtempSync(join(workspace.tmp, 'db-')), 'proxy.db');
       const first = await Proxy.boot(db);
       const { host, agent, agentId } = await setUp(first);
       const agentToken = await first.agentToken(agent, agentId);
@@ -160,7 +118,7 @@ describe('a JWT accepted before a restart is refused after it (jti journal)', ()
   );
 
   it('a burst of 40 tokens accepted concurrently, SIGKILL the moment the last answer arrives: every one is refused after restart', async () => {
-    const db = join(mkdtempSync(join(tmp, 'db-')), 'proxy.db');
+    const db = join(mkdtempSync(join(workspace.tmp, 'db-')), 'proxy.db');
     const first = await Proxy.boot(db);
     const { agent, agentId } = await setUp(first);
     const tokens = await Promise.all(Array.from({ length: 40 }, () => first.agentToken(agent, agentId)));
@@ -180,7 +138,7 @@ describe('a JWT accepted before a restart is refused after it (jti journal)', ()
   }, 60_000);
 
   it('40 executions at once (upstream calls in flight, so their jtis share journal writes), SIGKILL after the last answer: every one is refused after restart', async () => {
-    const db = join(mkdtempSync(join(tmp, 'db-')), 'proxy.db');
+    const db = join(mkdtempSync(join(workspace.tmp, 'db-')), 'proxy.db');
     const first = await Proxy.boot(db, ['--mock-upstream']);
     const { agent, agentId } = await setUp(first);
     const execute = `${ISSUER}/capability/execute`;

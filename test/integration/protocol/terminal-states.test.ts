@@ -4,26 +4,12 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateTestKey } from '../../helpers/keys.js';
+import { lifetimesPolicy } from '../../helpers/lifetimes-policy.js';
 import { startProtocol, type TestProtocol } from '../../helpers/protocol.js';
 
 const MIN = 60_000;
 
-const POLICY = `
-modes: [delegated, autonomous]
-lifetimes:
-  session_ttl: 10m
-  max_lifetime: 1h
-  absolute_lifetime: 3h
-  pending_cleanup: 24h
-capabilities:
-  defaults: [list_pets]
-  high_risk: [delete_pet, place_order]
-autonomous:
-  grants: [list_pets]
-rate_limits:
-  per_ip: null
-  unknown_host_registration: null
-`;
+const POLICY = lifetimesPolicy('24h');
 
 let p: TestProtocol;
 beforeEach(async () => {

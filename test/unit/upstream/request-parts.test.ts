@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type {
-  BodyBinding,
-  OperationBinding,
-  ParameterBinding,
-  ParameterLocation,
-} from '../../../src/openapi/types.js';
+import type { BodyBinding, OperationBinding } from '../../../src/openapi/types.js';
 import { encodeBody } from '../../../src/upstream/body-encoding.js';
 import {
   ArgumentError,
@@ -12,68 +7,11 @@ import {
   cookieHeader,
   type UpstreamRequestParts,
 } from '../../../src/upstream/request-parts.js';
+import { body, opWith, param } from '../../helpers/bindings.js';
 
 // Fixtures are built by hand: one binding per test keeps each rule visible.
 
-const DEFAULT_STYLE: Record<ParameterLocation, string> = {
-  path: 'simple',
-  query: 'form',
-  header: 'simple',
-  cookie: 'form',
-};
-
-function param(
-  name: string,
-  location: ParameterLocation,
-  extra: Partial<ParameterBinding> = {},
-): ParameterBinding {
-  const style = extra.style ?? DEFAULT_STYLE[location];
-  return {
-    argument: name,
-    in: location,
-    name,
-    required: location === 'path',
-    style,
-    explode: style === 'form',
-    allowReserved: false,
-    ...extra,
-  };
-}
-
-function op(
-  path: string,
-  parameters: ParameterBinding[] = [],
-  body?: BodyBinding,
-  method: OperationBinding['method'] = 'get',
-): OperationBinding {
-  return {
-    apiId: 'test',
-    method,
-    path,
-    parameters,
-    ...(body ? { body } : {}),
-    servers: [],
-    security: [],
-    tags: [],
-    deprecated: false,
-    responseMediaTypes: ['application/json'],
-    success: { status: 200 },
-    pointer: '/paths/x/get',
-  };
-}
-
-function body(mediaType: string, extra: Partial<BodyBinding> = {}): BodyBinding {
-  return {
-    mediaTypes: [mediaType],
-    mediaType,
-    required: false,
-    mode: 'flattened',
-    fields: [],
-    binaryFields: [],
-    encoding: {},
-    ...extra,
-  };
-}
+const op = opWith({ pointer: '/paths/x/get' });
 
 function wrapped(mediaType: string, extra: Partial<BodyBinding> = {}): BodyBinding {
   return body(mediaType, { mode: 'wrapped', argument: 'body', fields: ['body'], ...extra });

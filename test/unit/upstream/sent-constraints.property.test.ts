@@ -11,12 +11,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type {
-  BodyBinding,
-  OperationBinding,
-  ParameterBinding,
-  ParameterLocation,
-} from '../../../src/openapi/types.js';
+import type { BodyBinding, OperationBinding } from '../../../src/openapi/types.js';
 import { type Constraints } from '../../../src/protocol/constraints.js';
 import { checkConstraints, checkSentConstraints } from '../../../src/protocol/constraint-checks.js';
 import {
@@ -25,6 +20,7 @@ import {
   type UpstreamRequestParts,
 } from '../../../src/upstream/request-parts.js';
 import { sentRequest } from '../../../src/upstream/sent-values.js';
+import { body, opWith, param } from '../../helpers/bindings.js';
 
 // ---------------------------------------------------------------------------------------------
 // The grant: one field per operator kind, any subset of them constrained in a run.
@@ -62,58 +58,10 @@ interface Scenario {
   readonly required?: readonly string[];
 }
 
-const STYLE: Record<ParameterLocation, string> = {
-  path: 'simple',
-  query: 'form',
-  header: 'simple',
-  cookie: 'form',
-};
-
-function param(
-  argument: string,
-  location: ParameterLocation,
-  extra: Partial<ParameterBinding> = {},
-): ParameterBinding {
-  const style = extra.style ?? STYLE[location];
-  return {
-    argument,
-    in: location,
-    name: argument,
-    required: location === 'path',
-    style,
-    explode: style === 'form',
-    allowReserved: false,
-    ...extra,
-  };
-}
-
-function operation(path: string, parameters: ParameterBinding[], body?: BodyBinding): OperationBinding {
-  return {
-    apiId: 'prop',
-    method: body ? 'post' : 'get',
-    path,
-    parameters,
-    ...(body ? { body } : {}),
-    servers: [],
-    security: [],
-    tags: [],
-    deprecated: false,
-    responseMediaTypes: ['application/json'],
-    success: { status: 200 },
-    pointer: '/paths/prop',
-  };
-}
+const operation = opWith({ apiId: 'prop', pointer: '/paths/prop' });
 
 function flatBody(mediaType: string, fields: string[], encoding: BodyBinding['encoding'] = {}): BodyBinding {
-  return {
-    mediaTypes: [mediaType],
-    mediaType,
-    required: false,
-    mode: 'flattened',
-    fields,
-    binaryFields: [],
-    encoding,
-  };
+  return body(mediaType, { fields, encoding });
 }
 
 const COMMA = /,/;

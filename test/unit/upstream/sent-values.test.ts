@@ -5,71 +5,12 @@
  * argument check never saw; each must show up as `foreign`, naming the argument that sent it.
  */
 import { describe, expect, it } from 'vitest';
-import type {
-  BodyBinding,
-  OperationBinding,
-  ParameterBinding,
-  ParameterLocation,
-} from '../../../src/openapi/types.js';
+import type { OperationBinding } from '../../../src/openapi/types.js';
 import { type Constraints } from '../../../src/protocol/constraints.js';
 import { checkConstraints, checkSentConstraints } from '../../../src/protocol/constraint-checks.js';
 import { buildRequestParts } from '../../../src/upstream/request-parts.js';
 import { sentRequest, type SentField } from '../../../src/upstream/sent-values.js';
-
-const DEFAULT_STYLE: Record<ParameterLocation, string> = {
-  path: 'simple',
-  query: 'form',
-  header: 'simple',
-  cookie: 'form',
-};
-
-function param(
-  name: string,
-  location: ParameterLocation,
-  extra: Partial<ParameterBinding> = {},
-): ParameterBinding {
-  const style = extra.style ?? DEFAULT_STYLE[location];
-  return {
-    argument: name,
-    in: location,
-    name,
-    required: location === 'path',
-    style,
-    explode: style === 'form',
-    allowReserved: false,
-    ...extra,
-  };
-}
-
-function op(path: string, parameters: ParameterBinding[], body?: BodyBinding): OperationBinding {
-  return {
-    apiId: 'test',
-    method: body ? 'post' : 'get',
-    path,
-    parameters,
-    ...(body ? { body } : {}),
-    servers: [],
-    security: [],
-    tags: [],
-    deprecated: false,
-    responseMediaTypes: ['application/json'],
-    success: { status: 200 },
-    pointer: '/paths/x',
-  };
-}
-
-function body(mediaType: string, extra: Partial<BodyBinding> = {}): BodyBinding {
-  return {
-    mediaTypes: [mediaType],
-    mediaType,
-    required: false,
-    mode: 'flattened',
-    fields: [],
-    binaryFields: [],
-    encoding: {},
-    ...extra,
-  };
-}
+import { body, op, param } from '../../helpers/bindings.js';
 
 function sent(operation: OperationBinding, args: Record<string, unknown>, field: string): SentField {
   return sentRequest(operation, args, buildRequestParts(operation, args)).field(field);
