@@ -100,6 +100,18 @@ describe('§5.11 async start', () => {
     expect(gw.upstream.received('/v1/jobs/456')).toHaveLength(1);
   });
 
+  it('upstream 202 with no status URL → 200 {data: its body}: accepted, with nothing to poll', async () => {
+    // The upstream took the work (fire and forget) and named no way to follow it. A `pending`
+    // with nowhere to poll would never end, and an error would invite a retry of work already
+    // accepted; its acceptance is the result (README, Results).
+    gw.upstream.on('POST /v1/jobs', (_req, res) => json(res, 202, { accepted: true, job: 'j1' }));
+    const reply = await start();
+    expect({ status: reply.status, body: reply.body }).toEqual({
+      status: 200,
+      body: { data: { accepted: true, job: 'j1' } },
+    });
+  });
+
   it('the upstream Retry-After is passed on with the 202', async () => {
     acceptWithLocation('ra', { 'retry-after': '7' });
     const reply = await start();
