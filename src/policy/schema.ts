@@ -144,7 +144,7 @@ export const POLICY_SCHEMA = {
         methods: {
           type: 'array',
           description:
-            'Approval methods offered. device_authorization is required (§7.1); with ciba, CIBA is chosen when the login_hint names one of `approvers` (§7.5).',
+            'Approval methods offered. device_authorization is required (§7.1); with ciba, CIBA is chosen when the client gives a login_hint (§7.5): a linked host only with its own user, a host linked to nobody with any hint, so the answer does not tell strangers who the approvers are (§7.2).',
           minItems: 1,
           uniqueItems: true,
           items: { type: 'string', enum: ['device_authorization', 'ciba'] },
@@ -164,7 +164,7 @@ export const POLICY_SCHEMA = {
         approvers: {
           type: 'array',
           description:
-            'User ids or emails known to the server: CIBA is only used for a login_hint listed here.',
+            'User ids or emails the server can reach for CIBA: only they are notified and can decide a CIBA request; a login_hint naming none of them reaches nobody.',
           uniqueItems: true,
           items: { type: 'string', minLength: 1, maxLength: 256 },
           default: [],

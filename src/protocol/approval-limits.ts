@@ -14,17 +14,17 @@ import { canonicalJson } from '../util/canonical-json.js';
 import type { ProtocolContext } from './context.js';
 
 /**
- * Refuses one more approval request to `userId` with `429 rate_limited` and `Retry-After` when
+ * Refuses one more approval request from `budget` (approvals.ts names it) with `429 rate_limited` and `Retry-After` when
  * its budget is spent; takes nothing. Called inside the request's transaction, so a refusal rolls
  * everything back; `chargeApprovalRequest` takes from the budget once the request is committed
  * (a transaction may be run again, and must not change the limiter). Requests to one user in
  * flight at the same moment (on any replica) are all checked before any is charged, so they may
  * exceed the budget by that many.
  */
-export async function checkApprovalRequest(ctx: ProtocolContext, userId: string): Promise<void> {
+export async function checkApprovalRequest(ctx: ProtocolContext, budget: string): Promise<void> {
   const spec = ctx.policy.rateLimits.approvalRequestsPerUser;
   if (!spec) return;
-  const result = await ctx.approvalLimiter.check({ key: `approvals:${userId}`, limit: spec });
+  const result = await ctx.approvalLimiter.check({ key: budget, limit: spec });
   if (result.ok) return;
   throw new ProtocolError(
     'rate_limited',
@@ -63,13 +63,13 @@ export async function pendingRepeat(
 }
 
 /**
- * Takes one request from `userId`'s budget: after its approval request committed (see above).
+ * Takes one request from `budget`: after its approval request committed (see above).
  * On the replicas' shared budget this is a round trip the request does not wait for.
  */
-export function chargeApprovalRequest(ctx: ProtocolContext, userId: string): void {
+export function chargeApprovalRequest(ctx: ProtocolContext, budget: string): void {
   const spec = ctx.policy.rateLimits.approvalRequestsPerUser;
   if (!spec) return;
-  const taken = ctx.approvalLimiter.take([{ key: `approvals:${userId}`, limit: spec }]);
+  const taken = ctx.approvalLimiter.take([{ key: budget, limit: spec }]);
   if (taken instanceof Promise) {
     void taken.catch((err: unknown) => {
       ctx.logger.warn('approval request budget not charged', {

@@ -53,8 +53,11 @@ export function readHints(body: Readonly<Record<string, unknown>>): ApprovalHint
 }
 
 /**
- * §7.5: the server chooses; CIBA only when enabled and the hint names a known approver who can
- * answer: when the agent already acts for a user (a linked host), only that user (§2.9).
+ * §7.5: the server chooses; CIBA only when enabled and asked for with a login_hint. When the agent
+ * already acts for a user (a linked host), only that user, and only if an approver (§2.9). For a
+ * host linked to nobody, any hint gets CIBA, whether or not it names an approver: §7.2 and CIBA
+ * Core §14, a stranger must not learn from the answer who the approvers are. A hint that names
+ * nobody reaches nobody, and the request expires unanswered.
  */
 function chooseMethod(
   ctx: ProtocolContext,
@@ -62,16 +65,28 @@ function chooseMethod(
   knownUser: string | null,
 ): 'device_authorization' | 'ciba' {
   const { methods, approvers } = ctx.policy.approval;
+  const hint = hints.loginHint;
   if (
-    methods.includes('ciba') &&
-    hints.preferredMethod !== 'device_authorization' &&
-    hints.loginHint !== undefined &&
-    approvers.includes(hints.loginHint) &&
-    (knownUser === null || knownUser === hints.loginHint)
+    !methods.includes('ciba') ||
+    approvers.length === 0 ||
+    hints.preferredMethod === 'device_authorization' ||
+    hint === undefined
   ) {
-    return 'ciba';
+    return 'device_authorization';
   }
-  return 'device_authorization';
+  if (knownUser === null) return 'ciba';
+  return knownUser === hint && approvers.includes(hint) ? 'ciba' : 'device_authorization';
+}
+
+/**
+ * Whose budget a new request takes from (approval-limits.ts): the user the agent acts for; for a
+ * CIBA request from a host linked to nobody, the hint's own stranger budget, kept apart so that
+ * strangers can neither use up the budget a user's own agents ask under nor tell an approver's
+ * hint from a made-up one by when the 429 comes. None for an unlinked host's device request.
+ */
+function requestBudget(knownUser: string | null, method: string, hints: ApprovalHints): string | null {
+  if (knownUser !== null) return `approvals:${knownUser}`;
+  return method === 'ciba' && hints.loginHint !== undefined ? `approvals-unlinked:${hints.loginHint}` : null;
 }
 
 /**
@@ -93,11 +108,11 @@ export async function createApproval(
   // Issue 16 §3: a new question to a known user is rate-limited per user (approval-limits.ts):
   // refused before anything is written (a caller that goes on after the refusal, as drift does,
   // must not find the older request superseded), charged once the request is committed.
-  const addressee = knownUser ?? (method === 'ciba' ? (hints.loginHint ?? null) : null);
-  if (addressee !== null) {
-    await checkApprovalRequest(ctx, addressee);
+  const budget = requestBudget(knownUser, method, hints);
+  if (budget !== null) {
+    await checkApprovalRequest(ctx, budget);
     after(() => {
-      chargeApprovalRequest(ctx, addressee);
+      chargeApprovalRequest(ctx, budget);
     });
   }
   // A newer request supersedes an older unanswered one for the same agent and purpose. The
@@ -139,7 +154,8 @@ export async function createApproval(
   for (const g of carried) await tx.updateGrant(g.id, { approvalId: approval.id, updatedAt: now });
   // §7.2: the approver hears of it once it is committed, off the request's path.
   const notifier = ctx.notifier;
-  if (notifier) {
+  // A CIBA request whose hint names no approver has nobody to tell.
+  if (notifier && (method !== 'ciba' || ctx.policy.approval.approvers.includes(hints.loginHint ?? ''))) {
     const notice = await approvalNotice(ctx, tx, approval, agent);
     after(() => {
       notifier.approvalRequested(notice);

@@ -98,23 +98,31 @@ describe('per-user approval rate limit (issue 16 §3)', () => {
     expect(changed.body.approval.user_code).toBe(first.body.approval.user_code);
   });
 
-  it('a CIBA request is counted against its login_hint user; an unlinked host without one is bounded elsewhere', async () => {
+  it("strangers' CIBA requests are counted per login_hint, apart from the user's own agents, the same for any hint", async () => {
     const ciba = await startProtocol({
       policy: `${POLICY}approval:\n  methods: [device_authorization, ciba]\n  approvers: [gail@example.com]\n`,
     });
     try {
-      for (let i = 0; i < 5; i++) {
-        const reply = await ciba.register(await generateTestKey(), {
-          capabilities: ['create_pet'],
-          login_hint: 'gail@example.com',
-        });
-        expect(reply.body.approval.method).toBe('ciba');
-      }
-      const refused = await ciba.register(await generateTestKey(), {
-        capabilities: ['create_pet'],
-        login_hint: 'gail@example.com',
-      });
-      expect(refused.status).toBe(429);
+      const strangers = async (hint: string): Promise<number[]> => {
+        const statuses: number[] = [];
+        for (let i = 0; i < 6; i++) {
+          const reply = await ciba.register(await generateTestKey(), {
+            capabilities: ['create_pet'],
+            login_hint: hint,
+          });
+          if (reply.status === 200) expect(reply.body.approval.method).toBe('ciba');
+          statuses.push(reply.status);
+        }
+        return statuses;
+      };
+      // An approver's hint and a made-up one meet the limit alike (§7.2: no enumeration).
+      expect(await strangers('gail@example.com')).toEqual([200, 200, 200, 200, 200, 429]);
+      expect(await strangers('nobody@example.com')).toEqual([200, 200, 200, 200, 200, 429]);
+      // Gail's own agents still ask her: strangers did not use up her budget.
+      const { key } = await ciba.linkedHost('gail@example.com');
+      const own = await ciba.register(key, { capabilities: ['create_pet'], login_hint: 'gail@example.com' });
+      expect(own.status).toBe(200);
+      expect(own.body.approval.method).toBe('ciba');
       // Without a login_hint the request is addressed to nobody yet (pending_hosts bounds it).
       const open = await ciba.register(await generateTestKey(), { capabilities: ['create_pet'] });
       expect(open.status).toBe(200);

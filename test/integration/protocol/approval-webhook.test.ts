@@ -229,6 +229,20 @@ describe('a CIBA request notifies the approver', () => {
     expect(notifier(p).stats()).toMatchObject({ accepted: 1, delivered: 1, attempts: 1, failedAttempts: 0 });
   });
 
+  it('a CIBA request whose login_hint names no approver notifies nobody (it reaches nobody, §7.2)', async () => {
+    const { p } = await start(() => 204);
+    const reg = await p.register(await generateTestKey(), {
+      capabilities: ['list_pets'],
+      login_hint: 'nobody@example.com',
+    });
+    expect(reg.body.approval.method).toBe('ciba');
+    await cibaRequest(p);
+    await notifier(p).whenIdle();
+    expect(
+      receiver?.received.map((r) => (JSON.parse(r.raw.toString('utf8')) as { user_id: string }).user_id),
+    ).toEqual(['alice@example.com']);
+  });
+
   it('a forged or replayed notification fails the receiver’s check: tampered body, wrong secret, stale timestamp', async () => {
     const { p, clock } = await start(() => 204);
     await cibaRequest(p);

@@ -429,17 +429,28 @@ describe('CIBA (§7.2, §7.5)', () => {
     });
   });
 
-  it('an unknown login_hint falls back to device authorization (the server MAY ignore hints)', async () => {
-    const reg = await q.register(await generateTestKey(), {
-      capabilities: ['list_pets'],
-      login_hint: 'mallory@example.com',
-    });
-    expect(reg.status).toBe(200);
-    expect(reg.body.approval).toMatchObject({
-      method: 'device_authorization',
-      user_code: expect.any(String),
-    });
-    expect((await q.pendingApproval(reg.body.agent_id)).login_hint).toBe('mallory@example.com');
+  it('a host linked to nobody gets the same answer for any login_hint: who is an approver does not leak (§7.2, CIBA Core §14)', async () => {
+    const asked = async (hint: string) => {
+      const host = await generateTestKey();
+      const reg = await q.register(host, { capabilities: ['list_pets'], login_hint: hint });
+      expect(reg.status).toBe(200);
+      return { host, reg, approval: await q.pendingApproval(reg.body.agent_id) };
+    };
+    const real = await asked('alice@example.com');
+    const madeUp = await asked('mallory@example.com');
+    const shape = (body: Record<string, unknown>) => ({ ...body, notification_url: 'x' });
+    expect(shape(madeUp.reg.body.approval)).toEqual(shape(real.reg.body.approval));
+    expect(madeUp.reg.body.approval.method).toBe('ciba');
+    expect(madeUp.reg.body.approval.user_code).toBeUndefined();
+    // The made-up hint reaches nobody; the request waits, then expires unanswered.
+    expect(madeUp.approval.login_hint).toBe('mallory@example.com');
+    expect((await q.status(madeUp.host, madeUp.reg.body.agent_id)).body.status).toBe('pending');
+  });
+
+  it('a host linked to a user gets CIBA only for that user as login_hint', async () => {
+    const { key } = await q.linkedHost('alice@example.com');
+    const reg = await q.register(key, { capabilities: ['create_pet'], login_hint: 'mallory@example.com' });
+    expect(reg.body.approval.method).toBe('device_authorization');
   });
 
   it('preferred_method device_authorization is honoured even for a known approver', async () => {
