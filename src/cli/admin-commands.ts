@@ -227,6 +227,18 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       return `signed out user ${format.cell(r.user_id)}: ${n} session${n === 1 ? '' : 's'} ended`;
     },
   },
+  'users remove': {
+    flags: ['user-id', 'reason'],
+    request: (v) => post(`/admin/users/${enc(requiredUser('users remove', v))}/remove`, { reason: v.reason }),
+    text: (body) => {
+      const r = format.rec(body);
+      const count = (key: string, noun: string): string => {
+        const n = typeof r[key] === 'number' ? r[key] : 0;
+        return `${n} ${noun}${n === 1 ? '' : 's'}`;
+      };
+      return `removed user ${format.cell(r.user_id)}: ${count('hosts_revoked', 'host')} and ${count('agents_revoked', 'agent')} revoked, ${count('passkeys_removed', 'passkey')} and ${count('sessions_ended', 'session')} removed`;
+    },
+  },
   'passkeys code': {
     flags: ['user-id', 'ttl'],
     request: (v) =>

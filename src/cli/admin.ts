@@ -37,6 +37,7 @@ export const ADMIN_USAGE = `Usage:
   agent-auth-proxy admin passkeys code --user-id USER [--ttl DURATION]
                          (sign_in.first_passkey: operator_code; default 24h, at most 7d)
   agent-auth-proxy admin users sign-out --user-id USER [--reason TEXT]
+  agent-auth-proxy admin users remove --user-id USER [--reason TEXT]
   agent-auth-proxy admin activity [--agent-id ID] [--host-id ID] [--capability NAME]
                          [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
 

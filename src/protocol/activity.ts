@@ -39,7 +39,11 @@ export function agentEvent(
 
 /** What happened to one person's sign-in or passkeys (not to an agent or host). */
 export type UserEventType =
-  'user.passkey_added' | 'user.passkey_removed' | 'user.passkey_code_issued' | 'user.signed_out';
+  | 'user.passkey_added'
+  | 'user.passkey_removed'
+  | 'user.passkey_code_issued'
+  | 'user.signed_out'
+  | 'user.removed';
 
 /** The activity record (§11) of a change to `userId`'s passkeys or sessions. */
 export function userEvent(

@@ -8,7 +8,7 @@ import { announce } from './approvals.js';
 import { linkHost } from './host-linking.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
 import type { HostAuth } from './authenticate.js';
-import { newId, type ProtocolContext } from './context.js';
+import { newId, type AfterCommit, type ProtocolContext } from './context.js';
 import { parsePublicJwk, thumbprint, type Ed25519PublicJwk } from './keys.js';
 import { hostView } from './views.js';
 import { protocolEvent } from './activity.js';
@@ -71,22 +71,33 @@ export function revokeHost(
   by: string,
 ): Promise<Record<string, unknown>> {
   return ctx.write(async (tx, after) => {
-    const now = ctx.clock.now();
     const host = await tx.host(hostId);
     if (!host) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
-    let revoked = 0;
-    for (const agent of await tx.agents({ hostId })) {
-      if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') continue;
-      revoked++;
-      await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
-      await revokeGrants(tx, agent.id, now, 'Host revoked.');
-      for (const id of await closePendingApprovals(tx, agent.id, now, 'host_revoked'))
-        announce(ctx, after, id);
-    }
-    await tx.updateHost(hostId, { status: 'revoked', updatedAt: now });
-    await event(tx, now, 'host.revoked', host, { agents_revoked: revoked, by });
+    const revoked = await revokeHostIn(ctx, tx, after, host, by);
     return { host_id: hostId, status: 'revoked', agents_revoked: revoked };
   });
+}
+
+/** Revokes `host` and cascades to its agents inside `tx` (§8.5); how many agents it revoked. */
+export async function revokeHostIn(
+  ctx: ProtocolContext,
+  tx: StoreWriter,
+  after: AfterCommit,
+  host: HostRecord,
+  by: string,
+): Promise<number> {
+  const now = ctx.clock.now();
+  let revoked = 0;
+  for (const agent of await tx.agents({ hostId: host.id })) {
+    if (agent.status === 'revoked' || agent.status === 'rejected' || agent.status === 'claimed') continue;
+    revoked++;
+    await tx.updateAgent(agent.id, { status: 'revoked', updatedAt: now });
+    await revokeGrants(tx, agent.id, now, 'Host revoked.');
+    for (const id of await closePendingApprovals(tx, agent.id, now, 'host_revoked')) announce(ctx, after, id);
+  }
+  await tx.updateHost(host.id, { status: 'revoked', updatedAt: now });
+  await event(tx, now, 'host.revoked', host, { agents_revoked: revoked, by });
+  return revoked;
 }
 
 export interface PreRegistration {

@@ -13,6 +13,9 @@
  * A stolen laptop, or someone who left (an OIDC account disabled at the provider still has its
  * sessions here until they expire): the operator signs the person out everywhere.
  *
+ * A deleted account (taken out of sign_in.local.users, or deleted at the OIDC provider): §2.6, every
+ * host linked to the person is revoked with its agents (§8.5), and their passkeys and sessions go.
+ *
  * Each action is an activity record (§11) that names the operator's origin.
  */
 import { ProtocolError } from '../errors.js';
@@ -21,6 +24,7 @@ import type { ProtocolContext } from './context.js';
 import { userEvent } from './activity.js';
 import { originDetail, type DecisionOrigin } from './decision-record.js';
 import { enrolmentCodeHash, newEnrolmentCode } from './enrolment-codes.js';
+import { revokeHostIn } from './hosts.js';
 
 export interface PasskeyRemoval {
   /** Only this passkey; without it, every passkey of the user. */
@@ -119,5 +123,48 @@ export function signOutUser(
       }),
     );
     return ended;
+  });
+}
+
+export interface RemovedUser {
+  readonly hostsRevoked: number;
+  readonly agentsRevoked: number;
+  readonly passkeysRemoved: number;
+  readonly sessionsEnded: number;
+}
+
+/**
+ * §2.6 user deletion: every host linked to `userId` revoked with its agents (§8.5), and the
+ * person's passkeys and sessions removed, all in one transaction. Repeating it changes nothing.
+ */
+export function removeUser(
+  ctx: ProtocolContext,
+  userId: string,
+  options: { readonly reason?: string; readonly origin?: DecisionOrigin },
+): Promise<RemovedUser> {
+  return ctx.write(async (tx, after) => {
+    let hostsRevoked = 0;
+    let agentsRevoked = 0;
+    for (const host of await tx.hosts({ userId })) {
+      if (host.status === 'revoked') continue;
+      hostsRevoked++;
+      agentsRevoked += await revokeHostIn(ctx, tx, after, host, 'admin: user removed');
+    }
+    const passkeys = await tx.passkeys(userId);
+    for (const p of passkeys) await tx.deletePasskey(p.id, userId);
+    const sessionsEnded = await tx.deleteSessionsOf(userId);
+    const removed = { hostsRevoked, agentsRevoked, passkeysRemoved: passkeys.length, sessionsEnded };
+    await tx.appendActivity(
+      userEvent('user.removed', userId, ctx.clock.now(), {
+        by: 'admin',
+        hosts_revoked: hostsRevoked,
+        agents_revoked: agentsRevoked,
+        passkeys_removed: passkeys.length,
+        sessions_ended: sessionsEnded,
+        ...(options.reason ? { reason: options.reason } : {}),
+        ...originDetail(options.origin),
+      }),
+    );
+    return removed;
   });
 }

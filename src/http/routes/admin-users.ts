@@ -8,6 +8,9 @@
  *   POST /admin/users/{user_id}/passkeys/enrolment-code   {ttl_seconds?}: the one-time code a
  *                                                 first passkey needs (sign_in.first_passkey)
  *   POST /admin/users/{user_id}/sign-out          {reason?}: every session of the user ends
+ *   POST /admin/users/{user_id}/remove            {reason?}: the account was deleted (§2.6): its
+ *                                                 hosts and their agents revoked, passkeys and
+ *                                                 sessions removed
  *
  * The operator never adds a passkey (a person enrols their own) and never signs anyone in.
  */
@@ -15,7 +18,12 @@ import { ProtocolError } from '../../errors.js';
 import { iso } from '../../protocol/context.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { ENROLMENT_CODE_TTL_MS, MAX_ENROLMENT_CODE_TTL_MS } from '../../protocol/enrolment-codes.js';
-import { issueEnrolmentCode, removeUserPasskeys, signOutUser } from '../../protocol/operator-users.js';
+import {
+  issueEnrolmentCode,
+  removeUser,
+  removeUserPasskeys,
+  signOutUser,
+} from '../../protocol/operator-users.js';
 import type { PasskeyRecord } from '../../storage/types.js';
 import type { Exchange } from '../pipeline.js';
 import { sendJson } from '../respond.js';
@@ -83,6 +91,26 @@ export function adminUserRoutes(
         origin: originOf(x),
       });
       sendJson(x.res, 200, { user_id: userId, sessions_ended: ended });
+    }),
+  );
+
+  router.add(
+    'POST',
+    '/admin/users/:user_id/remove',
+    change('remove-user', async (x) => {
+      const userId = userIdOf(x);
+      const reason = stringOf(x, 'reason');
+      const removed = await removeUser(ctx, userId, {
+        ...(reason !== undefined ? { reason } : {}),
+        origin: originOf(x),
+      });
+      sendJson(x.res, 200, {
+        user_id: userId,
+        hosts_revoked: removed.hostsRevoked,
+        agents_revoked: removed.agentsRevoked,
+        passkeys_removed: removed.passkeysRemoved,
+        sessions_ended: removed.sessionsEnded,
+      });
     }),
   );
 

@@ -18,7 +18,7 @@ import { BAD_CODE } from '../../../src/protocol/passkeys.js';
 
 let proxy: PerCallProxy;
 beforeAll(async () => {
-  proxy = await startPerCallProxy({ policy: '', users: ['alice', 'bob', 'carol', 'dave', 'erin'] });
+  proxy = await startPerCallProxy({ policy: '', users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank'] });
 });
 afterAll(async () => proxy.close());
 
@@ -338,5 +338,69 @@ describe('POST /admin/users/{user_id}/sign-out', () => {
     expect(reply.status).toBe(400);
     expect(reply.body.message).toBe('user_id must be 1 to 200 characters.');
     expect(await bob.signedIn()).toBe(true);
+  });
+});
+
+describe('POST /admin/users/{user_id}/remove (§2.6 user deletion)', () => {
+  it("revokes every host linked to the user and their agents (§8.5), removes passkeys and sessions; no one else's", async () => {
+    const first = await proxy.p.activeAgent(['get_report'], { userId: 'frank' });
+    const second = await proxy.p.activeAgent(['get_report'], { userId: 'frank' });
+    const bobs = await proxy.p.activeAgent(['get_report'], { userId: 'bob' });
+    await softPasskey(proxy.p, 'frank');
+    const session = await PageClient.signIn(proxy.p.issuer, 'frank');
+    const bobSession = await PageClient.signIn(proxy.p.issuer, 'bob');
+
+    const reply = await proxy.p.admin('POST', '/admin/users/frank/remove', { reason: 'left the company' });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({
+      user_id: 'frank',
+      hosts_revoked: 2,
+      agents_revoked: 2,
+      passkeys_removed: 1,
+      sessions_ended: 1,
+    });
+    for (const a of [first, second]) {
+      expect((await proxy.p.status(a.host, a.agentId)).status).toBe(403);
+      const refused = await proxy.p.execute(a.agent, a.agentId, 'get_report', {});
+      expect(refused.status).toBe(403);
+      expect(['agent_revoked', 'host_revoked']).toContain(refused.body.error);
+      const host = await proxy.p.admin('GET', `/admin/hosts/${a.hostId}`);
+      expect(host.body.status).toBe('revoked');
+    }
+    expect(await passkeysOf('frank')).toEqual([]);
+    expect(await session.signedIn()).toBe(false);
+    // Bob is untouched.
+    expect((await proxy.p.status(bobs.host, bobs.agentId)).body.status).toBe('active');
+    expect(await bobSession.signedIn()).toBe(true);
+    const records = (await proxy.p.proxy.protocol.store.activity({ limit: 1000 })).filter(
+      (r) => r.type === 'user.removed',
+    );
+    expect(records.map((r) => [r.userId, r.detail])).toEqual([
+      [
+        'frank',
+        {
+          by: 'admin',
+          hosts_revoked: 2,
+          agents_revoked: 2,
+          passkeys_removed: 1,
+          sessions_ended: 1,
+          reason: 'left the company',
+          auth_method: 'admin_token',
+          client_ip: '127.0.0.1',
+          user_agent: 'node',
+        },
+      ],
+    ]);
+
+    // Again, through the CLI: nothing is left to remove.
+    let out = '';
+    const io = { out: (t: string) => void (out += t), err: (t: string) => void (out += t) };
+    const exit = await runAdmin(
+      ['users', 'remove', '--user-id', 'frank', '--url', proxy.p.proxy.url],
+      { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
+      io,
+    );
+    expect(out).toBe('removed user frank: 0 hosts and 0 agents revoked, 0 passkeys and 0 sessions removed\n');
+    expect(exit).toBe(0);
   });
 });
