@@ -397,6 +397,32 @@ describe('hosts', () => {
     expect(shown.body).toMatchObject({ host_id: hostId, agents: [] });
   });
 
+  it('pre-registering a host linked to one user for another is refused, and changes nothing (§2.9: one user)', async () => {
+    const { key, hostId } = await p.linkedHost('alice', ['list_pets']);
+    const reg = await p.register(key, { capabilities: ['list_pets'] });
+    expect(reg.body.status).toBe('active');
+    const before = (await admin('GET', `/admin/hosts/${hostId}`)).body;
+    const taken = await admin('POST', '/admin/hosts', {
+      name: 'mallory laptop',
+      public_key: key.publicJwk,
+      user_id: 'mallory',
+      default_capabilities: ['create_pet'],
+    });
+    expect(taken.status).toBe(400);
+    expect(taken.body.error).toBe('invalid_request');
+    const after = (await admin('GET', `/admin/hosts/${hostId}`)).body;
+    expect(after).toMatchObject({
+      user_id: 'alice',
+      name: before.name,
+      default_capabilities: ['list_pets'],
+      updated_at: before.updated_at,
+    });
+    expect((await p.status(key, reg.body.agent_id)).body).toMatchObject({
+      status: 'active',
+      user_id: 'alice',
+    });
+  });
+
   it('hosts, agents and approvals are listed a page at a time (limit, cursor → next_cursor)', async () => {
     for (const list of ['hosts', 'agents', 'approvals']) {
       const all = await admin('GET', `/admin/${list}?limit=1000`);

@@ -179,6 +179,25 @@ describe('dynamic registration of an unknown host (§5.3, §2.8, §8.10)', () =>
   });
 });
 
+describe('host_name is never used for authorization (§3.1, §5.3)', () => {
+  it("a stranger's key giving a linked host's name gets nothing of that host: pending, its own host, no user", async () => {
+    const { key: linked, hostId } = await p.linkedHost('alice', ['list_pets']);
+    const own = await p.register(linked, { host_name: 'Alice laptop', capabilities: ['list_pets'] });
+    expect(own.body).toMatchObject({ status: 'active', host_name: 'Alice laptop', user_id: 'alice' });
+    const stranger = await generateTestKey();
+    const reg = await p.register(stranger, { host_name: 'Alice laptop', capabilities: ['list_pets'] });
+    expect(reg.status).toBe(200);
+    expect(reg.body).toMatchObject({
+      status: 'pending',
+      agent_capability_grants: [{ capability: 'list_pets', status: 'pending' }],
+    });
+    expect(reg.body.host_id).not.toBe(hostId);
+    expect(reg.body.user_id).toBeUndefined();
+    // Nor can it read the linked host's agent.
+    expect((await p.status(stranger, own.body.agent_id)).status).toBe(403);
+  });
+});
+
 describe('capability validation at registration (§5.3, §8.6)', () => {
   it('lists every unknown or blocked name in one invalid_capabilities error and creates nothing', async () => {
     const host = await generateTestKey();
