@@ -176,6 +176,64 @@ describe('hosts and agents registered by JWKS URL (§4.2, §5.3)', () => {
   });
 });
 
+describe('a JWKS host JWT is bound to the key its kid names (§4.2, §4.5.1)', () => {
+  async function hostStatus(agentId: string, token: string) {
+    return p.request('GET', `/agent/status?agent_id=${agentId}`, { token });
+  }
+  function expectInvalidJwt(reply: { status: number; body: any }, message: RegExp): void {
+    expect({ status: reply.status, error: reply.body.error }).toEqual({ status: 401, error: 'invalid_jwt' });
+    expect(reply.body.message, reply.body.message).toMatch(message);
+  }
+
+  it('§4.5.1 step 4: a stranger cannot "rotate" into a host by its URL and the kid of its key', async () => {
+    const { host, agentId, hostId } = await registeredPair('hijack');
+    const url = `${base()}/hijack/host.json`;
+    const before = await p.admin('GET', `/admin/hosts/${hostId}`);
+    // Its own key, its own iss (its thumbprint), the victim's URL and kid.
+    const stranger = { ...(await generateTestKey()), kid: host.kid };
+    const reply = await hostStatus(agentId, await hostToken(stranger, { host_jwks_url: url }));
+    expectInvalidJwt(reply, /iss is not the JWK thumbprint .* of the key kid names/);
+    const after = await p.admin('GET', `/admin/hosts/${hostId}`);
+    expect(after.body).toEqual(before.body);
+    expect(after.body).toMatchObject({ thumbprint: host.thumbprint, public_key: host.publicJwk });
+    const genuine = await hostStatus(agentId, await hostToken(host, { host_jwks_url: url }));
+    expect(genuine.status, JSON.stringify(genuine.body)).toBe(200);
+    expect(genuine.body.host_id).toBe(hostId);
+  });
+
+  it('§4.2 iss must be the thumbprint of the key kid names, even another key of the host set', async () => {
+    const { host, agentId, hostId } = await registeredPair('other-kid');
+    const url = `${base()}/other-kid/host.json`;
+    const h2 = await kidKey('other-kid-h2');
+    publish('/other-kid/host.json', host, h2);
+    p.clock.advance(30_000); // past refresh_interval, so the kid miss fetches h2
+    const reply = await hostStatus(
+      agentId,
+      await hostToken(h2, { iss: host.thumbprint, host_jwks_url: url }),
+    );
+    expectInvalidJwt(reply, /iss is not the JWK thumbprint .* of the key kid names/);
+    const view = await p.admin('GET', `/admin/hosts/${hostId}`);
+    expect(view.body).toMatchObject({ thumbprint: host.thumbprint, public_key: host.publicJwk });
+    expect((await hostStatus(agentId, await hostToken(host, { host_jwks_url: url }))).status).toBe(200);
+  });
+
+  it.each([
+    ['with host_jwks_url', true, /A host JWT using host_jwks_url must name its key in the kid header/],
+    ['without host_jwks_url', false, /A JWKS-based host must name its key in the kid header/],
+  ])('§4.2 a known JWKS host JWT without kid, %s, is refused', async (_how, withUrl, message) => {
+    const name = withUrl ? 'nokid-url' : 'nokid';
+    const { host, agentId } = await registeredPair(name);
+    const claims = {
+      iss: host.thumbprint,
+      aud: p.issuer,
+      host_jwks_url: withUrl ? `${base()}/${name}/host.json` : undefined,
+    };
+    // No kid at all (an empty one is refused earlier, by the JWT decoder).
+    const token = await signJwt(host, 'host+jwt', claims, { nowMs: p.clock.now() });
+    expectInvalidJwt(await hostStatus(agentId, token), message);
+  });
+});
+
 describe('§8.12 refusals at registration', () => {
   let n = 0;
   /** A fresh host (own URL) each time: a cached set keeps a kid's first key for its TTL. */
