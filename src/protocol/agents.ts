@@ -12,6 +12,7 @@ import type {
   StoreReader,
 } from '../storage/types.js';
 import { pendingRepeat } from './approval-limits.js';
+import { checkCapabilityClaim } from './capability-claim.js';
 import { canonicalJson } from '../util/canonical-json.js';
 import { approvalObject } from './approval-object.js';
 import { announce, createApproval, openApproval, readHints, expireApprovals } from './approvals.js';
@@ -74,6 +75,7 @@ export function requestCapability(
     throw new ProtocolError('invalid_request', 'capabilities is required.');
   const requested = parseCapabilityRequest(ctx, body.capabilities);
   if (requested.length === 0) throw new ProtocolError('invalid_request', 'capabilities must not be empty.');
+  for (const r of requested) checkCapabilityClaim(auth, r.name);
   const hints = readHints(body);
   // A grant left pending by an approval that ran out is denied first, so it can be asked again.
   return expireApprovals(ctx).then(() => requestWriting(ctx, auth, requested, hints));

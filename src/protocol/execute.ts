@@ -13,6 +13,7 @@ import { parseConstraints, type Constraints } from './constraints.js';
 import { checkConstraints, checkSentConstraints, type SentField } from './constraint-checks.js';
 import type { ProtocolContext } from './context.js';
 import { capabilityVersion } from './capability-version.js';
+import { checkCapabilityClaim } from './capability-claim.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 
@@ -76,19 +77,7 @@ export function authorizeCapability(
   name: string,
   grants: readonly GrantRecord[],
 ): { capability: Capability; grant: GrantRecord } {
-  // §4.3/§4.5: a `capabilities` claim restricts this JWT to the listed names.
-  const claimed = auth.claims.capabilities;
-  if (claimed !== undefined) {
-    if (!Array.isArray(claimed) || !claimed.every((c) => typeof c === 'string')) {
-      throw new ProtocolError('invalid_jwt', 'The capabilities claim must be an array of strings (§4.3).');
-    }
-    if (!claimed.includes(name)) {
-      throw new ProtocolError(
-        'capability_not_granted',
-        `This JWT's capabilities claim does not include ${name} (§4.5).`,
-      );
-    }
-  }
+  checkCapabilityClaim(auth, name);
 
   const grant = effectiveGrant(ctx, grants, name);
   const capability = ctx.catalog.get(name);

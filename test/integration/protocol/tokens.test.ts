@@ -794,8 +794,8 @@ describe('§4.5 agent JWT: endpoint-specific rules', () => {
 });
 
 describe('§4.3 / §4.5 step 11: the capabilities claim', () => {
-  // The execute gateway is not wired yet (README: 404 until it lands); introspection (§5.12) is the
-  // endpoint that applies the claim today: the grants it reports are narrowed to the claim.
+  // Execution applies the claim too (test/integration/execute/authorization.test.ts); here,
+  // introspection (§5.12) and asking for capabilities (§5.4).
   const introspect = (token: string) =>
     p.request('POST', '/agent/introspect', { token: INTROSPECTION_TOKEN, body: { token } });
 
@@ -820,6 +820,19 @@ describe('§4.3 / §4.5 step 11: the capabilities claim', () => {
     const reply = await introspect(await agentToken({ claims: { capabilities } }));
     expect(reply.status).toBe(200);
     expect(reply.body).toEqual({ active: false });
+  });
+
+  it('a token scoped by the claim cannot ask for a capability outside it (§5.4): 403, nothing asked', async () => {
+    const ask = async (claims: Record<string, unknown>) =>
+      p.request('POST', '/agent/request-capability', {
+        token: await agentToken({ claims }),
+        body: { capabilities: ['create_pet'] },
+      });
+    const approvalsBefore = (await p.proxy.protocol.store.approvals({ agentId: fx.agentId })).length;
+    expectError(await ask({ capabilities: ['list_pets'] }), 403, 'capability_not_granted', /create_pet/);
+    expectError(await ask({ capabilities: [] }), 403, 'capability_not_granted', /create_pet/);
+    expect((await p.proxy.protocol.store.approvals({ agentId: fx.agentId })).length).toBe(approvalsBefore);
+    expect((await ask({ capabilities: ['list_pets', 'create_pet'] })).status).toBe(200);
   });
 
   it('a malformed claim is refused at the capability listing too → 401 invalid_jwt', async () => {

@@ -1,0 +1,23 @@
+/**
+ * §4.3: an agent JWT's `capabilities` claim, when present, restricts that JWT to the names it
+ * lists: "the server MUST reject requests for capabilities not in this list". That holds for
+ * executing one (§4.5 step 11) and for asking for one (§5.4): a token scoped to reading cannot
+ * be used to ask a person for more.
+ */
+import { ProtocolError } from '../errors.js';
+import type { AgentAuth } from './authenticate.js';
+
+/** Refuses `name` when the JWT's `capabilities` claim is present and does not list it. */
+export function checkCapabilityClaim(auth: AgentAuth, name: string): void {
+  const claimed = auth.claims.capabilities;
+  if (claimed === undefined) return;
+  if (!Array.isArray(claimed) || !claimed.every((c) => typeof c === 'string')) {
+    throw new ProtocolError('invalid_jwt', 'The capabilities claim must be an array of strings (§4.3).');
+  }
+  if (!claimed.includes(name)) {
+    throw new ProtocolError(
+      'capability_not_granted',
+      `This JWT's capabilities claim does not include ${name} (§4.5).`,
+    );
+  }
+}
