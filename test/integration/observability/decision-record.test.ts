@@ -90,6 +90,23 @@ describe('the execute decision record', () => {
     expect(record.trace_id).toMatch(FRESH_TRACE);
   });
 
+  it('a JWT from a clock too far ahead (§8.2): deny, invalid_jwt, and the record says its iat is in the future', async () => {
+    const now = Math.floor(gw.p.clock.now() / 1000);
+    const reply = await gw.p.execute(
+      agent.agent,
+      agent.agentId,
+      'ping',
+      {},
+      {
+        extra: { iat: now + 40, exp: now + 60 },
+      },
+    );
+    expect(reply.status).toBe(401);
+    const record = recordOf(lines, reply);
+    expect(record).toMatchObject({ decision: 'deny', code: 'invalid_jwt', client_ip: '127.0.0.1' });
+    expect(record.reason).toMatch(/"iat" is in the future/);
+  });
+
   it('a constraint violated: deny, constraint_violated, decided by the constraints step', async () => {
     const reply = await gw.p.execute(agent.agent, agent.agentId, 'get_item', { itemId: 'theirs' });
     expect(reply.status).toBe(403);
