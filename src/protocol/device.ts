@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { ApprovalKind, ApprovalRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
+import { CLAIMABLE } from './host-linking.js';
 import { normalizeUserCode } from './user-code.js';
 
 export interface DeviceRequest {
@@ -45,7 +46,26 @@ export interface DeviceRequest {
   readonly expiresAt: number;
   /** The user the agent already acts for (its own or its host's link, §2.9), if any. */
   readonly linkedUser: string | null;
+  /**
+   * §9.3: approving links the host to the approver, and its autonomous agents become theirs with
+   * their history (§2.10); what those agents are and did lately, shown before that happens.
+   */
+  readonly claims: {
+    readonly agents: readonly ClaimedAgent[];
+    /** Beyond the MAX_CLAIMS_SHOWN listed. */
+    readonly more: number;
+  };
 }
+
+export interface ClaimedAgent {
+  readonly name: string;
+  readonly status: string;
+  /** Its latest activity, newest first (at most RECENT_CLAIM_ACTIVITY). */
+  readonly recent: readonly { readonly at: number; readonly what: string; readonly outcome: string }[];
+}
+
+export const MAX_CLAIMS_SHOWN = 5;
+export const RECENT_CLAIM_ACTIVITY = 3;
 
 export type DeviceLookup =
   | { readonly kind: 'found'; readonly request: DeviceRequest }
@@ -101,7 +121,28 @@ export async function describeApproval(
     bindingMessage: approval.bindingMessage,
     expiresAt: approval.expiresAt,
     linkedUser: agent.userId ?? host?.userId ?? null,
+    claims:
+      agent.mode === 'delegated' && host && host.userId === null
+        ? await claimsOf(ctx, host.id)
+        : { agents: [], more: 0 },
   };
+}
+
+/** The autonomous agents of unlinked host `hostId` that approving would claim (§2.10, §9.3). */
+async function claimsOf(ctx: ProtocolContext, hostId: string): Promise<DeviceRequest['claims']> {
+  const claimable = (await ctx.store.agents({ hostId })).filter(
+    (a) => a.mode === 'autonomous' && CLAIMABLE.has(a.status),
+  );
+  const agents: ClaimedAgent[] = [];
+  for (const a of claimable.slice(0, MAX_CLAIMS_SHOWN)) {
+    const recent = await ctx.store.activity({ agentId: a.id, limit: RECENT_CLAIM_ACTIVITY });
+    agents.push({
+      name: a.name,
+      status: a.status,
+      recent: recent.map((r) => ({ at: r.at, what: r.capability ?? r.type, outcome: r.outcome })),
+    });
+  }
+  return { agents, more: claimable.length - agents.length };
 }
 
 /**

@@ -63,4 +63,4 @@ export async function linkHost(
   return claimed;
 }
 
-const CLAIMABLE: ReadonlySet<AgentStatus> = new Set(['active', 'expired', 'pending']);
+export const CLAIMABLE: ReadonlySet<AgentStatus> = new Set(['active', 'expired', 'pending']);

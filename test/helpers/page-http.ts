@@ -115,8 +115,9 @@ export function hiddenFields(html: string, formId: string): Record<string, strin
 export async function pendingRegistration(
   p: TestProtocol,
   body: Record<string, unknown> = {},
+  host?: TestKey,
 ): Promise<{ code: string; host: TestKey; agentId: string; body: any }> {
-  const host = await generateTestKey();
+  host ??= await generateTestKey();
   const reg = await p.register(host, {
     name: 'Shelter helper',
     host_name: 'Alice laptop',

@@ -103,7 +103,36 @@ ${r.bindingMessage ? `<dt>Message from the agent</dt><dd id="binding-message">${
 ${r.hostKey ? `<dt>Host key</dt><dd id="host-key"><code>${escapeHtml(shortThumbprint(r.hostKey.thumbprint))}</code>, first seen ${escapeHtml(iso(r.hostKey.registeredAt) ?? '')}</dd>` : ''}
 ${r.hostKey ? registeredFrom(r.hostKey) : ''}
 </dl>
+${claimsNotice(r.claims)}
 </section>`;
+}
+
+/**
+ * §9.3 / §2.10: approving links the host to you, and its autonomous agents become yours with their
+ * history; which ones, and what they did lately, before you decide.
+ */
+function claimsNotice(claims: DeviceRequest['claims']): string {
+  if (claims.agents.length === 0) return '';
+  const items = claims.agents
+    .map((a) => {
+      const recent = a.recent.length
+        ? a.recent
+            .map(
+              (e) =>
+                `${escapeHtml(iso(e.at) ?? '')} ${shown(e.what, DISPLAY_LIMITS.name)}: ${escapeHtml(e.outcome)}`,
+            )
+            .join('; ')
+        : 'no activity yet';
+      return `<li><strong>${shown(a.name, DISPLAY_LIMITS.name)}</strong> (${escapeHtml(a.status)}) — ${recent}</li>`;
+    })
+    .join('\n');
+  const more = claims.more > 0 ? `<p>… and ${claims.more} more.</p>` : '';
+  return `<div id="claims" class="notice" role="note">
+<p><strong>Approving links this host to you.</strong> Its autonomous agents below become yours, and what they did before becomes part of your history:</p>
+<ul>
+${items}
+</ul>
+${more}</div>`;
 }
 
 /**
