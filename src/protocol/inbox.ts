@@ -3,8 +3,10 @@
  * signed-in user, decided with the same forms and checks as the device page.
  *
  * Addressed to a user means:
- *  - a CIBA request (§7.5) whose login_hint is the user: the server chose CIBA because the hint
- *    names a listed approver, and only that user may answer it (§7.2, approval-decisions.ts);
+ *  - a CIBA request (§7.5) whose login_hint is the user, when the user is one of
+ *    `approval.approvers`: only that user may answer it (§7.2, approval-decisions.ts). A host
+ *    linked to nobody gets CIBA for any hint (approvals.ts), so a request naming someone who
+ *    signs in here but is no approver reaches nobody, as one naming nobody does;
  *  - a device-authorization request (§7.1) the user opened on the device page with its code and
  *    could decide there (recordOpened): whoever holds the code may come back to it.
  * Nobody else's request is ever listed or found here: the lookups take the user as a key.
@@ -46,7 +48,8 @@ export async function inboxPage(
       // A device request opened earlier leaves the inbox once its agent acts for someone else.
       .filter(
         (r): r is DeviceRequest =>
-          r !== undefined && (r.method === 'ciba' || decisionRefusal(r, userId) === undefined),
+          r !== undefined &&
+          (r.method === 'ciba' ? isApprover(ctx, userId) : decisionRefusal(r, userId) === undefined),
       ),
     next: rows.length > INBOX_PAGE_SIZE && last ? `${last.createdAt}~${last.id}` : null,
   };
@@ -63,6 +66,7 @@ export async function lookUpCibaRequest(
     approval === undefined ||
     approval.method !== 'ciba' ||
     approval.loginHint !== userId ||
+    !isApprover(ctx, userId) ||
     approval.status !== 'pending' ||
     approval.expiresAt <= ctx.clock.now()
   ) {
@@ -92,4 +96,9 @@ export async function requestToDecide(
   if (named.approvalId !== null) return lookUpCibaRequest(ctx, named.approvalId.slice(0, 100), userId);
   const found = await lookUpDeviceRequest(ctx, named.code);
   return found.kind === 'found' ? found.request : undefined;
+}
+
+/** Whether CIBA requests reach `userId`: one of the policy's `approval.approvers`. */
+function isApprover(ctx: ProtocolContext, userId: string): boolean {
+  return ctx.policy.approval.approvers.includes(userId);
 }
