@@ -129,6 +129,36 @@ describe('hosts and agents registered by JWKS URL (§4.2, §5.3)', () => {
     expect(view.body).toMatchObject({ thumbprint: next.thumbprint, jwks_url: `${base()}/hostrot/host.json` });
   });
 
+  it('§8.7 the old host identifier works while the old key is published, and not after it is removed', async () => {
+    const { host, agent, agentId, hostId } = await registeredPair('grace');
+    const url = `${base()}/grace/host.json`;
+    const next = await kidKey('grace-h2');
+    publish('/grace/host.json', host, next);
+    p.clock.advance(30_000); // past refresh_interval, so the kid miss fetches h2
+    // A host JWT signed with h2 records the rotation: the stored identifier is now h2's thumbprint.
+    const rotated = await p.request('GET', `/agent/status?agent_id=${agentId}`, {
+      token: await hostToken(next, { host_jwks_url: url }),
+    });
+    expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
+    expect((await p.admin('GET', `/admin/hosts/${hostId}`)).body).toMatchObject({
+      thumbprint: next.thumbprint,
+    });
+    // Grace period: both keys published, so an agent JWT still naming the old iss is accepted.
+    const graced = await execute(agent, agentId, host.thumbprint);
+    expect(graced.status, JSON.stringify(graced.body)).toBe(200);
+    expect((await execute(agent, agentId, next.thumbprint)).status).toBe(200);
+    // The host drops h1: the cached set still has it until it is stale (grace matching the cache TTL)...
+    publish('/grace/host.json', next);
+    expect((await execute(agent, agentId, host.thumbprint)).status).toBe(200);
+    // ...then, past CACHE_MIN_MS, the set is fetched again without h1 and the old iss is refused.
+    p.clock.advance(CACHE_MIN_MS);
+    const old = await execute(agent, agentId, host.thumbprint);
+    expect({ status: old.status, error: old.body.error }).toEqual({ status: 401, error: 'invalid_jwt' });
+    expect(old.body.message).toMatch(/iss does not identify the host/);
+    const current = await execute(agent, agentId, next.thumbprint);
+    expect(current.status, JSON.stringify(current.body)).toBe(200);
+  });
+
   it('§4.5 step 4: an agent JWT whose iss is neither its host nor a key of its host set is refused', async () => {
     const { agent, agentId } = await registeredPair('iss');
     const other = await p.linkedHost('bob');

@@ -276,4 +276,32 @@ describe('CIBA requests on the approval pages', () => {
     await stillPending(device.host, device.agentId, deviceApproval.id);
     expect((await q.status(device.host, device.agentId)).body.status).toBe('pending');
   });
+
+  it('§8.10 a binding_message with characters to escape but no tags is kept and escaped', async () => {
+    const message = `a < b & "c" > d 'e'`;
+    // No tag in it (`< ` opens none), so plainText keeps every character; escapeHtml (html.ts) does the rest.
+    const escaped = 'a &lt; b &amp; &quot;c&quot; &gt; d &#39;e&#39;';
+    const device = await pendingRegistration(q, { name: 'Escaped device', binding_message: message });
+    const approval = await q.pendingApproval(device.agentId);
+    expect(approval.binding_message).toBe(message);
+
+    const { cookie } = await signIn(q, ALICE);
+    const csrf = await csrfOf(q, cookie);
+    const page = await post(q, '/device', { csrf, code: device.code }, cookie);
+    expect(page.status).toBe(200);
+    const start = page.text.indexOf('<dd id="binding-message">');
+    expect(start).toBeGreaterThan(-1);
+    const element = page.text.slice(start, page.text.indexOf('</dd>', start) + '</dd>'.length);
+    expect(element).toBe(`<dd id="binding-message">${escaped}</dd>`);
+    expect(element).not.toContain('< b &');
+
+    const inbox = await get(q, '/approvals', cookie);
+    expect(inbox.status).toBe(200);
+    const cardStart = inbox.text.indexOf(`id="request-${approval.id as string}"`);
+    expect(cardStart).toBeGreaterThan(-1);
+    const card = inbox.text.slice(cardStart, inbox.text.indexOf('</li>', cardStart));
+    expect(card).toContain(`<p>Message from the agent: <q>${escaped}</q></p>`);
+    expect(card).not.toContain('< b &');
+    expect(inbox.text).not.toContain(message);
+  });
 });
