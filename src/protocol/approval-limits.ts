@@ -5,6 +5,10 @@
  * same expiry), which costs nothing against that limit. A flood of prompts trains people to click
  * Approve; a repeat is the agent polling, not a new question.
  *
+ * Strangers' CIBA requests (from a host linked to nobody) are counted per login_hint in a budget of
+ * their own (approvals.ts `requestBudget`), the same for any hint, so that they neither use up a
+ * user's own budget nor tell an approver from a made-up name (§7.2).
+ *
  * Requests addressed to nobody known (an unlinked host's device-authorization request) are bounded
  * elsewhere: policy `pending_hosts`, `rate_limits.unknown_host_registration`, `per_ip`, `per_host`.
  */
