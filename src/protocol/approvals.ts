@@ -14,6 +14,7 @@ import type {
 } from '../storage/types.js';
 import { checkApprovalRequest, chargeApprovalRequest } from './approval-limits.js';
 import { userCodeFor } from './approval-codes.js';
+import { isApprover } from './approvers.js';
 import { newId, type AfterCommit, type ProtocolContext } from './context.js';
 import { requestedFromGrant } from './grants.js';
 import { approvalNotice } from './notifications.js';
@@ -64,18 +65,16 @@ function chooseMethod(
   hints: ApprovalHints,
   knownUser: string | null,
 ): 'device_authorization' | 'ciba' {
-  const { methods, approvers } = ctx.policy.approval;
   const hint = hints.loginHint;
   if (
-    !methods.includes('ciba') ||
-    approvers.length === 0 ||
+    !ctx.policy.approval.methods.includes('ciba') ||
     hints.preferredMethod === 'device_authorization' ||
     hint === undefined
   ) {
     return 'device_authorization';
   }
   if (knownUser === null) return 'ciba';
-  return knownUser === hint && approvers.includes(hint) ? 'ciba' : 'device_authorization';
+  return knownUser === hint && isApprover(ctx, hint) ? 'ciba' : 'device_authorization';
 }
 
 /**
@@ -155,7 +154,7 @@ export async function createApproval(
   // §7.2: the approver hears of it once it is committed, off the request's path.
   const notifier = ctx.notifier;
   // A CIBA request whose hint names no approver has nobody to tell.
-  if (notifier && (method !== 'ciba' || ctx.policy.approval.approvers.includes(hints.loginHint ?? ''))) {
+  if (notifier && (method !== 'ciba' || isApprover(ctx, hints.loginHint ?? ''))) {
     const notice = await approvalNotice(ctx, tx, approval, agent);
     after(() => {
       notifier.approvalRequested(notice);

@@ -13,6 +13,7 @@
  *
  * Bounded: INBOX_PAGE_SIZE requests a page, newest first, with a cursor to older ones.
  */
+import { isApprover } from './approvers.js';
 import type { ProtocolContext } from './context.js';
 import { decisionRefusal, describeApproval, lookUpDeviceRequest, type DeviceRequest } from './device.js';
 
@@ -96,9 +97,4 @@ export async function requestToDecide(
   if (named.approvalId !== null) return lookUpCibaRequest(ctx, named.approvalId.slice(0, 100), userId);
   const found = await lookUpDeviceRequest(ctx, named.code);
   return found.kind === 'found' ? found.request : undefined;
-}
-
-/** Whether CIBA requests reach `userId`: one of the policy's `approval.approvers`. */
-function isApprover(ctx: ProtocolContext, userId: string): boolean {
-  return ctx.policy.approval.approvers.includes(userId);
 }

@@ -18,6 +18,7 @@ import type { PerCallRecord } from '../storage/types.js';
 import { PER_CALL_RESULT_TTL_MS, perCallEvent } from './per-call-events.js';
 import type { AgentAuth } from './authenticate.js';
 import { statusUrlOf } from './async-jobs.js';
+import { isApprover } from './approvers.js';
 import type { ProtocolContext } from './context.js';
 import { perCallNotice } from './notifications.js';
 import { canonicalJson } from '../util/canonical-json.js';
@@ -50,7 +51,7 @@ export function shownHash(r: Pick<PerCallRecord, 'id' | 'capability' | 'argument
 
 /** Whether `userId` is the addressee of `r`. */
 export function mayDecide(ctx: ProtocolContext, r: PerCallRecord, userId: string): boolean {
-  return r.userId === null ? ctx.policy.approval.approvers.includes(userId) : r.userId === userId;
+  return r.userId === null ? isApprover(ctx, userId) : r.userId === userId;
 }
 
 /**
@@ -139,7 +140,7 @@ export const PER_CALL_INBOX_SIZE = 20;
 export async function perCallInbox(ctx: ProtocolContext, userId: string): Promise<PerCallRecord[]> {
   const now = ctx.clock.now();
   const own = await ctx.store.perCallsAddressedTo(userId, now, PER_CALL_INBOX_SIZE);
-  const shared = ctx.policy.approval.approvers.includes(userId)
+  const shared = isApprover(ctx, userId)
     ? await ctx.store.perCallsAddressedTo(null, now, PER_CALL_INBOX_SIZE)
     : [];
   return [...own, ...shared]
