@@ -65,6 +65,11 @@ export async function startPerCallProxy(options: {
   return { p, upstream, clock, close };
 }
 
+/** A policy in which each call of `capabilities` waits for a person's approval, strangers unthrottled. */
+export function perCallPolicy(capabilities: string): string {
+  return `capabilities:\n  per_call: [${capabilities}]\nrate_limits:\n  unknown_host_registration: null\n`;
+}
+
 /** A passkey of `userId`, stored as an enrolment would store it; the test holds the authenticator. */
 export async function softPasskey(
   p: TestProtocol,

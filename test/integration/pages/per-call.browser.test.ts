@@ -11,15 +11,17 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, screenshot, submitForm } from '../../helpers/browser.js';
 import type { TestKey } from '../../helpers/keys.js';
-import { callIdOf, PASSWORD, startPerCallProxy, type PerCallProxy } from '../../helpers/per-call.js';
+import {
+  callIdOf,
+  PASSWORD,
+  startPerCallProxy,
+  type PerCallProxy,
+  perCallPolicy,
+} from '../../helpers/per-call.js';
 import { enrolOnPage, pageWithAuthenticator, signInOnPage } from '../../helpers/virtual-authenticator.js';
 
 const ALICE = 'alice@example.com';
-const POLICY = `capabilities:
-  per_call: [send_transfer]
-rate_limits:
-  unknown_host_registration: null
-`;
+const POLICY = perCallPolicy('send_transfer');
 
 let s: PerCallProxy;
 let browser: Browser;

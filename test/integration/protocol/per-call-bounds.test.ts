@@ -3,14 +3,10 @@
  * at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPerCallProxy, type PerCallProxy } from '../../helpers/per-call.js';
+import { startPerCallProxy, type PerCallProxy, perCallPolicy } from '../../helpers/per-call.js';
 
 const ALICE = 'alice@example.com';
-const POLICY = `capabilities:
-  per_call: [send_transfer]
-rate_limits:
-  unknown_host_registration: null
-`;
+const POLICY = perCallPolicy('send_transfer');
 
 let s: PerCallProxy;
 beforeAll(async () => {

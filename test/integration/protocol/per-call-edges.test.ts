@@ -11,15 +11,12 @@ import {
   softPasskey,
   startPerCallProxy,
   type PerCallProxy,
+  perCallPolicy,
 } from '../../helpers/per-call.js';
 
 const ALICE = 'alice@example.com';
 // get_report (GET /reports/{id}) waits for a person's approval of each call; send_transfer does not.
-const POLICY = `capabilities:
-  per_call: [get_report]
-rate_limits:
-  unknown_host_registration: null
-`;
+const POLICY = perCallPolicy('get_report');
 
 let s: PerCallProxy;
 beforeAll(async () => {

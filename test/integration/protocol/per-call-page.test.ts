@@ -11,6 +11,7 @@ import {
   type PerCallProxy,
   startPerCallProxy,
   writeSpecText,
+  perCallPolicy,
 } from '../../helpers/per-call.js';
 
 const ALICE = 'alice@example.com';
@@ -36,11 +37,7 @@ paths:
       responses:
         '200': { description: ok, content: { application/json: { schema: { type: object } } } }
 `;
-const POLICY = `capabilities:
-  per_call: [pay]
-rate_limits:
-  unknown_host_registration: null
-`;
+const POLICY = perCallPolicy('pay');
 
 let s: PerCallProxy;
 let alice: PageClient;
