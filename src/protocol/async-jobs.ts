@@ -8,6 +8,7 @@ import { ProtocolError } from '../errors.js';
 import type { Capability } from '../openapi/types.js';
 import type { AsyncJobRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
+import { checkCapabilityClaim } from './capability-claim.js';
 import type { ProtocolContext } from './context.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { isGrantEffective } from './lifecycle.js';
@@ -46,7 +47,9 @@ export async function openAsyncJob(
 
 /**
  * The job `jobId` as `auth`'s agent may read it: it exists and has not expired, it is this
- * agent's (§5.11), and the agent still holds an effective grant for its capability.
+ * agent's (§5.11), the poll JWT's `capabilities` claim (when present) names the job's capability
+ * (§4.3: a poll asks for that capability's result), and the agent still holds an effective grant
+ * for it.
  */
 export async function authorizeStatusRead(
   ctx: ProtocolContext,
@@ -64,6 +67,7 @@ export async function authorizeStatusRead(
   if (job.agentId !== auth.agent.id) {
     throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
   }
+  checkCapabilityClaim(auth, job.capability);
   const capability = ctx.catalog.get(job.capability);
   const grants = cachedGrants(ctx, auth.agent.id) ?? (await loadGrants(ctx, auth.agent.id));
   const granted = grants.some((g) => g.capability === job.capability && isGrantEffective(g, now));

@@ -1,8 +1,9 @@
 /**
  * §4.3: an agent JWT's `capabilities` claim, when present, restricts that JWT to the names it
  * lists: "the server MUST reject requests for capabilities not in this list". That holds for
- * executing one (§4.5 step 11) and for asking for one (§5.4): a token scoped to reading cannot
- * be used to ask a person for more.
+ * executing one (§4.5 step 11), for asking for one (§5.4): a token scoped to reading cannot
+ * be used to ask a person for more, and for polling one's outcome (§5.11: async jobs and
+ * per-call approvals).
  */
 import { ProtocolError } from '../errors.js';
 import type { AgentAuth } from './authenticate.js';

@@ -15,6 +15,7 @@
 import { ProtocolError } from '../errors.js';
 import type { PerCallRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
+import { checkCapabilityClaim } from './capability-claim.js';
 import type { ProtocolContext } from './context.js';
 import { PER_CALL_SWEEP_BATCH, shownHash } from './per-call.js';
 import { PER_CALL_RESULT_TTL_MS, perCallEvent } from './per-call-events.js';
@@ -176,6 +177,9 @@ export async function pollPerCall(
   if (r.agentId !== auth.agent.id) {
     throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
   }
+  // §4.3: a poll asks for this capability's outcome; a JWT scoped to others cannot fetch it
+  // (and, being a delivery, use it up).
+  checkCapabilityClaim(auth, r.capability);
   if (r.status === 'pending' && r.expiresAt <= ctx.clock.now()) {
     await expire(ctx, r);
     r = (await ctx.store.perCall(id)) ?? r;

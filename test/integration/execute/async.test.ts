@@ -241,6 +241,26 @@ describe('§5.11 polling the status URL', () => {
     expect(gw.upstream.received('/v1/jobs/mine')).toHaveLength(0);
   });
 
+  it("§4.3: a poll JWT whose capabilities claim leaves out the job's capability → 403, the upstream not called", async () => {
+    // The claim names the status capability (get_job) but not start_job, whose result the poll
+    // asks for.
+    acceptWithLocation('scoped');
+    const { body } = await start();
+    script('/v1/jobs/scoped', [(res) => json(res, 200, { status: 'completed', result: 'scoped result' })]);
+    const path = pathOf(body.status_url);
+    const narrow = await gw.p.agentToken(agent, agentId, { capabilities: ['get_job'] }, body.status_url);
+    const refused = await gw.p.request('GET', path, { token: narrow });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ error: 'capability_not_granted' });
+    expect(refused.body.message).toContain('start_job');
+    expect(gw.upstream.received('/v1/jobs/scoped')).toHaveLength(0);
+
+    // Naming both (the job's capability, and the GET the status URL is a call of) is enough.
+    const both = await gw.p.agentToken(agent, agentId, { capabilities: ['start_job', 'get_job'] }, body.status_url);
+    const polled = await gw.p.request('GET', path, { token: both });
+    expect(polled.body).toEqual({ status: 'completed', result: 'scoped result' });
+  });
+
   it('no JWT → 401, the upstream not called', async () => {
     acceptWithLocation('anon');
     const { body } = await start();

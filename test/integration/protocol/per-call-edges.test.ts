@@ -93,6 +93,32 @@ describe('an approved per-call execution', () => {
   });
 });
 
+describe('polling a per-call execution', () => {
+  it('§4.3: with a JWT whose capabilities claim leaves out its capability → 403, and the outcome stays to be fetched', async () => {
+    const { p } = s;
+    const a = await p.activeAgent(['get_report', 'send_transfer'], { userId: ALICE });
+    s.upstream.reset();
+    s.upstream.on('GET /reports/scoped', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"report":"scoped"}');
+    });
+    const reply = await p.execute(a.agent, a.agentId, 'get_report', { id: 'scoped' });
+    const statusUrl = reply.body.status_url as string;
+    expect(await approved(statusUrl)).toBe(200);
+    const path = new URL(statusUrl).pathname;
+    const poll = async (capabilities: string[]) =>
+      p.request('GET', path, { token: await p.agentToken(a.agent, a.agentId, { capabilities }, statusUrl) });
+
+    const refused = await poll(['send_transfer']);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ error: 'capability_not_granted' });
+    expect(JSON.stringify(refused.body)).not.toContain('scoped');
+    // Observed before: 200 with the report, and the outcome, delivered once, was gone.
+    const fetched = await poll(['get_report']);
+    expect(fetched.body).toEqual({ status: 'completed', result: { report: 'scoped' } });
+  });
+});
+
 describe('revoking an agent with pending per-call approvals', () => {
   it('closes them: failed with agent_revoked, gone from the inbox, their page 404, recorded', async () => {
     const { p } = s;
