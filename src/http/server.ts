@@ -218,9 +218,11 @@ function withChallenge(e: ProtocolError, x: Exchange | undefined, issuer: () => 
     x?.challenge === 'protocol'
       ? `${bearer}, AgentAuth discovery="${issuer()}/.well-known/agent-configuration"`
       : bearer;
+  // A DPoP refusal brings its own challenge (RFC 9449 §7.1), offered first.
+  const own = e.headers['www-authenticate'];
   return new ProtocolError(e.code, e.message, {
     fields: { ...e.fields },
-    headers: { ...e.headers, 'www-authenticate': challenge },
+    headers: { ...e.headers, 'www-authenticate': own ? `${own}, ${challenge}` : challenge },
     status: e.status,
   });
 }

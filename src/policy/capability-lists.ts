@@ -15,7 +15,7 @@ import type { CapabilityListItem, PolicyFile } from './types.js';
 /** The policy's capability classes, resolved; and how the other sections resolve a list of their own. */
 export interface CapabilityClasses extends Pick<
   Policy,
-  'defaults' | 'highRisk' | 'blocked' | 'perCall' | 'public' | 'constraints' | 'autonomousGrants'
+  'defaults' | 'highRisk' | 'blocked' | 'perCall' | 'dpop' | 'public' | 'constraints' | 'autonomousGrants'
 > {
   /** A list of "granted without asking" capabilities, less the high-risk and blocked ones. */
   readonly grantable: (items: readonly CapabilityListItem[], path: string) => Set<string>;
@@ -36,6 +36,7 @@ export function resolveCapabilityClasses(
     new Set([...names].filter((n) => !highRisk.has(n) && !blocked.has(n)));
   const defaults = neverByDefault(listedDefaults);
   const perCall = new Set([...list(caps.per_call, 'capabilities.per_call')].filter((n) => !blocked.has(n)));
+  const dpop = new Set([...list(caps.dpop, 'capabilities.dpop')].filter((n) => !blocked.has(n)));
   // §5.2: listing without authentication hides nothing a self-signed host key could not list, so
   // an omitted list means every capability (the documented default, as without a policy file).
   const listedPublic = caps.public
@@ -49,6 +50,7 @@ export function resolveCapabilityClasses(
     highRisk,
     blocked,
     perCall,
+    dpop,
     public: publicNames,
     constraints,
     autonomousGrants,

@@ -79,6 +79,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
     highRisk: classes.highRisk,
     blocked: classes.blocked,
     perCall: classes.perCall,
+    dpop: classes.dpop,
     public: classes.public,
     constraints: classes.constraints,
     autonomousGrants: classes.autonomousGrants,

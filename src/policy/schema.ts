@@ -271,6 +271,12 @@ export const POLICY_SCHEMA = {
             'Every execution waits for a person to approve its exact arguments with a passkey (§5.11 202 pending, then the status URL); same entry forms as high_risk.',
           default: [],
         },
+        dpop: {
+          $ref: '#/$defs/capabilityList',
+          description:
+            'Executing these (and reading their async or per-call outcomes) needs a DPoP-bound agent JWT: a cnf.jkt claim, "Authorization: DPoP" and a DPoP proof by that key (§4.4, RFC 9449); same entry forms as high_risk.',
+          default: [],
+        },
         blocked: {
           $ref: '#/$defs/capabilityList',
           description: 'Never listed and never grantable.',

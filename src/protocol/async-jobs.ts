@@ -9,6 +9,7 @@ import type { Capability } from '../openapi/types.js';
 import type { AsyncJobRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
 import { checkCapabilityClaim } from './capability-claim.js';
+import { checkProofRequirement } from './dpop.js';
 import type { ProtocolContext } from './context.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { isGrantEffective } from './lifecycle.js';
@@ -68,6 +69,7 @@ export async function authorizeStatusRead(
     throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
   }
   checkCapabilityClaim(auth, job.capability);
+  checkProofRequirement(ctx, auth, job.capability);
   const capability = ctx.catalog.get(job.capability);
   const grants = cachedGrants(ctx, auth.agent.id) ?? (await loadGrants(ctx, auth.agent.id));
   const granted = grants.some((g) => g.capability === job.capability && isGrantEffective(g, now));

@@ -32,6 +32,8 @@ export interface AgentAuth {
   readonly agent: AgentRecord;
   readonly host: HostRecord;
   readonly claims: Claims;
+  /** Set when the JWT came with a DPoP proof by the key its cnf.jkt names (§4.4; dpop.ts). */
+  readonly proof?: 'dpop';
 }
 
 export interface HostAuthOptions {

@@ -14,6 +14,7 @@ import { checkConstraints, checkSentConstraints, type SentField } from './constr
 import type { ProtocolContext } from './context.js';
 import { capabilityVersion } from './capability-version.js';
 import { checkCapabilityClaim } from './capability-claim.js';
+import { checkProofRequirement } from './dpop.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 
@@ -68,7 +69,8 @@ export async function authorizeExecution(
 
 /**
  * The capability and the grant that allows it: the JWT's `capabilities` claim names it (§4.3),
- * it exists (§2.12), the policy does not block it, and the agent holds an effective grant among
+ * a DPoP proof came with the JWT if the policy's `capabilities.dpop` lists it (§4.4), it exists
+ * (§2.12), the policy does not block it, and the agent holds an effective grant among
  * `grants`, the agent's (from the hot cache: cachedGrants / loadGrants).
  */
 export function authorizeCapability(
@@ -78,6 +80,7 @@ export function authorizeCapability(
   grants: readonly GrantRecord[],
 ): { capability: Capability; grant: GrantRecord } {
   checkCapabilityClaim(auth, name);
+  checkProofRequirement(ctx, auth, name);
 
   const grant = effectiveGrant(ctx, grants, name);
   const capability = ctx.catalog.get(name);

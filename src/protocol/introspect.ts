@@ -5,6 +5,7 @@
 import { ProtocolError } from '../errors.js';
 import { acceptAgent, verifyAgentJwt } from './authenticate.js';
 import { iso, type ProtocolContext } from './context.js';
+import { boundKey } from './dpop.js';
 import { cachedGrants, currentGrants, loadGrants } from './grants.js';
 import { agentClocks, isGrantEffective } from './lifecycle.js';
 
@@ -12,11 +13,14 @@ export async function introspect(ctx: ProtocolContext, token: unknown): Promise<
   if (typeof token !== 'string' || token === '')
     throw new ProtocolError('invalid_request', 'token is required.');
   let auth;
+  let jkt;
   try {
     // Resource servers receive tokens addressed to the execute location or to the issuer (§4.3).
     auth = await verifyAgentJwt(ctx, token, [ctx.issuer(), ctx.executeLocation()]);
     // Introspection uses the token up, as execution would (§4.6): it cannot be replayed after.
     await acceptAgent(ctx, auth);
+    // RFC 9449 §6.2: a bound token's key, for the resource server to check its DPoP proofs with.
+    jkt = boundKey(auth.claims.cnf);
   } catch (err) {
     if (err instanceof ProtocolError && err.code !== 'temporarily_unavailable') return { active: false };
     throw err;
@@ -38,5 +42,6 @@ export async function introspect(ctx: ProtocolContext, token: unknown): Promise<
     agent_capability_grants: grants,
     mode: agent.mode,
     ...(expiresAt !== null ? { expires_at: iso(expiresAt) } : {}),
+    ...(jkt !== undefined ? { cnf: { jkt } } : {}),
   };
 }

@@ -124,7 +124,8 @@ function checkedHeader(encodedHeader: string, typ: JwtType): Readonly<Record<str
   return header;
 }
 
-function decodeJsonObject(segment: string, what: 'header' | 'payload'): Record<string, unknown> {
+/** One base64url segment of a compact JWS, decoded as the JSON object it must be (UTF-8, strictly). */
+export function decodeJsonObject(segment: string, what: 'header' | 'payload'): Record<string, unknown> {
   if (!isBase64url(segment)) throw new JwtError(`The JWT ${what} is not base64url.`);
   let value: unknown;
   try {
@@ -142,7 +143,7 @@ function decodeJsonObject(segment: string, what: 'header' | 'payload'): Record<s
  * Node's base64url decoder silently skips invalid characters, so the alphabet is checked first;
  * a length of 1 mod 4 cannot come from any byte string.
  */
-function isBase64url(segment: string): boolean {
+export function isBase64url(segment: string): boolean {
   return BASE64URL.test(segment) && segment.length % 4 !== 1;
 }
 

@@ -16,6 +16,7 @@ import { ProtocolError } from '../errors.js';
 import type { PerCallRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
 import { checkCapabilityClaim } from './capability-claim.js';
+import { checkProofRequirement } from './dpop.js';
 import type { ProtocolContext } from './context.js';
 import { PER_CALL_SWEEP_BATCH, shownHash } from './per-call.js';
 import { PER_CALL_RESULT_TTL_MS, perCallEvent } from './per-call-events.js';
@@ -180,6 +181,7 @@ export async function pollPerCall(
   // §4.3: a poll asks for this capability's outcome; a JWT scoped to others cannot fetch it
   // (and, being a delivery, use it up).
   checkCapabilityClaim(auth, r.capability);
+  checkProofRequirement(ctx, auth, r.capability);
   if (r.status === 'pending' && r.expiresAt <= ctx.clock.now()) {
     await expire(ctx, r);
     r = (await ctx.store.perCall(id)) ?? r;

@@ -70,6 +70,8 @@ export interface Policy {
   readonly blocked: ReadonlySet<string>;
   /** Policy `capabilities.per_call`: every execution waits for a person's approval of its arguments. */
   readonly perCall: ReadonlySet<string>;
+  /** Policy `capabilities.dpop`: executing these needs a DPoP-bound agent JWT (§4.4). */
+  readonly dpop: ReadonlySet<string>;
   readonly public: ReadonlySet<string>;
   /** Server-imposed constraints (§2.13) by capability name, validated against its input fields. */
   readonly constraints: ReadonlyMap<string, Constraints>;

@@ -1,4 +1,5 @@
 /** §5.1 Discovery: `GET /.well-known/agent-configuration`. */
+import { DPOP_ALGORITHMS } from '../../protocol/dpop.js';
 import { sendJson } from '../respond.js';
 import { step } from '../pipeline.js';
 import type { Router } from '../router.js';
@@ -50,6 +51,8 @@ export function discoveryRoutes(router: Router, options: DiscoveryOptions): void
           // §10.10: extension profiles are used only when the server documents them; this one
           // puts a notification_url (SSE) in every approval object (§10.10.2).
           extension_profiles: ['real-time-approval-notification'],
+          // §4.4: DPoP-bound JWTs are accepted on every endpoint (RFC 9449 §5.1 names this member).
+          dpop_signing_alg_values_supported: DPOP_ALGORITHMS,
         },
         // §5.1: a max-age of one hour is RECOMMENDED.
         { 'cache-control': 'public, max-age=3600' },

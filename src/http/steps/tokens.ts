@@ -6,9 +6,16 @@
  */
 import { ProtocolError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { verifyAgentJwt, verifyHostJwt, type HostAuthOptions } from '../../protocol/authenticate.js';
+import {
+  verifyAgentJwt,
+  verifyHostJwt,
+  type AgentAuth,
+  type HostAuth,
+  type HostAuthOptions,
+} from '../../protocol/authenticate.js';
 import type { ProtocolContext } from '../../protocol/context.js';
-import { bearerToken, jwtType, secretEquals } from '../credentials.js';
+import { checkTokenBinding, type PresentedToken, type ProvenRequest } from '../../protocol/dpop.js';
+import { bearerToken, jwtType, presentedToken, secretEquals } from '../credentials.js';
 import { step, type Exchange, type SharedStep } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 
@@ -64,6 +71,45 @@ function requireToken(x: Exchange, what: string): string {
   return token;
 }
 
+/** A protocol JWT as presented: Bearer, or DPoP with its proof (§4.4). */
+function requirePresented(x: Exchange, what: string): PresentedToken {
+  const presented = presentedToken(x.req);
+  if (presented === undefined) throw missing(what);
+  return presented;
+}
+
+/** The request a DPoP proof must name: this method, at the issuer's URL of this path (§4.4). */
+function provenRequest(ctx: ProtocolContext, x: Exchange): () => ProvenRequest {
+  return () => ({ method: x.req.method ?? '', url: `${ctx.issuer()}${x.url.pathname}` });
+}
+
+/** §4.5, then the JWT's binding (§4.4): verified, and proven when it is bound to a key. */
+function provenAgent(
+  ctx: ProtocolContext,
+  x: Exchange,
+  presented: PresentedToken,
+  audiences: readonly string[],
+): AgentAuth | Promise<AgentAuth> {
+  const bind = (auth: AgentAuth): AgentAuth | Promise<AgentAuth> => {
+    const proof = checkTokenBinding(ctx, auth.claims, presented, provenRequest(ctx, x));
+    return proof === undefined ? auth : proof.then((p) => ({ ...auth, proof: p }));
+  };
+  const auth = verifyAgentJwt(ctx, presented.token, audiences);
+  return auth instanceof Promise ? auth.then(bind) : bind(auth);
+}
+
+/** §4.5.1, then the JWT's binding (§4.4), as for agents. */
+async function provenHost(
+  ctx: ProtocolContext,
+  x: Exchange,
+  presented: PresentedToken,
+  auth: HostAuthOptions,
+): Promise<HostAuth> {
+  const host = await verifyHostJwt(ctx, presented.token, auth);
+  await checkTokenBinding(ctx, host.claims, presented, provenRequest(ctx, x));
+  return host;
+}
+
 function noteAgent(x: Exchange): void {
   if (!x.agent) return;
   x.decision.agent_id = x.agent.agent.id;
@@ -83,7 +129,7 @@ export function agentToken(
 ): SharedStep {
   return step('agent-token', (x) => {
     const auth = charged(options, x, () =>
-      verifyAgentJwt(options.ctx, requireToken(x, 'an agent JWT'), audiences(x)),
+      provenAgent(options.ctx, x, requirePresented(x, 'an agent JWT'), audiences(x)),
     );
     if (auth instanceof Promise) {
       return auth.then((verified) => {
@@ -109,7 +155,7 @@ export function hostToken(
   return step('host-token', async (x) => {
     const admitUnknown = (): void | Promise<void> => options.limits.unknownHostLeft(x.clientIp, newHosts);
     x.host = await charged(options, x, () =>
-      verifyHostJwt(options.ctx, requireToken(x, 'a host JWT'), { ...auth, admitUnknown }),
+      provenHost(options.ctx, x, requirePresented(x, 'a host JWT'), { ...auth, admitUnknown }),
     );
     noteHost(x);
   });
@@ -121,15 +167,17 @@ export function hostToken(
  */
 export function optionalListingToken(options: TokenStepOptions): SharedStep {
   return step('optional-token', async (x) => {
-    const token = await charged(options, x, () => bearerToken(x.req));
-    if (token === undefined) return;
-    if (jwtType(token) === 'agent+jwt') {
-      x.agent = await charged(options, x, () => verifyAgentJwt(options.ctx, token, [options.ctx.issuer()]));
+    const presented = await charged(options, x, () => presentedToken(x.req));
+    if (presented === undefined) return;
+    if (jwtType(presented.token) === 'agent+jwt') {
+      x.agent = await charged(options, x, () =>
+        provenAgent(options.ctx, x, presented, [options.ctx.issuer()]),
+      );
       noteAgent(x);
     } else {
       const admitUnknown = (): void | Promise<void> => options.limits.unknownHostLeft(x.clientIp, 'ip');
       x.host = await charged(options, x, () =>
-        verifyHostJwt(options.ctx, token, { allowUnknown: true, allowPending: true, admitUnknown }),
+        provenHost(options.ctx, x, presented, { allowUnknown: true, allowPending: true, admitUnknown }),
       );
       noteHost(x);
     }
@@ -166,12 +214,12 @@ export function agentOrHostToken(
   hostAuth: HostAuthOptions,
 ): SharedStep {
   return step('agent-or-host-token', async (x) => {
-    const token = await charged(options, x, () => requireToken(x, 'an agent or host JWT'));
-    if (jwtType(token) === 'agent+jwt') {
-      x.agent = await charged(options, x, () => verifyAgentJwt(options.ctx, token, audiences(x)));
+    const presented = await charged(options, x, () => requirePresented(x, 'an agent or host JWT'));
+    if (jwtType(presented.token) === 'agent+jwt') {
+      x.agent = await charged(options, x, () => provenAgent(options.ctx, x, presented, audiences(x)));
       noteAgent(x);
     } else {
-      x.host = await charged(options, x, () => verifyHostJwt(options.ctx, token, hostAuth));
+      x.host = await charged(options, x, () => provenHost(options.ctx, x, presented, hostAuth));
       noteHost(x);
     }
   });

@@ -256,7 +256,12 @@ describe('§5.11 polling the status URL', () => {
     expect(gw.upstream.received('/v1/jobs/scoped')).toHaveLength(0);
 
     // Naming both (the job's capability, and the GET the status URL is a call of) is enough.
-    const both = await gw.p.agentToken(agent, agentId, { capabilities: ['start_job', 'get_job'] }, body.status_url);
+    const both = await gw.p.agentToken(
+      agent,
+      agentId,
+      { capabilities: ['start_job', 'get_job'] },
+      body.status_url,
+    );
     const polled = await gw.p.request('GET', path, { token: both });
     expect(polled.body).toEqual({ status: 'completed', result: 'scoped result' });
   });
