@@ -339,3 +339,68 @@ describe('agent execute --wait on an async capability (§5.11)', () => {
     }
   });
 });
+
+describe('agent --dpop (§4.4)', () => {
+  it('binds every agent JWT and proves it, so capabilities the policy lists in capabilities.dpop run', async () => {
+    const gw = await startGateway({
+      policy: [
+        'rate_limits:',
+        '  unknown_host_registration: null',
+        'capabilities:',
+        '  dpop: [list_items, start_job]',
+      ].join('\n'),
+    });
+    try {
+      const file = join(dir, 'dpop.json');
+      expect((await agent(['init', '--file', file, '--url', gw.p.proxy.url], undefined, gw.p)).code).toBe(0);
+      const registered = await agent(
+        ['register', '--file', file, '--capability', 'list_items', '--capability', 'start_job', '--wait'],
+        approveFromOutput(gw.p),
+        gw.p,
+      );
+      expect(registered.code, registered.stderr).toBe(0);
+      gw.upstream.on('GET /v1/items', (_req, res) => json(res, 200, [{ id: 'i1' }]));
+
+      const plain = await agent(['execute', 'list_items', '--file', file], undefined, gw.p);
+      expect(plain.code).toBe(1);
+      expect(plain.stderr).toMatch(/^error: invalid_jwt: list_items needs a DPoP-bound agent JWT/);
+      expect(gw.upstream.received('/v1/items')).toHaveLength(0);
+
+      const proven = await agent(['execute', 'list_items', '--file', file, '--dpop'], undefined, gw.p);
+      expect(proven.stderr).toBe('');
+      expect(JSON.parse(proven.stdout)).toEqual([{ id: 'i1' }]);
+
+      // A GET with a query (the listing) and a POST (a request) are proven as well.
+      const listed = await agent(['capabilities', '--file', file, '--dpop'], undefined, gw.p);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toMatch(/^list_items\s+granted/m);
+      const requested = await agent(
+        ['request', '--file', file, '--dpop', '--capability', 'get_job'],
+        undefined,
+        gw.p,
+      );
+      expect(requested.code, requested.stderr).toBe(0);
+
+      // The async job's status polls carry proofs too (the poll of a listed capability needs one).
+      await gw.p.admin('POST', `/admin/approvals/${await pendingApprovalId(gw.p)}/approve`, {});
+      gw.upstream.on('POST /v1/jobs', (_req, res) => json(res, 202, {}, { location: '/v1/jobs/5' }));
+      gw.upstream.on('GET /v1/jobs/5', (_req, res) => json(res, 200, { status: 'completed', result: 5 }));
+      const ran = await agent(
+        ['execute', 'start_job', '--file', file, '--args', '{"size": 1}', '--wait', '--dpop'],
+        undefined,
+        gw.p,
+      );
+      expect(ran.stderr).toBe('');
+      expect(JSON.parse(ran.stdout)).toBe(5);
+    } finally {
+      await gw.close();
+    }
+  });
+});
+
+async function pendingApprovalId(proxy: TestProtocol): Promise<string> {
+  const list = await proxy.admin('GET', '/admin/approvals');
+  const [approval] = list.body.approvals;
+  expect(approval).toBeDefined();
+  return approval.id;
+}

@@ -1,5 +1,5 @@
 /**
- * The agent CLI's HTTP side: discovery (§5.1) and one `call()` that sends a bearer JWT, bounds
+ * The agent CLI's HTTP side: discovery (§5.1) and one `call()` that sends a signed JWT, bounds
  * the wait, and turns a §5.13 error body into a ProxyError. Nothing here signs or decides.
  */
 import { ConnectionError } from '../admin-api.js';
@@ -95,11 +95,20 @@ function sameServer(a: string, b: string): boolean {
   }
 }
 
+/** How a request is signed: a bearer JWT, or a DPoP-bound JWT with its proof for it (§4.4). */
+export type Credential = string | { readonly jwt: string; readonly proof: string };
+
+function authorization(credential: Credential): Record<string, string> {
+  return typeof credential === 'string'
+    ? { authorization: `Bearer ${credential}` }
+    : { authorization: `DPoP ${credential.jwt}`, dpop: credential.proof };
+}
+
 /** The parsed JSON object of a 2xx reply with its status; throws for anything else. */
 export async function call(
   method: 'GET' | 'POST',
   url: string,
-  token?: string,
+  credential?: Credential,
   body?: Record<string, unknown>,
 ): Promise<Reply> {
   let res: Response;
@@ -108,7 +117,7 @@ export async function call(
       method,
       headers: {
         accept: 'application/json',
-        ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
+        ...(credential !== undefined ? authorization(credential) : {}),
         ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
       },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),

@@ -38,6 +38,8 @@ Options of every agent command:
   --file FILE    the key file (default $AGENT_AUTH_FILE, else ./.agent-auth/agent.json; mode 0600)
   --url URL      the proxy (default: the one stored by register, else $AGENT_AUTH_PROXY_URL)
   --json         print the proxy's JSON replies instead of text
+  --dpop         bind each agent JWT to the agent key and send a DPoP proof with it (§4.4, RFC
+                 9449), as the proxy requires for capabilities its policy lists in capabilities.dpop
   -h, --help     this help
 --constraints is an object keyed by capability name, e.g. '{"list_pets":{"limit":{"max":10}}}'.`;
 
@@ -47,6 +49,7 @@ const OPTIONS = {
   file: { type: 'string' },
   url: { type: 'string' },
   json: { type: 'boolean' },
+  dpop: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   force: { type: 'boolean' },
   name: { type: 'string' },
@@ -59,7 +62,7 @@ const OPTIONS = {
 } as const;
 
 type Values = ReturnType<typeof parse>['values'];
-const COMMON = new Set(['file', 'url', 'json', 'help']);
+const COMMON = new Set(['file', 'url', 'json', 'dpop', 'help']);
 /** The flags each command takes beyond the common ones, and how many positionals. */
 const COMMANDS: Readonly<Record<string, { flags: readonly string[]; positionals: number }>> = {
   init: { flags: ['force'], positionals: 0 },
@@ -108,7 +111,15 @@ export async function runAgent(
   const path = keyFilePath(values.file, env);
   if (name === 'init') return init(path, values, io);
   try {
-    const s = await openSession({ path, url: values.url, env, runtime, io, json: values.json === true });
+    const s = await openSession({
+      path,
+      url: values.url,
+      env,
+      runtime,
+      io,
+      json: values.json === true,
+      dpop: values.dpop === true,
+    });
     return await dispatch(s, name, rest[0] ?? '', values);
   } catch (err) {
     if (err instanceof ProxyError) {

@@ -6,9 +6,9 @@
 import { UserError } from '../../errors.js';
 import { parseBaseUrl } from '../admin-api.js';
 import type { CliOutput } from '../output.js';
-import { discover, type Discovery } from './client.js';
+import { discover, type Credential, type Discovery } from './client.js';
 import { loadKeyFile, saveKeyFile, type AgentFile } from './key-file.js';
-import { agentJwt, hostJwt } from './signer.js';
+import { agentJwt, dpopProof, hostJwt } from './signer.js';
 
 /** Time as the CLI sees it. */
 export interface AgentRuntime {
@@ -31,8 +31,11 @@ export interface Session {
   readonly json: boolean;
   /** A fresh host JWT (§4.2) for one request; with the agent key for registration. */
   hostToken(withAgentKey?: boolean): string;
-  /** A fresh agent JWT (§4.3) addressed to `aud` (default: the issuer). */
-  agentToken(aud?: string): string;
+  /**
+   * A fresh agent JWT (§4.3) for `method url`, addressed to `aud` (default: the issuer); with
+   * `--dpop`, bound to the agent key and sent with a proof for that request (§4.4).
+   */
+  agentCredential(method: string, url: string, aud?: string): Credential;
   /** The registered agent's id, or a usage error saying to register first. */
   agentId(): string;
   /** Merges `changes` into the key file (still 0600). */
@@ -47,6 +50,8 @@ export interface SessionOptions {
   readonly runtime: AgentRuntime;
   readonly io: CliOutput;
   readonly json: boolean;
+  /** --dpop: every agent JWT bound to the agent key, with a DPoP proof per request (§4.4). */
+  readonly dpop: boolean;
 }
 
 export async function openSession(o: SessionOptions): Promise<Session> {
@@ -72,8 +77,12 @@ export async function openSession(o: SessionOptions): Promise<Session> {
         o.runtime.now(),
         withAgentKey ? session.file.agent_key : undefined,
       ),
-    agentToken: (aud = discovery.issuer) =>
-      agentJwt(session.file.agent_key, session.file.host_key, session.agentId(), aud, o.runtime.now()),
+    agentCredential: (method, url, aud = discovery.issuer) => {
+      const { agent_key: agent, host_key: host } = session.file;
+      const now = o.runtime.now();
+      const jwt = agentJwt(agent, host, session.agentId(), aud, now, o.dpop);
+      return o.dpop ? { jwt, proof: dpopProof(agent, method, url, jwt, now) } : jwt;
+    },
     agentId: () => {
       if (session.file.agent_id === undefined) {
         throw new UserError(`${o.path} has no agent yet: run agent-auth-proxy agent register first`);

@@ -1,6 +1,7 @@
 /**
- * The client's own JWT signing (§4.2 host JWTs, §4.3 agent JWTs): EdDSA over Ed25519, a fresh jti
- * and a 60 s lifetime per request (§8.2), `iss` the RFC 7638 thumbprint of the host key. Kept
+ * The client's own JWT signing (§4.2 host JWTs, §4.3 agent JWTs, §4.4 DPoP proofs): EdDSA over
+ * Ed25519, a fresh jti and a 60 s lifetime per request (§8.2), `iss` the RFC 7638 thumbprint of
+ * the host key. Kept
  * here rather than imported from src/protocol: the CLI is a client and speaks only HTTP.
  */
 import { createHash, createPrivateKey, randomUUID, sign } from 'node:crypto';
@@ -30,8 +31,12 @@ export function thumbprint(key: PrivateJwk | PublicJwk): string {
 
 function signJwt(key: PrivateJwk, typ: 'host+jwt' | 'agent+jwt', claims: object, nowMs: number): string {
   const iat = Math.floor(nowMs / 1000);
+  return signed(key, { alg: 'EdDSA', typ }, { ...claims, iat, exp: iat + LIFETIME_SEC, jti: randomUUID() });
+}
+
+function signed(key: PrivateJwk, header: object, payload: object): string {
   const encode = (value: object): string => Buffer.from(JSON.stringify(value)).toString('base64url');
-  const input = `${encode({ alg: 'EdDSA', typ })}.${encode({ ...claims, iat, exp: iat + LIFETIME_SEC, jti: randomUUID() })}`;
+  const input = `${encode(header)}.${encode(payload)}`;
   const privateKey = createPrivateKey({ key: { ...key }, format: 'jwk' });
   return `${input}.${sign(null, Buffer.from(input), privateKey).toString('base64url')}`;
 }
@@ -64,6 +69,28 @@ export function agentJwt(
   agentId: string,
   aud: string,
   nowMs: number,
+  bound = false,
 ): string {
-  return signJwt(agent, 'agent+jwt', { iss: thumbprint(host), sub: agentId, aud }, nowMs);
+  // §4.4: bound to the agent key itself, whose proofs then go with it (dpopProof).
+  const cnf = bound ? { cnf: { jkt: thumbprint(agent) } } : {};
+  return signJwt(agent, 'agent+jwt', { iss: thumbprint(host), sub: agentId, aud, ...cnf }, nowMs);
+}
+
+/**
+ * RFC 9449 §4.2: a DPoP proof by `key` for one request, `method url` (query and fragment left
+ * out), tied to `jwt` by its SHA-256 (`ath`).
+ */
+export function dpopProof(key: PrivateJwk, method: string, url: string, jwt: string, nowMs: number): string {
+  const target = new URL(url);
+  return signed(
+    key,
+    { alg: 'EdDSA', typ: 'dpop+jwt', jwk: publicJwk(key) },
+    {
+      jti: randomUUID(),
+      htm: method,
+      htu: `${target.origin}${target.pathname}`,
+      iat: Math.floor(nowMs / 1000),
+      ath: createHash('sha256').update(jwt).digest('base64url'),
+    },
+  );
 }

@@ -23,8 +23,8 @@ export async function capabilities(s: Session): Promise<number> {
     url.searchParams.set('limit', '200');
     if (cursor !== undefined) url.searchParams.set('cursor', cursor);
     // With an agent JWT the list carries grant_status; before registering, a host JWT lists all.
-    const token = s.file.agent_id !== undefined ? s.agentToken() : s.hostToken();
-    const { body } = await call('GET', url.href, token);
+    const credential = s.file.agent_id !== undefined ? s.agentCredential('GET', url.href) : s.hostToken();
+    const { body } = await call('GET', url.href, credential);
     if (Array.isArray(body.capabilities)) listed.push(...(body.capabilities as Record<string, unknown>[]));
     if (body.has_more !== true || typeof body.next_cursor !== 'string') break;
     cursor = body.next_cursor;
@@ -50,7 +50,7 @@ export async function requestCapability(
   wait: boolean,
 ): Promise<number> {
   const url = endpoint(s.discovery, 'request_capability', '/agent/request-capability');
-  const { body } = await call('POST', url, s.agentToken(), {
+  const { body } = await call('POST', url, s.agentCredential('POST', url), {
     capabilities: requested,
     ...(reason !== undefined ? { reason } : {}),
   });
@@ -88,7 +88,7 @@ export async function execute(
   wait: boolean,
 ): Promise<number> {
   const location = s.discovery.defaultLocation;
-  const reply = await call('POST', location, s.agentToken(location), {
+  const reply = await call('POST', location, s.agentCredential('POST', location, location), {
     capability,
     ...(args !== undefined ? { arguments: args } : {}),
   });
@@ -123,7 +123,7 @@ async function pollAsync(s: Session, statusUrl: string): Promise<Record<string, 
   while (body.status === 'pending' && s.runtime.now() < deadline) {
     await s.runtime.sleep(delay);
     delay = Math.min(delay * 2, ASYNC_MAX_POLL_MS);
-    body = (await call('GET', statusUrl, s.agentToken(statusUrl))).body;
+    body = (await call('GET', statusUrl, s.agentCredential('GET', statusUrl, statusUrl))).body;
   }
   return body;
 }
