@@ -400,7 +400,7 @@ describe('agent --dpop (§4.4)', () => {
 
 async function pendingApprovalId(proxy: TestProtocol): Promise<string> {
   const list = await proxy.admin('GET', '/admin/approvals');
-  const [approval] = list.body.approvals;
+  const [approval] = list.body.approvals as { id: string }[];
   expect(approval).toBeDefined();
-  return approval.id;
+  return approval?.id ?? '';
 }
