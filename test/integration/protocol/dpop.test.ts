@@ -4,10 +4,10 @@
  * `capabilities.dpop` requires such a JWT for the capabilities it lists (§4.5). Every proof here
  * is really signed; each refusal is checked to leave the upstream uncalled.
  */
-import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { dpopProof } from '../../helpers/dpop.js';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
-import { generateTestKey, signJwt, type TestKey } from '../../helpers/keys.js';
+import { generateTestKey, type TestKey } from '../../helpers/keys.js';
 import { TestClock, type Reply } from '../../helpers/protocol.js';
 import { json } from '../../helpers/upstream.js';
 
@@ -42,10 +42,6 @@ beforeEach(() => {
   gw.upstream.on('POST /v1/items', (_req, res) => json(res, 201, { id: 'i2' }));
 });
 
-function ath(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
-}
-
 /** A DPoP proof by `key` for `method url`, bound to `token`; `claims` and `header` override. */
 function proof(
   key: TestKey,
@@ -55,12 +51,7 @@ function proof(
   claims: Record<string, unknown> = {},
   header: Record<string, unknown> = {},
 ): Promise<string> {
-  return signJwt(
-    key,
-    'dpop+jwt',
-    { jti: randomUUID(), htm: method, htu: url, ath: ath(token), ...claims },
-    { nowMs: clock.now(), header: { jwk: key.publicJwk, ...header } },
-  );
+  return dpopProof(key, { method, url, token, nowMs: clock.now() }, claims, header);
 }
 
 /** An agent JWT for the execute location, bound to `bindTo` (none: a plain bearer JWT). */

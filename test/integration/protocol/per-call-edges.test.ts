@@ -13,6 +13,8 @@ import {
   type PerCallProxy,
   perCallPolicy,
 } from '../../helpers/per-call.js';
+import { dpopHeaders, dpopProof } from '../../helpers/dpop.js';
+import { generateTestKey } from '../../helpers/keys.js';
 
 const ALICE = 'alice@example.com';
 // get_report (GET /reports/{id}) waits for a person's approval of each call; send_transfer does not.
@@ -116,6 +118,50 @@ describe('polling a per-call execution', () => {
     // Observed before: 200 with the report, and the outcome, delivered once, was gone.
     const fetched = await poll(['get_report']);
     expect(fetched.body).toEqual({ status: 'completed', result: { report: 'scoped' } });
+  });
+});
+
+describe('a per-call capability the policy also lists in capabilities.dpop (§4.4)', () => {
+  it('needs a DPoP-proven JWT to fetch its outcome; a bearer poll is refused and uses nothing up', async () => {
+    const d = await startPerCallProxy({
+      policy: `capabilities:\n  per_call: [get_report]\n  dpop: [get_report]\nrate_limits:\n  unknown_host_registration: null\n`,
+      users: [ALICE],
+    });
+    try {
+      const { p } = d;
+      const a = await p.activeAgent(['get_report'], { userId: ALICE });
+      const proofKey = await generateTestKey();
+      d.upstream.on('GET /reports/bound', (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"report":"bound"}');
+      });
+      const proven = async (method: string, url: string) => {
+        const token = await p.agentToken(a.agent, a.agentId, { cnf: { jkt: proofKey.thumbprint } }, url);
+        return dpopHeaders(token, await dpopProof(proofKey, { method, url, token, nowMs: p.clock.now() }));
+      };
+      const started = await p.request('POST', '/capability/execute', {
+        headers: { ...(await proven('POST', p.executeLocation)), 'content-type': 'application/json' },
+        rawBody: JSON.stringify({ capability: 'get_report', arguments: { id: 'bound' } }),
+      });
+      expect(started.status).toBe(202);
+      const statusUrl = started.body.status_url as string;
+      const alice = await PageClient.signIn(p.issuer, ALICE);
+      expect((await alice.approve(callIdOf(statusUrl), await softPasskey(p, ALICE))).status).toBe(200);
+      const path = new URL(statusUrl).pathname;
+
+      const bearer = await p.request('GET', path, {
+        token: await p.agentToken(a.agent, a.agentId, {}, statusUrl),
+      });
+      expect(bearer.status).toBe(401);
+      expect(bearer.body).toMatchObject({
+        error: 'invalid_jwt',
+        message: expect.stringContaining('get_report'),
+      });
+      const fetched = await p.request('GET', path, { headers: await proven('GET', statusUrl) });
+      expect(fetched.body).toEqual({ status: 'completed', result: { report: 'bound' } });
+    } finally {
+      await d.close();
+    }
   });
 });
 
