@@ -341,7 +341,7 @@ describe('agent execute --wait on an async capability (§5.11)', () => {
 });
 
 describe('agent --dpop (§4.4)', () => {
-  it('binds every agent JWT and proves it, so capabilities the policy lists in capabilities.dpop run', async () => {
+  it('binds every JWT and proves it, so capabilities the policy lists in capabilities.dpop run', async () => {
     const gw = await startGateway({
       policy: [
         'rate_limits:',
@@ -354,7 +354,18 @@ describe('agent --dpop (§4.4)', () => {
       const file = join(dir, 'dpop.json');
       expect((await agent(['init', '--file', file, '--url', gw.p.proxy.url], undefined, gw.p)).code).toBe(0);
       const registered = await agent(
-        ['register', '--file', file, '--capability', 'list_items', '--capability', 'start_job', '--wait'],
+        // Registration and its status polls with host JWTs bound and proven too.
+        [
+          'register',
+          '--file',
+          file,
+          '--dpop',
+          '--capability',
+          'list_items',
+          '--capability',
+          'start_job',
+          '--wait',
+        ],
         approveFromOutput(gw.p),
         gw.p,
       );
@@ -392,6 +403,9 @@ describe('agent --dpop (§4.4)', () => {
       );
       expect(ran.stderr).toBe('');
       expect(JSON.parse(ran.stdout)).toBe(5);
+      const revoked = await agent(['revoke', '--file', file, '--dpop'], undefined, gw.p);
+      expect(revoked.code, revoked.stderr).toBe(0);
+      expect(revoked.stdout).toContain('revoked');
     } finally {
       await gw.close();
     }

@@ -17,7 +17,8 @@ export interface RegisterOptions {
 }
 
 export async function register(s: Session, o: RegisterOptions): Promise<number> {
-  const reply = await call('POST', endpoint(s.discovery, 'register', '/agent/register'), s.hostToken(true), {
+  const url = endpoint(s.discovery, 'register', '/agent/register');
+  const reply = await call('POST', url, s.hostCredential('POST', url, true), {
     name: o.name,
     // §5.3: informational, shown to the approver; never used for authorization.
     host_name: hostname(),
@@ -76,7 +77,8 @@ export async function status(s: Session): Promise<number> {
 
 /** §5.7: the host revokes its agent; permanent. The key file keeps the id for the record. */
 export async function revoke(s: Session): Promise<number> {
-  const { body } = await call('POST', endpoint(s.discovery, 'revoke', '/agent/revoke'), s.hostToken(), {
+  const url = endpoint(s.discovery, 'revoke', '/agent/revoke');
+  const { body } = await call('POST', url, s.hostCredential('POST', url), {
     agent_id: s.agentId(),
   });
   s.io.out(s.json ? `${JSON.stringify(body, null, 2)}\n` : `agent ${s.agentId()}: ${String(body.status)}\n`);

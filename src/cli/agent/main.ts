@@ -38,7 +38,7 @@ Options of every agent command:
   --file FILE    the key file (default $AGENT_AUTH_FILE, else ./.agent-auth/agent.json; mode 0600)
   --url URL      the proxy (default: the one stored by register, else $AGENT_AUTH_PROXY_URL)
   --json         print the proxy's JSON replies instead of text
-  --dpop         bind each agent JWT to the agent key and send a DPoP proof with it (§4.4, RFC
+  --dpop         bind each JWT to the key that signs it and send a DPoP proof with it (§4.4, RFC
                  9449), as the proxy requires for capabilities its policy lists in capabilities.dpop
   -h, --help     this help
 --constraints is an object keyed by capability name, e.g. '{"list_pets":{"limit":{"max":10}}}'.`;

@@ -29,8 +29,11 @@ export interface Session {
   readonly runtime: AgentRuntime;
   readonly io: CliOutput;
   readonly json: boolean;
-  /** A fresh host JWT (§4.2) for one request; with the agent key for registration. */
-  hostToken(withAgentKey?: boolean): string;
+  /**
+   * A fresh host JWT (§4.2) for `method url`; with the agent key for registration. With `--dpop`,
+   * bound to the host key and sent with a proof for that request (§4.4).
+   */
+  hostCredential(method: string, url: string, withAgentKey?: boolean): Credential;
   /**
    * A fresh agent JWT (§4.3) for `method url`, addressed to `aud` (default: the issuer); with
    * `--dpop`, bound to the agent key and sent with a proof for that request (§4.4).
@@ -50,7 +53,7 @@ export interface SessionOptions {
   readonly runtime: AgentRuntime;
   readonly io: CliOutput;
   readonly json: boolean;
-  /** --dpop: every agent JWT bound to the agent key, with a DPoP proof per request (§4.4). */
+  /** --dpop: every JWT bound to its signing key, with a DPoP proof per request (§4.4). */
   readonly dpop: boolean;
 }
 
@@ -70,13 +73,12 @@ export async function openSession(o: SessionOptions): Promise<Session> {
     runtime: o.runtime,
     io: o.io,
     json: o.json,
-    hostToken: (withAgentKey = false) =>
-      hostJwt(
-        session.file.host_key,
-        discovery.issuer,
-        o.runtime.now(),
-        withAgentKey ? session.file.agent_key : undefined,
-      ),
+    hostCredential: (method, url, withAgentKey = false) => {
+      const { agent_key: agent, host_key: host } = session.file;
+      const now = o.runtime.now();
+      const jwt = hostJwt(host, discovery.issuer, now, withAgentKey ? agent : undefined, o.dpop);
+      return o.dpop ? { jwt, proof: dpopProof(host, method, url, jwt, now) } : jwt;
+    },
     agentCredential: (method, url, aud = discovery.issuer) => {
       const { agent_key: agent, host_key: host } = session.file;
       const now = o.runtime.now();

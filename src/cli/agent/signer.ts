@@ -45,7 +45,13 @@ function signed(key: PrivateJwk, header: object, payload: object): string {
  * §4.2: aud is the issuer; host_public_key always (the proxy may not know the host yet, and
  * must compare it when it does); agent_public_key only for registration (§5.3).
  */
-export function hostJwt(host: PrivateJwk, issuer: string, nowMs: number, agentKey?: PrivateJwk): string {
+export function hostJwt(
+  host: PrivateJwk,
+  issuer: string,
+  nowMs: number,
+  agentKey?: PrivateJwk,
+  bound = false,
+): string {
   return signJwt(
     host,
     'host+jwt',
@@ -54,6 +60,8 @@ export function hostJwt(host: PrivateJwk, issuer: string, nowMs: number, agentKe
       aud: issuer,
       host_public_key: publicJwk(host),
       ...(agentKey ? { agent_public_key: publicJwk(agentKey) } : {}),
+      // §4.4, §8 (registration with a discovered server): bound to the host key, proven per request.
+      ...(bound ? { cnf: { jkt: thumbprint(host) } } : {}),
     },
     nowMs,
   );

@@ -23,7 +23,8 @@ export async function capabilities(s: Session): Promise<number> {
     url.searchParams.set('limit', '200');
     if (cursor !== undefined) url.searchParams.set('cursor', cursor);
     // With an agent JWT the list carries grant_status; before registering, a host JWT lists all.
-    const credential = s.file.agent_id !== undefined ? s.agentCredential('GET', url.href) : s.hostToken();
+    const credential =
+      s.file.agent_id !== undefined ? s.agentCredential('GET', url.href) : s.hostCredential('GET', url.href);
     const { body } = await call('GET', url.href, credential);
     if (Array.isArray(body.capabilities)) listed.push(...(body.capabilities as Record<string, unknown>[]));
     if (body.has_more !== true || typeof body.next_cursor !== 'string') break;

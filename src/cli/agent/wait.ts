@@ -22,7 +22,7 @@ const MAX_WAIT_MS = 3_600_000;
 export async function fetchStatus(s: Session): Promise<Status> {
   const url = new URL(endpoint(s.discovery, 'status', '/agent/status'));
   url.searchParams.set('agent_id', s.agentId());
-  return (await call('GET', url.href, s.hostToken())).body;
+  return (await call('GET', url.href, s.hostCredential('GET', url.href))).body;
 }
 
 export async function waitForApproval(
