@@ -54,6 +54,8 @@ export interface DeviceRequest {
     readonly agents: readonly ClaimedAgent[];
     /** Beyond the MAX_CLAIMS_SHOWN listed. */
     readonly more: number;
+    /** The host has more agents than MAX_CLAIMS_READ: `more` counts only those read. */
+    readonly moreAtLeast: boolean;
   };
 }
 
@@ -65,6 +67,8 @@ export interface ClaimedAgent {
 }
 
 export const MAX_CLAIMS_SHOWN = 5;
+/** Agents of the host read for the notice: each page view reads at most this many rows. */
+export const MAX_CLAIMS_READ = 1000;
 export const RECENT_CLAIM_ACTIVITY = 3;
 
 export type DeviceLookup =
@@ -124,15 +128,18 @@ export async function describeApproval(
     claims:
       agent.mode === 'delegated' && host && host.userId === null
         ? await claimsOf(ctx, host.id)
-        : { agents: [], more: 0 },
+        : { agents: [], more: 0, moreAtLeast: false },
   };
 }
 
 /** The autonomous agents of unlinked host `hostId` that approving would claim (§2.10, §9.3). */
 async function claimsOf(ctx: ProtocolContext, hostId: string): Promise<DeviceRequest['claims']> {
-  const claimable = (await ctx.store.agents({ hostId })).filter(
-    (a) => a.mode === 'autonomous' && CLAIMABLE.has(a.status),
-  );
+  // Bounded: an operator-approved host linked to nobody may hold any number of agents, and this
+  // runs on every view of the request.
+  const read = await ctx.store.agents({ hostId, limit: MAX_CLAIMS_READ + 1 });
+  const claimable = read
+    .slice(0, MAX_CLAIMS_READ)
+    .filter((a) => a.mode === 'autonomous' && CLAIMABLE.has(a.status));
   const agents: ClaimedAgent[] = [];
   for (const a of claimable.slice(0, MAX_CLAIMS_SHOWN)) {
     const recent = await ctx.store.activity({ agentId: a.id, limit: RECENT_CLAIM_ACTIVITY });
@@ -142,7 +149,7 @@ async function claimsOf(ctx: ProtocolContext, hostId: string): Promise<DeviceReq
       recent: recent.map((r) => ({ at: r.at, what: r.capability ?? r.type, outcome: r.outcome })),
     });
   }
-  return { agents, more: claimable.length - agents.length };
+  return { agents, more: claimable.length - agents.length, moreAtLeast: read.length > MAX_CLAIMS_READ };
 }
 
 /**

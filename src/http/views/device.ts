@@ -7,7 +7,7 @@
  */
 import type { SessionRecord } from '../../storage/types.js';
 import { iso } from '../../protocol/context.js';
-import type { DeviceRequest } from '../../protocol/device.js';
+import { MAX_CLAIMS_READ, type DeviceRequest } from '../../protocol/device.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
 import type { RequestWarning } from '../../protocol/request-warnings.js';
 import { escapeHtml } from '../html.js';
@@ -126,7 +126,11 @@ function claimsNotice(claims: DeviceRequest['claims']): string {
       return `<li><strong>${shown(a.name, DISPLAY_LIMITS.name)}</strong> (${escapeHtml(a.status)}) — ${recent}</li>`;
     })
     .join('\n');
-  const more = claims.more > 0 ? `<p>… and ${claims.more} more.</p>` : '';
+  const more = claims.moreAtLeast
+    ? `<p>… and ${claims.more > 0 ? `at least ${claims.more}` : 'perhaps'} more (this host has over ${MAX_CLAIMS_READ} agents).</p>`
+    : claims.more > 0
+      ? `<p>… and ${claims.more} more.</p>`
+      : '';
   return `<div id="claims" class="notice" role="note">
 <p><strong>Approving links this host to you.</strong> Its autonomous agents below become yours, and what they did before becomes part of your history:</p>
 <ul>

@@ -4,6 +4,7 @@
  * those agents and their latest activity before that happens. Over plain HTTP.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_CLAIMS_READ } from '../../../src/protocol/device.js';
 import { generateTestKey } from '../../helpers/keys.js';
 import {
   ALICE,
@@ -63,6 +64,39 @@ describe('a request that would claim autonomous agents (§9.3)', () => {
     expect(approved.status).toBe(200);
     const claimed = await p.admin('GET', `/admin/agents/${crawler.body.agent_id}`);
     expect(claimed.body).toMatchObject({ status: 'claimed', user_id: ALICE });
+  });
+
+  it(`reads at most ${MAX_CLAIMS_READ} of the host's agents per view, and says when there are more`, async () => {
+    const host = await generateTestKey();
+    const r = await pendingRegistration(p, { capabilities: ['list_pets'] }, host);
+    const hostId = (await p.admin('GET', `/admin/agents/${r.agentId}`)).body.host_id as string;
+    // An operator-approved host linked to nobody may hold any number of agents: 1,200 here.
+    const now = p.clock.now();
+    await p.proxy.protocol.store.write(async (tx) => {
+      for (let i = 0; i < MAX_CLAIMS_READ + 200; i++) {
+        const key = `${String(i).padStart(43, 'A')}`;
+        await tx.insertAgent({
+          id: `agt_bulk_${i}`,
+          hostId,
+          userId: null,
+          name: `bulk ${i}`,
+          publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key },
+          keyThumbprint: `bulk-${i}`,
+          mode: 'autonomous',
+          status: 'active',
+          lastUsedAt: null,
+          activatedAt: now,
+          createdAt: now + 1 + i,
+          updatedAt: now + 1 + i,
+        });
+      }
+    });
+    const { cookie } = await signIn(p);
+    const notice =
+      /<div id="claims"[\s\S]*?<\/div>/.exec((await requestPage(cookie, r.code)).html)?.[0] ?? '';
+    // The pending agent itself is the first of the 1,000 read; 999 autonomous ones, 5 of them shown.
+    expect(notice).toContain(`… and at least 994 more (this host has over ${MAX_CLAIMS_READ} agents).`);
+    expect(notice.match(/<li>/g)).toHaveLength(5);
   });
 
   it('says nothing of the kind for a host without autonomous agents', async () => {

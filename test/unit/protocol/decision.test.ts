@@ -32,7 +32,7 @@ const REQUEST: DeviceRequest = {
   bindingMessage: null,
   expiresAt: 0,
   linkedUser: null,
-  claims: { agents: [], more: 0 },
+  claims: { agents: [], more: 0, moreAtLeast: false },
 };
 
 function choices(
