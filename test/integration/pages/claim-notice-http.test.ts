@@ -74,7 +74,7 @@ describe('a request that would claim autonomous agents (§9.3)', () => {
     const now = p.clock.now();
     await p.proxy.protocol.store.write(async (tx) => {
       for (let i = 0; i < MAX_CLAIMS_READ + 200; i++) {
-        const key = `${String(i).padStart(43, 'A')}`;
+        const key = String(i).padStart(43, 'A');
         await tx.insertAgent({
           id: `agt_bulk_${i}`,
           hostId,
