@@ -1,7 +1,8 @@
 /**
  * The signed-in user's own agents and hosts (issue 11, `{issuer}/account`): what they may do, what
- * they did lately, and the two things a user may do about them — revoke an agent (§2.6: "the
- * owning user … through the server's management UI") and delete its activity records (§9.2).
+ * they did lately, and what a user may do about them — revoke an agent (§2.6: "the owning user …
+ * through the server's management UI"), revoke a host with its agents (§8.8.1: "an out-of-band
+ * mechanism … for users to revoke hosts") and delete an agent's activity records (§9.2).
  * An agent is the user's when it is linked to them or registered under a host linked to them
  * (§2.9); every other agent is answered as missing, so the page reveals nothing about others.
  */
@@ -10,6 +11,7 @@ import type { ActivityRecord, AgentRecord, GrantRecord, HostRecord } from '../st
 import { protocolEvent } from './activity.js';
 import { isUsersAgent, revokeAgent } from './agents.js';
 import type { ProtocolContext } from './context.js';
+import { revokeHostIn } from './hosts.js';
 import { currentAgent } from './lifecycle.js';
 import { grantEnding, type GrantEnding } from './grant-ending.js';
 
@@ -112,6 +114,27 @@ export async function revokeOwnAgent(
 ): Promise<AgentRecord> {
   await revokeAgent(ctx, agentId, { userId, by: userId });
   return (await ctx.store.agent(agentId)) as AgentRecord;
+}
+
+export interface RevokedHost {
+  readonly host: HostRecord;
+  /** Agents the cascade revoked (§5.10); 0 when the host was revoked already. */
+  readonly agentsRevoked: number;
+}
+
+/**
+ * §8.8.1: the user revokes one of their hosts, and so every agent under it, as the host itself
+ * or the operator would (§5.10). Only a host linked to this user: any other reads as missing.
+ * Repeating it changes nothing.
+ */
+export function revokeOwnHost(ctx: ProtocolContext, userId: string, hostId: string): Promise<RevokedHost> {
+  return ctx.write(async (tx, after) => {
+    const host = await tx.host(hostId);
+    if (!host || host.userId !== userId) throw new ProtocolError('host_not_found', `No host "${hostId}".`);
+    if (host.status === 'revoked') return { host, agentsRevoked: 0 };
+    const agentsRevoked = await revokeHostIn(ctx, tx, after, host, userId);
+    return { host: { ...host, status: 'revoked' }, agentsRevoked };
+  });
 }
 
 export interface DeletedActivity {

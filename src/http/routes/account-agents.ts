@@ -1,14 +1,15 @@
 /**
- * The "Your agents" section of `{issuer}/account` and its two POSTs (issue 11):
+ * The "Your agents" and "Connected apps" sections of `{issuer}/account` and their POSTs (issue 11):
  *
  *   POST /account/agents/revoke           agent_id → revoked as §5.7 does it (§2.6: the owning user)
+ *   POST /account/hosts/revoke            host_id → revoked with its agents as §5.10 (§8.8.1)
  *   POST /account/agents/delete-activity  agent_id → its activity records deleted (§9.2), bounded
  *
  * Each: page → per-IP → session → form → same origin + CSRF → action on the user's OWN agent only
- * (another user's agent is answered 404 and nothing changes: src/protocol/account.ts).
+ * (another user's agent or host is answered 404 and nothing changes: src/protocol/account.ts).
  */
 import { ProtocolError } from '../../errors.js';
-import { accountAgents, deleteOwnActivity, revokeOwnAgent } from '../../protocol/account.js';
+import { accountAgents, deleteOwnActivity, revokeOwnAgent, revokeOwnHost } from '../../protocol/account.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import type { PageAuth } from '../page-auth.js';
 import { need, step, type Exchange } from '../pipeline.js';
@@ -40,6 +41,7 @@ export interface AccountAgentRouteOptions {
 }
 
 const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,64}$/;
+const HOST_ID = /^hst_[A-Za-z0-9_-]{1,64}$/;
 
 export function accountAgentRoutes(router: Router, options: AccountAgentRouteOptions): void {
   const { ctx, auth, limits } = options;
@@ -50,20 +52,19 @@ export function accountAgentRoutes(router: Router, options: AccountAgentRouteOpt
     x.decision.agent_id = id;
     return id;
   };
-  // Another user's agent and no agent at all read the same: nothing about others is revealed.
-  const ownAgent = async <T>(action: () => Promise<T>): Promise<T> => {
-    try {
-      return await action();
-    } catch (err) {
-      if (err instanceof ProtocolError && err.code === 'agent_not_found') {
-        throw new ProtocolError(
-          'agent_not_found',
-          'None of your agents has that id, so nothing was changed.',
-        );
+  // Another user's agent (or host) and none at all read the same: nothing about others is revealed.
+  const own =
+    (code: 'agent_not_found' | 'host_not_found', message: string) =>
+    async <T>(action: () => Promise<T>): Promise<T> => {
+      try {
+        return await action();
+      } catch (err) {
+        if (err instanceof ProtocolError && err.code === code) throw new ProtocolError(code, message);
+        throw err;
       }
-      throw err;
-    }
-  };
+    };
+  const ownAgent = own('agent_not_found', 'None of your agents has that id, so nothing was changed.');
+  const ownHost = own('host_not_found', 'None of your connected apps has that id, so nothing was changed.');
 
   router.add('POST', '/account/agents/revoke', [
     ...steps,
@@ -72,6 +73,18 @@ export function accountAgentRoutes(router: Router, options: AccountAgentRouteOpt
       const id = agentId(x);
       const agent = await ownAgent(() => revokeOwnAgent(ctx, s.userId, id));
       await options.page.show(x, s, 200, agentsOutcome({ kind: 'revoked', agent }));
+    }),
+  ]);
+
+  router.add('POST', '/account/hosts/revoke', [
+    ...steps,
+    step('revoke-host', async (x) => {
+      const s = need(x.session, 'session');
+      const id = need(x.form, 'form').get('host_id') ?? '';
+      if (!HOST_ID.test(id)) throw new ProtocolError('invalid_request', 'That is not a host id.');
+      x.decision.host_id = id;
+      const result = await ownHost(() => revokeOwnHost(ctx, s.userId, id));
+      await options.page.show(x, s, 200, agentsOutcome({ kind: 'host-revoked', result }));
     }),
   ]);
 

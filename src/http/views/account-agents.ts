@@ -1,10 +1,11 @@
 /**
- * The "Your agents" and "Your hosts" sections of `{issuer}/account` (issue 11): each agent with its
- * grants (constraints, expiry, who granted, why an ended one ended), its recent activity, and two
- * POST forms — revoke it, delete its activity records (§9.2). Names are chosen by agents (§8.10):
+ * The "Your agents" and "Connected apps" (hosts, §10.8) sections of `{issuer}/account` (issue 11):
+ * each agent with its grants (constraints, expiry, who granted, why an ended one ended), its recent
+ * activity, and two POST forms — revoke it, delete its activity records (§9.2); each host with a
+ * form to disconnect (revoke) it (§8.8.1). Names are chosen by agents (§8.10):
  * escaped, shown as text, never as a link.
  */
-import type { AccountAgent, AccountAgents, DeletedActivity } from '../../protocol/account.js';
+import type { AccountAgent, AccountAgents, DeletedActivity, RevokedHost } from '../../protocol/account.js';
 import { ACCOUNT_PAGE_SIZE, ACTIVITY_DELETE_BATCH, RECENT_ACTIVITY } from '../../protocol/account.js';
 import { iso } from '../../protocol/context.js';
 import type { AgentRecord, HostRecord, SessionRecord } from '../../storage/types.js';
@@ -25,6 +26,7 @@ const STATUS_TEXT: Readonly<Record<AgentRecord['status'], string>> = {
 /** What the last POST did, shown above the list. */
 export type AgentsOutcome =
   | { readonly kind: 'revoked'; readonly agent: AgentRecord }
+  | { readonly kind: 'host-revoked'; readonly result: RevokedHost }
   | { readonly kind: 'deleted'; readonly result: DeletedActivity };
 
 export function agentsSection(view: AccountAgents, session: SessionRecord): string {
@@ -41,7 +43,7 @@ export function agentsSection(view: AccountAgents, session: SessionRecord): stri
     for (const a of view.agents) parts.push(agentCard(a, session));
     if (view.pages > 1) parts.push(pager(view));
   }
-  parts.push('</section>', hostsSection(view));
+  parts.push('</section>', hostsSection(view, session));
   return parts.join('\n');
 }
 
@@ -49,14 +51,24 @@ export function agentsOutcome(o: AgentsOutcome): string {
   const text =
     o.kind === 'revoked'
       ? `The agent ${o.agent.name} is revoked: it can no longer act for you, and this cannot be undone.`
-      : o.result.deleted === 0
-        ? `The agent ${o.result.agent.name} had no activity records to delete.`
-        : `Deleted ${o.result.deleted} activity record${o.result.deleted === 1 ? '' : 's'} of the agent ${o.result.agent.name}.${
-            o.result.more
-              ? ` More remain: press "Delete activity records" again (${ACTIVITY_DELETE_BATCH} at a time).`
-              : ''
-          }`;
+      : o.kind === 'host-revoked'
+        ? hostRevokedText(o.result)
+        : o.result.deleted === 0
+          ? `The agent ${o.result.agent.name} had no activity records to delete.`
+          : `Deleted ${o.result.deleted} activity record${o.result.deleted === 1 ? '' : 's'} of the agent ${o.result.agent.name}.${
+              o.result.more
+                ? ` More remain: press "Delete activity records" again (${ACTIVITY_DELETE_BATCH} at a time).`
+                : ''
+            }`;
   return `<p id="outcome" class="ok" role="status">${escapeHtml(text)}</p>`;
+}
+
+function hostRevokedText({ host, agentsRevoked }: RevokedHost): string {
+  const name = host.name ?? host.id;
+  if (agentsRevoked === 0 && host.status === 'revoked') {
+    return `The app ${name} is disconnected: neither it nor its agents can act for you any more.`;
+  }
+  return `The app ${name} is disconnected, with its ${agentsRevoked} agent${agentsRevoked === 1 ? '' : 's'}: none can act for you any more, and this cannot be undone.`;
 }
 
 function agentCard(a: AccountAgent, session: SessionRecord): string {
@@ -82,7 +94,7 @@ ${hidden}
 <dl>
 <dt>Status</dt><dd class="agent-status">${escapeHtml(STATUS_TEXT[agent.status])}</dd>
 <dt>Mode</dt><dd>${agent.mode === 'delegated' ? 'acts for you (delegated)' : 'autonomous, claimed by you'}</dd>
-<dt>Host</dt><dd>${host?.name ? escapeHtml(host.name) : '<em>unnamed</em>'} <small class="code">${escapeHtml(agent.hostId)}</small></dd>
+<dt>Connected app</dt><dd>${host?.name ? escapeHtml(host.name) : '<em>unnamed</em>'} <small class="code">${escapeHtml(agent.hostId)}</small></dd>
 <dt>Agent id</dt><dd class="code">${id}</dd>
 <dt>Connected</dt><dd>${escapeHtml(iso(agent.createdAt) ?? '')}</dd>
 <dt>Last used</dt><dd>${a.lastUsedAt === null ? 'never' : escapeHtml(iso(a.lastUsedAt) ?? '')}</dd>
@@ -113,18 +125,27 @@ function pager(view: AccountAgents): string {
   return `<nav aria-label="Agent pages" id="agent-pages"><p>${parts.join(' ')}</p></nav>`;
 }
 
-function hostsSection(view: AccountAgents): string {
+function hostsSection(view: AccountAgents, session: SessionRecord): string {
   if (view.hosts.length === 0) return '';
-  const items = view.hosts.map(
-    (h: HostRecord) =>
-      `<li><strong>${h.name ? escapeHtml(h.name) : '<em>unnamed</em>'}</strong> <small class="code">${escapeHtml(h.id)}</small> — ${escapeHtml(h.status)}, linked ${escapeHtml(iso(h.activatedAt ?? h.createdAt) ?? '')}${
-        h.lastUsedAt !== null ? `, last used ${escapeHtml(iso(h.lastUsedAt) ?? '')}` : ''
-      }</li>`,
-  );
+  const items = view.hosts.map((h: HostRecord) => {
+    const id = escapeHtml(h.id);
+    const name = h.name ? escapeHtml(h.name) : '<em>unnamed</em>';
+    const disconnect =
+      h.status === 'revoked'
+        ? ''
+        : ` <form method="post" action="/account/hosts/revoke" class="inline">
+<input type="hidden" name="csrf" value="${escapeHtml(session.csrfToken)}">
+<input type="hidden" name="host_id" value="${id}">
+<button type="submit" class="deny" id="revoke-host-${id}">Disconnect ${name}</button>
+</form>`;
+    return `<li id="host-${id}"><strong>${name}</strong> <small class="code">${id}</small> — ${escapeHtml(h.status)}, linked ${escapeHtml(iso(h.activatedAt ?? h.createdAt) ?? '')}${
+      h.lastUsedAt !== null ? `, last used ${escapeHtml(iso(h.lastUsedAt) ?? '')}` : ''
+    }${disconnect}</li>`;
+  });
   if (view.moreHosts > 0) items.push(`<li>and ${view.moreHosts} more</li>`);
   return `<section id="hosts" aria-labelledby="hosts-title">
-<h2 id="hosts-title">Your hosts</h2>
-<p>The places your agents run from (a laptop, a server), linked to your account.</p>
+<h2 id="hosts-title">Connected apps</h2>
+<p>The apps and machines your agents run from (hosts, in the protocol's words), linked to your account. Disconnecting one revokes it and every agent under it; that cannot be undone.</p>
 <ul>${items.join('\n')}</ul>
 </section>`;
 }

@@ -100,7 +100,7 @@ ${warningList(warnings)}
 ${r.capabilities.length > 0 ? `<dt>Capabilities</dt><dd><ul id="capabilities">${capabilities}</ul></dd>` : ''}
 ${r.reason ? `<dt>Reason given</dt><dd id="reason">${shown(r.reason, DISPLAY_LIMITS.reason)}</dd>` : ''}
 ${r.bindingMessage ? `<dt>Message from the agent</dt><dd id="binding-message">${shown(r.bindingMessage, DISPLAY_LIMITS.bindingMessage)}</dd>` : ''}
-${r.hostKey ? `<dt>Host key</dt><dd id="host-key"><code>${escapeHtml(shortThumbprint(r.hostKey.thumbprint))}</code>, first seen ${escapeHtml(iso(r.hostKey.registeredAt) ?? '')}</dd>` : ''}
+${r.hostKey ? `<dt>App key</dt><dd id="host-key"><code>${escapeHtml(shortThumbprint(r.hostKey.thumbprint))}</code>, first seen ${escapeHtml(iso(r.hostKey.registeredAt) ?? '')}</dd>` : ''}
 ${r.hostKey ? registeredFrom(r.hostKey) : ''}
 </dl>
 ${claimsNotice(r.claims)}
@@ -127,12 +127,12 @@ function claimsNotice(claims: DeviceRequest['claims']): string {
     })
     .join('\n');
   const more = claims.moreAtLeast
-    ? `<p>… and ${claims.more > 0 ? `at least ${claims.more}` : 'perhaps'} more (this host has over ${MAX_CLAIMS_READ} agents).</p>`
+    ? `<p>… and ${claims.more > 0 ? `at least ${claims.more}` : 'perhaps'} more (this app has over ${MAX_CLAIMS_READ} agents).</p>`
     : claims.more > 0
       ? `<p>… and ${claims.more} more.</p>`
       : '';
   return `<div id="claims" class="notice" role="note">
-<p><strong>Approving links this host to you.</strong> Its autonomous agents below become yours, and what they did before becomes part of your history:</p>
+<p><strong>Approving connects this app (its host) to your account.</strong> Its autonomous agents below become yours, and what they did before becomes part of your history:</p>
 <ul>
 ${items}
 </ul>

@@ -1,8 +1,8 @@
 /**
  * `{issuer}/account`, "Your agents" (issue 11) in headless Chromium over real HTTP: the signed-in
  * user sees only their own agents and hosts, with grants and recent activity; revokes one (§2.6,
- * as §5.7 does it: the next execution is refused and never reaches the upstream); deletes its
- * activity records (§9.2). The attacks: another user's agent named in the POST, no CSRF token, a
+ * as §5.7 does it: the next execution is refused and never reaches the upstream); disconnects a
+ * host with its agents (§8.8.1); deletes its activity records (§9.2). The attacks: another user's agent named in the POST, no CSRF token, a
  * foreign Origin, no session, markup in an agent's name. Screenshot: docs/screenshots/account-agents.png.
  */
 import type { Browser, Page } from 'playwright-core';
@@ -55,7 +55,7 @@ async function openAccount(page: Page, user = ALICE): Promise<void> {
 
 /** An active agent of `user` (under a host linked to them) that ran list_pets `runs` times. */
 async function agentOf(user: string, name: string, runs = 2) {
-  const { key: host } = await p.linkedHost(user);
+  const { key: host, hostId } = await p.linkedHost(user);
   const reg = await p.register(host, {
     name,
     capabilities: [{ name: 'list_pets', constraints: { limit: { max: 20 } } }],
@@ -71,7 +71,7 @@ async function agentOf(user: string, name: string, runs = 2) {
   for (let i = 0; i < runs; i++) {
     expect((await p.execute(reg.agent, agentId, 'list_pets', { limit: 5 })).status).toBe(200);
   }
-  return { host, agent: reg.agent, agentId };
+  return { host, hostId, agent: reg.agent, agentId };
 }
 
 async function activityCount(agentId: string): Promise<number> {
@@ -265,6 +265,42 @@ describe('revoking from the account page', () => {
   });
 });
 
+describe('disconnecting an app (a host) from the account page (§8.8.1)', () => {
+  it('revokes the host and every agent under it, as §5.10 does; from the keyboard', async () => {
+    const a = await agentOf(ALICE, 'Laptop helper', 1);
+    const second = await p.register(a.host, { name: 'Second helper', capabilities: ['list_pets'] });
+    const page = await newPage();
+    await openAccount(page);
+    const button = page.locator(`#revoke-host-${a.hostId}`);
+    expect(await button.textContent()).toBe('Disconnect linked host');
+    await button.focus();
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().isNavigationRequest() && r.request().method() === 'POST'),
+      page.keyboard.press('Enter'),
+    ]);
+    expect(response.status()).toBe(200);
+    await page.waitForLoadState('load');
+    expect(await page.textContent('#outcome')).toBe(
+      'The app linked host is disconnected, with its 2 agents: none can act for you any more, and this cannot be undone.',
+    );
+    expect(await page.textContent(`#host-${a.hostId}`)).toContain('revoked');
+    expect(await page.locator(`#revoke-host-${a.hostId}`).count()).toBe(0);
+    expect(await page.locator(`#agent-${a.agentId} .agent-status`).textContent()).toBe('revoked');
+    await page.context().close();
+
+    const before = upstream.requests.length;
+    const run = await p.execute(a.agent, a.agentId, 'list_pets', { limit: 5 });
+    expect(run.status).toBe(403);
+    expect(run.body.error).toBe('host_revoked');
+    expect(upstream.requests.length).toBe(before);
+    expect((await p.admin('GET', `/admin/agents/${second.body.agent_id}`)).body.status).toBe('revoked');
+    const log = await p.admin('GET', `/admin/activity?host_id=${a.hostId}&limit=50`);
+    expect(log.body.activity).toContainEqual(
+      expect.objectContaining({ type: 'host.revoked', detail: { agents_revoked: 2, by: ALICE } }),
+    );
+  });
+});
+
 describe('deleting activity records (§9.2)', () => {
   it('Delete activity records removes every record of that agent, and only that agent', async () => {
     const a = await agentOf(ALICE, 'Forget me', 3);
@@ -345,6 +381,39 @@ describe('attacks on the account forms (real HTTP)', () => {
     // The untouched form from the right origin works: the refusals were the attacks'.
     expect((await post('/account/agents/revoke', cookie, fields)).status).toBe(200);
     expect((await p.status(mine.host, mine.agentId)).body.status).toBe('revoked');
+  });
+
+  it('a POST naming another user’s host, or none, is refused (404) and changes nothing', async () => {
+    const bobs = await agentOf(BOB, 'Bob laptop agent', 1);
+    const { cookie, csrf } = await aliceSession();
+    const reply = await post('/account/hosts/revoke', cookie, { csrf, host_id: bobs.hostId });
+    expect(reply.status).toBe(404);
+    expect(reply.text).toContain('None of your connected apps has that id, so nothing was changed.');
+    const missing = await post('/account/hosts/revoke', cookie, { csrf, host_id: 'hst_doesnotexist' });
+    expect(missing.status).toBe(404);
+    expect(missing.text).toContain('None of your connected apps has that id');
+    expect((await post('/account/hosts/revoke', cookie, { csrf, host_id: '../x' })).status).toBe(400);
+    expect((await p.admin('GET', `/admin/hosts/${bobs.hostId}`)).body.status).toBe('active');
+    expect((await p.execute(bobs.agent, bobs.agentId, 'list_pets', { limit: 1 })).status).toBe(200);
+  });
+
+  it('disconnecting without the CSRF token, from a foreign Origin, or without a session: 403 and nothing changes', async () => {
+    const mine = await agentOf(ALICE, 'Guarded laptop agent', 1);
+    const { cookie, csrf } = await aliceSession();
+    const fields = { csrf, host_id: mine.hostId };
+    const path = '/account/hosts/revoke';
+    expect((await post(path, cookie, { host_id: mine.hostId })).status).toBe(403);
+    expect((await post(path, cookie, { ...fields, csrf: 'A'.repeat(43) })).status).toBe(403);
+    expect((await post(path, cookie, fields, 'http://evil.example')).status).toBe(403);
+    expect((await post(path, 'aap_session=forged', fields)).status).toBe(403);
+    expect((await p.admin('GET', `/admin/hosts/${mine.hostId}`)).body.status).toBe('active');
+    // The untouched form works; repeating it changes nothing more.
+    expect((await post(path, cookie, fields)).status).toBe(200);
+    const again = await post(path, cookie, fields);
+    expect(again.status).toBe(200);
+    expect(again.text).toContain('is disconnected: neither it nor its agents can act for you any more.');
+    const log = await p.admin('GET', `/admin/activity?host_id=${mine.hostId}&limit=50`);
+    expect(log.body.activity.filter((r: { type: string }) => r.type === 'host.revoked')).toHaveLength(1);
   });
 
   it('the account page without a session shows only a sign-in link', async () => {

@@ -56,7 +56,7 @@ describe('a request that would claim autonomous agents (§9.3)', () => {
     const { cookie } = await signIn(p);
     const { html, fields } = await requestPage(cookie, r.code);
     const notice = /<div id="claims"[\s\S]*?<\/div>/.exec(html)?.[0] ?? '';
-    expect(notice).toContain('Approving links this host to you.');
+    expect(notice).toContain('Approving connects this app (its host) to your account.');
     expect(notice).toContain('<strong>Night crawler</strong> (active)');
     expect(notice).toMatch(/Z agent\.registered: active<\/li>/);
 
@@ -95,7 +95,7 @@ describe('a request that would claim autonomous agents (§9.3)', () => {
     const notice =
       /<div id="claims"[\s\S]*?<\/div>/.exec((await requestPage(cookie, r.code)).html)?.[0] ?? '';
     // The pending agent itself is the first of the 1,000 read; 999 autonomous ones, 5 of them shown.
-    expect(notice).toContain(`… and at least 994 more (this host has over ${MAX_CLAIMS_READ} agents).`);
+    expect(notice).toContain(`… and at least 994 more (this app has over ${MAX_CLAIMS_READ} agents).`);
     expect(notice.match(/<li>/g)).toHaveLength(5);
   });
 
