@@ -133,7 +133,7 @@ function hostsSection(view: AccountAgents, session: SessionRecord): string {
     const disconnect =
       h.status === 'revoked'
         ? ''
-        : ` <form method="post" action="/account/hosts/revoke" class="inline">
+        : `<form method="post" action="/account/hosts/revoke">
 <input type="hidden" name="csrf" value="${escapeHtml(session.csrfToken)}">
 <input type="hidden" name="host_id" value="${id}">
 <button type="submit" class="deny" id="revoke-host-${id}">Disconnect ${name}</button>
