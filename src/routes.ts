@@ -120,7 +120,10 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
       auth,
       limits,
       serverName: providerName,
-      sections: [passkeysAccountSection(auth, passkeys), agentsAccountSection(ctx, flushActivity)],
+      sections: [
+        passkeysAccountSection(auth, passkeys),
+        agentsAccountSection(ctx, flushActivity, settings.audit.retentionMs),
+      ],
       headers: PASSKEY_PAGE_HEADERS,
     });
     accountPasskeyRoutes(router, { auth, limits, passkeys, page: account });

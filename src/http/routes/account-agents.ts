@@ -23,12 +23,15 @@ import type { AccountPage, AccountSection } from './account.js';
 export function agentsAccountSection(
   ctx: ProtocolContext,
   flushActivity: () => Promise<void>,
+  /** `audit.retention`, told to the user (§9.2: retention is published); null: kept. */
+  retentionMs: number | null,
 ): AccountSection {
   return async (x, s) => {
     // Queued execution records first, so "recent activity" is never behind (audit.commit_window).
     await flushActivity();
     const requested = Number(x.url.searchParams.get('page') ?? '1');
-    return agentsSection(await accountAgents(ctx, s.userId, Number.isFinite(requested) ? requested : 1), s);
+    const view = await accountAgents(ctx, s.userId, Number.isFinite(requested) ? requested : 1);
+    return agentsSection(view, s, retentionMs);
   };
 }
 

@@ -29,10 +29,15 @@ export type AgentsOutcome =
   | { readonly kind: 'host-revoked'; readonly result: RevokedHost }
   | { readonly kind: 'deleted'; readonly result: DeletedActivity };
 
-export function agentsSection(view: AccountAgents, session: SessionRecord): string {
+export function agentsSection(
+  view: AccountAgents,
+  session: SessionRecord,
+  retentionMs: number | null,
+): string {
   const parts = [
     '<section id="agents" aria-labelledby="agents-title">',
     '<h2 id="agents-title">Your agents</h2>',
+    retentionText(retentionMs),
   ];
   if (view.total === 0) {
     parts.push('<p id="no-agents">No agent acts for you yet.</p>');
@@ -45,6 +50,27 @@ export function agentsSection(view: AccountAgents, session: SessionRecord): stri
   }
   parts.push('</section>', hostsSection(view, session));
   return parts.join('\n');
+}
+
+/** §9.2: how long this server keeps what agents did, in the user's words. */
+function retentionText(retentionMs: number | null): string {
+  const kept =
+    retentionMs === null
+      ? 'This server keeps activity records until they are deleted.'
+      : `This server deletes activity records after ${humanDuration(retentionMs)}.`;
+  return `<p id="retention">${kept} You may delete an agent's records sooner below.</p>`;
+}
+
+function humanDuration(ms: number): string {
+  const units: [number, string][] = [
+    [86_400_000, 'day'],
+    [3_600_000, 'hour'],
+    [60_000, 'minute'],
+  ];
+  for (const [size, unit] of units) {
+    if (ms >= size && ms % size === 0) return `${ms / size} ${unit}${ms === size ? '' : 's'}`;
+  }
+  return `${Math.round(ms / 1000)} seconds`;
 }
 
 export function agentsOutcome(o: AgentsOutcome): string {

@@ -97,6 +97,10 @@ describe('the account page lists only the signed-in user’s agents', () => {
     expect(await activity.count()).toBe(RECENT_ACTIVITY);
     expect(await activity.first().textContent()).toContain('list_pets');
     expect(await page.textContent('#hosts')).toContain('linked host');
+    // §9.2: the retention (audit.retention, 90 days by default) is told to the user.
+    expect(await page.textContent('#retention')).toBe(
+      "This server deletes activity records after 90 days. You may delete an agent's records sooner below.",
+    );
     const html = await page.content();
     expect(html).not.toContain(theirs.agentId);
     expect(html).not.toContain('Bob private agent');
