@@ -55,17 +55,18 @@ export function readHints(body: Readonly<Record<string, unknown>>): ApprovalHint
 
 /**
  * §7.5: the server chooses; CIBA only when enabled and asked for with a login_hint. When the agent
- * already acts for a user (a linked host), only that user, and only if an approver (§2.9). For a
- * host linked to nobody, any hint gets CIBA, whether or not it names an approver: §7.2 and CIBA
- * Core §14, a stranger must not learn from the answer who the approvers are. A hint that names
- * nobody reaches nobody, and the request expires unanswered.
+ * already acts for a user (a linked host), only that user, and only if an approver (§2.9); such a
+ * request may also simply prefer CIBA and name nobody: "CIBA when the server already knows the
+ * user" (addresseeHint). For a host linked to nobody, any hint gets CIBA, whether or not it names
+ * an approver: §7.2 and CIBA Core §14, a stranger must not learn from the answer who the approvers
+ * are. A hint that names nobody reaches nobody, and the request expires unanswered.
  */
 function chooseMethod(
   ctx: ProtocolContext,
   hints: ApprovalHints,
   knownUser: string | null,
 ): 'device_authorization' | 'ciba' {
-  const hint = hints.loginHint;
+  const hint = addresseeHint(hints, knownUser);
   if (
     !ctx.policy.approval.methods.includes('ciba') ||
     hints.preferredMethod === 'device_authorization' ||
@@ -75,6 +76,12 @@ function chooseMethod(
   }
   if (knownUser === null) return 'ciba';
   return knownUser === hint && isApprover(ctx, hint) ? 'ciba' : 'device_authorization';
+}
+
+/** The login_hint, or for `preferred_method: "ciba"` without one the user the agent acts for. */
+function addresseeHint(hints: ApprovalHints, knownUser: string | null): string | undefined {
+  if (hints.loginHint !== undefined) return hints.loginHint;
+  return hints.preferredMethod === 'ciba' && knownUser !== null ? knownUser : undefined;
 }
 
 /**
@@ -139,7 +146,8 @@ export async function createApproval(
     hostId: agent.hostId,
     userCode,
     method,
-    loginHint: hints.loginHint ?? null,
+    // A CIBA request is addressed by its hint: the one given, or the known user it defaulted to.
+    loginHint: (method === 'ciba' ? addresseeHint(hints, knownUser) : hints.loginHint) ?? null,
     bindingMessage: hints.bindingMessage ?? null,
     reason: hints.reason ?? null,
     capabilities: [...carried.map(requestedFromGrant), ...capabilities],
@@ -154,7 +162,7 @@ export async function createApproval(
   // §7.2: the approver hears of it once it is committed, off the request's path.
   const notifier = ctx.notifier;
   // A CIBA request whose hint names no approver has nobody to tell.
-  if (notifier && (method !== 'ciba' || isApprover(ctx, hints.loginHint ?? ''))) {
+  if (notifier && (method !== 'ciba' || isApprover(ctx, approval.loginHint ?? ''))) {
     const notice = await approvalNotice(ctx, tx, approval, agent);
     after(() => {
       notifier.approvalRequested(notice);

@@ -453,6 +453,30 @@ describe('CIBA (§7.2, §7.5)', () => {
     expect(reg.body.approval.method).toBe('device_authorization');
   });
 
+  it('§7.5: a linked host preferring CIBA without a login_hint reaches its own user, when an approver', async () => {
+    const { key } = await q.linkedHost('alice@example.com');
+    const reg = await q.register(key, { capabilities: ['create_pet'], preferred_method: 'ciba' });
+    expect(reg.body.approval.method).toBe('ciba');
+    const approval = await q.pendingApproval(reg.body.agent_id);
+    expect(approval).toMatchObject({ method: 'ciba', login_hint: 'alice@example.com' });
+    expect((await approve(q, approval.id, {})).status).toBe(200);
+    expect((await q.status(key, reg.body.agent_id)).body.status).toBe('active');
+
+    // Its user not an approver, or no preference, or a host linked to nobody: device authorization.
+    const bobs = await q.linkedHost('bob@example.com');
+    const notApprover = await q.register(bobs.key, {
+      capabilities: ['create_pet'],
+      preferred_method: 'ciba',
+    });
+    expect(notApprover.body.approval.method).toBe('device_authorization');
+    const noPreference = await q.register((await q.linkedHost('alice@example.com')).key, {
+      capabilities: ['create_pet'],
+    });
+    expect(noPreference.body.approval.method).toBe('device_authorization');
+    const stranger = await q.register(await generateTestKey(), { preferred_method: 'ciba' });
+    expect(stranger.body.approval.method).toBe('device_authorization');
+  });
+
   it('preferred_method device_authorization is honoured even for a known approver', async () => {
     const reg = await q.register(await generateTestKey(), {
       login_hint: 'alice@example.com',
