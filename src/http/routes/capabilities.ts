@@ -46,6 +46,8 @@ async function viewerOf(ctx: ProtocolContext, x: Exchange): Promise<Viewer> {
         .filter((g) => isGrantEffective(g, now))
         .map((g) => g.capability),
     );
+    // Not §10.6's 300 s: grant_status changes as soon as a person decides, and an agent that
+    // polls after approving must not be served the answer from before.
     return { visible: notBlocked, granted: (n) => granted.has(n), cacheControl: 'private, no-store' };
   }
   // A host JWT, possibly from a host not registered yet: it lists before registering (§5.2).
