@@ -20,7 +20,7 @@ import { defaultPolicyFile, parsePolicyFile, readPolicyText } from './file.js';
 import { resolveHosts } from './hosts.js';
 import { Problems } from './problems.js';
 import { resolveBounds } from './bounds.js';
-import { resolveRateLimits } from './rate-limits.js';
+import { resolveRateLimits, withHighRiskLimits } from './rate-limits.js';
 import type { Policy } from '../protocol/resolved-policy.js';
 import type { PolicyFile } from './types.js';
 
@@ -54,11 +54,13 @@ export function parsePolicy(text: string, file: string, catalog: Catalog): Polic
 export function defaultPolicy(catalog: Catalog): Policy {
   const base = resolvePolicy(defaultPolicyFile(), '(default policy)', catalog);
   const safe = (c: Capability): boolean => c.operation.method === 'get' || c.operation.method === 'head';
+  const highRisk = new Set(catalog.capabilities.filter((c) => !safe(c)).map((c) => c.name));
   return Object.freeze({
     ...base,
     defaults: new Set(catalog.capabilities.filter(safe).map((c) => c.name)),
-    highRisk: new Set(catalog.capabilities.filter((c) => !safe(c)).map((c) => c.name)),
+    highRisk,
     public: new Set(catalog.capabilities.map((c) => c.name)),
+    rateLimits: withHighRiskLimits(base.rateLimits, highRisk),
   });
 }
 
@@ -68,7 +70,10 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
   const lifetimes = resolveLifetimes(raw, approval, problems);
   const classes = resolveCapabilityClasses(raw, catalog, problems);
   const hosts = resolveHosts(raw.hosts, classes.grantable, problems);
-  const rateLimits = resolveRateLimits(raw.rate_limits, catalog, problems);
+  const rateLimits = withHighRiskLimits(
+    resolveRateLimits(raw.rate_limits, catalog, problems),
+    classes.highRisk,
+  );
   const bounds = resolveBounds(raw, problems);
   problems.throwIfAny();
   return Object.freeze({

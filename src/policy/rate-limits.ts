@@ -45,6 +45,8 @@ export function resolveRateLimits(
     const limits = capabilityLimits(value, path, rate);
     if (limits) perCapability.set(name, limits);
   }
+  const highRisk =
+    rl.high_risk === undefined ? null : capabilityLimits(rl.high_risk, 'rate_limits.high_risk', rate);
   return Object.freeze({
     perAgent,
     perHost,
@@ -54,8 +56,25 @@ export function resolveRateLimits(
     approvalRequestsPerUser,
     failedAuthPerIp,
     perCapability,
+    highRisk,
     inFlight: inFlightLimits(rl, problems),
   });
+}
+
+/**
+ * §8.13 "high-risk capabilities SHOULD have tighter per-capability limits": `limits` with
+ * `rate_limits.high_risk` set for each of `highRisk` that per_capability does not name. Applied
+ * once the high-risk set is final (policy.ts: from the file, or derived from methods without one).
+ */
+export function withHighRiskLimits(
+  limits: Policy['rateLimits'],
+  highRisk: ReadonlySet<string>,
+): Policy['rateLimits'] {
+  const shared = limits.highRisk;
+  if (shared === null) return limits;
+  const perCapability = new Map(limits.perCapability);
+  for (const name of highRisk) if (!perCapability.has(name)) perCapability.set(name, shared);
+  return Object.freeze({ ...limits, perCapability });
 }
 
 /** A plain string keeps its old meaning: one bucket over all agents. null when nothing is limited. */

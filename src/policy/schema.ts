@@ -394,6 +394,12 @@ export const POLICY_SCHEMA = {
           default: {},
           additionalProperties: { $ref: '#/$defs/capabilityRateLimits' },
         },
+        high_risk: {
+          $ref: '#/$defs/capabilityRateLimits',
+          description:
+            'Executions of each high-risk capability (capabilities.high_risk; without a policy file, every method but GET and HEAD), each capability on its own budget: §8.13 asks for tighter limits there. A capability listed in per_capability keeps its own entry instead. null: none.',
+          default: { per_agent: '60/1m' },
+        },
         in_flight_per_agent: {
           $ref: '#/$defs/inFlightCap',
           description:

@@ -92,8 +92,13 @@ export interface Policy {
     readonly approvalRequestsPerUser: RateLimitSpec | null;
     /** Failed authentications (agent, host, admin, introspection) per client IP. */
     readonly failedAuthPerIp: RateLimitSpec | null;
-    /** Only capabilities with at least one limit are present. */
+    /**
+     * Only capabilities with at least one limit are present: those of `per_capability`, and every
+     * high-risk one without an entry there, with `highRisk`'s limits.
+     */
     readonly perCapability: ReadonlyMap<string, CapabilityRateLimits>;
+    /** `rate_limits.high_risk` (§8.13): each high-risk capability's limits unless it has its own. */
+    readonly highRisk: CapabilityRateLimits | null;
     readonly inFlight: InFlightLimits;
   };
   /** What one capabilities list may ask the proxy to store (§5.3, §5.4). */

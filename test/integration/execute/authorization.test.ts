@@ -690,6 +690,37 @@ describe('§8.13 per-capability rate limit (policy rate_limits.per_capability)',
   });
 });
 
+describe('§8.13 high-risk capabilities: tighter limits (policy rate_limits.high_risk)', () => {
+  it('each high-risk capability has its own per-agent budget; other capabilities keep theirs', async () => {
+    const g = await startGateway({
+      api: CREDENTIALS,
+      env: ENV,
+      policy: `${BASE_POLICY}  high_risk: {per_agent: 2/1m}\ncapabilities:\n  high_risk: [create_item, delete_item]\n`,
+    });
+    try {
+      const a = await g.p.activeAgent(['create_item', 'delete_item', 'get_item']);
+      const create = () => g.p.execute(a.agent, a.agentId, 'create_item', { name: 'lamp', price: 5 });
+      expect((await create()).status).toBe(200);
+      expect((await create()).status).toBe(200);
+      const limited = await create();
+      expectError(limited, 429, 'rate_limited', /create_item/);
+      expect(g.upstream.received('/v1/items')).toHaveLength(2);
+      // Another high-risk capability has a budget of its own; a read is not limited by either.
+      expect((await g.p.execute(a.agent, a.agentId, 'delete_item', { itemId: 'x' })).status).toBe(200);
+      for (let i = 0; i < 3; i++) {
+        expect((await g.p.execute(a.agent, a.agentId, 'get_item', { itemId: 'x' })).status).toBe(200);
+      }
+      // Another agent is not held back by this one's budget.
+      const b = await g.p.activeAgent(['create_item']);
+      expect((await g.p.execute(b.agent, b.agentId, 'create_item', { name: 'cup', price: 1 })).status).toBe(
+        200,
+      );
+    } finally {
+      await g.close();
+    }
+  });
+});
+
 describe('§11 activity log of executions', () => {
   async function executeActivity(g: Gateway, agentId: string): Promise<any[]> {
     await g.p.proxy.flushActivity();

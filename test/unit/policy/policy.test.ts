@@ -107,6 +107,8 @@ describe('config/policy.example.yaml', () => {
           { global: { count: 20, windowMs: 3_600_000 }, perAgent: null, perHost: null, perUser: null },
         ],
       ]),
+      // The example's high-risk capabilities (delete_pet, place_order) each have their own entry.
+      highRisk: { global: null, perAgent: { count: 60, windowMs: 60_000 }, perHost: null, perUser: null },
       inFlight: { perAgent: 16, perHost: 64, total: 256 },
     });
     expect(policy.capabilityRequests).toEqual({
@@ -135,6 +137,13 @@ describe('config/policy.schema.json', () => {
     expect(JSON.parse(readFileSync(join(ROOT, 'config/policy.schema.json'), 'utf8'))).toEqual(POLICY_SCHEMA);
   });
 });
+
+const HIGH_RISK_DEFAULT = {
+  global: null,
+  perAgent: { count: 60, windowMs: 60_000 },
+  perHost: null,
+  perUser: null,
+};
 
 describe('defaults', () => {
   it('fills every schema default into an empty file', () => {
@@ -198,7 +207,13 @@ describe('defaults', () => {
     expect(policy.modes).toEqual(['delegated']);
     const empty = parse('');
     expect(policy.lifetimes).toEqual(empty.lifetimes);
-    expect(policy.rateLimits).toEqual(empty.rateLimits);
+    // The file's limits, and each high-risk capability on its own high_risk budget.
+    expect({ ...policy.rateLimits, perCapability: empty.rateLimits.perCapability }).toEqual(empty.rateLimits);
+    expect([...policy.rateLimits.perCapability.keys()].sort()).toEqual([
+      'create_pet',
+      'delete_pet',
+      'place_order',
+    ]);
     expect(policy.approval).toEqual(empty.approval);
     expect(Object.isFrozen(policy)).toBe(true);
   });
@@ -709,8 +724,46 @@ rate_limits:
           { global: { count: 10, windowMs: 3_600_000 }, perAgent: null, perHost: null, perUser: null },
         ],
       ]),
+      highRisk: { global: null, perAgent: { count: 60, windowMs: 60_000 }, perHost: null, perUser: null },
       inFlight: { perAgent: 16, perHost: 64, total: 256 },
     });
+  });
+
+  it('§8.13 high_risk: each high-risk capability without its own entry gets these limits, on its own budget', () => {
+    const policy = parse(`
+capabilities:
+  high_risk: [create_pet, delete_pet, place_order]
+rate_limits:
+  high_risk: {per_agent: 3/1m, global: 100/1h}
+  per_capability: {place_order: 10/1h}
+`);
+    const shared = {
+      global: { count: 100, windowMs: 3_600_000 },
+      perAgent: { count: 3, windowMs: 60_000 },
+      perHost: null,
+      perUser: null,
+    };
+    expect(Object.fromEntries(policy.rateLimits.perCapability)).toEqual({
+      create_pet: shared,
+      delete_pet: shared,
+      // Its own entry wins over the high-risk one.
+      place_order: {
+        global: { count: 10, windowMs: 3_600_000 },
+        perAgent: null,
+        perHost: null,
+        perUser: null,
+      },
+    });
+    // Without a policy file every method but GET and HEAD is high-risk, with the default limits.
+    expect(Object.fromEntries(defaultPolicy(catalog).rateLimits.perCapability)).toEqual({
+      create_pet: HIGH_RISK_DEFAULT,
+      delete_pet: HIGH_RISK_DEFAULT,
+      place_order: HIGH_RISK_DEFAULT,
+    });
+    // null: no limits of the kind.
+    const none = parse('capabilities:\n  high_risk: [create_pet]\nrate_limits:\n  high_risk: null\n');
+    expect(none.rateLimits.perCapability.size).toBe(0);
+    expect(none.rateLimits.highRisk).toBeNull();
   });
 
   it('per_capability: a plain string keeps meaning one bucket over all agents; an object sets limits per agent, host and user', () => {
