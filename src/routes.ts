@@ -127,7 +127,7 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
       headers: PASSKEY_PAGE_HEADERS,
     });
     accountPasskeyRoutes(router, { auth, limits, passkeys, page: account });
-    accountAgentRoutes(router, { ctx, auth, limits, page: account, flushActivity });
+    accountAgentRoutes(router, { serverName: providerName, ctx, auth, limits, page: account, flushActivity });
     passkeyRoutes(router, { ctx, auth, limits, passkeys, presence });
     approvalsRoutes(router, { ctx, limits, auth, serverName: providerName });
     perCallRoutes(router, {

@@ -137,6 +137,43 @@ export function revokeOwnHost(ctx: ProtocolContext, userId: string, hostId: stri
   });
 }
 
+/** Activity records per page of one agent's full history. */
+export const ACTIVITY_PAGE_SIZE = 50;
+
+export interface AgentActivityPage {
+  readonly agent: AgentRecord;
+  /** Newest first, at most ACTIVITY_PAGE_SIZE. */
+  readonly records: readonly ActivityRecord[];
+  /** The `before` of the next (older) page; null on the last. */
+  readonly olderBefore: number | null;
+}
+
+/**
+ * §9.2 "the ability to view … agent activity data": all of one of the user's agents' records, a
+ * page at a time (keyset, newest first), where the account page shows the last RECENT_ACTIVITY.
+ * Any other agent reads as missing.
+ */
+export async function ownAgentActivity(
+  ctx: ProtocolContext,
+  userId: string,
+  agentId: string,
+  beforeId: number | undefined,
+): Promise<AgentActivityPage> {
+  const agent = await ctx.store.agent(agentId);
+  if (!agent || !(await isUsersAgent(ctx.store, userId, agent))) {
+    throw new ProtocolError('agent_not_found', `No agent "${agentId}".`);
+  }
+  const rows = await ctx.store.activity({
+    agentId,
+    limit: ACTIVITY_PAGE_SIZE + 1,
+    ...(beforeId !== undefined ? { beforeId } : {}),
+  });
+  const records = rows.slice(0, ACTIVITY_PAGE_SIZE);
+  const last = records[records.length - 1];
+  const olderBefore = rows.length > ACTIVITY_PAGE_SIZE && last?.id !== undefined ? last.id : null;
+  return { agent: await currentAgent(ctx, agent), records, olderBefore };
+}
+
 export interface DeletedActivity {
   readonly agent: AgentRecord;
   readonly deleted: number;

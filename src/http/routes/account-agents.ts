@@ -4,18 +4,28 @@
  *   POST /account/agents/revoke           agent_id → revoked as §5.7 does it (§2.6: the owning user)
  *   POST /account/hosts/revoke            host_id → revoked with its agents as §5.10 (§8.8.1)
  *   POST /account/agents/delete-activity  agent_id → its activity records deleted (§9.2), bounded
+ *   GET  /account/activity                agent_id, before → all its records, a page at a time (§9.2)
  *
  * Each: page → per-IP → session → form → same origin + CSRF → action on the user's OWN agent only
  * (another user's agent or host is answered 404 and nothing changes: src/protocol/account.ts).
  */
 import { ProtocolError } from '../../errors.js';
-import { accountAgents, deleteOwnActivity, revokeOwnAgent, revokeOwnHost } from '../../protocol/account.js';
+import {
+  accountAgents,
+  deleteOwnActivity,
+  ownAgentActivity,
+  revokeOwnAgent,
+  revokeOwnHost,
+} from '../../protocol/account.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import type { PageAuth } from '../page-auth.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
-import { pageForm } from '../steps/page.js';
+import { escapeHtml, htmlPage, sendHtml } from '../html.js';
+import { perIp } from '../steps/limits.js';
+import { page, pageForm, session } from '../steps/page.js';
+import { agentActivityView } from '../views/account-activity.js';
 import { agentsOutcome, agentsSection } from '../views/account-agents.js';
 import type { AccountPage, AccountSection } from './account.js';
 
@@ -36,6 +46,7 @@ export function agentsAccountSection(
 }
 
 export interface AccountAgentRouteOptions {
+  readonly serverName: string;
   readonly ctx: ProtocolContext;
   readonly auth: PageAuth;
   readonly limits: RateLimits;
@@ -45,6 +56,15 @@ export interface AccountAgentRouteOptions {
 
 const AGENT_ID = /^agt_[A-Za-z0-9_-]{1,64}$/;
 const HOST_ID = /^hst_[A-Za-z0-9_-]{1,64}$/;
+
+/** `before` (an activity record id) as given, or undefined; anything else is a 400. */
+function beforeOf(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  if (!/^[1-9][0-9]{0,15}$/.test(value)) {
+    throw new ProtocolError('invalid_request', '"before" must be a record id from an "Older records" link.');
+  }
+  return Number(value);
+}
 
 export function accountAgentRoutes(router: Router, options: AccountAgentRouteOptions): void {
   const { ctx, auth, limits } = options;
@@ -67,6 +87,7 @@ export function accountAgentRoutes(router: Router, options: AccountAgentRouteOpt
       }
     };
   const ownAgent = own('agent_not_found', 'None of your agents has that id, so nothing was changed.');
+  const yourAgent = own('agent_not_found', 'None of your agents has that id.');
   const ownHost = own('host_not_found', 'None of your connected apps has that id, so nothing was changed.');
 
   router.add('POST', '/account/agents/revoke', [
@@ -76,6 +97,30 @@ export function accountAgentRoutes(router: Router, options: AccountAgentRouteOpt
       const id = agentId(x);
       const agent = await ownAgent(() => revokeOwnAgent(ctx, s.userId, id));
       await options.page.show(x, s, 200, agentsOutcome({ kind: 'revoked', agent }));
+    }),
+  ]);
+
+  router.add('GET', '/account/activity', [
+    page,
+    perIp(limits),
+    session(auth),
+    step('agent-activity', async (x) => {
+      const title = `Activity — ${options.serverName}`;
+      const id = x.url.searchParams.get('agent_id') ?? '';
+      const s = x.session;
+      if (!s) {
+        const back = `/account/activity?agent_id=${encodeURIComponent(id.slice(0, 100))}`;
+        const link = `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in to continue</a></p>`;
+        sendHtml(x.res, 200, htmlPage(title, `<h1>${escapeHtml(title)}</h1>\n${link}`));
+        return;
+      }
+      if (!AGENT_ID.test(id)) throw new ProtocolError('invalid_request', 'That is not an agent id.');
+      x.decision.agent_id = id;
+      const before = beforeOf(x.url.searchParams.get('before'));
+      // Queued execution records first, so the newest page is never behind.
+      await options.flushActivity();
+      const view = await yourAgent(() => ownAgentActivity(ctx, s.userId, id, before));
+      sendHtml(x.res, 200, htmlPage(title, agentActivityView(view, s, title)));
     }),
   ]);
 

@@ -8,7 +8,7 @@
 import type { AccountAgent, AccountAgents, DeletedActivity, RevokedHost } from '../../protocol/account.js';
 import { ACCOUNT_PAGE_SIZE, ACTIVITY_DELETE_BATCH, RECENT_ACTIVITY } from '../../protocol/account.js';
 import { iso } from '../../protocol/context.js';
-import type { AgentRecord, HostRecord, SessionRecord } from '../../storage/types.js';
+import type { ActivityRecord, AgentRecord, HostRecord, SessionRecord } from '../../storage/types.js';
 import { escapeHtml } from '../html.js';
 import { grantList } from './account-grants.js';
 
@@ -135,11 +135,14 @@ ${forms.join('\n')}
 
 function activityList(a: AccountAgent): string {
   if (a.recent.length === 0) return '<p>No activity records.</p>';
-  const items = a.recent.map((r) => {
-    const what = r.capability ? `${r.type} <code>${escapeHtml(r.capability)}</code>` : escapeHtml(r.type);
-    return `<li><small>${escapeHtml(iso(r.at) ?? '')}</small> ${what} — ${escapeHtml(r.outcome)}</li>`;
-  });
-  return `<ul class="activity">${items.join('\n')}</ul>`;
+  const all = `<p><a href="/account/activity?agent_id=${escapeHtml(encodeURIComponent(a.agent.id))}" id="all-activity-${escapeHtml(a.agent.id)}">All activity records of ${escapeHtml(a.agent.name)}</a></p>`;
+  return `<ul class="activity">${a.recent.map(activityItem).join('\n')}</ul>\n${all}`;
+}
+
+/** One activity record as a list item: when, what (and on which capability), how it ended. */
+export function activityItem(r: ActivityRecord): string {
+  const what = r.capability ? `${r.type} <code>${escapeHtml(r.capability)}</code>` : escapeHtml(r.type);
+  return `<li><small>${escapeHtml(iso(r.at) ?? '')}</small> ${what} — ${escapeHtml(r.outcome)}</li>`;
 }
 
 function pager(view: AccountAgents): string {

@@ -7,7 +7,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCOUNT_PAGE_SIZE, RECENT_ACTIVITY } from '../../../src/protocol/account.js';
+import { ACCOUNT_PAGE_SIZE, ACTIVITY_PAGE_SIZE, RECENT_ACTIVITY } from '../../../src/protocol/account.js';
 import { launchChromium, openPage, submitForm as submit, screenshot } from '../../helpers/browser.js';
 import { localhostConfig, localSignIn, PASSWORD } from '../../helpers/local-sign-in.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
@@ -305,6 +305,51 @@ describe('disconnecting an app (a host) from the account page (§8.8.1)', () => 
   });
 });
 
+describe('all activity records of an agent (§9.2)', () => {
+  it(`the card links to every record, ${ACTIVITY_PAGE_SIZE} a page, newest first; older pages follow`, async () => {
+    const a = await agentOf(ALICE, 'Busy helper', ACTIVITY_PAGE_SIZE + 5);
+    const total = await activityCount(a.agentId);
+    expect(total).toBeGreaterThan(ACTIVITY_PAGE_SIZE);
+    const page = await newPage(390, 844);
+    await openAccount(page);
+    await Promise.all([
+      page.waitForURL(/\/account\/activity\?agent_id=/),
+      page.click(`#all-activity-${a.agentId}`),
+    ]);
+    expect(await page.locator('#activity li').count()).toBe(ACTIVITY_PAGE_SIZE);
+    expect(await page.locator('#activity li').first().textContent()).toContain('list_pets');
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await Promise.all([page.waitForURL(/before=/), page.click('#older')]);
+    expect(await page.locator('#activity li').count()).toBe(total - ACTIVITY_PAGE_SIZE);
+    expect(await page.locator('#older').count()).toBe(0);
+    // The oldest record is the registration.
+    expect(await page.locator('#activity li').last().textContent()).toContain('agent.registered');
+    await page.context().close();
+  });
+
+  it("another user's agent, a malformed cursor, or no session: nothing of the records is shown", async () => {
+    const bobs = await agentOf(BOB, 'Bob busy agent', 1);
+    const { cookie } = await aliceSessionCookie();
+    const get = async (query: string, withCookie = cookie) => {
+      const res = await fetch(`${p.proxy.url}/account/activity?${query}`, {
+        headers: { cookie: withCookie },
+      });
+      return { status: res.status, text: await res.text() };
+    };
+    const foreign = await get(`agent_id=${bobs.agentId}`);
+    expect(foreign.status).toBe(404);
+    expect(foreign.text).toContain('None of your agents has that id.');
+    expect(foreign.text).not.toContain('Bob busy agent');
+    const mine = await agentOf(ALICE, 'Cursor agent', 1);
+    expect((await get(`agent_id=${mine.agentId}&before=abc`)).status).toBe(400);
+    expect((await get('agent_id=../etc')).status).toBe(400);
+    const anonymous = await get(`agent_id=${mine.agentId}`, '');
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.text).toContain('id="sign-in-link"');
+    expect(anonymous.text).not.toContain('Cursor agent');
+  });
+});
+
 describe('deleting activity records (§9.2)', () => {
   it('Delete activity records removes every record of that agent, and only that agent', async () => {
     const a = await agentOf(ALICE, 'Forget me', 3);
@@ -325,6 +370,15 @@ describe('deleting activity records (§9.2)', () => {
     expect((await p.status(a.host, a.agentId)).body.status).toBe('active');
   });
 });
+
+/** Alice's session cookie, as her browser holds it after signing in. */
+async function aliceSessionCookie(): Promise<{ cookie: string }> {
+  const page = await newPage();
+  await openAccount(page);
+  const [c] = await page.context().cookies();
+  await page.context().close();
+  return { cookie: `${c?.name}=${c?.value}` };
+}
 
 describe('attacks on the account forms (real HTTP)', () => {
   /** Alice's session cookie and CSRF token, as her browser holds them. */
