@@ -355,7 +355,7 @@ export const CONFIG_SCHEMA = {
         retention: {
           anyOf: [...duration.anyOf, { type: 'null' }],
           description:
-            'How long activity records are kept (§9.2): older ones are deleted in small batches every minute. null keeps them forever.',
+            'How long activity records, and approval requests once closed, are kept (§9.2, §9.5: a request keeps its reason, binding message and login hint): older ones are deleted in small batches every minute. null keeps them forever.',
           default: '90d',
         },
       },

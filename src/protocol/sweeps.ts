@@ -3,7 +3,7 @@
  * backlog (a first run on a big database, an outage's worth of expired rows) would hold every
  * request until it ends. Each batch is one short statement or transaction; between batches the
  * sweep yields to the event loop, and what a run leaves is taken by the next (as activity
- * retention does, activity-retention.ts).
+ * retention does, retention.ts).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 

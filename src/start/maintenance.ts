@@ -6,7 +6,7 @@
  */
 import type { AuditSettings } from '../config/settings.js';
 import type { Logger } from '../log.js';
-import { ActivityRetention } from '../protocol/activity-retention.js';
+import { Retention } from '../protocol/retention.js';
 import { expireApprovals } from '../protocol/approvals.js';
 import type { ProtocolContext } from '../protocol/context.js';
 import { outcomeUnknownAfterMs, sweepPerCalls } from '../protocol/per-call-decide.js';
@@ -55,18 +55,23 @@ export function maintenanceRun(deps: {
   };
 }
 
-/** §9.2 retention: deletes activity past `audit.retention` in batches; how many went. */
+/**
+ * §9.2 retention: deletes activity and closed approval requests past `audit.retention` in
+ * batches; how many activity records went.
+ */
 export function activityPruning(
   audit: AuditSettings,
   deps: { readonly ctx: ProtocolContext },
 ): () => Promise<number> {
   const { store, clock, logger } = deps.ctx;
-  const retention =
-    audit.retentionMs === null ? undefined : new ActivityRetention(store, clock, audit.retentionMs);
+  const retention = audit.retentionMs === null ? undefined : new Retention(store, clock, audit.retentionMs);
   return async () => {
-    const deleted = (await retention?.prune()) ?? 0;
-    if (deleted) logger.info('activity past retention deleted', { records: deleted });
-    return deleted;
+    const deleted = (await retention?.prune()) ?? { activity: 0, approvals: 0 };
+    if (deleted.activity) logger.info('activity past retention deleted', { records: deleted.activity });
+    if (deleted.approvals) {
+      logger.info('closed approval requests past retention deleted', { requests: deleted.approvals });
+    }
+    return deleted.activity;
   };
 }
 

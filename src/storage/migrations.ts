@@ -330,4 +330,9 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX passkey_enrolment_codes_expiry ON passkey_enrolment_codes (expires_at);
   `,
+  // 20: retention (§9.2, §9.5) deletes closed approval requests, oldest decision first. Pending
+  // ones have no decided_at, so the range never reaches them.
+  `
+  CREATE INDEX approvals_decided ON approvals (decided_at);
+  `,
 ];

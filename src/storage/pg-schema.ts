@@ -288,6 +288,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX passkey_enrolment_codes_expiry ON passkey_enrolment_codes (expires_at);
   `,
+  // 7: retention (§9.2, §9.5) deletes closed approval requests, oldest decision first (SQLite's 20).
+  `
+  CREATE INDEX approvals_decided ON approvals (decided_at);
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

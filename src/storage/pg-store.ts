@@ -188,6 +188,14 @@ export class PgStore extends PgReader implements Store {
     });
   }
 
+  deleteClosedApprovalsBefore(before: number, limit: number): Promise<number> {
+    return this.exec({
+      sql: `DELETE FROM approvals WHERE id = ANY (ARRAY(SELECT id FROM approvals WHERE decided_at < $1
+        ORDER BY decided_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+      params: [before, limit],
+    });
+  }
+
   async insertSession(session: SessionRecord): Promise<void> {
     await this.exec(insertOf('sessions', SESSION, session));
   }

@@ -278,6 +278,10 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.deleteActivityBefore(before, limit));
   }
 
+  deleteClosedApprovalsBefore(before: number, limit: number): Promise<number> {
+    return this.run(() => this.engine.deleteClosedApprovalsBefore(before, limit));
+  }
+
   insertSession(session: SessionRecord): Promise<void> {
     return this.run(() => this.engine.insertSession(session));
   }

@@ -328,6 +328,14 @@ export class SqliteEngine implements SyncStore {
     ).run(before, limit).changes;
   }
 
+  deleteClosedApprovalsBefore(before: number, limit: number): number {
+    // approvals_decided from its oldest end; a pending request's decided_at is NULL, never < before.
+    return this.stmt(
+      `DELETE FROM approvals WHERE id IN
+        (SELECT id FROM approvals WHERE decided_at < ? ORDER BY decided_at LIMIT ?)`,
+    ).run(before, limit).changes;
+  }
+
   insertSession(session: SessionRecord): void {
     this.approvers.insertSession(session);
   }

@@ -493,6 +493,12 @@ export interface Store extends StoreReader {
    * §9.2); returns how many. Bounded, so a caller can spread a large backlog over many turns.
    */
   deleteActivityBefore(before: number, limit: number): Promise<number>;
+  /**
+   * Deletes at most `limit` approval requests decided (approved, denied or expired) before
+   * `before`, oldest decision first (retention: their reason, binding message and login hint are
+   * the requester's words, §9.5); pending ones are never touched. Returns how many.
+   */
+  deleteClosedApprovalsBefore(before: number, limit: number): Promise<number>;
   insertSession(session: SessionRecord): Promise<void>;
   session(idHash: string): Promise<SessionRecord | undefined>;
   deleteSession(idHash: string): Promise<void>;

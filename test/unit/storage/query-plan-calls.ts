@@ -256,6 +256,7 @@ export const STORE_CALLS: Record<string, Call<Store>> = {
     }),
   deleteExpiredAsyncJobs: (s) => s.deleteExpiredAsyncJobs(NOW, 500),
   deleteActivityBefore: (s) => s.deleteActivityBefore(NOW - 1, 1000),
+  deleteClosedApprovalsBefore: (s) => s.deleteClosedApprovalsBefore(NOW - 1, 1000),
   insertSession: (s) =>
     s.insertSession({
       idHash: 's2',

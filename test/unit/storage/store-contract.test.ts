@@ -729,6 +729,21 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect((await store.activity({ limit: 10 })).map((r) => r.type)).toEqual(['new', 'edge']);
     });
 
+    it('deletes approval requests closed before a time, oldest decision first, at most limit; never pending ones', async () => {
+      await seed();
+      await store.write(async (tx) => {
+        await tx.insertApproval(approval('p1', 'a1', 'h1', { status: 'denied', decidedAt: NOW - 2 }));
+        await tx.insertApproval(approval('p2', 'a1', 'h1', { status: 'expired', decidedAt: NOW - 3 }));
+        await tx.insertApproval(approval('p3', 'a2', 'h1', { status: 'approved', decidedAt: NOW }));
+        await tx.insertApproval(approval('p4', 'a2', 'h1', { createdAt: NOW - 10 }));
+      });
+      expect(await store.deleteClosedApprovalsBefore(NOW, 1)).toBe(1);
+      expect(await store.approval('p2')).toBeUndefined();
+      expect(await store.deleteClosedApprovalsBefore(NOW, 10)).toBe(1);
+      expect(await store.deleteClosedApprovalsBefore(NOW, 10)).toBe(0);
+      expect((await store.approvals({ limit: 10 })).map((a) => a.id).sort()).toEqual(['p3', 'p4']);
+    });
+
     it("deletes an agent's records oldest first, at most limit, in a transaction", async () => {
       await store.appendActivities([
         activity({ type: '1' }),
