@@ -29,7 +29,7 @@ export function resolveApproval(approval: PolicyFile['approval'], problems: Prob
   if (approval.methods.includes('ciba') && approval.approvers.length === 0) {
     problems.add(
       'approval.approvers',
-      'must list at least one user when approval.methods includes "ciba" (CIBA is only chosen for a login_hint naming a listed approver)',
+      'must list at least one user when approval.methods includes "ciba" (CIBA only ever reaches a listed approver)',
     );
   }
   return Object.freeze({

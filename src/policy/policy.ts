@@ -60,7 +60,7 @@ export function defaultPolicy(catalog: Catalog): Policy {
     defaults: new Set(catalog.capabilities.filter(safe).map((c) => c.name)),
     highRisk,
     public: new Set(catalog.capabilities.map((c) => c.name)),
-    rateLimits: withHighRiskLimits(base.rateLimits, highRisk),
+    rateLimits: withHighRiskLimits(base.rateLimits, highRisk, defaultPolicyFile().rate_limits),
   });
 }
 
@@ -73,6 +73,7 @@ function resolvePolicy(raw: PolicyFile, file: string, catalog: Catalog): Policy 
   const rateLimits = withHighRiskLimits(
     resolveRateLimits(raw.rate_limits, catalog, problems),
     classes.highRisk,
+    raw.rate_limits,
   );
   const bounds = resolveBounds(raw, problems);
   problems.throwIfAny();

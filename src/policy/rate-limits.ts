@@ -69,11 +69,14 @@ export function resolveRateLimits(
 export function withHighRiskLimits(
   limits: Policy['rateLimits'],
   highRisk: ReadonlySet<string>,
+  file: PolicyFile['rate_limits'],
 ): Policy['rateLimits'] {
   const shared = limits.highRisk;
   if (shared === null) return limits;
+  // Named in per_capability, even as null ("no limit"): that entry is the capability's own.
+  const ownEntry = new Set(Object.keys(file.per_capability));
   const perCapability = new Map(limits.perCapability);
-  for (const name of highRisk) if (!perCapability.has(name)) perCapability.set(name, shared);
+  for (const name of highRisk) if (!ownEntry.has(name)) perCapability.set(name, shared);
   return Object.freeze({ ...limits, perCapability });
 }
 

@@ -144,7 +144,7 @@ export const POLICY_SCHEMA = {
         methods: {
           type: 'array',
           description:
-            'Approval methods offered. device_authorization is required (§7.1); with ciba, CIBA is chosen when the client gives a login_hint (§7.5): a linked host only with its own user, a host linked to nobody with any hint, so the answer does not tell strangers who the approvers are (§7.2).',
+            'Approval methods offered. device_authorization is required (§7.1); with ciba, CIBA is chosen when the client gives a login_hint (§7.5): a linked host only with its own user (or with preferred_method ciba and no hint: its user), a host linked to nobody with any hint, so the answer does not tell strangers who the approvers are (§7.2).',
           minItems: 1,
           uniqueItems: true,
           items: { type: 'string', enum: ['device_authorization', 'ciba'] },

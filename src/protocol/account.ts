@@ -21,7 +21,7 @@ export const ACCOUNT_PAGE_SIZE = 20;
 export const RECENT_ACTIVITY = 5;
 /** Grant rows shown per agent (one per capability, so only a huge catalog reaches it). */
 export const MAX_GRANTS_SHOWN = 50;
-/** Hosts linked to the user shown on the page. */
+/** Active hosts linked to the user shown on the page (and read: one more, to tell there are more). */
 export const MAX_HOSTS_SHOWN = 50;
 /**
  * Activity rows one "Delete activity records" deletes, in one transaction: a short write lock
@@ -51,8 +51,10 @@ export interface AccountAgent {
 }
 
 export interface AccountAgents {
+  /** The user's active hosts, oldest first, at most MAX_HOSTS_SHOWN. */
   readonly hosts: readonly HostRecord[];
-  readonly moreHosts: number;
+  /** More active hosts than shown. */
+  readonly moreHosts: boolean;
   readonly agents: readonly AccountAgent[];
   readonly total: number;
   /** 1-based; clamped to the pages there are. */
@@ -73,7 +75,9 @@ export async function accountAgents(
     limit: ACCOUNT_PAGE_SIZE,
     offset: (page - 1) * ACCOUNT_PAGE_SIZE,
   });
-  const hosts = await ctx.store.hosts({ userId });
+  // Connected apps: the active hosts (a disconnected one is history), a bounded read.
+  const listed = await ctx.store.hosts({ userId, status: 'active', limit: MAX_HOSTS_SHOWN + 1 });
+  const hosts = listed.slice(0, MAX_HOSTS_SHOWN);
   const hostById = new Map<string, HostRecord | undefined>(hosts.map((h) => [h.id, h]));
   const agents: AccountAgent[] = [];
   for (const stored of rows) {
@@ -97,8 +101,8 @@ export async function accountAgents(
     });
   }
   return {
-    hosts: hosts.slice(0, MAX_HOSTS_SHOWN),
-    moreHosts: Math.max(0, hosts.length - MAX_HOSTS_SHOWN),
+    hosts,
+    moreHosts: listed.length > MAX_HOSTS_SHOWN,
     agents,
     total,
     page,

@@ -32,6 +32,8 @@ export async function introspect(ctx: ProtocolContext, token: unknown): Promise<
   const grants = currentGrants(held)
     .filter((g) => g.status === 'pending' || isGrantEffective(g, now) || g.status === 'denied')
     .filter((g) => !restrict || restrict.has(g.capability))
+    // §4.5: what policy requires a proven JWT for is not this token's to use when it is unbound.
+    .filter((g) => jkt !== undefined || !ctx.policy.dpop.has(g.capability))
     .map((g) => ({ capability: g.capability, status: isGrantEffective(g, now) ? 'active' : g.status }));
   const expiresAt = agentClocks(ctx, agent).expiresAt;
   return {

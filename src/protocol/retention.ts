@@ -2,7 +2,7 @@
  * Retention (§9.2: servers SHOULD define and publish retention for agent activity logs; §9.5: the
  * reason fields get the same retention as other PII): activity records older than
  * `audit.retention`, and approval requests closed longer ago than that (they keep the requester's
- * reason, binding message and login hint), are deleted in small batches, yielding to the event
+ * reason and binding message, and whom the request was addressed to), are deleted in small batches, yielding to the event
  * loop between them, so a large backlog (a first run on a big database) never holds up requests;
  * what one run leaves is taken by the next. Pending requests are never deleted here.
  */

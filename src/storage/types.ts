@@ -495,8 +495,8 @@ export interface Store extends StoreReader {
   deleteActivityBefore(before: number, limit: number): Promise<number>;
   /**
    * Deletes at most `limit` approval requests decided (approved, denied or expired) before
-   * `before`, oldest decision first (retention: their reason, binding message and login hint are
-   * the requester's words, §9.5); pending ones are never touched. Returns how many.
+   * `before`, oldest decision first (retention: they keep the requester's reason and binding
+   * message, and whom they were addressed to, §9.5); pending ones are never touched. Returns how many.
    */
   deleteClosedApprovalsBefore(before: number, limit: number): Promise<number>;
   insertSession(session: SessionRecord): Promise<void>;

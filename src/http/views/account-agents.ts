@@ -6,7 +6,12 @@
  * escaped, shown as text, never as a link.
  */
 import type { AccountAgent, AccountAgents, DeletedActivity, RevokedHost } from '../../protocol/account.js';
-import { ACCOUNT_PAGE_SIZE, ACTIVITY_DELETE_BATCH, RECENT_ACTIVITY } from '../../protocol/account.js';
+import {
+  ACCOUNT_PAGE_SIZE,
+  ACTIVITY_DELETE_BATCH,
+  MAX_HOSTS_SHOWN,
+  RECENT_ACTIVITY,
+} from '../../protocol/account.js';
 import { iso } from '../../protocol/context.js';
 import type { ActivityRecord, AgentRecord, HostRecord, SessionRecord } from '../../storage/types.js';
 import { escapeHtml } from '../html.js';
@@ -159,10 +164,7 @@ function hostsSection(view: AccountAgents, session: SessionRecord): string {
   const items = view.hosts.map((h: HostRecord) => {
     const id = escapeHtml(h.id);
     const name = h.name ? escapeHtml(h.name) : '<em>unnamed</em>';
-    const disconnect =
-      h.status === 'revoked'
-        ? ''
-        : `<form method="post" action="/account/hosts/revoke">
+    const disconnect = `<form method="post" action="/account/hosts/revoke">
 <input type="hidden" name="csrf" value="${escapeHtml(session.csrfToken)}">
 <input type="hidden" name="host_id" value="${id}">
 <button type="submit" class="deny" id="revoke-host-${id}">Disconnect ${name}</button>
@@ -171,10 +173,10 @@ function hostsSection(view: AccountAgents, session: SessionRecord): string {
       h.lastUsedAt !== null ? `, last used ${escapeHtml(iso(h.lastUsedAt) ?? '')}` : ''
     }${disconnect}</li>`;
   });
-  if (view.moreHosts > 0) items.push(`<li>and ${view.moreHosts} more</li>`);
+  if (view.moreHosts) items.push(`<li>and more: the ${MAX_HOSTS_SHOWN} oldest are shown</li>`);
   return `<section id="hosts" aria-labelledby="hosts-title">
 <h2 id="hosts-title">Connected apps</h2>
-<p>The apps and machines your agents run from (hosts, in the protocol's words), linked to your account. Disconnecting one revokes it and every agent under it; that cannot be undone.</p>
+<p>The apps and machines your agents run from (hosts, in the protocol's words), linked to your account. Disconnecting one revokes it and every agent under it; that cannot be undone, and it leaves this list.</p>
 <ul>${items.join('\n')}</ul>
 </section>`;
 }

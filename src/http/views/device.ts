@@ -112,7 +112,14 @@ ${claimsNotice(r.claims)}
  * history; which ones, and what they did lately, before you decide.
  */
 function claimsNotice(claims: DeviceRequest['claims']): string {
-  if (claims.agents.length === 0) return '';
+  const links = '<p><strong>Approving connects this app (its host) to your account.</strong>';
+  if (claims.agents.length === 0) {
+    // None among the agents read; past the bound there may be some all the same.
+    return claims.moreAtLeast
+      ? `<div id="claims" class="notice" role="note">
+${links} It has over ${MAX_CLAIMS_READ} agents: any autonomous ones among them become yours, and what they did before becomes part of your history.</p></div>`
+      : '';
+  }
   const items = claims.agents
     .map((a) => {
       const recent = a.recent.length
@@ -132,7 +139,7 @@ function claimsNotice(claims: DeviceRequest['claims']): string {
       ? `<p>… and ${claims.more} more.</p>`
       : '';
   return `<div id="claims" class="notice" role="note">
-<p><strong>Approving connects this app (its host) to your account.</strong> Its autonomous agents below become yours, and what they did before becomes part of your history:</p>
+${links} Its autonomous agents below become yours, and what they did before becomes part of your history:</p>
 <ul>
 ${items}
 </ul>

@@ -7,7 +7,12 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACCOUNT_PAGE_SIZE, ACTIVITY_PAGE_SIZE, RECENT_ACTIVITY } from '../../../src/protocol/account.js';
+import {
+  ACCOUNT_PAGE_SIZE,
+  ACTIVITY_PAGE_SIZE,
+  MAX_HOSTS_SHOWN,
+  RECENT_ACTIVITY,
+} from '../../../src/protocol/account.js';
 import { launchChromium, openPage, submitForm as submit, screenshot } from '../../helpers/browser.js';
 import { localhostConfig, localSignIn, PASSWORD } from '../../helpers/local-sign-in.js';
 import { startProtocol, TestClock, type TestProtocol } from '../../helpers/protocol.js';
@@ -23,7 +28,7 @@ let origin = '';
 
 beforeAll(async () => {
   upstream = await TestUpstream.start();
-  const signIn = await localSignIn([ALICE, BOB, 'carol@example.com']);
+  const signIn = await localSignIn([ALICE, BOB, 'carol@example.com', 'dave@example.com']);
   p = await startProtocol({
     policy:
       'capabilities:\n  constraints:\n    list_pets:\n      limit: { max: 500 }\n' +
@@ -287,8 +292,8 @@ describe('disconnecting an app (a host) from the account page (§8.8.1)', () => 
     expect(await page.textContent('#outcome')).toBe(
       'The app linked host is disconnected, with its 2 agents: none can act for you any more, and this cannot be undone.',
     );
-    expect(await page.textContent(`#host-${a.hostId}`)).toContain('revoked');
-    expect(await page.locator(`#revoke-host-${a.hostId}`).count()).toBe(0);
+    // A disconnected app leaves the list of connected ones.
+    expect(await page.locator(`#host-${a.hostId}`).count()).toBe(0);
     expect(await page.locator(`#agent-${a.agentId} .agent-status`).textContent()).toBe('revoked');
     await page.context().close();
 
@@ -347,6 +352,21 @@ describe('all activity records of an agent (§9.2)', () => {
     expect(anonymous.status).toBe(200);
     expect(anonymous.text).toContain('id="sign-in-link"');
     expect(anonymous.text).not.toContain('Cursor agent');
+  });
+});
+
+describe('connected apps beyond the page bound', () => {
+  it(`lists at most ${MAX_HOSTS_SHOWN} active ones and says there are more; disconnected ones leave no gap`, async () => {
+    const user = 'dave@example.com';
+    const first = await p.linkedHost(user);
+    expect((await p.admin('POST', `/admin/hosts/${first.hostId}/revoke`, {})).status).toBe(200);
+    for (let i = 0; i < MAX_HOSTS_SHOWN + 1; i++) await p.linkedHost(user);
+    const page = await newPage();
+    await openAccount(page, user);
+    expect(await page.locator('#hosts li[id^="host-"]').count()).toBe(MAX_HOSTS_SHOWN);
+    expect(await page.locator(`#host-${first.hostId}`).count()).toBe(0);
+    expect(await page.textContent('#hosts')).toContain(`and more: the ${MAX_HOSTS_SHOWN} oldest are shown`);
+    await page.context().close();
   });
 });
 

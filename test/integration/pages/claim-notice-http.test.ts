@@ -99,6 +99,38 @@ describe('a request that would claim autonomous agents (§9.3)', () => {
     expect(notice.match(/<li>/g)).toHaveLength(5);
   });
 
+  it(`past ${MAX_CLAIMS_READ} agents with no autonomous one among those read, it still warns`, async () => {
+    const host = await generateTestKey();
+    const r = await pendingRegistration(p, { capabilities: ['list_pets'] }, host);
+    const hostId = (await p.admin('GET', `/admin/agents/${r.agentId}`)).body.host_id as string;
+    const now = p.clock.now();
+    await p.proxy.protocol.store.write(async (tx) => {
+      for (let i = 0; i < MAX_CLAIMS_READ + 1; i++) {
+        await tx.insertAgent({
+          id: `agt_rev_${i}`,
+          hostId,
+          userId: null,
+          name: `revoked ${i}`,
+          publicJwk: { kty: 'OKP', crv: 'Ed25519', x: String(i).padStart(43, 'B') },
+          keyThumbprint: `rev-${i}`,
+          mode: 'autonomous',
+          status: 'revoked',
+          lastUsedAt: null,
+          activatedAt: now,
+          createdAt: now + 1 + i,
+          updatedAt: now + 1 + i,
+        });
+      }
+    });
+    const { cookie } = await signIn(p);
+    const notice =
+      /<div id="claims"[\s\S]*?<\/div>/.exec((await requestPage(cookie, r.code)).html)?.[0] ?? '';
+    // Observed before: no notice at all, though approving would claim any autonomous agent past the 1,000.
+    expect(notice).toContain(
+      `It has over ${MAX_CLAIMS_READ} agents: any autonomous ones among them become yours`,
+    );
+  });
+
   it('says nothing of the kind for a host without autonomous agents', async () => {
     const r = await pendingRegistration(p);
     const { cookie } = await signIn(p);

@@ -324,11 +324,17 @@ describe('§4.4 DPoP beyond execute', () => {
     const token = await gw.p.agentToken(agent, agentId, { cnf: { jkt: proofKey.thumbprint } });
     const reply = await gw.p.admin('POST', '/agent/introspect', { token });
     expect(reply.body).toMatchObject({ active: true, agent_id: agentId, cnf: { jkt: proofKey.thumbprint } });
+    const capabilities = (body: { agent_capability_grants: { capability: string }[] }) =>
+      body.agent_capability_grants.map((g) => g.capability).sort();
+    expect(capabilities(reply.body)).toEqual(['create_item', 'get_job', 'list_items', 'start_job']);
     const plain = await gw.p.admin('POST', '/agent/introspect', {
       token: await gw.p.agentToken(agent, agentId),
     });
     expect(plain.body.active).toBe(true);
     expect(plain.body.cnf).toBeUndefined();
+    // An unbound token cannot be used for what capabilities.dpop lists: a resource server asking
+    // is not told it may.
+    expect(capabilities(plain.body)).toEqual(['get_job', 'list_items']);
   });
 
   it('a host JWT bound to a key registers only with its proof (§4.4 on host-authenticated registration)', async () => {

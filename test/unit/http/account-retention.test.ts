@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { agentsSection } from '../../../src/http/views/account-agents.js';
 import type { SessionRecord } from '../../../src/storage/types.js';
 
-const EMPTY = { hosts: [], moreHosts: 0, agents: [], total: 0, page: 1, pages: 1 };
+const EMPTY = { hosts: [], moreHosts: false, agents: [], total: 0, page: 1, pages: 1 };
 const SESSION = { csrfToken: 'csrf' } as SessionRecord;
 
 function retention(ms: number | null): string {

@@ -760,6 +760,11 @@ rate_limits:
       delete_pet: HIGH_RISK_DEFAULT,
       place_order: HIGH_RISK_DEFAULT,
     });
+    // A per_capability entry of null is that capability's own choice: no limit, not high_risk's.
+    const exempt = parse(
+      'capabilities:\n  high_risk: [create_pet, delete_pet]\nrate_limits:\n  per_capability: {delete_pet: null}\n',
+    );
+    expect([...exempt.rateLimits.perCapability.keys()]).toEqual(['create_pet']);
     // null: no limits of the kind.
     const none = parse('capabilities:\n  high_risk: [create_pet]\nrate_limits:\n  high_risk: null\n');
     expect(none.rateLimits.perCapability.size).toBe(0);
