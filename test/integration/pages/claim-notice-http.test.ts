@@ -16,6 +16,7 @@ import {
   startPagesProxy,
 } from '../../helpers/page-http.js';
 import type { TestProtocol } from '../../helpers/protocol.js';
+import type { AgentStatus } from '../../../src/storage/types.js';
 
 const POLICY = `capabilities:
   public: ["*"]
@@ -43,6 +44,41 @@ async function requestPage(
   return { html: shown.text, fields: hiddenFields(shown.text, 'approve-form') };
 }
 
+/**
+ * A delegated agent's pending request under a new host linked to nobody, which then gets `count`
+ * autonomous agents in `status`, written straight to the store (registering them would take long).
+ */
+async function requestWithAgents(count: number, status: AgentStatus): Promise<{ code: string }> {
+  const r = await pendingRegistration(p, { capabilities: ['list_pets'] }, await generateTestKey());
+  const hostId = (await p.admin('GET', `/admin/agents/${r.agentId}`)).body.host_id as string;
+  const now = p.clock.now();
+  await p.proxy.protocol.store.write(async (tx) => {
+    for (let i = 0; i < count; i++) {
+      await tx.insertAgent({
+        id: `agt_${status}_${hostId}_${i}`,
+        hostId,
+        userId: null,
+        name: `${status} ${i}`,
+        publicJwk: { kty: 'OKP', crv: 'Ed25519', x: String(i).padStart(43, 'A') },
+        keyThumbprint: `${hostId}-${i}`,
+        mode: 'autonomous',
+        status,
+        lastUsedAt: null,
+        activatedAt: now,
+        createdAt: now + 1 + i,
+        updatedAt: now + 1 + i,
+      });
+    }
+  });
+  return { code: r.code };
+}
+
+/** The claims notice of the request page for `code`, as a signed-in approver sees it. */
+async function claimsNoticeOf(code: string): Promise<string> {
+  const { cookie } = await signIn(p);
+  return /<div id="claims"[\s\S]*?<\/div>/.exec((await requestPage(cookie, code)).html)?.[0] ?? '';
+}
+
 describe('a request that would claim autonomous agents (§9.3)', () => {
   it('names them and what they did before the approver links the host; approving claims them', async () => {
     const host = await generateTestKey();
@@ -67,66 +103,18 @@ describe('a request that would claim autonomous agents (§9.3)', () => {
   });
 
   it(`reads at most ${MAX_CLAIMS_READ} of the host's agents per view, and says when there are more`, async () => {
-    const host = await generateTestKey();
-    const r = await pendingRegistration(p, { capabilities: ['list_pets'] }, host);
-    const hostId = (await p.admin('GET', `/admin/agents/${r.agentId}`)).body.host_id as string;
     // An operator-approved host linked to nobody may hold any number of agents: 1,200 here.
-    const now = p.clock.now();
-    await p.proxy.protocol.store.write(async (tx) => {
-      for (let i = 0; i < MAX_CLAIMS_READ + 200; i++) {
-        const key = String(i).padStart(43, 'A');
-        await tx.insertAgent({
-          id: `agt_bulk_${i}`,
-          hostId,
-          userId: null,
-          name: `bulk ${i}`,
-          publicJwk: { kty: 'OKP', crv: 'Ed25519', x: key },
-          keyThumbprint: `bulk-${i}`,
-          mode: 'autonomous',
-          status: 'active',
-          lastUsedAt: null,
-          activatedAt: now,
-          createdAt: now + 1 + i,
-          updatedAt: now + 1 + i,
-        });
-      }
-    });
-    const { cookie } = await signIn(p);
-    const notice =
-      /<div id="claims"[\s\S]*?<\/div>/.exec((await requestPage(cookie, r.code)).html)?.[0] ?? '';
+    const { code } = await requestWithAgents(MAX_CLAIMS_READ + 200, 'active');
+    const notice = await claimsNoticeOf(code);
     // The pending agent itself is the first of the 1,000 read; 999 autonomous ones, 5 of them shown.
     expect(notice).toContain(`… and at least 994 more (this app has over ${MAX_CLAIMS_READ} agents).`);
     expect(notice.match(/<li>/g)).toHaveLength(5);
   });
 
   it(`past ${MAX_CLAIMS_READ} agents with no autonomous one among those read, it still warns`, async () => {
-    const host = await generateTestKey();
-    const r = await pendingRegistration(p, { capabilities: ['list_pets'] }, host);
-    const hostId = (await p.admin('GET', `/admin/agents/${r.agentId}`)).body.host_id as string;
-    const now = p.clock.now();
-    await p.proxy.protocol.store.write(async (tx) => {
-      for (let i = 0; i < MAX_CLAIMS_READ + 1; i++) {
-        await tx.insertAgent({
-          id: `agt_rev_${i}`,
-          hostId,
-          userId: null,
-          name: `revoked ${i}`,
-          publicJwk: { kty: 'OKP', crv: 'Ed25519', x: String(i).padStart(43, 'B') },
-          keyThumbprint: `rev-${i}`,
-          mode: 'autonomous',
-          status: 'revoked',
-          lastUsedAt: null,
-          activatedAt: now,
-          createdAt: now + 1 + i,
-          updatedAt: now + 1 + i,
-        });
-      }
-    });
-    const { cookie } = await signIn(p);
-    const notice =
-      /<div id="claims"[\s\S]*?<\/div>/.exec((await requestPage(cookie, r.code)).html)?.[0] ?? '';
+    const { code } = await requestWithAgents(MAX_CLAIMS_READ + 1, 'revoked');
     // Observed before: no notice at all, though approving would claim any autonomous agent past the 1,000.
-    expect(notice).toContain(
+    expect(await claimsNoticeOf(code)).toContain(
       `It has over ${MAX_CLAIMS_READ} agents: any autonomous ones among them become yours`,
     );
   });
