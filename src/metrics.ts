@@ -25,6 +25,9 @@ export const LIMIT_NAMES = [
 ] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
 
+/** Which time claim refused a JWT (§8.2 clock skew). */
+export type ClockClaim = 'iat' | 'exp' | 'nbf';
+
 /** Which connection cap refused a connection (config `server.*`, README "Bounds"). */
 export const CONNECTION_CAPS = ['max_connections', 'max_connections_per_ip'] as const;
 export type ConnectionCap = (typeof CONNECTION_CAPS)[number];
@@ -104,6 +107,7 @@ export class Metrics {
   #capabilities: ReadonlySet<string>;
   readonly #registrations: Counter<'outcome'>;
   readonly #rateLimited: Counter<'limit'>;
+  readonly #clockRefusals: Counter<'claim'>;
   readonly #configReloads: Counter<'result'>;
   readonly #connectionsRefused: Counter<'cap' | 'outcome'>;
   readonly #upstream: Histogram<'api'>;
@@ -157,6 +161,12 @@ export class Metrics {
       name: `${METRIC_PREFIX}rate_limited_total`,
       help: 'Requests refused by a rate limit, by the limit that refused.',
       labelNames: ['limit'],
+      registers,
+    });
+    this.#clockRefusals = new Counter({
+      name: `${METRIC_PREFIX}jwt_clock_refusals_total`,
+      help: 'Host and agent JWTs refused for time (§8.2), by claim: iat in the future, exp passed, nbf not reached (beyond lifetimes.clock_skew). A rise points at a client clock.',
+      labelNames: ['claim'],
       registers,
     });
     this.#connectionsRefused = new Counter({
@@ -266,6 +276,10 @@ export class Metrics {
 
   rateLimited(limit: LimitName): void {
     this.#rateLimited.inc({ limit });
+  }
+
+  clockRefusal(claim: ClockClaim): void {
+    this.#clockRefusals.inc({ claim });
   }
 
   connectionRefused(cap: ConnectionCap, outcome: RefusalOutcome): void {

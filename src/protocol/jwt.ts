@@ -204,6 +204,26 @@ function checkAudience(aud: unknown, audiences: readonly string[]): void {
   if (!audiences.includes(value)) throw new JwtError('The JWT "aud" does not name this server.');
 }
 
+/**
+ * The refusals a wrong clock causes, by the claim that failed: §8.2 asks servers to log and
+ * monitor them (a host whose clock drifts fails here first). Their messages are what the decision
+ * record's `reason` holds, so the metrics read them back from there (clockRefusalOf).
+ */
+export const CLOCK_REFUSALS = {
+  iat: 'The JWT "iat" is in the future.',
+  exp: 'The JWT has expired.',
+  nbf: 'The JWT is not yet valid ("nbf").',
+} as const;
+export type ClockRefusal = keyof typeof CLOCK_REFUSALS;
+
+/** Which clock refusal a refusal's message is, if any. */
+export function clockRefusalOf(message: string | null): ClockRefusal | undefined {
+  if (message === CLOCK_REFUSALS.iat) return 'iat';
+  if (message === CLOCK_REFUSALS.exp) return 'exp';
+  if (message === CLOCK_REFUSALS.nbf) return 'nbf';
+  return undefined;
+}
+
 /** §4.5 step 8, §4.5.1 step 5, §8.2. Compared in milliseconds so no rounding widens the window. */
 function checkTimes(payload: Readonly<Record<string, unknown>>, nowMs: number, policy: JwtPolicy): void {
   const { iat, exp, nbf } = payload;
@@ -215,11 +235,11 @@ function checkTimes(payload: Readonly<Record<string, unknown>>, nowMs: number, p
     throw new JwtError(`The JWT lifetime exceeds ${policy.maxLifetimeSec} seconds.`);
   }
   const skewMs = policy.clockSkewSec * 1000;
-  if (iat * 1000 > nowMs + skewMs) throw new JwtError('The JWT "iat" is in the future.');
-  if (exp * 1000 + skewMs <= nowMs) throw new JwtError('The JWT has expired.');
+  if (iat * 1000 > nowMs + skewMs) throw new JwtError(CLOCK_REFUSALS.iat);
+  if (exp * 1000 + skewMs <= nowMs) throw new JwtError(CLOCK_REFUSALS.exp);
   if (nbf !== undefined) {
     if (!isNumericDate(nbf)) throw new JwtError('The JWT "nbf" must be a number.');
-    if (nbf * 1000 > nowMs + skewMs) throw new JwtError('The JWT is not yet valid ("nbf").');
+    if (nbf * 1000 > nowMs + skewMs) throw new JwtError(CLOCK_REFUSALS.nbf);
   }
 }
 

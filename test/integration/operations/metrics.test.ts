@@ -177,6 +177,22 @@ describe('with --internal-port (server.internal_port)', () => {
       value(samples, `${P}executions_total`, { capability: 'unknown', outcome: 'capability_not_found' }),
     ).toBe(50);
   });
+
+  it('§8.2: counts JWTs refused for a wrong clock by claim, and nothing else there', async () => {
+    const now = Math.floor(gw.p.clock.now() / 1000);
+    const refused = async (claims: Record<string, unknown>): Promise<void> => {
+      const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'ok' }, { extra: claims });
+      expect(reply.body.error).toBe('invalid_jwt');
+    };
+    await refused({ iat: now + 120 }); // a client clock two minutes fast
+    await refused({ iat: now - 200, exp: now - 140 }); // two minutes slow, or a JWT kept too long
+    await refused({ iat: now - 200, exp: now - 140 });
+    await refused({ aud: 'https://elsewhere.example' }); // refused, but not for time
+    const samples = parseExposition((await get(internal, '/metrics')).text);
+    expect(value(samples, `${P}jwt_clock_refusals_total`, { claim: 'iat' })).toBe(1);
+    expect(value(samples, `${P}jwt_clock_refusals_total`, { claim: 'exp' })).toBe(2);
+    expect(value(samples, `${P}jwt_clock_refusals_total`, { claim: 'nbf' })).toBeUndefined();
+  });
 });
 
 describe('without --internal-port', () => {
