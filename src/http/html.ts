@@ -60,6 +60,11 @@ const STYLE_HASH = `'sha256-${createHash('sha256').update(STYLE).digest('base64'
 
 export const PAGE_CSP = `default-src 'none'; style-src ${STYLE_HASH}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
 
+/** The link that signs a visitor in and brings them back to `returnTo` (a path of this server). */
+export function signInLink(returnTo: string): string {
+  return `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent(returnTo))}">Sign in to continue</a></p>`;
+}
+
 export function htmlPage(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en">

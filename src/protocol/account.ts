@@ -128,7 +128,7 @@ export interface RevokedHost {
 
 /**
  * §8.8.1: the user revokes one of their hosts, and so every agent under it, as the host itself
- * or the operator would (§5.10). Only a host linked to this user: any other reads as missing.
+ * or the operator would (§5.10). Only a host linked to this user; another user's reads as missing.
  * Repeating it changes nothing.
  */
 export function revokeOwnHost(ctx: ProtocolContext, userId: string, hostId: string): Promise<RevokedHost> {

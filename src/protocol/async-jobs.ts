@@ -8,8 +8,7 @@ import { ProtocolError } from '../errors.js';
 import type { Capability } from '../openapi/types.js';
 import type { AsyncJobRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
-import { checkCapabilityClaim } from './capability-claim.js';
-import { checkProofRequirement } from './dpop.js';
+import { checkTokenCovers } from './capability-claim.js';
 import type { ProtocolContext } from './context.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { isGrantEffective } from './lifecycle.js';
@@ -68,8 +67,7 @@ export async function authorizeStatusRead(
   if (job.agentId !== auth.agent.id) {
     throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
   }
-  checkCapabilityClaim(auth, job.capability);
-  checkProofRequirement(ctx, auth, job.capability);
+  checkTokenCovers(ctx, auth, job.capability);
   const capability = ctx.catalog.get(job.capability);
   const grants = cachedGrants(ctx, auth.agent.id) ?? (await loadGrants(ctx, auth.agent.id));
   const granted = grants.some((g) => g.capability === job.capability && isGrantEffective(g, now));

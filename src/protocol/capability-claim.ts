@@ -7,6 +7,8 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { AgentAuth } from './authenticate.js';
+import type { ProtocolContext } from './context.js';
+import { checkProofRequirement } from './dpop.js';
 
 /** Refuses `name` when the JWT's `capabilities` claim is present and does not list it. */
 export function checkCapabilityClaim(auth: AgentAuth, name: string): void {
@@ -21,4 +23,14 @@ export function checkCapabilityClaim(auth: AgentAuth, name: string): void {
       `This JWT's capabilities claim does not include ${name} (§4.5).`,
     );
   }
+}
+
+/**
+ * Whether this JWT may be used for capability `name` (executing it, or reading its outcome): its
+ * `capabilities` claim lists it (§4.3), and it came with a DPoP proof when the policy's
+ * `capabilities.dpop` lists it (§4.4, §4.5).
+ */
+export function checkTokenCovers(ctx: ProtocolContext, auth: AgentAuth, name: string): void {
+  checkCapabilityClaim(auth, name);
+  checkProofRequirement(ctx, auth, name);
 }

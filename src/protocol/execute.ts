@@ -13,8 +13,7 @@ import { parseConstraints, type Constraints } from './constraints.js';
 import { checkConstraints, checkSentConstraints, type SentField } from './constraint-checks.js';
 import type { ProtocolContext } from './context.js';
 import { capabilityVersion } from './capability-version.js';
-import { checkCapabilityClaim } from './capability-claim.js';
-import { checkProofRequirement } from './dpop.js';
+import { checkTokenCovers } from './capability-claim.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 
@@ -79,8 +78,7 @@ export function authorizeCapability(
   name: string,
   grants: readonly GrantRecord[],
 ): { capability: Capability; grant: GrantRecord } {
-  checkCapabilityClaim(auth, name);
-  checkProofRequirement(ctx, auth, name);
+  checkTokenCovers(ctx, auth, name);
 
   const grant = effectiveGrant(ctx, grants, name);
   const capability = ctx.catalog.get(name);

@@ -15,8 +15,7 @@
 import { ProtocolError } from '../errors.js';
 import type { PerCallRecord } from '../storage/types.js';
 import type { AgentAuth } from './authenticate.js';
-import { checkCapabilityClaim } from './capability-claim.js';
-import { checkProofRequirement } from './dpop.js';
+import { checkTokenCovers } from './capability-claim.js';
 import type { ProtocolContext } from './context.js';
 import { PER_CALL_SWEEP_BATCH, shownHash } from './per-call.js';
 import { PER_CALL_RESULT_TTL_MS, perCallEvent } from './per-call-events.js';
@@ -178,10 +177,9 @@ export async function pollPerCall(
   if (r.agentId !== auth.agent.id) {
     throw new ProtocolError('unauthorized', 'This execution belongs to another agent.');
   }
-  // §4.3: a poll asks for this capability's outcome; a JWT scoped to others cannot fetch it
-  // (and, being a delivery, use it up).
-  checkCapabilityClaim(auth, r.capability);
-  checkProofRequirement(ctx, auth, r.capability);
+  // §4.3, §4.4: a poll asks for this capability's outcome; a JWT not good for it (scoped to
+  // others, or unproven where the policy wants proof) cannot fetch it, nor, a delivery, use it up.
+  checkTokenCovers(ctx, auth, r.capability);
   if (r.status === 'pending' && r.expiresAt <= ctx.clock.now()) {
     await expire(ctx, r);
     r = (await ctx.store.perCall(id)) ?? r;

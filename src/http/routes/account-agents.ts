@@ -22,7 +22,7 @@ import type { PageAuth } from '../page-auth.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
 import type { Router } from '../router.js';
-import { escapeHtml, htmlPage, sendHtml } from '../html.js';
+import { escapeHtml, htmlPage, sendHtml, signInLink } from '../html.js';
 import { perIp } from '../steps/limits.js';
 import { page, pageForm, session } from '../steps/page.js';
 import { agentActivityView } from '../views/account-activity.js';
@@ -110,8 +110,7 @@ export function accountAgentRoutes(router: Router, options: AccountAgentRouteOpt
       const s = x.session;
       if (!s) {
         const back = `/account/activity?agent_id=${encodeURIComponent(id.slice(0, 100))}`;
-        const link = `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in to continue</a></p>`;
-        sendHtml(x.res, 200, htmlPage(title, `<h1>${escapeHtml(title)}</h1>\n${link}`));
+        sendHtml(x.res, 200, htmlPage(title, `<h1>${escapeHtml(title)}</h1>\n${signInLink(back)}`));
         return;
       }
       if (!AGENT_ID.test(id)) throw new ProtocolError('invalid_request', 'That is not an agent id.');

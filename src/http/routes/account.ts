@@ -6,7 +6,7 @@
  * their outcome through the `AccountPage` returned here.
  */
 import type { SessionRecord } from '../../storage/types.js';
-import { escapeHtml, htmlPage, sendHtml } from '../html.js';
+import { escapeHtml, htmlPage, sendHtml, signInLink } from '../html.js';
 import type { PageAuth } from '../page-auth.js';
 import { step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -55,7 +55,7 @@ export function accountRoutes(router: Router, options: AccountRouteOptions): Acc
             title,
             `<h1>${escapeHtml(title)}</h1>
 <p>Sign in to see the agents that act for you, what they may do, and what they did.</p>
-<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent('/account'))}">Sign in to continue</a></p>`,
+${signInLink('/account')}`,
           ),
         );
         return;

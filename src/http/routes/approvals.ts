@@ -10,7 +10,7 @@ import { requestTimeLeft, type TimeLeft } from '../../protocol/approval-expiry.j
 import { decisionRefusal, type DeviceRequest } from '../../protocol/device.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { requestWarnings } from '../../protocol/request-warnings.js';
-import { escapeHtml, htmlPage, sendHtml } from '../html.js';
+import { escapeHtml, htmlPage, sendHtml, signInLink } from '../html.js';
 import type { PageAuth } from '../page-auth.js';
 import { step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -46,7 +46,7 @@ export function approvalsRoutes(
       if (!s) {
         body.push(
           '<p>Requests from AI agents that wait for your decision are listed here once you sign in.</p>',
-          `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent('/approvals'))}">Sign in to continue</a></p>`,
+          signInLink('/approvals'),
         );
       } else {
         const cursor = (x.url.searchParams.get('before') ?? '').slice(0, 100) || null;

@@ -23,7 +23,7 @@ import { recordOpened } from '../../protocol/inbox.js';
 import type { ProtocolContext } from '../../protocol/context.js';
 import { contentHash, decisionRefusal, type DeviceRequest } from '../../protocol/device.js';
 import type { SessionRecord } from '../../storage/types.js';
-import { escapeHtml, sendHtml } from '../html.js';
+import { sendHtml, signInLink } from '../html.js';
 import type { PageAuth } from '../page-auth.js';
 import { need, step } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -86,7 +86,7 @@ export function deviceRoutes(
         const back = code ? `/device?code=${encodeURIComponent(code)}` : '/device';
         view.send(x, 200, [
           '<p><strong>You are authorizing an AI agent.</strong> An agent showed you a code and asked you to approve what it wants to do.</p>',
-          `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in to continue</a></p>`,
+          signInLink(back),
         ]);
         return;
       }

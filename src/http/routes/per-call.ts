@@ -21,7 +21,7 @@ import { lookUpPerCall, shownHash } from '../../protocol/per-call.js';
 import { claimPerCall, denyPerCall, outcomeUnknownAfterMs } from '../../protocol/per-call-decide.js';
 import { presenceScope } from '../../protocol/presence.js';
 import type { PerCallRecord, SessionRecord } from '../../storage/types.js';
-import { escapeHtml, htmlPage, sendHtml } from '../html.js';
+import { escapeHtml, htmlPage, sendHtml, signInLink } from '../html.js';
 import type { PageAuth } from '../page-auth.js';
 import { need, step, type Exchange } from '../pipeline.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -135,7 +135,7 @@ export function perCallRoutes(router: Router, options: PerCallRouteOptions): voi
         const back = `/approvals/calls/${encodeURIComponent((x.params.id ?? '').slice(0, 100))}`;
         send(x.res, 200, [
           '<p><strong>An AI agent asks you to approve one call.</strong> Sign in to see what it wants to run.</p>',
-          `<p><a id="sign-in-link" href="/sign-in?return=${escapeHtml(encodeURIComponent(back))}">Sign in to continue</a></p>`,
+          signInLink(back),
         ]);
         return;
       }

@@ -7,7 +7,7 @@ import type { AgentActivityPage } from '../../protocol/account.js';
 import { ACTIVITY_PAGE_SIZE } from '../../protocol/account.js';
 import type { SessionRecord } from '../../storage/types.js';
 import { escapeHtml } from '../html.js';
-import { activityItem } from './account-agents.js';
+import { activityItem, deleteActivityForm } from './account-agents.js';
 
 export function agentActivityView(view: AgentActivityPage, session: SessionRecord, title: string): string {
   const { agent } = view;
@@ -21,14 +21,7 @@ export function agentActivityView(view: AgentActivityPage, session: SessionRecor
     view.olderBefore === null
       ? ''
       : `<nav aria-label="Activity pages"><p><a href="/account/activity?${query}&amp;before=${view.olderBefore}" rel="next" id="older">Older records</a></p></nav>`;
-  const remove =
-    view.records.length === 0
-      ? ''
-      : `<form method="post" action="/account/agents/delete-activity">
-<input type="hidden" name="csrf" value="${escapeHtml(session.csrfToken)}">
-<input type="hidden" name="agent_id" value="${id}">
-<button type="submit" id="delete-activity-${id}">Delete activity records of ${escapeHtml(agent.name)}</button>
-</form>`;
+  const remove = view.records.length === 0 ? '' : deleteActivityForm(agent, session);
   return `<h1>${escapeHtml(title)}</h1>
 <p><a href="/account#agent-${id}">Back to your account</a></p>
 <p>Everything this server recorded of the agent <strong>${escapeHtml(agent.name)}</strong> (<span class="code">${id}</span>), newest first, ${ACTIVITY_PAGE_SIZE} a page.</p>

@@ -102,6 +102,16 @@ function hostRevokedText({ host, agentsRevoked }: RevokedHost): string {
   return `The app ${name} is disconnected, with its ${agentsRevoked} agent${agentsRevoked === 1 ? '' : 's'}: none can act for you any more, and this cannot be undone.`;
 }
 
+/** §9.2: the form that deletes an agent's activity records (POST /account/agents/delete-activity). */
+export function deleteActivityForm(agent: AgentRecord, session: SessionRecord): string {
+  const id = escapeHtml(agent.id);
+  return `<form method="post" action="/account/agents/delete-activity" class="inline">
+<input type="hidden" name="csrf" value="${escapeHtml(session.csrfToken)}">
+<input type="hidden" name="agent_id" value="${id}">
+<button type="submit" id="delete-activity-${id}">Delete activity records of ${escapeHtml(agent.name)}</button>
+</form>`;
+}
+
 function agentCard(a: AccountAgent, session: SessionRecord): string {
   const { agent, host } = a;
   const id = escapeHtml(agent.id);
@@ -114,12 +124,7 @@ ${hidden}
 <button type="submit" class="deny" id="revoke-${id}">Revoke agent ${escapeHtml(agent.name)}</button>
 </form>`);
   }
-  if (a.recent.length > 0) {
-    forms.push(`<form method="post" action="/account/agents/delete-activity" class="inline">
-${hidden}
-<button type="submit" id="delete-activity-${id}">Delete activity records of ${escapeHtml(agent.name)}</button>
-</form>`);
-  }
+  if (a.recent.length > 0) forms.push(deleteActivityForm(agent, session));
   return `<article class="agent" id="agent-${id}" aria-labelledby="agent-title-${id}">
 <h3 id="agent-title-${id}">${escapeHtml(agent.name)}</h3>
 <dl>
