@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
     // Integration tests each boot their own servers on port 0, so files run in parallel safely.
     pool: 'forks',
     // A worker keeps its module cache from file to file, so the app and its dependencies are not
