@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ProtocolError } from '../errors.js';
+import { depthExceeds } from '../util/json-depth.js';
 import { declaredLength, readStream, takeBuffered, type ReadBytes } from '../util/read-stream.js';
 
 /** Arrays and objects nested deeper than this are refused (400); no protocol body needs 16. */
@@ -72,18 +73,4 @@ function parseJsonObject(
     );
   }
   return value as Record<string, unknown>;
-}
-
-/** Whether `value` nests deeper than `max`, walked without recursion. */
-export function depthExceeds(value: unknown, max: number): boolean {
-  const stack: { value: unknown; depth: number }[] = [{ value, depth: 1 }];
-  while (stack.length > 0) {
-    const top = stack.pop() as { value: unknown; depth: number };
-    if (top.value === null || typeof top.value !== 'object') continue;
-    if (top.depth > max) return true;
-    for (const child of Object.values(top.value)) {
-      if (child !== null && typeof child === 'object') stack.push({ value: child, depth: top.depth + 1 });
-    }
-  }
-  return false;
 }

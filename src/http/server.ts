@@ -62,7 +62,14 @@ export function createHttpServer(options: HttpServerOptions): Server {
       connectionsCheckingInterval: 1_000,
     },
     (req, res) => {
-      void handle(options, gate, req, res);
+      // handle() answers every failure itself; this is the last guard that keeps one request
+      // from ending the process (an unhandled rejection would).
+      handle(options, gate, req, res).catch((err: unknown) => {
+        options.logger.error('request failed unanswered', {
+          error: err instanceof Error ? err.message : String(err),
+        });
+        res.destroy();
+      });
     },
   );
   gate.guard(server);
@@ -164,9 +171,19 @@ async function handle(
         error: err instanceof Error ? err.message : String(err),
       });
     }
-    if (res.headersSent) res.destroy();
-    else if (exchange?.page) sendErrorPage(res, e);
-    else sendError(res, withChallenge(e, exchange, options.issuer));
+    try {
+      if (res.headersSent) res.destroy();
+      else if (exchange?.page) sendErrorPage(res, e);
+      else sendError(res, withChallenge(e, exchange, options.issuer));
+    } catch (sendErr) {
+      // Nothing a request brings may end the process: an error that cannot be written (a field
+      // JSON.stringify cannot serialize) closes this connection instead.
+      logger.error('error answer not sent', {
+        request_id: requestId,
+        error: sendErr instanceof Error ? sendErr.message : String(sendErr),
+      });
+      res.destroy();
+    }
   }
 }
 

@@ -119,8 +119,10 @@ export class UpstreamClient {
         throw failure;
       }
       if (RETRY_STATUS.has(res.statusCode) && attempt < retries && !deadline.aborted) {
-        res.body.resume();
+        // Destroyed, not drained: an endless body would be read for ever after the retry
+        // succeeded, and keep the pool (and a shutdown) waiting on it.
         res.body.on('error', () => undefined);
+        res.body.destroy();
         await this.sleep(backoff(call.retryBackoffMs, attempt));
         continue;
       }

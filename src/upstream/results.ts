@@ -6,6 +6,7 @@
  */
 import { ProtocolError } from '../errors.js';
 import { essence, isJsonLike, isTextual } from '../openapi/media.js';
+import { depthExceeds, textDepthExceeds } from '../util/json-depth.js';
 
 /** The base64 envelope for binary results (documented in the README). */
 export interface BinaryData {
@@ -18,6 +19,12 @@ export const MAX_UPSTREAM_ERROR_BODY = 16 * 1024;
 // Read this much of an error body: a secret that straddles the cap is then scrubbed whole
 // before the text is cut, instead of its first half reaching the agent.
 export const UPSTREAM_ERROR_READ_BYTES = MAX_UPSTREAM_ERROR_BODY + 4 * 1024;
+// JSON from the upstream nested deeper than this is not taken as JSON: answers that nest deeper
+// are refused, error bodies are echoed as text. Relayed as text, a deep answer is harmless, but
+// per-call results and async states are serialized again, and JSON.stringify overflows the stack
+// a few thousand levels down (a 16 KiB error body nests 8,000 deep), which took the process down.
+// No real API nests anywhere near this deep.
+export const MAX_ANSWER_DEPTH = 512;
 
 export function contentTypeOf(headers: Readonly<Record<string, string | string[] | undefined>>): string {
   const value = headers['content-type'];
@@ -103,8 +110,9 @@ export function decodeTextKeepingJson(contentType: string, text: string): Decode
   if (text === '') return { data: null };
   const type = essence(contentType);
   if (type === '' || isJsonLike(type)) {
+    let data: unknown;
     try {
-      return { data: JSON.parse(text) as unknown, json: text };
+      data = JSON.parse(text);
     } catch {
       // Declared JSON (or undeclared) that does not parse: pass the text rather than fail.
       if (type === '') return { data: text };
@@ -112,6 +120,14 @@ export function decodeTextKeepingJson(contentType: string, text: string): Decode
         fields: { upstream_status: 200 },
       });
     }
+    if (textDepthExceeds(text, MAX_ANSWER_DEPTH)) {
+      throw new ProtocolError(
+        'upstream_error',
+        `The upstream API answered with JSON nested more than ${MAX_ANSWER_DEPTH} levels deep.`,
+        { fields: { upstream_status: 200 } },
+      );
+    }
+    return { data, json: text };
   }
   return { data: text };
 }
@@ -134,7 +150,8 @@ export function upstreamError(
   let upstreamBody: unknown = text === '' ? null : text;
   if (!truncated && text !== '' && isJsonLike(essence(contentType) || 'application/json')) {
     try {
-      upstreamBody = JSON.parse(text);
+      const parsed: unknown = JSON.parse(text);
+      if (!depthExceeds(parsed, MAX_ANSWER_DEPTH)) upstreamBody = parsed;
     } catch {
       // not JSON after all: keep the text
     }

@@ -14,6 +14,7 @@ import type { TestKey } from '../../helpers/keys.js';
 import { startProtocol, type TestProtocol } from '../../helpers/protocol.js';
 import { tempDbFile } from '../../helpers/proxy.js';
 import { json, type UpstreamHandler } from '../../helpers/upstream.js';
+import { MAX_ANSWER_DEPTH } from '../../../src/upstream/results.js';
 
 const SERVICE_KEY = 'service-key-failures-0123456789';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -118,6 +119,64 @@ describe('§5.11 upstream errors keep their meaning', () => {
     expect(reply.status).toBe(502);
     expect(reply.body).toMatchObject({ error: 'upstream_error', upstream_status: 302 });
     expect(gw.upstream.requests.map((r) => r.path)).toEqual(['/v1/items/moved']);
+  });
+});
+
+describe('JSON from the upstream nested past MAX_ANSWER_DEPTH', () => {
+  let gw: Gateway;
+  let agent: TestKey;
+  let agentId: string;
+  beforeAll(async () => {
+    gw = await startGateway({ api: '    retries: 0' });
+    ({ agent, agentId } = await gw.p.activeAgent(['get_item']));
+  });
+  afterAll(() => gw.close());
+  beforeEach(() => gw.upstream.reset());
+
+  // 16,000 bytes nest 8,000 deep: JSON.stringify overflows the stack on it, which in the error's
+  // answer ended the whole process.
+  const deep = '['.repeat(8000) + ']'.repeat(8000);
+
+  it('an error body nested 8,000 deep is echoed as text, and the proxy answers the next call', async () => {
+    gw.upstream.on('GET /v1/items/deep', (_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(deep);
+    });
+    const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'deep' });
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({ error: 'upstream_error', upstream_status: 400, upstream_body: deep });
+    gw.upstream.on('GET /v1/items/next', (_req, res) => json(res, 200, { ok: true }));
+    const next = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'next' });
+    expect(next.body).toEqual({ data: { ok: true } });
+  });
+
+  it(`an error body nested ${MAX_ANSWER_DEPTH} deep is still parsed`, async () => {
+    const body = '['.repeat(MAX_ANSWER_DEPTH) + ']'.repeat(MAX_ANSWER_DEPTH);
+    gw.upstream.on('GET /v1/items/deepish', (_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+    const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'deepish' });
+    expect(reply.body.upstream_body).toEqual(JSON.parse(body));
+  });
+
+  it(`a success answer nested deeper than ${MAX_ANSWER_DEPTH} → 502 upstream_error naming the depth; one at it passes`, async () => {
+    const nested = (n: number): string => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+    gw.upstream.on('GET /v1/items/deep', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(nested(MAX_ANSWER_DEPTH + 1));
+    });
+    const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'deep' });
+    expect(reply.status).toBe(502);
+    expect(reply.body).toMatchObject({ error: 'upstream_error', upstream_status: 200 });
+    expect(reply.body.message).toContain(`more than ${MAX_ANSWER_DEPTH} levels deep`);
+    gw.upstream.on('GET /v1/items/at', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(nested(MAX_ANSWER_DEPTH));
+    });
+    const at = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'at' });
+    expect(at.status).toBe(200);
+    expect(JSON.stringify(at.body)).toBe(`{"data":${nested(MAX_ANSWER_DEPTH)}}`);
   });
 });
 
@@ -254,6 +313,30 @@ describe('§5.11 retries: bounded, idempotent methods only, on 502/503/504 and c
     expect(reply.status).toBe(200);
     expect(reply.body).toEqual({ data: { ok: true } });
     expect(gw.upstream.received('/v1/items/flaky')).toHaveLength(3);
+  });
+
+  it('the body of a retried 503 is dropped, not read: an endless one closes and the upstream stops sending', async () => {
+    let attempts = 0;
+    let firstClosed: Promise<void> = Promise.resolve();
+    gw.upstream.on('GET /v1/items/endless', (_req, res) => {
+      attempts += 1;
+      if (attempts > 1) {
+        json(res, 200, { ok: true });
+        return;
+      }
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      firstClosed = new Promise((resolve) => res.once('close', () => resolve()));
+      const chunk = 'y'.repeat(64 * 1024);
+      const pump = (): void => {
+        while (!res.destroyed) if (!res.write(chunk)) return void res.once('drain', pump);
+      };
+      pump();
+    });
+    const reply = await gw.p.execute(agent, agentId, 'get_item', { itemId: 'endless' });
+    expect(reply.body).toEqual({ data: { ok: true } });
+    // Drained, the first answer was read for as long as the upstream wrote: it never closed.
+    await firstClosed;
+    expect(attempts).toBe(2);
   });
 
   it('the retried requests carry the same request id', async () => {
