@@ -12,6 +12,9 @@ import type { Cancellation } from '../upstream/cancellation.js';
 import type { UpstreamReply } from '../upstream/client.js';
 import { formatSse, SseParser } from '../upstream/sse.js';
 
+// How long an ended stream's last events wait for an agent that has stopped reading.
+const UNREAD_END_GRACE_MS = 10_000;
+
 export interface RelayOptions {
   readonly ctx: ProtocolContext;
   readonly settings: ExecutionSettings;
@@ -48,6 +51,9 @@ export async function relayStream(
     if (error) res.write(formatSse('error', JSON.stringify(error.toBody())));
     res.end(formatSse('done', scrub(final)));
     reply.body.destroy();
+    // An agent that stopped reading would keep the connection, and what is queued for it, for
+    // as long as it likes: it gets a while to read the end, then the connection is closed.
+    if (!res.writableFinished) setTimeout(() => res.destroy(), UNREAD_END_GRACE_MS).unref();
   };
   const agentId = authorized.auth.agent.id;
   const check = setInterval(() => {
@@ -89,12 +95,30 @@ export async function relayStream(
           res.write(formatSse('data', scrub(event.data), id));
         }
       }
+      // Backpressure: the next chunk is read from the upstream only once the agent has taken
+      // this one. Without it an agent that stops reading had the proxy queue the whole stream in
+      // memory (800 MB in 8 s of 64 KiB events); now it queues about one chunk, and the upstream
+      // is held back through its own connection.
+      if (res.writableNeedDrain && !finished) await drained(res);
     }
     finish();
   } catch {
     if (abort.aborted) finish();
     else finish(new ProtocolError('upstream_unavailable', 'The upstream stream failed.'));
   }
+}
+
+/** Resolves once `res` takes more writes again, or has closed. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /** §5.13: an upstream `error` event's data as an error object. */

@@ -375,6 +375,37 @@ describe('§5.11 SSE relay', () => {
     expect(await Promise.race([upstreamClosed, sleep(2000).then(() => 'still open')])).toBe('closed');
   });
 
+  it('an agent that stops reading holds the upstream back instead of having the proxy queue the stream', async () => {
+    const { agent, agentId } = await gw.p.activeAgent(['stream_events']);
+    let written = 0;
+    let upstreamClosed: Promise<'closed'> | undefined;
+    gw.upstream.on('GET /v1/events', (_req, res) => {
+      upstreamClosed = closedEarly(res);
+      sseHead(res);
+      const event = `data: ${'x'.repeat(64 * 1024)}\n\n`;
+      const pump = (): void => {
+        while (!res.destroyed) {
+          written += event.length;
+          if (!res.write(event)) return void res.once('drain', pump);
+        }
+      };
+      pump();
+    });
+    const agentSide = await rawExecute(gw, agent, agentId, 'data: x');
+    agentSide.pause();
+    // The upstream writes for as long as someone reads: without backpressure the proxy read
+    // 100 MB a second into memory. Held back, it stops within the sockets' buffers.
+    const cap = 64 * 1024 * 1024;
+    let last = -1;
+    while (written !== last && written < cap) {
+      last = written;
+      await sleep(300);
+    }
+    expect(written).toBeLessThan(cap);
+    agentSide.destroy();
+    expect(await Promise.race([upstreamClosed, sleep(2000).then(() => 'still open')])).toBe('closed');
+  });
+
   it('the agent disconnecting before the upstream answers aborts the upstream request too', async () => {
     const { agent, agentId } = await gw.p.activeAgent(['stream_events']);
     let upstreamClosed: Promise<'closed'> | undefined;
