@@ -11,11 +11,13 @@ import { contentCodings, decodeBody, decodingStream } from './content-coding.js'
 import { redactEventStream } from './event-redaction.js';
 import { TokenError } from './oauth.js';
 import {
-  bodyText,
+  charsetOf,
   decodeData,
   decodeTextKeepingJson,
   type DecodedText,
   isTextData,
+  readsAsUtf8,
+  textInCharset,
   upstreamError,
   UPSTREAM_ERROR_READ_BYTES,
 } from './results.js';
@@ -56,21 +58,33 @@ export function dataOf(api: ApiRuntime, body: Buffer, contentType: string, statu
 export function answerData(api: ApiRuntime, body: Buffer, contentType: string, status: number): DecodedText {
   if (body.length === 0) return { data: null };
   if (isTextData(essence(contentType))) {
-    return decodeTextKeepingJson(contentType, api.redactor.text(bodyText(contentType, body)));
+    const charset = charsetOf(contentType);
+    const shown = api.redactor.text(textInCharset(charset, body));
+    if (api.redactor.hiddenIn(shown, body, readsAsUtf8(charset))) throw withheld(status);
+    return decodeTextKeepingJson(contentType, shown);
   }
-  if (api.redactor.inBytes(body)) {
-    throw new ProtocolError(
-      'upstream_error',
-      'The upstream answer contains a credential of the service, so the proxy withheld it.',
-      { fields: { upstream_status: status } },
-    );
-  }
+  if (api.redactor.inBytes(body)) throw withheld(status);
   return { data: decodeData(contentType, body) };
 }
 
-/** A non-2xx answer as the agent's error, its body redacted and capped. */
+function withheld(status: number): ProtocolError {
+  return new ProtocolError(
+    'upstream_error',
+    'The upstream answer contains a credential of the service, so the proxy withheld it.',
+    { fields: { upstream_status: status } },
+  );
+}
+
+/**
+ * A non-2xx answer as the agent's error, its body redacted and capped; withheld whole when it
+ * holds a secret its text does not show (see Redactor.hiddenIn).
+ */
 export function failureOf(api: ApiRuntime, status: number, contentType: string, body: Buffer): ProtocolError {
-  return upstreamError(status, contentType, body, (t) => api.redactor.text(t));
+  const readAsUtf8 = readsAsUtf8(charsetOf(contentType));
+  return upstreamError(status, contentType, body, (text, cut) => {
+    const shown = api.redactor.text(cut ? api.redactor.withoutCutEnd(text) : text);
+    return api.redactor.hiddenIn(shown, body, readAsUtf8) ? undefined : shown;
+  });
 }
 
 /**

@@ -44,6 +44,32 @@ export class Redactor {
   }
 
   /**
+   * Whether `shown`, text read from `bytes` and already through text(), still holds a secret for
+   * whoever reads it another way: an upstream that declares one charset and sends another (ASCII
+   * declared UTF-16 reads as CJK, UTF-16 without a charset reads with a NUL after each letter)
+   * passes text(), and the agent gets the secret back by taking the text's UTF-16 units or its
+   * UTF-8 bytes as bytes. Text read as UTF-8 from bytes without a NUL cannot hide one: every
+   * secret is Latin-1 (it is sent in a header or a percent-encoded query), so its UTF-16 and
+   * UTF-32 forms hold a NUL byte; the common case costs one search for a zero byte.
+   */
+  hiddenIn(shown: string, bytes: Buffer, readAsUtf8: boolean): boolean {
+    if (readAsUtf8 && !bytes.includes(0)) return false;
+    const units = Buffer.from(shown, 'utf16le');
+    const views = [Buffer.from(shown, 'utf8'), units, Buffer.from(units).swap16()];
+    return views.some((view) => this.inBytes(view));
+  }
+
+  /**
+   * Text read from bytes that were cut at a cap, without the characters that could be the start
+   * of a secret the cut went through: the whole secret is not there to be found, and its first
+   * part would reach the agent.
+   */
+  withoutCutEnd(text: string): string {
+    const longest = Math.max(0, ...this.forms().flatMap((f) => f.literal.map((form) => form.length)));
+    return text.slice(0, Math.max(0, text.length - (longest - 1)));
+  }
+
+  /**
    * Whether bytes hold a secret in one of its literal forms (a binary body is not unescaped), as
    * UTF-8, UTF-16 or UTF-32 of either byte order: a dump of headers in a wide encoding is still
    * the secret once its NULs are dropped.

@@ -52,8 +52,22 @@ const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
  * windows-1252. UTF-8 when none is named, or when the name is not one the runtime knows.
  */
 export function bodyText(contentType: string, body: Buffer): string {
-  const charset = CHARSET.exec(contentType)?.[1]?.toLowerCase();
-  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return UTF8.decode(body);
+  return textInCharset(charsetOf(contentType), body);
+}
+
+/** The charset a Content-Type names, lower case; undefined when it names none. */
+export function charsetOf(contentType: string): string | undefined {
+  return CHARSET.exec(contentType)?.[1]?.toLowerCase();
+}
+
+/** Whether text in this charset (charsetOf) is read as UTF-8 bytes. */
+export function readsAsUtf8(charset: string | undefined): boolean {
+  return charset === undefined || charset === 'utf-8' || charset === 'utf8';
+}
+
+/** bodyText, for a charset already read from the Content-Type. */
+export function textInCharset(charset: string | undefined, body: Buffer): string {
+  if (readsAsUtf8(charset)) return UTF8.decode(body);
   // Not in the WHATWG list TextDecoder knows, but real: read as UTF-8 it would keep a NUL between
   // every two characters, and an echoed secret would pass redaction that way.
   if (charset === 'utf-32' || charset === 'utf-32le' || charset === 'utf-32be')
@@ -133,18 +147,30 @@ export function decodeTextKeepingJson(contentType: string, text: string): Decode
 }
 
 /**
- * The error an agent sees for a non-2xx upstream answer. `scrub` removes the service's own
- * secrets from the echoed body, in case the upstream repeats a credential back.
+ * Removes the service's own secrets from an echoed error body's text, in case the upstream
+ * repeats a credential back. `cut`: the body was read only up to UPSTREAM_ERROR_READ_BYTES, so its
+ * text may end in part of a secret. Undefined: the body is withheld whole.
  */
+export type ErrorBodyScrub = (text: string, cut: boolean) => string | undefined;
+
+/** The error an agent sees for a non-2xx upstream answer, its body passed through `scrub`. */
 export function upstreamError(
   status: number,
   contentType: string,
   body: Buffer,
-  scrub: (text: string) => string,
+  scrub: ErrorBodyScrub,
 ): ProtocolError {
   // Scrub before truncating: a secret cut in half at the limit would no longer match, and its
   // first half would reach the agent.
-  const scrubbed = Buffer.from(scrub(bodyText(contentType, body)), 'utf8');
+  const shown = scrub(bodyText(contentType, body), body.length >= UPSTREAM_ERROR_READ_BYTES);
+  if (shown === undefined) {
+    return withStatus(status, {
+      upstream_status: status,
+      upstream_body: null,
+      upstream_body_withheld: true,
+    });
+  }
+  const scrubbed = Buffer.from(shown, 'utf8');
   const truncated = body.length > MAX_UPSTREAM_ERROR_BODY || scrubbed.length > MAX_UPSTREAM_ERROR_BODY;
   const text = scrubbed.subarray(0, MAX_UPSTREAM_ERROR_BODY).toString('utf8');
   let upstreamBody: unknown = text === '' ? null : text;
@@ -156,11 +182,15 @@ export function upstreamError(
       // not JSON after all: keep the text
     }
   }
-  const fields = {
+  return withStatus(status, {
     upstream_status: status,
     upstream_body: upstreamBody,
     ...(truncated ? { upstream_body_truncated: true } : {}),
-  };
+  });
+}
+
+/** The upstream_error for this status: a 4xx keeps it, anything else is 502. */
+function withStatus(status: number, fields: Record<string, unknown>): ProtocolError {
   if (status >= 300 && status < 400) {
     return new ProtocolError(
       'upstream_error',

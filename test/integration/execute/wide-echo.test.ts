@@ -68,3 +68,89 @@ describe('a key echoed in UTF-16 / UTF-32', () => {
     expect(recovered(reply)).not.toContain(KEY);
   });
 });
+
+/**
+ * Every way an agent could read a reply's text back as bytes: as it is, its UTF-16 units in
+ * either byte order, with NULs dropped.
+ */
+function readings(reply: { text: string }): string[] {
+  const body = JSON.parse(reply.text) as { data?: unknown; upstream_body?: unknown };
+  const text = JSON.stringify(body.data ?? body.upstream_body ?? null);
+  const units = Buffer.from(text, 'utf16le');
+  return [text, units.toString('latin1'), Buffer.from(units).swap16().toString('latin1')].map((t) =>
+    t.split(String.fromCharCode(0)).join('').split('\\u0000').join(''),
+  );
+}
+
+describe('a key in bytes whose declared charset does not match them', () => {
+  const cases: [string, number, string, (key: string) => Buffer][] = [
+    [
+      'ASCII declared UTF-16LE (reads as CJK)',
+      400,
+      'text/plain; charset=utf-16le',
+      (k) => Buffer.from(`bad key ${k}!`),
+    ],
+    [
+      'ASCII declared UTF-16BE (reads as CJK)',
+      200,
+      'text/plain; charset=utf-16be',
+      (k) => Buffer.from(`echo ${k}.`),
+    ],
+    [
+      'UTF-16LE in an octet-stream error body',
+      401,
+      'application/octet-stream',
+      (k) => Buffer.from(`key=${k}`, 'utf16le'),
+    ],
+    [
+      'UTF-16LE declared text/plain, no charset',
+      200,
+      'text/plain',
+      (k) => Buffer.from(`key=${k}`, 'utf16le'),
+    ],
+  ];
+  for (const [what, status, type, body] of cases) {
+    it(`${what}, answered ${status}: withheld`, async () => {
+      gw.upstream.on('GET /v1/items/mis', (req, res) =>
+        send(res, status, { 'content-type': type }, body(String(req.headers['x-api-key']))),
+      );
+      const reply = await gw.p.execute(agent.agent, agent.agentId, 'get_item', { itemId: 'mis' });
+      expect(gw.upstream.requests[0]?.headers['x-api-key']).toBe(KEY);
+      for (const reading of readings(reply)) expect(reading).not.toContain(KEY);
+      if (status === 200) expect(reply.body).toMatchObject({ error: 'upstream_error', upstream_status: 200 });
+      else
+        expect(reply.body).toMatchObject({
+          upstream_status: status,
+          upstream_body: null,
+          upstream_body_withheld: true,
+        });
+    });
+  }
+
+  it('UTF-16LE declared as such is read and redacted, not withheld', async () => {
+    gw.upstream.on('GET /v1/items/wide', (req, res) =>
+      send(
+        res,
+        400,
+        { 'content-type': 'text/plain; charset=utf-16le' },
+        Buffer.from(`bad key ${String(req.headers['x-api-key'])}`, 'utf16le'),
+      ),
+    );
+    const reply = await gw.p.execute(agent.agent, agent.agentId, 'get_item', { itemId: 'wide' });
+    expect(reply.body.upstream_body).toBe('bad key [redacted]');
+  });
+
+  it('a UTF-16 error body cut at the read cap through the key shows none of the key', async () => {
+    // 20 KiB of bytes read are 10 KiB of characters: all within the 16 KiB echoed, so the cut
+    // is not hidden by the echo's own cap, and the key's first part ended the text.
+    gw.upstream.on('GET /v1/items/cut', (req, res) => {
+      const text = 'A'.repeat(10240 - 20) + String(req.headers['x-api-key']) + 'B'.repeat(20000);
+      send(res, 400, { 'content-type': 'text/plain; charset=utf-16le' }, Buffer.from(text, 'utf16le'));
+    });
+    const reply = await gw.p.execute(agent.agent, agent.agentId, 'get_item', { itemId: 'cut' });
+    expect(reply.status).toBe(400);
+    const shown = String(reply.body.upstream_body);
+    expect(shown.startsWith('AAAA')).toBe(true);
+    for (let n = 4; n <= KEY.length; n++) expect(shown.endsWith(KEY.slice(0, n))).toBe(false);
+  });
+});
