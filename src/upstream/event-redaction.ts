@@ -7,7 +7,10 @@
  * - the event's end that begins a secret form (3 to 8 characters of it, a quarter of the form) is
  *   redacted before it leaves, so at most a few leading characters of a secret reach the agent.
  * Channels: the data of non-JSON events; for JSON events each string member by its path (streams
- * of `{"delta": "…"}` are joined by field); event ids.
+ * of `{"delta": "…"}` are joined by field); event ids. Beside them, one channel sees all the data
+ * in the order it is relayed (each string member and each non-JSON event's data, one after the
+ * other), so a secret whose pieces sit in different channels, one after the other, is caught too.
+ * JSON data nested deeper than MAX_DEPTH ends the stream: its strings would not be walked.
  *
  * The events are re-written in wire format, so the relay downstream parses a clean stream.
  */
@@ -15,14 +18,16 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { replaceRanges, type SecretForms } from './secret-forms.js';
 import { REDACTED } from './redaction.js';
 import { SseParser, type SseEvent } from './sse.js';
+import { depthExceeds } from '../util/json-depth.js';
 
 // Fewer leading characters than this of a secret form are relayed as they are (ordinary text ends
 // in short prefixes of secrets all the time): a quarter of the form, between 3 and 8 characters.
 const PREFIX_MIN = 3;
 const PREFIX_MAX = 8;
-// Bounds what one stream keeps: channels (JSON paths), and how deep JSON data is walked.
+// Bounds what one stream keeps: channels (JSON paths), and how deep JSON data is walked (an event
+// nested deeper ends the stream with an error, like an event over its size bound).
 const MAX_CHANNELS = 64;
-const MAX_DEPTH = 16;
+export const MAX_EVENT_DEPTH = 64;
 
 type Forms = () => readonly SecretForms[];
 
@@ -37,7 +42,15 @@ class Channel {
 
   /** `text` with what belongs to a secret redacted, given the text relayed before it. */
   redact(text: string, forms: readonly SecretForms[]): string {
-    if (text === '') return text;
+    return replaceRanges(text, this.ranges(text, forms), REDACTED);
+  }
+
+  /**
+   * Where `text` holds what belongs to a secret, given the text relayed before it; takes `text`
+   * into the window as it came (what the agent can join is the text before redaction elsewhere).
+   */
+  ranges(text: string, forms: readonly SecretForms[]): [number, number][] {
+    if (text === '') return [];
     const joined = this.window + text;
     const offset = this.window.length;
     const ranges: [number, number][] = [];
@@ -57,11 +70,7 @@ class Channel {
       }
     }
     this.window = joined.slice(Math.max(0, joined.length - Math.max(0, longest - 1)));
-    return replaceRanges(
-      text,
-      ranges.filter(([, e]) => e > offset).map(([s, e]) => [s - offset, e - offset]),
-      REDACTED,
-    );
+    return ranges.filter(([, e]) => e > offset).map(([s, e]) => [s - offset, e - offset]);
   }
 }
 
@@ -82,6 +91,8 @@ function prefixStart(text: string, form: string): number | undefined {
 /** One relayed stream's channels. */
 export class EventRedactor {
   private readonly channels = new Map<string, Channel>();
+  /** All the data, in the order it is relayed, across channels. */
+  private readonly all = new Channel(true);
 
   constructor(private readonly forms: Forms) {}
 
@@ -93,22 +104,31 @@ export class EventRedactor {
 
   private data(data: string, forms: readonly SecretForms[]): string {
     const json = parseJson(data);
-    if (json === undefined) return this.channel('data').redact(data, forms);
+    if (json === undefined) return this.redact(data, 'data', forms);
+    if (depthExceeds(json.value, MAX_EVENT_DEPTH)) {
+      throw new Error(`event stream event nested more than ${MAX_EVENT_DEPTH} levels deep`);
+    }
     let changed = false;
-    const walk = (value: unknown, path: string, depth: number): unknown => {
+    const walk = (value: unknown, path: string): unknown => {
       if (typeof value === 'string') {
-        const out = this.channel(`json${path}`).redact(value, forms);
+        const out = this.redact(value, `json${path}`, forms);
         if (out !== value) changed = true;
         return out;
       }
-      if (depth >= MAX_DEPTH || value === null || typeof value !== 'object') return value;
-      if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}/${i}`, depth + 1));
+      if (value === null || typeof value !== 'object') return value;
+      if (Array.isArray(value)) return value.map((v, i) => walk(v, `${path}/${i}`));
       const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) out[k] = walk(v, `${path}/${k}`, depth + 1);
+      for (const [k, v] of Object.entries(value)) out[k] = walk(v, `${path}/${k}`);
       return out;
     };
-    const redacted = walk(json.value, '', 0);
+    const redacted = walk(json.value, '');
     return changed ? JSON.stringify(redacted) : data;
+  }
+
+  /** `text` redacted by its own channel and by the channel of all the data, both on its text as it came. */
+  private redact(text: string, key: string, forms: readonly SecretForms[]): string {
+    const ranges = [...this.channel(key).ranges(text, forms), ...this.all.ranges(text, forms)];
+    return replaceRanges(text, ranges, REDACTED);
   }
 
   private channel(key: string, prefixes = true): Channel {

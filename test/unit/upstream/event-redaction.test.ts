@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EventRedactor } from '../../../src/upstream/event-redaction.js';
+import { EventRedactor, MAX_EVENT_DEPTH } from '../../../src/upstream/event-redaction.js';
 import { secretForms } from '../../../src/upstream/secret-forms.js';
 
 const SECRET = 'sk-live-0123456789abcdefghij';
@@ -61,5 +61,72 @@ describe('EventRedactor: a secret cut across events (issue 10, class 12)', () =>
     const second = redactor.event({ data: 'b', id: SECRET.slice(14) });
     expect(`${first.id ?? ''}${second.id ?? ''}`).not.toContain(SECRET);
     expect(second.id).toBe('[redacted]');
+  });
+});
+
+/** Every string an agent receives in an event's data, in order: the data, or its JSON strings. */
+function strings(data: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    return [data];
+  }
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') out.push(v);
+    else if (v !== null && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  walk(value);
+  return out;
+}
+
+describe('EventRedactor: pieces of a secret in different channels', () => {
+  it('plain data then a JSON member: the member that completes the secret is redacted', () => {
+    const redactor = new EventRedactor(() => forms);
+    const first = redactor.event({ data: `plain ${SECRET.slice(0, 6)}` }).data;
+    const second = redactor.event({ data: JSON.stringify({ k: SECRET.slice(6) }) }).data;
+    noWindowOfSecret([first, ...strings(second)].join(''));
+  });
+
+  it('whatever the cuts and wherever each piece goes (plain data, any field), the joined strings never give 7 characters', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 1, max: SECRET.length - 1 }), { maxLength: 8 }),
+        fc.array(fc.oneof(fc.constant(null), fc.constantFrom('a', 'b', 'delta')), {
+          minLength: 9,
+          maxLength: 9,
+        }),
+        (cuts, places) => {
+          const points = [0, ...cuts.sort((a, b) => a - b), SECRET.length];
+          const redactor = new EventRedactor(() => forms);
+          const received = points.slice(1).flatMap((end, i) => {
+            const piece = SECRET.slice(points[i], end);
+            const field = places[i] ?? null;
+            const data = field === null ? piece : JSON.stringify({ [field]: piece });
+            return strings(redactor.event({ data }).data);
+          });
+          noWindowOfSecret(received.join(''));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('EventRedactor: JSON depth', () => {
+  const nested = (depth: number, leaf: string): string =>
+    '{"k":'.repeat(depth - 1) + JSON.stringify({ k: leaf }) + '}'.repeat(depth - 1);
+
+  it(`a secret split across members ${MAX_EVENT_DEPTH} levels down is redacted where it completes`, () => {
+    const redactor = new EventRedactor(() => forms);
+    const first = redactor.event({ data: nested(MAX_EVENT_DEPTH, SECRET.slice(0, 14)) }).data;
+    const second = redactor.event({ data: nested(MAX_EVENT_DEPTH, SECRET.slice(14)) }).data;
+    noWindowOfSecret([...strings(first), ...strings(second)].join(''));
+  });
+
+  it(`an event nested deeper than ${MAX_EVENT_DEPTH} levels is refused (the stream ends), not relayed unwalked`, () => {
+    const redactor = new EventRedactor(() => forms);
+    expect(() => redactor.event({ data: nested(MAX_EVENT_DEPTH + 1, 'x') })).toThrow(/nested more than 64/);
   });
 });
