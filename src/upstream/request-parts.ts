@@ -132,7 +132,26 @@ function expandSegment(segment: PathSegment, template: string, args: Args): stri
       `Argument ${argument} would make the path segment "${expanded}", a dot segment that changes which path is called (RFC 3986 §5.2.4).`,
     );
   }
+  if (argument !== undefined && hidesDotSegment(expanded)) {
+    throw new ArgumentError(
+      argument,
+      `Argument ${argument} would make the path segment "${expanded}", which holds a dot segment between encoded slashes: a server that decodes them first would call another path.`,
+    );
+  }
   return expanded;
+}
+
+/** An encoded `/` or `\` in a path segment. */
+const ENCODED_SLASH = /%2f|%5c/i;
+
+/**
+ * Whether a segment holds `.` or `..` between encoded slashes (`..%2Fadmin`): sent as one segment,
+ * but an upstream (or a proxy in front of it) that decodes `%2F` before it resolves dot segments
+ * reads it as a step up. A value with slashes but no dot segment (a file path) goes through.
+ */
+function hidesDotSegment(segment: string): boolean {
+  if (!ENCODED_SLASH.test(segment)) return false;
+  return segment.split(/%2f|%5c/i).some((part) => DOT_SEGMENT.test(part));
 }
 
 /** Breaks a Cookie header (RFC 6265 §4.2.1): `;`, a control character (CR, LF, NUL…) or non-Latin-1. */

@@ -210,7 +210,6 @@ describe('query injection stays one parameter (§5.11)', () => {
 describe('path parameters cannot change which path is called (§5.11, RFC 3986 §5.2.4)', () => {
   /** Reached: exactly /v1/items/<one segment>, which decodes back to the value as given. */
   const reached: [string, string][] = [
-    ['../admin', '/v1/items/..%2Fadmin'],
     ['%2e%2e', '/v1/items/%252e%252e'],
     ['%2E%2E', '/v1/items/%252E%252E'],
     ['.%2e', '/v1/items/.%252e'],
@@ -221,7 +220,6 @@ describe('path parameters cannot change which path is called (§5.11, RFC 3986 �
     ['x?y=1', '/v1/items/x%3Fy%3D1'],
     ['x#frag', '/v1/items/x%23frag'],
     ['\\', '/v1/items/%5C'],
-    ['..\\admin', '/v1/items/..%5Cadmin'],
     ['caf\u00e9/\u2603', '/v1/items/caf%C3%A9%2F%E2%98%83'],
     ['\uff0e\uff0e', '/v1/items/%EF%BC%8E%EF%BC%8E'],
     [' ..', '/v1/items/%20..'],
@@ -249,6 +247,10 @@ describe('path parameters cannot change which path is called (§5.11, RFC 3986 �
     ['..', 'the parent segment'],
     ['.', 'the current segment'],
     ['', 'an empty segment'],
+    // One segment as sent (..%2Fadmin), but a step up for a server that decodes %2F first.
+    ['../admin', 'a parent segment between encoded slashes'],
+    ['..\\admin', 'a parent segment before an encoded backslash'],
+    ['x/./y', 'a current segment between encoded slashes'],
   ];
 
   it.each(refused)('%j (%s) → 400 invalid_request and the upstream receives nothing', async (value) => {

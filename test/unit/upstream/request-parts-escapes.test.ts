@@ -47,11 +47,20 @@ describe('path values', () => {
   });
   it('slashes, ?, #, %, backslash and encoded dots stay inside the segment', () => {
     const o = op('/f/{a}/g', [{ name: 'a' }]);
-    for (const a of ['x/../../admin', 'x?y=1', 'x#y', '%2e%2e', '%2F', 'a\\b', '..;x', 'x\r\nHost: evil']) {
+    for (const a of ['src/app.ts', 'x?y=1', 'x#y', '%2e%2e', '%2F', 'a\\b', '..;x', 'x\r\nHost: evil']) {
       const { path } = buildRequestParts(o, { a });
       expect(path.split('/'), a).toHaveLength(4);
       expect(path, a).not.toMatch(/[?#\\\r\n]/);
       expect(decodeURIComponent(path.split('/')[2]!), a).toBe(a);
+    }
+  });
+  it('a dot segment between slashes is refused: a server that decodes %2F first would step up', () => {
+    const o = op('/f/{a}/g', [{ name: 'a' }]);
+    for (const a of ['../admin', 'x/../../admin', 'a/./b', '..\\x', './x', 'x/..']) {
+      expect(refused(o, { a }), a).toBe(true);
+    }
+    for (const a of ['src/app.ts', 'a/b/c', 'v1.2/x', '.../x', 'a..b/c', '.x/y']) {
+      expect(refused(o, { a }), a).toBe(false);
     }
   });
 });

@@ -123,7 +123,6 @@ describe('OpenAPI 3.1 Style Examples: path parameters', () => {
 describe('path parameters cannot change which path is called', () => {
   const o = op('/users/{id}/profile', [param('id', 'path')]);
   const accepted: [string, string][] = [
-    ['../admin', '..%2Fadmin'],
     ['..%2fadmin', '..%252fadmin'],
     ['%2e%2e', '%252e%252e'],
     ['%2E%2E', '%252E%252E'],
@@ -134,7 +133,6 @@ describe('path parameters cannot change which path is called', () => {
     ['?x=1', '%3Fx%3D1'],
     ['#frag', '%23frag'],
     ['a;b=c', 'a%3Bb%3Dc'],
-    ['\\..\\admin', '%5C..%5Cadmin'],
     ['100%', '100%25'],
     ['sp ace+plus', 'sp%20ace%2Bplus'],
     ["it's(*)!", 'it%27s%28%2A%29%21'],
@@ -160,6 +158,9 @@ describe('path parameters cannot change which path is called', () => {
     ['null', null],
     ['missing', undefined],
     ['lone surrogate', 'a\ud800b'],
+    // One segment as sent (..%2Fadmin), but a step up for a server that decodes %2F first.
+    ['../admin', '../admin'],
+    ['\\..\\admin', '\\..\\admin'],
   ];
   it.each(rejected)('%s is rejected with an ArgumentError naming the argument', (_label, value) => {
     const err = argumentError(o, { id: value });
