@@ -23,6 +23,8 @@ import {
   baselineCapabilities,
   effectiveConstraints,
   parseCapabilityRequest,
+  POLICY_ACTOR,
+  SYSTEM_ACTOR,
 } from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { closePendingApprovals, currentAgent, isGrantEffective, revokeGrants } from './lifecycle.js';
@@ -135,7 +137,12 @@ function requestWriting(
         },
       );
     }
-    const auto = autoGrantable(ctx, host, agent.mode);
+    // A person's decision on this agent and capability stands over what policy would grant: a
+    // denial, or an approval narrowed or time-limited, is asked again rather than replaced by an
+    // unconstrained policy grant at the agent's own request (§2.13, §5.3 partial approval).
+    const auto = new Set(
+      [...autoGrantable(ctx, host, agent.mode)].filter((name) => !decidedByPerson(current.get(name))),
+    );
     const needsApproval = fresh.filter((r) => !auto.has(r.name));
     const approval = needsApproval.length
       ? await createApproval(ctx, tx, after, 'capability_request', agent, needsApproval, hints)
@@ -170,6 +177,17 @@ function requestWriting(
       ...(approval ? { approval: approvalObject(ctx, approval) } : {}),
     };
   });
+}
+
+/**
+ * Whether a person (an approver, not policy and not an approval's expiry) decided this grant:
+ * denied it, or approved it, perhaps narrowed or with an expiry. Revoked grants count too.
+ */
+function decidedByPerson(grant: GrantRecord | undefined): boolean {
+  if (grant === undefined) return false;
+  if (grant.status === 'revoked') return true;
+  if (grant.status === 'denied') return grant.deniedBy !== null && grant.deniedBy !== SYSTEM_ACTOR;
+  return grant.grantedBy !== null && grant.grantedBy !== POLICY_ACTOR;
 }
 
 /** Whether a pending grant asks exactly what `r` asks: the same proposal and effective terms. */

@@ -16,7 +16,7 @@ import { checkApprovalRequest, chargeApprovalRequest } from './approval-limits.j
 import { userCodeFor } from './approval-codes.js';
 import { isApprover } from './approvers.js';
 import { newId, type AfterCommit, type ProtocolContext } from './context.js';
-import { requestedFromGrant } from './grants.js';
+import { requestedFromGrant, SYSTEM_ACTOR } from './grants.js';
 import { approvalNotice } from './notifications.js';
 import { EXPIRY_BATCH } from './sweeps.js';
 
@@ -211,7 +211,7 @@ export async function expireApprovals(ctx: ProtocolContext, limit = EXPIRY_BATCH
       // A pending agent's registration waits for a retry; an active agent's (what it asked for
       // beyond what was granted at once) is over: left pending, it could be asked for never again.
       if (approval.kind !== 'registration' || agent?.status !== 'pending') {
-        await denyGrants(tx, approval, 'The approval request expired.', 'system', now);
+        await denyGrants(tx, approval, 'The approval request expired.', SYSTEM_ACTOR, now);
       }
       if (approval.kind === 'reactivation' && agent?.status === 'pending') {
         await tx.updateAgent(agent.id, { status: 'expired', updatedAt: now });

@@ -125,6 +125,11 @@ function constrainedRequest(
   };
 }
 
+/** `grantedBy` of a grant policy made without asking anyone. */
+export const POLICY_ACTOR = 'policy';
+/** `deniedBy` of a grant whose approval request expired undecided. */
+export const SYSTEM_ACTOR = 'system';
+
 /**
  * What policy grants without asking anyone (§2.9, §8.10): for a delegated agent of a linked
  * host, the host's defaults and the policy's defaults; for an autonomous agent, the policy's

@@ -18,7 +18,7 @@ import { approvalObject } from './approval-object.js';
 import { createApproval, displayText, openApproval, readHints } from './approvals.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
-import { autoGrantable, parseCapabilityRequest, requestedFromGrant } from './grants.js';
+import { autoGrantable, parseCapabilityRequest, POLICY_ACTOR, requestedFromGrant } from './grants.js';
 import { agentKeyFromUrl, type RegisteredAgentKey } from './jwks-auth.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { agentView } from './views.js';
@@ -253,7 +253,7 @@ export async function putRequestedGrants(
       constraints: r.constraints ?? null,
       proposedConstraints: r.proposed ?? null,
       approvedConstraints: null,
-      grantedBy: granted ? 'policy' : null,
+      grantedBy: granted ? POLICY_ACTOR : null,
       deniedBy: null,
       reason,
       expiresAt: null,
