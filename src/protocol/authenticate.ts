@@ -192,6 +192,25 @@ export async function verifyHostJwt(
 }
 
 /**
+ * That whoever asks holds `key` (§5.9 rotation, see hosts.ts): `token` is a host JWT signed by it,
+ * verified as any host JWT is (typ, signature, aud this server, lifetime), its `iss` the key's
+ * thumbprint, its `jti` used up.
+ */
+export async function verifyKeyPossession(
+  ctx: ProtocolContext,
+  token: string,
+  key: Ed25519PublicJwk,
+  keyThumbprint: string,
+): Promise<void> {
+  const jwt = decode(token, 'host+jwt');
+  if (jwt.payload.iss !== keyThumbprint) {
+    throw invalid('Its iss is not the thumbprint (RFC 7638) of the new key.');
+  }
+  const claims = verify(ctx, jwt, key, 'host+jwt', [ctx.issuer()]);
+  await rememberJti(ctx, `host:${keyThumbprint}`, claims);
+}
+
+/**
  * §4.5.1 step 4, §8.7: a JWKS-based host signed with a new key of its set; its stored identifier
  * follows, so its agents' JWTs with the new `iss` resolve by it from now on.
  */

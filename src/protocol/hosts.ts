@@ -7,7 +7,7 @@ import type { HostRecord, StoreWriter } from '../storage/types.js';
 import { announce } from './approvals.js';
 import { linkHost } from './host-linking.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
-import type { HostAuth } from './authenticate.js';
+import { verifyKeyPossession, type HostAuth } from './authenticate.js';
 import { newId, type AfterCommit, type ProtocolContext } from './context.js';
 import { parsePublicJwk, thumbprint, type Ed25519PublicJwk } from './keys.js';
 import { hostView } from './views.js';
@@ -34,7 +34,15 @@ function event(
   );
 }
 
-/** §5.9: inline-key hosts only; identity, agents and links stay with the host record. */
+/**
+ * §5.9: inline-key hosts only; identity, agents and links stay with the host record.
+ *
+ * Beyond §5.9, the body must also carry `proof`: a host JWT signed by the new key. §5.9 asks only
+ * for a JWT signed by the current key, so any host could take another's public key (published
+ * at its JWKS URL, or seen at another server) without holding it: when that key's owner first
+ * registered here, it would be taken for the rotated host, and its agents would act as that
+ * host's user, who would see what they do (§2.9, §4.5.1). Proof of the new key closes that.
+ */
 export async function rotateHostKey(
   ctx: ProtocolContext,
   auth: HostAuth,
@@ -52,6 +60,7 @@ export async function rotateHostKey(
   const parsed = parsePublicJwk(body.public_key);
   if (!parsed.ok) throw new ProtocolError(parsed.code, `public_key: ${parsed.message}`);
   const tp = await thumbprint(parsed.jwk);
+  await provePossession(ctx, body.proof, parsed.jwk, tp);
   return ctx.write(async (tx) => {
     const now = ctx.clock.now();
     const clash = await tx.hostByThumbprint(tp);
@@ -62,6 +71,28 @@ export async function rotateHostKey(
     await event(tx, now, 'host.key_rotated', host, null);
     return { host_id: host.id, status: host.status };
   });
+}
+
+async function provePossession(
+  ctx: ProtocolContext,
+  proof: unknown,
+  jwk: Ed25519PublicJwk,
+  tp: string,
+): Promise<void> {
+  if (typeof proof !== 'string' || proof === '') {
+    throw new ProtocolError(
+      'invalid_request',
+      'proof is required: a host JWT signed with the new key (its iss the new key\'s thumbprint, aud this server), showing that this host holds it.',
+    );
+  }
+  try {
+    await verifyKeyPossession(ctx, proof, jwk, tp);
+  } catch (err) {
+    if (err instanceof ProtocolError && err.code === 'invalid_jwt') {
+      throw new ProtocolError('invalid_request', `proof: ${err.message}`);
+    }
+    throw err;
+  }
 }
 
 /** §5.10 / §8.5: the host and every agent under it, in one transaction. */

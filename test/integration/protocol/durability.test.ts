@@ -281,7 +281,10 @@ describe('every acknowledged change survives SIGKILL right after its response', 
 
     // 8. Host key rotation (§5.9).
     const h2New = await generateTestKey();
-    expect((await proxy.hostCall(h2, '/host/rotate-key', { public_key: h2New.publicJwk })).status).toBe(200);
+    const proof = await proxy.hostToken(h2New);
+    expect(
+      (await proxy.hostCall(h2, '/host/rotate-key', { public_key: h2New.publicJwk, proof })).status,
+    ).toBe(200);
     await restart();
     expect((await proxy.status(h2New, a2Id)).body.status).toBe('active');
     expect((await proxy.status(h2, a2Id)).status).toBe(401);

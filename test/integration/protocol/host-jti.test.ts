@@ -40,7 +40,7 @@ describe('§4.6 / §8.4 host jti partition survives an inline host key rotation'
     const next = await generateTestKey();
     const rotated = await p.request('POST', '/host/rotate-key', {
       token: await p.hostToken(a.host),
-      body: { public_key: next.publicJwk },
+      body: { public_key: next.publicJwk, proof: await p.hostToken(next) },
     });
     expect(rotated.status).toBe(200);
     const reused = await signJwt(

@@ -5,7 +5,7 @@
  * (§5.10, §8.5), unlinking (§2.9), stale pending cleanup (§10.9) and coalesced `last_used_at`.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { generateTestKey, type TestKey } from '../../helpers/keys.js';
+import { generateTestKey, signJwt, type TestKey } from '../../helpers/keys.js';
 import { lifetimesPolicy } from '../../helpers/lifetimes-policy.js';
 import { startProtocol, type Reply, type TestProtocol } from '../../helpers/protocol.js';
 
@@ -58,9 +58,10 @@ async function use(a: Pick<Agent, 'agent' | 'agentId'>, key: TestKey = a.agent):
   return p.request('GET', '/capability/list', { token: await p.agentToken(key, a.agentId) });
 }
 
-function expectError(reply: Reply, status: number, error: string): void {
+function expectError(reply: Reply, status: number, error: string, message?: RegExp): void {
   expect(reply.status, JSON.stringify(reply.body)).toBe(status);
   expect(reply.body.error).toBe(error);
+  if (message) expect(reply.body.message).toMatch(message);
 }
 
 function names(grants: { capability: string; status: string }[]): string[] {
@@ -483,7 +484,10 @@ describe('POST /host/rotate-key (§5.9)', () => {
   it('the new host key authenticates, the old one does not, and agents keep working', async () => {
     const a = await linkedAgent(['list_pets']);
     const fresh = await generateTestKey();
-    const rotated = await p.hostPost(a.host, '/host/rotate-key', { public_key: fresh.publicJwk });
+    const rotated = await p.hostPost(a.host, '/host/rotate-key', {
+      public_key: fresh.publicJwk,
+      proof: await p.hostToken(fresh),
+    });
     expect(rotated.status).toBe(200);
     expect(rotated.body).toEqual({ host_id: a.hostId, status: 'active' });
     expectError(await p.status(a.host, a.agentId), 401, 'invalid_jwt');
@@ -500,11 +504,70 @@ describe('POST /host/rotate-key (§5.9)', () => {
     const a = await linkedAgent(['list_pets']);
     const other = await p.linkedHost('bob');
     expectError(
-      await p.hostPost(a.host, '/host/rotate-key', { public_key: other.key.publicJwk }),
+      await p.hostPost(a.host, '/host/rotate-key', {
+        public_key: other.key.publicJwk,
+        proof: await p.hostToken(other.key),
+      }),
       400,
       'invalid_request',
     );
     expect((await p.status(a.host, a.agentId)).status).toBe(200);
+  });
+});
+
+describe('POST /host/rotate-key needs proof of the new key (beyond §5.9)', () => {
+  it("a host cannot take another's public key: without proof nothing changes, and that key's owner registers as a new host", async () => {
+    const mallory = await p.linkedHost('mallory');
+    const victim = await generateTestKey();
+    expectError(
+      await p.hostPost(mallory.key, '/host/rotate-key', { public_key: victim.publicJwk }),
+      400,
+      'invalid_request',
+      /proof is required/,
+    );
+    // Signed by a key that is not the new one (Mallory's own): refused too.
+    expectError(
+      await p.hostPost(mallory.key, '/host/rotate-key', {
+        public_key: victim.publicJwk,
+        proof: await p.hostToken(mallory.key),
+      }),
+      400,
+      'invalid_request',
+      /^proof: /,
+    );
+    const reg = await p.register(victim, { capabilities: ['list_pets'] });
+    expect(reg.status).toBe(200);
+    expect(reg.body.host_id).not.toBe(mallory.hostId);
+    expect(reg.body.status).toBe('pending');
+    expect(reg.body.user_id).toBeUndefined();
+  });
+
+  it('a proof for another server, or one already used, is refused; the host keeps its key', async () => {
+    const a = await linkedAgent(['list_pets']);
+    const next = await generateTestKey();
+    const elsewhere = await signJwt(
+      next,
+      'host+jwt',
+      { iss: next.thumbprint, aud: 'https://other.example', jti: 'proof-elsewhere' },
+      { nowMs: p.clock.now() },
+    );
+    expectError(
+      await p.hostPost(a.host, '/host/rotate-key', { public_key: next.publicJwk, proof: elsewhere }),
+      400,
+      'invalid_request',
+      /^proof: .*aud/,
+    );
+    const proof = await p.hostToken(next);
+    const first = await p.hostPost(a.host, '/host/rotate-key', { public_key: next.publicJwk, proof });
+    expect(first.status).toBe(200);
+    // The same proof again (its iss still the key named): used up.
+    expectError(
+      await p.hostPost(next, '/host/rotate-key', { public_key: next.publicJwk, proof }),
+      400,
+      'invalid_request',
+      /^proof: .*(replay|already)/i,
+    );
+    expect((await p.status(next, a.agentId)).status).toBe(200);
   });
 });
 

@@ -1089,7 +1089,7 @@ describe('§4.1 / §8.1 / §8.7 keys presented in tokens and bodies', () => {
     const next = await generateTestKey();
     const rotated = await p.request('POST', '/host/rotate-key', {
       token: await p.hostToken(a.host),
-      body: { public_key: next.publicJwk },
+      body: { public_key: next.publicJwk, proof: await p.hostToken(next) },
     });
     expect(rotated.status).toBe(200);
     // Old host key: its thumbprint no longer names a host.
