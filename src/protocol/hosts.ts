@@ -82,7 +82,7 @@ async function provePossession(
   if (typeof proof !== 'string' || proof === '') {
     throw new ProtocolError(
       'invalid_request',
-      'proof is required: a host JWT signed with the new key (its iss the new key\'s thumbprint, aud this server), showing that this host holds it.',
+      "proof is required: a host JWT signed with the new key (its iss the new key's thumbprint, aud this server), showing that this host holds it.",
     );
   }
   try {
