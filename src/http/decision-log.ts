@@ -6,11 +6,22 @@
 import type { LogFields } from '../log.js';
 import { stepTime, type DecisionRecord } from './pipeline.js';
 
+// What a client sent reaches the line through the path, the reason (which may quote it) and the
+// capability: each is cut here, so a line stays small whatever a request carries (a 15 KB path
+// made a 30 KB line, written synchronously, for every 404).
+const MAX_LOGGED_CHARS = 512;
+
+function capped<T extends string | null>(text: T): T {
+  return (
+    text !== null && text.length > MAX_LOGGED_CHARS ? `${text.slice(0, MAX_LOGGED_CHARS)}…` : text
+  ) as T;
+}
+
 export function decisionFields(d: DecisionRecord, path: string): LogFields {
   return {
     request_id: d.request_id,
     method: d.method,
-    path,
+    path: path.length > MAX_LOGGED_CHARS ? `${path.slice(0, MAX_LOGGED_CHARS)}…` : path,
     route: d.route,
     status: d.status,
     step: d.step,
@@ -19,11 +30,11 @@ export function decisionFields(d: DecisionRecord, path: string): LogFields {
     decision: d.outcome === 'allow' ? 'allow' : 'deny',
     outcome: d.outcome,
     code: d.code,
-    reason: d.reason,
+    reason: capped(d.reason),
     agent_id: d.agent_id,
     host_id: d.host_id,
     user_id: d.user_id,
-    capability: d.capability,
+    capability: capped(d.capability),
     client_ip: d.client_ip,
     trace_id: d.trace_id,
     upstream_status: d.upstream_status,

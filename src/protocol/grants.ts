@@ -67,10 +67,15 @@ export function parseCapabilityRequest(
     });
   });
   if (invalidNames.length) {
+    // Echoed in the answer and in the log's reason: bounded, whatever names were sent.
+    const shown = invalidNames
+      .slice(0, MAX_ECHOED_NAMES)
+      .map((n) => (n.length > MAX_ECHOED_NAME_CHARS ? `${n.slice(0, MAX_ECHOED_NAME_CHARS)}…` : n));
+    const more = invalidNames.length - shown.length;
     throw new ProtocolError(
       'invalid_capabilities',
-      `Unknown or blocked capabilities: ${invalidNames.join(', ')}.`,
-      { fields: { invalid_capabilities: invalidNames } },
+      `Unknown or blocked capabilities: ${shown.join(', ')}${more > 0 ? ` and ${more} more` : ''}.`,
+      { fields: { invalid_capabilities: shown } },
     );
   }
   return out;
@@ -124,6 +129,10 @@ function constrainedRequest(
     ...(constraints && Object.keys(constraints).length ? { effective: constraints } : {}),
   };
 }
+
+// How many unknown names an invalid_capabilities error echoes, and how much of each.
+const MAX_ECHOED_NAMES = 20;
+const MAX_ECHOED_NAME_CHARS = 128;
 
 /** `grantedBy` of a grant policy made without asking anyone. */
 export const POLICY_ACTOR = 'policy';

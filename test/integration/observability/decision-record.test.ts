@@ -147,6 +147,43 @@ describe('the execute decision record', () => {
   });
 });
 
+describe('what a client sends is cut in the log line', () => {
+  const lines: string[] = [];
+  let gw: Gateway;
+  beforeAll(async () => {
+    gw = await startGateway({ logSink: (line) => lines.push(line) });
+  });
+  afterAll(() => gw.close());
+
+  it('a 404 for a 15 KB path: path and reason at most 512 characters each, the line under 2 KB', async () => {
+    const reply = await gw.p.request('GET', `/${'x'.repeat(15_000)}`);
+    expect(reply.status).toBe(404);
+    const line = lines.find((l) => l.includes(`"request_id":"${reply.headers.get('x-request-id')}"`)) ?? '';
+    const record = JSON.parse(line) as Line;
+    expect(record.msg).toBe('request');
+    expect(String(record.path)).toHaveLength(513);
+    expect(String(record.reason)).toHaveLength(513);
+    expect(line.length).toBeLessThan(2048);
+  });
+
+  it('a hundred unknown capability names of 10 KB: the answer and the line name 20, each cut to 128', async () => {
+    const { agent, agentId } = await gw.p.activeAgent(['ping']);
+    const names = Array.from({ length: 100 }, (_, i) => `${i}`.padEnd(10_000, 'n'));
+    const reply = await gw.p.request('POST', '/agent/request-capability', {
+      token: await gw.p.agentToken(agent, agentId),
+      body: { capabilities: names },
+    });
+    expect(reply.status).toBe(400);
+    expect(reply.body.error).toBe('invalid_capabilities');
+    expect(reply.body.invalid_capabilities).toHaveLength(20);
+    expect(reply.body.message).toMatch(/and 80 more\.$/);
+    expect(JSON.stringify(reply.body).length).toBeLessThan(8 * 1024);
+    const line = lines.find((l) => l.includes(`"request_id":"${reply.headers.get('x-request-id')}"`)) ?? '';
+    expect(line.length).toBeGreaterThan(0);
+    expect(line.length).toBeLessThan(2048);
+  });
+});
+
 describe('an upstream that refuses the connection', () => {
   it('the record names the cause: ECONNREFUSED', async () => {
     const lines: string[] = [];
