@@ -48,15 +48,29 @@ export async function admitPendingHostAgent(
   now: number,
 ): Promise<void> {
   if (!isUnapproved(host)) return;
+  await refuseFullPendingHost(ctx, tx, host);
+  await admitPendingHostApproval(ctx, tx, host, now);
+}
+
+/**
+ * Refused when a host nobody approved already has `pending_hosts.max_agents` agents. Also run
+ * before anything of a registration costs work (its agent's JWKS URL fetched), outside the
+ * transaction; admitPendingHostAgent checks again inside it.
+ */
+export async function refuseFullPendingHost(
+  ctx: ProtocolContext,
+  store: Pick<StoreWriter, 'agents'>,
+  host: HostRecord,
+): Promise<void> {
+  if (!isUnapproved(host)) return;
   const max = ctx.policy.pendingHosts.maxAgents;
-  if ((await tx.agents({ hostId: host.id, limit: max })).length >= max) {
+  if ((await store.agents({ hostId: host.id, limit: max })).length >= max) {
     throw pendingHostFull(
       'pending_hosts.max_agents',
       max,
       `${notApproved(host)} and already has ${max} agents`,
     );
   }
-  await admitPendingHostApproval(ctx, tx, host, now);
 }
 
 /** A pending host gets one more open approval request. */

@@ -28,6 +28,7 @@ import {
   admitPendingHostAgent,
   admitPendingHostApproval,
   dropExpiredRegistrationApprovals,
+  refuseFullPendingHost,
 } from './pending-hosts.js';
 
 /** Where a registration request came from: kept with a new host (RFC 8628 §5.4, issue 16). */
@@ -43,6 +44,7 @@ export async function registerAgent(
   body: Readonly<Record<string, unknown>>,
   origin?: RegistrationOrigin,
 ): Promise<Record<string, unknown>> {
+  if (auth.host) await refuseFullPendingHost(ctx, ctx.store, auth.host);
   const agentKey = await registeredAgentKey(ctx, auth);
   const agentThumbprint = await thumbprint(agentKey.jwk);
   if (agentThumbprint === auth.thumbprint) {

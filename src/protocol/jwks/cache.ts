@@ -14,6 +14,10 @@ export const CACHE_MIN_MS = 5 * 60_000;
 export const CACHE_MAX_MS = 24 * 60 * 60_000;
 /** Enough for every registered host and agent of a sidecar; the oldest URL is dropped beyond. */
 const MAX_URLS = 10_000;
+// Fetches in flight at once, whoever asked: each holds a socket, a DNS query and up to the size
+// cap; strangers' registrations (each may name a URL) would otherwise start any number. Past it
+// a key is refused for now, and the URL is not marked as tried, so it is fetched on the next ask.
+export const MAX_FETCHES_AT_ONCE = 32;
 
 /** §8.12: max-age within [5 min, 24 h]; no max-age (or no-store, no-cache) means the minimum. */
 export function cacheTtlMs(cacheControl: string | undefined): number {
@@ -48,6 +52,8 @@ export interface JwksCacheOptions {
 
 export class JwksCache {
   private readonly entries = new Map<string, Entry>();
+  /** Refreshes in flight (MAX_FETCHES_AT_ONCE). */
+  private fetching = 0;
 
   constructor(private readonly options: JwksCacheOptions) {}
 
@@ -89,7 +95,7 @@ export class JwksCache {
         lastError: undefined,
         inFlight: undefined,
       };
-      if (this.entries.size >= MAX_URLS) this.entries.delete(this.entries.keys().next().value ?? '');
+      if (this.entries.size >= MAX_URLS) this.evictOne();
       this.entries.set(url, entry);
     }
     const fresh = now < entry.freshUntil;
@@ -100,7 +106,12 @@ export class JwksCache {
     if (entry.inFlight) {
       await entry.inFlight;
     } else if (now - entry.lastAttemptAt >= this.options.refreshIntervalMs) {
+      if (this.fetching >= MAX_FETCHES_AT_ONCE) {
+        throw new JwksKeyError('too many JWKS URLs are being fetched at once; retry in a few seconds');
+      }
+      this.fetching += 1;
       entry.inFlight = this.refresh(url, entry).finally(() => {
+        this.fetching -= 1;
         if (entry) entry.inFlight = undefined;
       });
       await entry.inFlight;
@@ -109,6 +120,20 @@ export class JwksCache {
       throw new JwksKeyError(`the JWKS URL gives no keys: ${entry.lastError ?? 'not fetched yet'}`);
     }
     return match(entry.keys);
+  }
+
+  /**
+   * Makes room for one more URL: the oldest that never gave keys (strangers' URLs that failed)
+   * before any that did, so a flood of bad URLs does not push out the last good keys (§10.4).
+   */
+  private evictOne(): void {
+    for (const [url, entry] of this.entries) {
+      if (entry.keys === undefined && entry.inFlight === undefined) {
+        this.entries.delete(url);
+        return;
+      }
+    }
+    this.entries.delete(this.entries.keys().next().value ?? '');
   }
 
   private async refresh(url: string, entry: Entry): Promise<void> {

@@ -4,7 +4,7 @@
  * (DNS rebinding), at most MAX_REDIRECTS redirects each checked the same way, a size cap and one
  * deadline for the whole fetch. TLS keeps SNI and certificate checks on the URL's own name.
  */
-import { lookup as dnsLookup } from 'node:dns/promises';
+import { Resolver } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
 import type { AddressGuard } from './address-guard.js';
@@ -24,8 +24,8 @@ export interface JwksFetchOptions {
   readonly ca?: string;
   readonly timeoutMs: number;
   readonly maxBytes: number;
-  /** Injectable for tests; the system resolver otherwise. */
-  readonly resolve?: (hostname: string) => Promise<readonly ResolvedAddress[]>;
+  /** Injectable for tests; DNS queries otherwise (dnsResolve). */
+  readonly resolve?: (hostname: string, deadline: AbortSignal) => Promise<readonly ResolvedAddress[]>;
 }
 
 export interface FetchedDocument {
@@ -36,9 +36,32 @@ export interface FetchedDocument {
 /** Every refusal or failure: the message is safe to show the client that supplied the URL. */
 export class JwksFetchError extends Error {}
 
-async function systemResolve(hostname: string): Promise<readonly ResolvedAddress[]> {
-  const all = await dnsLookup(hostname, { all: true, verbatim: true });
-  return all.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+/** RFC 6761 §6.3: a localhost name is the loopback address, whatever DNS would say. */
+const LOCALHOST = /^(?:[^.]+\.)*localhost\.?$/i;
+
+/**
+ * A and AAAA queries (c-ares), cancelled at the deadline. Not dns.lookup: getaddrinfo runs on
+ * libuv's pool of 4 threads, and a stranger's URL whose name server never answers held a thread
+ * for the system resolver's whole timeout (20 s), past the fetch's own deadline; eight of them
+ * stalled the pool, and with it every lookup of the upstream (an execute took 31 s and failed),
+ * the replay journal's writes and decompression. So /etc/hosts is not read for JWKS URLs.
+ */
+async function dnsResolve(hostname: string, deadline: AbortSignal): Promise<readonly ResolvedAddress[]> {
+  if (LOCALHOST.test(hostname)) return [{ address: '127.0.0.1', family: 4 }];
+  const resolver = new Resolver({ tries: 1 });
+  const cancel = (): void => resolver.cancel();
+  deadline.addEventListener('abort', cancel, { once: true });
+  try {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+    const found: ResolvedAddress[] = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 as const })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 as const })) : []),
+    ];
+    if (found.length === 0) throw new Error(`${hostname} does not resolve`);
+    return found;
+  } finally {
+    deadline.removeEventListener('abort', cancel);
+  }
 }
 
 /** Resolves once and checks every address: one private answer refuses the URL (§8.12). */
@@ -59,9 +82,9 @@ async function checkedAddress(
     addresses = [{ address: host, family: literal === 6 ? 6 : 4 }];
   } else {
     try {
-      // The resolver cannot be cancelled: the deadline is raced, so a slow DNS answer is not waited for.
+      // Raced with the deadline as well, so an injected resolver is not waited for either.
       addresses = await Promise.race([
-        (options.resolve ?? systemResolve)(host),
+        (options.resolve ?? dnsResolve)(host, deadline),
         new Promise<never>((_resolve, reject) => {
           deadline.addEventListener('abort', () => reject(new Error('deadline')), { once: true });
         }),

@@ -56,6 +56,19 @@ describe('guarded JWKS fetch (§8.12)', () => {
     expect(resolved).toEqual(['localhost']);
   });
 
+  it('without an injected resolver: a localhost name is loopback (RFC 6761), asked of no resolver', async () => {
+    const { resolve: _resolve, ...system } = options();
+    const doc = await fetchJwksDocument(url('/jwks'), system);
+    expect(doc.body).toEqual(jwks);
+  });
+
+  it('without an injected resolver: a name that does not resolve is refused', async () => {
+    const { resolve: _resolve, ...system } = options({ timeoutMs: 1_000 });
+    await expect(fetchJwksDocument('https://no-such-name.invalid/jwks', system)).rejects.toThrow(
+      /does not resolve|did not answer/,
+    );
+  });
+
   it('refuses a server its CA store does not trust', async () => {
     const { ca: _ca, ...untrusting } = options();
     await expect(fetchJwksDocument(url('/jwks'), untrusting)).rejects.toThrow(/could not be fetched/);

@@ -100,3 +100,38 @@ describe('a used-up budget stops the work, not only the answer', () => {
     expect(fetches, `JWKS fetches for ${ATTEMPTS} listings, ${statuses.join(',')}`).toBeLessThanOrEqual(2);
   });
 });
+
+describe('a pending host at its agent cap', () => {
+  it('is refused before the agent_jwks_url it names is fetched', async () => {
+    const config = writeConfig(
+      `jwks:\n  allowed_cidrs: [127.0.0.1]\n  ca_file: ${pki.caFile}\n  timeout: 2s\n  refresh_interval: 30s\n`,
+    );
+    p = await startProtocol({
+      policy: 'rate_limits:\n  unknown_host_registration: null\npending_hosts:\n  max_agents: 2\n',
+      overrides: { config, specs: [PETSTORE], mockUpstream: true },
+    });
+    const host = await generateTestKey();
+    for (let i = 0; i < 2; i++) {
+      expect((await p.register(host, { name: `agent ${i}` })).status).toBe(200);
+    }
+    const agent: Kid = { ...(await generateTestKey()), kid: 'capped' };
+    server.route('/capped/agent.json', jsonRoute({ keys: [{ ...agent.publicJwk, kid: agent.kid }] }));
+    const before = server.requests.length;
+    const token = await signJwt(
+      host,
+      'host+jwt',
+      {
+        iss: host.thumbprint,
+        aud: p.issuer,
+        host_public_key: host.publicJwk,
+        agent_jwks_url: `https://127.0.0.1:${server.port}/capped/agent.json`,
+        agent_kid: agent.kid,
+      },
+      { nowMs: p.clock.now() },
+    );
+    const third = await p.request('POST', '/agent/register', { token, body: { name: 'agent 3' } });
+    expect(third.status).toBe(403);
+    expect(third.body.limit).toBe('pending_hosts.max_agents');
+    expect(server.requests.length).toBe(before);
+  });
+});

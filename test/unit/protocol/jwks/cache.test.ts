@@ -5,6 +5,7 @@ import {
   cacheTtlMs,
   JwksCache,
   JwksKeyError,
+  MAX_FETCHES_AT_ONCE,
 } from '../../../../src/protocol/jwks/cache.js';
 import { JwksFetchError, type FetchedDocument } from '../../../../src/protocol/jwks/fetch.js';
 import { thumbprint } from '../../../../src/protocol/keys.js';
@@ -121,5 +122,54 @@ describe('JWKS cache', () => {
     t.serve({ body: { keys: [{ ...t.a, d: 'x' }] }, cacheControl: undefined });
     t.clock.advance(CACHE_MIN_MS);
     expect((await t.cache.key(url, 'a')).x).toBe(t.a.x);
+  });
+});
+
+describe('JWKS cache bounds (strangers may name any URL)', () => {
+  it(`at most ${MAX_FETCHES_AT_ONCE} fetches at once: the next URL is refused for now, not marked as tried`, async () => {
+    const key = { ...(await generateTestKey()).publicJwk, kid: 'a' };
+    const waiting: (() => void)[] = [];
+    const cache = new JwksCache({
+      clock: new TestClock(1_000_000),
+      refreshIntervalMs: 30_000,
+      fetch: (u) =>
+        u.endsWith('/slow')
+          ? new Promise<FetchedDocument>((done) =>
+              waiting.push(() => done({ body: { keys: [key] }, cacheControl: undefined })),
+            )
+          : Promise.resolve({ body: { keys: [key] }, cacheControl: undefined }),
+    });
+    const slow = Array.from({ length: MAX_FETCHES_AT_ONCE }, (_, i) =>
+      cache.key(`https://s${i}.example/slow`, 'a'),
+    );
+    await expect(cache.key('https://fine.example/jwks', 'a')).rejects.toThrow(/too many JWKS URLs/);
+    waiting.shift()?.();
+    await slow[0];
+    // Refused before, not counted as an attempt: fetched now, without waiting out the interval.
+    expect((await cache.key('https://fine.example/jwks', 'a')).x).toBe(key.x);
+    for (const done of waiting) done();
+    await Promise.all(slow);
+  });
+
+  it('a flood of failing URLs does not push out a URL that gave keys', async () => {
+    const key = { ...(await generateTestKey()).publicJwk, kid: 'a' };
+    let goodFetches = 0;
+    const cache = new JwksCache({
+      clock: new TestClock(1_000_000),
+      refreshIntervalMs: 30_000,
+      fetch: (u) => {
+        if (u === 'https://good.example/jwks') {
+          goodFetches += 1;
+          return Promise.resolve({ body: { keys: [key] }, cacheControl: undefined });
+        }
+        return Promise.reject(new JwksFetchError('HTTP 404'));
+      },
+    });
+    await cache.key('https://good.example/jwks', 'a');
+    for (let i = 0; i < 10_050; i += 1) {
+      await expect(cache.key(`https://bad${i}.example/jwks`, 'a')).rejects.toThrow(JwksKeyError);
+    }
+    expect((await cache.key('https://good.example/jwks', 'a')).x).toBe(key.x);
+    expect(goodFetches).toBe(1);
   });
 });
