@@ -173,6 +173,11 @@ export class DevicePage {
     proof: { readonly kind: string },
   ): Promise<{ session: SessionRecord; headers: Record<string, string> } | undefined> {
     if (proof.kind === 'verified') {
+      // Behind a trusted header the header stays what signs this person in: a passkey session
+      // started here would outlive their signing out at the proxy in front (headerDisowns drops
+      // only header sessions when the header is gone). The decision is still made, and
+      // recorded, with the passkey.
+      if (s.authMethod === 'trusted_header') return { session: { ...s, authMethod: 'passkey' }, headers: {} };
       // It stands in for the sign-in `s` came from: no longer than that one would have lasted.
       const started = await this.#auth.sessions.start(s.userId, 'passkey', x.sessionCookie, {
         notAfter: s.expiresAt,

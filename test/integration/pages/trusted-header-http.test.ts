@@ -10,10 +10,12 @@ import {
   cookieOf,
   get,
   hiddenFields,
+  originOf,
   pendingRegistration,
   post,
   startPagesProxy,
 } from '../../helpers/page-http.js';
+import { softPasskey } from '../../helpers/per-call.js';
 import { TestClock, type TestProtocol } from '../../helpers/protocol.js';
 
 const TRUSTED = '  trusted_header:\n    name: X-Forwarded-Email\n    from: [127.0.0.1/32]\n';
@@ -73,5 +75,26 @@ describe('fresh authentication behind a trusted header (§8.11)', () => {
     );
     expect(approved.status).toBeLessThan(400);
     expect((await p.status(r.host, r.agentId)).body.status).toBe('active');
+  });
+});
+
+describe('a passkey confirmation behind a trusted header', () => {
+  it('approves, and leaves no session that outlives signing out at the front proxy', async () => {
+    const cookie = await headerSignIn();
+    const soft = await softPasskey(p, ALICE);
+    const r = await pendingRegistration(p, { capabilities: ['create_pet'] });
+    const fields = { ...(await approveForm(cookie, r.code)), cap: '0', expires: 'never' };
+    const opts = await post(p, '/device/passkey-options', fields, cookie, undefined, AS_ALICE);
+    expect(opts.status).toBe(200);
+    const challenge = (JSON.parse(opts.text) as { assertion: { challenge: string } }).assertion.challenge;
+    const assertion = soft.assert({ challenge, rpId: 'localhost', origin: originOf(p) });
+    const approved = await post(p, '/device/approve', { ...fields, assertion }, cookie, undefined, AS_ALICE);
+    expect(approved.status).toBe(200);
+    expect((await p.status(r.host, r.agentId)).body.status).toBe('active');
+    // The header session goes on; no session of another kind was started beside it.
+    expect(approved.headers.get('set-cookie')).toBeNull();
+    // Signed out at the front: requests come from the trusted peer without the header.
+    const after = await get(p, '/account', cookie);
+    expect(after.text).not.toContain('id="signed-in-as"');
   });
 });
