@@ -22,6 +22,7 @@ export const LIMIT_NAMES = [
   'per_agent',
   'per_user',
   'per_capability',
+  'device_code_misses',
 ] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
 

@@ -13,6 +13,7 @@ import { escapeHtml, htmlPage, sendHtml } from './html.js';
 import type { PageAuth } from './page-auth.js';
 import { need, type Exchange } from './pipeline.js';
 import type { PresenceGate } from './steps/presence.js';
+import type { RateLimits } from './rate-limits.js';
 import { codeForm, decisionForms, message, requestDetails, whoAmI } from './views/device.js';
 import { inboxLink } from './views/inbox.js';
 import { oidcFreshNotice, oidcReauthNow, oidcStartPath } from './views/oidc.js';
@@ -27,6 +28,7 @@ export class DevicePage {
   readonly #ctx: ProtocolContext;
   readonly #auth: PageAuth;
   readonly #presence: PresenceGate;
+  readonly #limits: RateLimits;
   readonly #serverName: string;
   readonly #title: string;
 
@@ -34,12 +36,15 @@ export class DevicePage {
     readonly ctx: ProtocolContext;
     readonly auth: PageAuth;
     readonly presence: PresenceGate;
+    /** Wrong device codes per person (RateLimits.deviceCodeGuess). */
+    readonly limits: RateLimits;
     /** The name users know the service by (discovery's provider_name). */
     readonly serverName: string;
   }) {
     this.#ctx = options.ctx;
     this.#auth = options.auth;
     this.#presence = options.presence;
+    this.#limits = options.limits;
     this.#serverName = options.serverName;
     this.#title = deviceTitle(options.serverName);
   }
@@ -120,8 +125,12 @@ export class DevicePage {
       return ciba;
     }
     const code = need(x.form, 'form').get('code') ?? '';
+    await this.#limits.deviceCodeGuess(s.userId);
     const found = await lookUpDeviceRequest(this.#ctx, code);
-    if (found.kind === 'found') return found.request;
+    if (found.kind === 'found') {
+      await this.#limits.deviceCodeRight(s.userId);
+      return found.request;
+    }
     const why =
       found.kind === 'not_found'
         ? `No open request has the code ${found.userCode}. It may have expired or been decided already.`

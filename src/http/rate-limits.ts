@@ -16,6 +16,9 @@ import type { Limiter, RateLimiter, RateVerdict } from '../util/rate-limit.js';
 import type { LimitName } from '../metrics.js';
 import { clientNetwork } from '../util/client-network.js';
 
+/** Wrong device codes a signed-in person may enter, then one more per 90 s (a token bucket). */
+export const DEVICE_CODE_MISSES_PER_USER: RateLimitSpec = { count: 10, windowMs: 15 * 60_000 };
+
 /**
  * One budget a request takes from: its key and limit (a RateTake as it stands), and whom a refusal
  * names, in parts (`Agent agt_1 on get_pet`), so that the message is built only for a refusal.
@@ -91,6 +94,32 @@ export class RateLimits {
     const verdict = this.limiter.check({ key: only.key, limit: only.limit });
     if (verdict instanceof Promise) return verdict.then((v) => this.settle(v, budget));
     this.settle(verdict, budget);
+  }
+
+  /**
+   * One device code tried by signed-in `userId` on /device, taken before it is looked up, so that
+   * guesses sent at once cannot all pass; `deviceCodeRight` gives it back. Per person, whatever
+   * address they send from: a signed-in person guessing other people's codes would approve (link
+   * to themselves) or deny their requests, and per-address budgets alone let one guess on from
+   * many addresses.
+   */
+  deviceCodeGuess(userId: string): void | Promise<void> {
+    return this.take(this.deviceCodeBudget(userId));
+  }
+
+  deviceCodeRight(userId: string): void | Promise<void> {
+    const [only] = this.deviceCodeBudget(userId);
+    if (only !== undefined) return this.limiter.give({ key: only.key, limit: only.limit });
+  }
+
+  private deviceCodeBudget(userId: string): Budget[] {
+    return budgets([
+      `codes:user:${userId}`,
+      DEVICE_CODE_MISSES_PER_USER,
+      'Codes tried by',
+      userId,
+      'device_code_misses',
+    ]);
   }
 
   /** Refuses a client that has used up its failed-authentication budget (nothing is charged). */

@@ -71,7 +71,7 @@ export function deviceRoutes(
     return;
   }
 
-  const view = new DevicePage({ ctx, auth, presence, serverName });
+  const view = new DevicePage({ ctx, auth, presence, limits, serverName });
 
   const decisionSteps = pageForm(auth, limits, { token: true });
 
