@@ -107,14 +107,14 @@ export function sentRequest(
 }
 
 /**
- * The name a server may read a value under. Query, path and body names are one namespace (many
- * frameworks merge them), matched after lookalike folding (src/lookalike.ts), with `[…]` suffixes
- * dropped (`amount[]`, `amount[x]` are read as `amount` by PHP, Rails and others) and `.` or spaces
- * read as `_` (PHP). Header names fold `-` and `_` together (CGI reads both as `_`).
+ * The name a server may read a value under. Query, path, body and cookie names are one namespace
+ * (many frameworks merge them: PHP's $_REQUEST takes cookies last, so `Cookie: amount=5000` beside
+ * `?amount=5` is read as 5000), matched after lookalike folding (src/lookalike.ts), with `[…]`
+ * suffixes dropped (`amount[]`, `amount[x]` are read as `amount` by PHP, Rails and others) and `.`
+ * or spaces read as `_` (PHP). Header names fold `-` and `_` together (CGI reads both as `_`).
  */
 export function aliasKey(location: WireLocation, name: string): string {
   if (location === 'header') return `header:${fold(name).replace(/-/g, '_')}`;
-  if (location === 'cookie') return `cookie:${fold(name)}`;
   const bracket = name.indexOf('[');
   const base = bracket > 0 ? name.slice(0, bracket) : name;
   return `param:${fold(base).replace(/[.\s]/g, '_')}`;

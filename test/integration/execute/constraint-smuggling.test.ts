@@ -219,6 +219,20 @@ describe('class 5: smuggling through other locations', () => {
     ]);
   });
 
+  it('refuses a cookie named like a constrained query field (PHP $_REQUEST reads the cookie last)', async () => {
+    const fx = await grantee('list_refunds', { amount: { max: 10 } });
+    expectSent(await run(fx, 'list_refunds', { amount: 5, prefs: { theme: 'dark' } }));
+    gw.upstream.reset();
+    expectRefused(await run(fx, 'list_refunds', { amount: 5, prefs: { amount: 5000 } }), [
+      {
+        field: 'amount',
+        constraint: { max: 10 },
+        actual: '5000',
+        sent: { in: 'cookie', name: 'amount', by: 'prefs' },
+      },
+    ]);
+  });
+
   it('refuses a form body field repeated by an exploded free-form field (extra: {amount: 5000})', async () => {
     const fx = await grantee('create_payout', { amount: { max: 1000 } });
     expectSent(await run(fx, 'create_payout', { amount: 5, extra: { memo: 'x' } }));
