@@ -14,7 +14,17 @@ import { ProtocolError } from '../errors.js';
 import type { Policy, RateLimitSpec } from '../policy/policy.js';
 import type { Limiter, RateLimiter, RateVerdict } from '../util/rate-limit.js';
 import type { LimitName } from '../metrics.js';
-import { clientNetwork } from '../util/client-network.js';
+import { clientNetwork, clientSite } from '../util/client-network.js';
+
+/**
+ * What the clients of one IPv6 /48 may take together: SITE_SHARE times one client's (/64) budget.
+ * Many people behind one site still get room; one person holding a /48 no longer gets 65,536 ×.
+ */
+export const SITE_SHARE = 16;
+
+function siteLimit(limit: RateLimitSpec | null): RateLimitSpec | null {
+  return limit === null ? null : { ...limit, count: limit.count * SITE_SHARE };
+}
 
 /** Wrong device codes a signed-in person may enter, then one more per 90 s (a token bucket). */
 export const DEVICE_CODE_MISSES_PER_USER: RateLimitSpec = { count: 10, windowMs: 15 * 60_000 };
@@ -68,18 +78,41 @@ export class RateLimits {
 
   private ipBudget(ip: string): Budget[] {
     const client = clientNetwork(ip);
-    return budgets([`ip:${client}`, this.limits.perIp, 'Client', client, 'per_ip']);
+    const site = clientSite(ip);
+    const limit = this.limits.perIp;
+    return budgets(
+      [`ip:${client}`, limit, 'Client', client, 'per_ip'],
+      site === undefined ? undefined : [`ip:${site}`, siteLimit(limit), 'Clients of', site, 'per_ip'],
+    );
   }
 
   private registrationBudget(ip: string): Budget[] {
     const limit = this.limits.unknownHostRegistration;
     const client = clientNetwork(ip);
-    return budgets([
-      `reg:${client}`,
-      limit,
-      'Registrations of new hosts from',
-      client,
-      'unknown_host_registration',
+    const site = clientSite(ip);
+    return budgets(
+      [`reg:${client}`, limit, 'Registrations of new hosts from', client, 'unknown_host_registration'],
+      site === undefined
+        ? undefined
+        : [
+            `reg:${site}`,
+            siteLimit(limit),
+            'Registrations of new hosts from',
+            site,
+            'unknown_host_registration',
+          ],
+    );
+  }
+
+  /**
+   * A host nobody has approved (pending, or admitted by policy alone): its own budget and its
+   * client's. Anyone can make such a host, so its per-host budget alone would let one client make
+   * as many budgets as hosts (each host JWT it sends is also held by the replay cache).
+   */
+  unapprovedHost(hostId: string, ip: string): void | Promise<void> {
+    return this.take([
+      ...budgets([`host:${hostId}`, this.limits.perHost, 'Host', hostId, 'per_host']),
+      ...this.ipBudget(ip),
     ]);
   }
 

@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 import { unmapIpv4 } from './internal-addresses.js';
 
 const IPV6_NETWORK_HEXTETS = 4; // a /64
+const IPV6_SITE_HEXTETS = 3; // a /48
 
 /**
  * `2001:db8:a:b:1:2:3:4` → `2001:db8:a:b::/64`; `::ffff:192.0.2.1` → `192.0.2.1`; an IPv4
@@ -30,4 +31,17 @@ function hextets(address: string): string[] {
   const back = tail === undefined ? [] : groups(tail);
   const zeros = Array.from({ length: 8 - front.length - back.length }, () => '0');
   return [...front, ...zeros, ...back].map((g) => parseInt(g, 16).toString(16));
+}
+
+/**
+ * The site a client's network belongs to, for the budgets kept beside its own: an IPv6 address
+ * stands for its /48, what an end site is routinely given (RFC 6177), and tunnel brokers hand out
+ * for free: per /64 alone, one such site has 65,536 clients' budgets. Undefined for IPv4 (an
+ * address is the client) and any other text.
+ */
+export function clientSite(address: string): string | undefined {
+  if (unmapIpv4(address) !== address) return undefined;
+  const zoneless = address.split('%', 1)[0] as string;
+  if (isIP(zoneless) !== 6) return undefined;
+  return `${hextets(zoneless).slice(0, IPV6_SITE_HEXTETS).join(':')}::/48`;
 }

@@ -4,6 +4,7 @@
  * Each is synchronous on this process's limiter, one round trip on the replicas' (http/rate-limits.ts).
  */
 import { step, type SharedStep } from '../pipeline.js';
+import { isUnapproved } from '../../protocol/pending-hosts.js';
 import type { RateLimits } from '../rate-limits.js';
 
 /** The per-IP budget of endpoints anyone may call without a token. */
@@ -12,14 +13,17 @@ export function perIp(limits: RateLimits): SharedStep {
 }
 
 /**
- * The verified principal's budgets: agent (and its host and user), or host; a host the server
- * has never seen is charged to its client IP, registrations of new hosts to their own tighter
+ * The verified principal's budgets: agent (and its host and user), or host; a host nobody has
+ * approved also to its client IP, and a host the server has never seen to its client IP alone, registrations of new hosts to their own tighter
  * per-IP bucket. With no token at all, the per-IP budget.
  */
 export function principalLimits(limits: RateLimits, unknownHost: 'registration' | 'ip' = 'ip'): SharedStep {
   return step('principal-limits', (x) => {
     if (x.agent) return limits.agent(x.agent.agent.id, x.agent.host.id, x.agent.agent.userId);
-    if (x.host?.host) return limits.host(x.host.host.id);
+    if (x.host?.host) {
+      const host = x.host.host;
+      return isUnapproved(host) ? limits.unapprovedHost(host.id, x.clientIp) : limits.host(host.id);
+    }
     if (x.host && unknownHost === 'registration') return limits.unknownHostRegistration(x.clientIp);
     return limits.ip(x.clientIp);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientNetwork } from '../../../src/util/client-network.js';
+import { clientNetwork, clientSite } from '../../../src/util/client-network.js';
 
 describe('clientNetwork: the key a client is budgeted under', () => {
   it.each([
@@ -18,4 +18,21 @@ describe('clientNetwork: the key a client is budgeted under', () => {
   ])('%s → %s', (address, key) => {
     expect(clientNetwork(address)).toBe(key);
   });
+});
+
+describe('clientSite: the /48 an IPv6 client belongs to', () => {
+  it.each([
+    ['2001:db8:7:1::1', '2001:db8:7::/48'],
+    ['2001:0db8:0007:ffff:1:2:3:4', '2001:db8:7::/48'],
+    ['2001:db8::1', '2001:db8:0::/48'],
+    ['fe80::1%eth0', 'fe80:0:0::/48'],
+  ])('%s → %s', (address, site) => {
+    expect(clientSite(address)).toBe(site);
+  });
+  it.each(['192.0.2.1', '::ffff:192.0.2.1', 'not an address'])(
+    '%s → none (an IPv4 address is the client)',
+    (a) => {
+      expect(clientSite(a)).toBeUndefined();
+    },
+  );
 });
