@@ -14,7 +14,7 @@
  */
 import { transaction, type Connections } from './pg-pool.js';
 import type { Query } from './pg-reader.js';
-import type { ChallengeLimits, ChallengeRecord, OidcPendingRecord } from './types.js';
+import { ownerKind, type ChallengeLimits, type ChallengeRecord, type OidcPendingRecord } from './types.js';
 
 /** Advisory lock keys (any fixed numbers) under which issues are checked against their bounds. */
 const CHALLENGE_LOCK = 0x6161_7000_0131;
@@ -94,7 +94,13 @@ export function issueChallenge(
         WHERE owner = $1 ORDER BY id DESC OFFSET $2))`,
       [c.owner, limits.perOwner - 1],
     );
-    if ((await live(query, 'webauthn_challenges', now, limits.total)) >= limits.total) return false;
+    const kind = ownerKind(c.owner);
+    const { rows } = await query(
+      `SELECT count(*) AS n FROM (SELECT 1 FROM webauthn_challenges
+        WHERE expires_at > $1 AND substr(owner, 1, $2) = $3 LIMIT $4) open`,
+      [now, kind.length, kind, limits.total],
+    );
+    if (Number(rows[0]?.n ?? 0) >= limits.total) return false;
     await query(
       'INSERT INTO webauthn_challenges (challenge_hash, owner, data, expires_at) VALUES ($1, $2, $3, $4)',
       [c.challengeHash, c.owner, c.data, c.expiresAt],

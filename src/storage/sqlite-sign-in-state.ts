@@ -7,7 +7,7 @@
  * rows only, up to the bound: a range of the expiry index.
  */
 import type Database from 'better-sqlite3';
-import type { ChallengeLimits, ChallengeRecord, OidcPendingRecord } from './types.js';
+import { ownerKind, type ChallengeLimits, type ChallengeRecord, type OidcPendingRecord } from './types.js';
 
 type Prepare = (sql: string) => Database.Statement;
 
@@ -59,6 +59,7 @@ export class SqliteSignInState {
   }
 
   issueChallenge(c: ChallengeRecord, limits: ChallengeLimits, now: number): boolean {
+    const kind = ownerKind(c.owner);
     return this.db
       .transaction(() => {
         // The owner's newest perOwner - 1 stay; older ones go (clicking again never locks anyone out).
@@ -66,7 +67,11 @@ export class SqliteSignInState {
           `DELETE FROM webauthn_challenges WHERE id IN (SELECT id FROM webauthn_challenges
             WHERE owner = ? ORDER BY id DESC LIMIT -1 OFFSET ?)`,
         ).run(c.owner, limits.perOwner - 1);
-        if (this.#live('webauthn_challenges', now, limits.total) >= limits.total) return false;
+        const open = this.stmt(
+          `SELECT count(*) AS n FROM (SELECT 1 FROM webauthn_challenges
+            WHERE expires_at > ? AND substr(owner, 1, ?) = ? LIMIT ?)`,
+        ).get(now, kind.length, kind, limits.total) as { n: number };
+        if (open.n >= limits.total) return false;
         this.stmt(
           'INSERT INTO webauthn_challenges (challenge_hash, owner, data, expires_at) VALUES (?, ?, ?, ?)',
         ).run(c.challengeHash, c.owner, c.data, c.expiresAt);

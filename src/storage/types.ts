@@ -300,10 +300,20 @@ export interface ChallengeRecord {
   readonly expiresAt: number;
 }
 
-/** The bounds of open challenges: per owner (a new one evicts the oldest), and in all (refused). */
+/**
+ * The bounds of open challenges: per owner (a new one evicts the oldest), and in all (refused).
+ * `total` counts the challenges of owners of the same kind only (the owner's text up to its first
+ * `:`, `ip:` or `session:`), so that strangers' sign-in ceremonies cannot use up the room of
+ * signed-in people's approvals.
+ */
 export interface ChallengeLimits {
   readonly perOwner: number;
   readonly total: number;
+}
+
+/** The kind of owner `total` counts within: `ip:…` → `ip:`. */
+export function ownerKind(owner: string): string {
+  return owner.slice(0, owner.indexOf(':') + 1);
 }
 
 export interface ActivityQuery {

@@ -386,18 +386,19 @@ describe('challenge bounds', () => {
     const { passkeys, clock } = setup({ ttlMs: 60_000, perOwner: 2, total: 4 });
     const a = await enrolled(passkeys);
     const mine = await answer(passkeys, a, scope());
-    for (const owner of ['ip:1', 'ip:2', 'ip:3']) {
+    // Strangers' (ip:) challenges fill their own total; the signed-in one (session:) is not counted.
+    for (const owner of ['ip:1', 'ip:2', 'ip:3', 'ip:4']) {
       await passkeys.assertionOptions(scope({ owner, purpose: 'sign-in', userId: null }));
     }
-    const full = passkeys.assertionOptions(scope({ owner: 'ip:4', purpose: 'sign-in', userId: null }));
+    const full = passkeys.assertionOptions(scope({ owner: 'ip:5', purpose: 'sign-in', userId: null }));
     await expect(full).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 503 });
     expect((await passkeys.verifyAssertion(scope(), mine)).ok).toBe(true);
     // Once they expire, they no longer count: four new ones fit, a fifth is refused again.
     clock.advance(60_000);
-    for (const owner of ['ip:4', 'ip:5', 'ip:6', 'ip:7']) {
+    for (const owner of ['ip:5', 'ip:6', 'ip:7', 'ip:8']) {
       await passkeys.assertionOptions(scope({ owner, purpose: 'sign-in', userId: null }));
     }
-    const again = passkeys.assertionOptions(scope({ owner: 'ip:8', purpose: 'sign-in', userId: null }));
+    const again = passkeys.assertionOptions(scope({ owner: 'ip:9', purpose: 'sign-in', userId: null }));
     await expect(again).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 503 });
   });
 

@@ -986,6 +986,16 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.issueChallenge(challenge(8, 'ip:8'), limits, NOW)).toBe(true);
     });
 
+    it("the total counts owners of one kind: strangers' (ip:) sign-in challenges leave signed-in (session:) ones room", async () => {
+      const limits = { perOwner: 5, total: 2 };
+      for (let n = 1; n <= 2; n++)
+        expect(await store.issueChallenge(challenge(n, `ip:${n}`), limits, NOW)).toBe(true);
+      expect(await store.issueChallenge(challenge(3, 'ip:3'), limits, NOW)).toBe(false);
+      expect(await store.issueChallenge(challenge(4, 'session:a'), limits, NOW)).toBe(true);
+      expect(await store.issueChallenge(challenge(5, 'session:b'), limits, NOW)).toBe(true);
+      expect(await store.issueChallenge(challenge(6, 'session:c'), limits, NOW)).toBe(false);
+    });
+
     it('challenge bounds hold under concurrent issues: never more than total, nor perOwner for one owner', async () => {
       const limits = { perOwner: 3, total: 4 };
       const issued = await Promise.all(
