@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { ApprovalKind, ApprovalRecord } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
+import { linkedDefaults } from './grants.js';
 import { CLAIMABLE } from './host-linking.js';
 import { normalizeUserCode } from './user-code.js';
 
@@ -47,6 +48,13 @@ export interface DeviceRequest {
   /** The user the agent already acts for (its own or its host's link, §2.9), if any. */
   readonly linkedUser: string | null;
   /**
+   * §2.9: when approving links the host to the approver, what its delegated agents will then be
+   * granted without asking anyone (the host's defaults and the policy's, never high-risk or
+   * blocked ones); empty when approving links nothing. Shown, and counted by the presence rule
+   * (§8.11) as approved too: linking grants them.
+   */
+  readonly linkUnlocks: readonly LinkedDefault[];
+  /**
    * §9.3: approving links the host to the approver, and its autonomous agents become theirs with
    * their history (§2.10); what those agents are and did lately, shown before that happens.
    */
@@ -57,6 +65,14 @@ export interface DeviceRequest {
     /** The host has more agents than MAX_CLAIMS_READ: `more` counts only those read. */
     readonly moreAtLeast: boolean;
   };
+}
+
+/** A capability linking a host grants its future delegated agents (DeviceRequest.linkUnlocks). */
+export interface LinkedDefault {
+  readonly name: string;
+  /** The upstream HTTP method (upper case); GET/HEAD are read-only. */
+  readonly method: string | null;
+  readonly highRisk: false;
 }
 
 export interface ClaimedAgent {
@@ -125,6 +141,14 @@ export async function describeApproval(
     bindingMessage: approval.bindingMessage,
     expiresAt: approval.expiresAt,
     linkedUser: agent.userId ?? host?.userId ?? null,
+    linkUnlocks:
+      agent.mode === 'delegated' && host && host.userId === null && agent.userId === null
+        ? linkedDefaults(ctx, host).map((name) => ({
+            name,
+            method: ctx.catalog.get(name)?.operation.method.toUpperCase() ?? null,
+            highRisk: false as const,
+          }))
+        : [],
     claims:
       agent.mode === 'delegated' && host && host.userId === null
         ? await claimsOf(ctx, host.id)

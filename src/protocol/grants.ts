@@ -147,17 +147,21 @@ export const SYSTEM_ACTOR = 'system';
 export function autoGrantable(ctx: ProtocolContext, host: HostRecord, mode: AgentMode): ReadonlySet<string> {
   const { policy } = ctx;
   if (host.status !== 'active') return new Set();
-  const names =
-    mode === 'autonomous'
-      ? host.userId === null
-        ? [...policy.autonomousGrants]
-        : []
-      : host.userId !== null
-        ? [...host.defaultCapabilities, ...policy.defaults]
-        : [];
-  return new Set(
-    names.filter((n) => !policy.highRisk.has(n) && !policy.blocked.has(n) && ctx.catalog.get(n)),
-  );
+  if (mode === 'delegated') return new Set(host.userId !== null ? linkedDefaults(ctx, host) : []);
+  return new Set(host.userId === null ? grantableByPolicy(ctx, [...policy.autonomousGrants]) : []);
+}
+
+/**
+ * What the delegated agents of `host` get without asking once it is linked (§2.9): its defaults
+ * and the policy's, never high-risk or blocked ones, in that order, each once.
+ */
+export function linkedDefaults(ctx: ProtocolContext, host: HostRecord): string[] {
+  return grantableByPolicy(ctx, [...new Set([...host.defaultCapabilities, ...ctx.policy.defaults])]);
+}
+
+function grantableByPolicy(ctx: ProtocolContext, names: readonly string[]): string[] {
+  const { policy } = ctx;
+  return names.filter((n) => !policy.highRisk.has(n) && !policy.blocked.has(n) && ctx.catalog.get(n));
 }
 
 /** §5.6 step 4: the baseline a reactivated agent returns to. */

@@ -45,10 +45,11 @@ export class PresenceGate {
   ) {}
 
   async view(s: SessionRecord, r: DeviceRequest): Promise<PresenceView> {
-    if (!presenceRequired(r.capabilities, this.rule)) {
+    const subjects = withLinkUnlocks(r, r.capabilities);
+    if (!presenceRequired(subjects, this.rule)) {
       return { html: '', headers: {}, passkeyIsFreshAuth: false };
     }
-    const names = capabilitiesNeedingPresence(r.capabilities, this.rule);
+    const names = capabilitiesNeedingPresence(subjects, this.rule);
     const state = !this.passkeys.available
       ? 'unavailable'
       : (await this.passkeys.list(s.userId)).length === 0
@@ -83,7 +84,7 @@ export class PresenceGate {
     const choice = approverChoice(form, r);
     if (!choice.ok) throw new ProtocolError('invalid_request', `${choice.problem} Nothing was granted.`);
     const approving = r.capabilities.filter((c) => choice.decision.capabilities.includes(c.name));
-    if (!presenceRequired(approving, this.rule)) return undefined;
+    if (!presenceRequired(withLinkUnlocks(r, approving), this.rule)) return undefined;
     const binding = approvalBinding(r.approvalId, contentHash(r), form.entries());
     return this.passkeys.assertionOptions(presenceScope(s.idHash, s.userId, binding));
   }
@@ -99,7 +100,7 @@ export class PresenceGate {
     r: DeviceRequest,
     approving: readonly PresenceSubject[] = r.capabilities,
   ): Promise<PresenceOutcome> {
-    if (!presenceRequired(approving, this.rule)) return { kind: 'not-needed' };
+    if (!presenceRequired(withLinkUnlocks(r, approving), this.rule)) return { kind: 'not-needed' };
     const refused = (text: string): PresenceOutcome => ({ kind: 'refused', status: 403, text });
     if (!this.passkeys.available) {
       return refused(
@@ -123,4 +124,14 @@ export class PresenceGate {
     if (!result.ok) return refused(`Your passkey confirmation was not accepted. ${result.reason}`);
     return { kind: 'verified' };
   }
+}
+
+/**
+ * What approving `approving` of `r` grants: those, and, when approving links the host, what its
+ * delegated agents will then get without asking (§2.9). Approving a read-only request of a host
+ * whose defaults change data grants those too, so it asks for presence as they would (§8.11).
+ */
+function withLinkUnlocks(r: DeviceRequest, approving: readonly PresenceSubject[]): PresenceSubject[] {
+  const named = new Set(approving.map((c) => c.name));
+  return [...approving, ...r.linkUnlocks.filter((c) => !named.has(c.name))];
 }

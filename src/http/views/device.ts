@@ -7,7 +7,7 @@
  */
 import type { SessionRecord } from '../../storage/types.js';
 import { iso } from '../../protocol/context.js';
-import { MAX_CLAIMS_READ, type DeviceRequest } from '../../protocol/device.js';
+import { isReadOnlyMethod, MAX_CLAIMS_READ, type DeviceRequest } from '../../protocol/device.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
 import type { RequestWarning } from '../../protocol/request-warnings.js';
 import { escapeHtml } from '../html.js';
@@ -103,8 +103,26 @@ ${r.bindingMessage ? `<dt>Message from the agent</dt><dd id="binding-message">${
 ${r.hostKey ? `<dt>App key</dt><dd id="host-key"><code>${escapeHtml(shortThumbprint(r.hostKey.thumbprint))}</code>, first seen ${escapeHtml(iso(r.hostKey.registeredAt) ?? '')}</dd>` : ''}
 ${r.hostKey ? registeredFrom(r.hostKey) : ''}
 </dl>
+${linkNotice(r.linkUnlocks)}
 ${claimsNotice(r.claims)}
 </section>`;
+}
+
+/**
+ * §2.9: approving links the host to you, and its agents then get the defaults without asking:
+ * which, before you decide (each that can change data said so).
+ */
+function linkNotice(unlocks: DeviceRequest['linkUnlocks']): string {
+  if (unlocks.length === 0) return '';
+  const items = unlocks
+    .map(
+      (c) =>
+        `<li><code>${escapeHtml(c.name)}</code>${isReadOnlyMethod(c.method) ? '' : ' (can change data)'}</li>`,
+    )
+    .join('\n');
+  return `<div id="link-unlocks" class="notice" role="note">
+<p><strong>Approving connects this app (its host) to your account.</strong> From then on its agents get these without asking you:</p>
+<ul>${items}</ul></div>`;
 }
 
 /**

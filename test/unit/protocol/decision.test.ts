@@ -32,6 +32,7 @@ const REQUEST: DeviceRequest = {
   bindingMessage: null,
   expiresAt: 0,
   linkedUser: null,
+  linkUnlocks: [],
   claims: { agents: [], more: 0, moreAtLeast: false },
 };
 
