@@ -19,7 +19,8 @@
 import { ProtocolError } from '../../errors.js';
 import { notificationUrl, NOTIFICATION_PATH } from '../../protocol/approval-events.js';
 import type { ProtocolContext } from '../../protocol/context.js';
-import { InFlightSlots, type Slot } from '../../protocol/in-flight.js';
+import { InFlightSlots, type Slot, type SlotOwner } from '../../protocol/in-flight.js';
+import { isUnapproved } from '../../protocol/pending-hosts.js';
 import type { InFlightLimits } from '../../policy/policy.js';
 import type { Timers } from '../../notify/webhook.js';
 import type { ApprovalRecord } from '../../storage/types.js';
@@ -33,6 +34,62 @@ import { agentOrHostToken, type TokenStepOptions } from '../steps/tokens.js';
 
 /** Default caps on open notification streams (documented in README). */
 export const STREAM_LIMITS: InFlightLimits = { perAgent: 4, perHost: 32, total: 1000 };
+/**
+ * Of those, what hosts nobody has approved may hold together: anyone can make such hosts, and
+ * 32 of them with 8 agents each took all 1,000, leaving none for approved hosts (and 1,000 of
+ * 1,024 connections open).
+ */
+export const UNAPPROVED_STREAM_SHARE = 0.2;
+
+interface Listening {
+  approval?: ApprovalRecord;
+  slot?: Slot;
+}
+
+/**
+ * The open streams' caps: per agent, per host and in total, and within the total a share for
+ * hosts nobody approved (UNAPPROVED_STREAM_SHARE). A refusal takes nothing.
+ */
+export class NotificationStreamSlots {
+  readonly #all: InFlightSlots;
+  readonly #strangers: InFlightSlots;
+
+  constructor(limits: InFlightLimits) {
+    this.#all = new InFlightSlots(limits);
+    const share =
+      limits.total === null ? null : Math.max(1, Math.floor(limits.total * UNAPPROVED_STREAM_SHARE));
+    this.#strangers = new InFlightSlots({ perAgent: null, perHost: null, total: share });
+  }
+
+  /** A slot for a stream of `owner`'s; `unapproved`: its host is one nobody approved. */
+  acquire(owner: SlotOwner, unapproved: boolean): Slot {
+    const stranger = unapproved ? this.#strangers.acquire(owner) : undefined;
+    if (stranger !== undefined && !stranger.ok) {
+      throw new ProtocolError(
+        'temporarily_unavailable',
+        `Hosts awaiting approval already have ${stranger.limit} notification streams open; poll GET /agent/status instead (§7.3).`,
+        { headers: { 'retry-after': '5' } },
+      );
+    }
+    const taken = this.#all.acquire(owner);
+    if (!taken.ok) {
+      if (stranger?.ok) stranger.slot.release();
+      const who = { agent: 'This agent', host: 'This host', total: 'The proxy' }[taken.scope];
+      throw new ProtocolError(
+        taken.scope === 'total' ? 'temporarily_unavailable' : 'rate_limited',
+        `${who} already has ${taken.limit} notification streams open; poll GET /agent/status instead (§7.3).`,
+        { headers: { 'retry-after': '5' } },
+      );
+    }
+    if (stranger?.ok !== true) return taken.slot;
+    return {
+      release: () => {
+        taken.slot.release();
+        stranger.slot.release();
+      },
+    };
+  }
+}
 /** A comment line this often keeps proxies and clients from timing the idle stream out. */
 export const HEARTBEAT_MS = 15_000;
 
@@ -52,14 +109,9 @@ export interface ApprovalEventRoutes {
   readonly open: number;
 }
 
-interface Listening {
-  approval?: ApprovalRecord;
-  slot?: Slot;
-}
-
 export function approvalEventRoutes(router: Router, options: ApprovalEventRouteOptions): ApprovalEventRoutes {
   const { ctx, limits, timers } = options;
-  const slots = new InFlightSlots(options.streamLimits ?? STREAM_LIMITS);
+  const slots = new NotificationStreamSlots(options.streamLimits ?? STREAM_LIMITS);
   const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const streams = new Set<(error?: ProtocolError) => void>();
 
@@ -77,18 +129,13 @@ export function approvalEventRoutes(router: Router, options: ApprovalEventRouteO
       step('owner', async (x, s) => {
         s.approval = await ownApproval(ctx, x, x.params.id ?? '');
       }),
-      step('stream-slot', (_x, s) => {
+      step('stream-slot', (x, s) => {
         const approval = need(s.approval, 'approval');
-        const taken = slots.acquire({ agentId: approval.agentId, hostId: approval.hostId });
-        if (!taken.ok) {
-          const who = { agent: 'This agent', host: 'This host', total: 'The proxy' }[taken.scope];
-          throw new ProtocolError(
-            taken.scope === 'total' ? 'temporarily_unavailable' : 'rate_limited',
-            `${who} already has ${taken.limit} notification streams open; poll GET /agent/status instead (§7.3).`,
-            { headers: { 'retry-after': '5' } },
-          );
-        }
-        s.slot = taken.slot;
+        const host = x.agent ? x.agent.host : x.host?.host;
+        s.slot = slots.acquire(
+          { agentId: approval.agentId, hostId: approval.hostId },
+          host !== undefined && isUnapproved(host),
+        );
       }),
       step('stream', (x, s) =>
         listenForDecision(x.res, need(s.approval, 'approval'), { ctx, timers, heartbeatMs, streams }).finally(
