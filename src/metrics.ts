@@ -23,6 +23,7 @@ export const LIMIT_NAMES = [
   'per_user',
   'per_capability',
   'device_code_misses',
+  'pending_hosts_per_client',
 ] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
 

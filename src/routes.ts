@@ -26,7 +26,7 @@ import { DatabaseReadiness, DEFAULT_READINESS } from './storage/readiness.js';
 import { RateLimiter, type Limiter } from './util/rate-limit.js';
 import { runPerCall } from './http/per-call-run.js';
 import { PageAuth } from './http/page-auth.js';
-import { RateLimits } from './http/rate-limits.js';
+import { pendingHostsShare, RateLimits } from './http/rate-limits.js';
 import type { Router } from './http/router.js';
 import { accountRoutes } from './http/routes/account.js';
 import { accountAgentRoutes, agentsAccountSection } from './http/routes/account-agents.js';
@@ -93,8 +93,12 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
     modes: policy.modes,
     approvalMethods: policy.approval.methods,
   });
-  const limits = new RateLimits(budgets(), new RateLimiter(clock), policy.rateLimits, (limit) =>
-    metrics.rateLimited(limit),
+  const limits = new RateLimits(
+    budgets(),
+    new RateLimiter(clock),
+    policy.rateLimits,
+    (limit) => metrics.rateLimited(limit),
+    pendingHostsShare(policy.pendingHosts.maxHosts, policy.lifetimes.pendingCleanupMs),
   );
   capabilityRoutes(router, { ctx, limits, logger });
   const auth = new PageAuth(

@@ -26,6 +26,14 @@ function siteLimit(limit: RateLimitSpec | null): RateLimitSpec | null {
   return limit === null ? null : { ...limit, count: limit.count * SITE_SHARE };
 }
 
+/**
+ * The new hosts one client may register over the time a pending host is kept: a tenth of the
+ * pool (pending_hosts.max_hosts), so that it takes ten clients (five IPv6 /48s) to fill it.
+ */
+export function pendingHostsShare(maxHosts: number, pendingCleanupMs: number): RateLimitSpec {
+  return { count: Math.max(1, Math.floor(maxHosts / 10)), windowMs: pendingCleanupMs };
+}
+
 /** Wrong device codes a signed-in person may enter, then one more per 90 s (a token bucket). */
 export const DEVICE_CODE_MISSES_PER_USER: RateLimitSpec = { count: 10, windowMs: 15 * 60_000 };
 
@@ -50,6 +58,12 @@ export class RateLimits {
     private readonly limits: Policy['rateLimits'],
     /** Told which limit refused a request (the rate_limited_total metric). */
     private readonly onRefused: (limit: LimitName) => void = () => {},
+    /**
+     * New hosts one client may register over the time a pending host is kept (pendingHostsShare):
+     * with only `unknown_host_registration` (per 10 minutes) one address could keep the whole
+     * pending_hosts.max_hosts pool full, since pending rows live 24 h. Null: not limited.
+     */
+    private readonly newHostsPerLifetime: RateLimitSpec | null = null,
   ) {}
 
   /** Takes from each budget in order, stopping at the first that refuses (Limiter.take). */
@@ -90,6 +104,9 @@ export class RateLimits {
     const limit = this.limits.unknownHostRegistration;
     const client = clientNetwork(ip);
     const site = clientSite(ip);
+    // `unknown_host_registration: null` turns off both (tests, and closed networks, register many).
+    const kept = limit === null ? null : this.newHostsPerLifetime;
+    // The ten-minute budgets first: a request they refuse does not spend the longer one.
     return budgets(
       [`reg:${client}`, limit, 'Registrations of new hosts from', client, 'unknown_host_registration'],
       site === undefined
@@ -100,6 +117,16 @@ export class RateLimits {
             'Registrations of new hosts from',
             site,
             'unknown_host_registration',
+          ],
+      [`reg-kept:${client}`, kept, 'New hosts kept pending from', client, 'pending_hosts_per_client'],
+      site === undefined || kept === null
+        ? undefined
+        : [
+            `reg-kept:${site}`,
+            { ...kept, count: kept.count * 2 },
+            'New hosts kept pending from',
+            site,
+            'pending_hosts_per_client',
           ],
     );
   }

@@ -63,3 +63,26 @@ describe('a host nobody approved', () => {
     expect(refused.body.message).toContain('198.51.100.7');
   });
 });
+
+describe('new hosts one client keeps pending', () => {
+  it('a tenth of pending_hosts.max_hosts over the time pending rows are kept, beside the ten-minute budget', async () => {
+    const q = await start('  unknown_host_registration: 1000/10m\npending_hosts:\n  max_hosts: 30\n');
+    const from = (ip: string) => ({ headers: { 'x-forwarded-for': ip } });
+    const register = async (ip: string) => {
+      const host = await generateTestKey();
+      return q.request('POST', '/agent/register', {
+        token: await q.hostToken(host, {
+          agent_public_key: (await generateTestKey()).publicJwk,
+        }),
+        body: { name: 'agent' },
+        ...from(ip),
+      });
+    };
+    for (let i = 0; i < 3; i++) expect((await register('198.51.100.20')).status).toBe(200);
+    const refused = await register('198.51.100.20');
+    expect(refused.status).toBe(429);
+    expect(refused.body.message).toContain('New hosts kept pending from 198.51.100.20');
+    // Another client still registers: the pool (30) is far from full.
+    expect((await register('198.51.100.21')).status).toBe(200);
+  });
+});
