@@ -24,6 +24,7 @@ export const LIMIT_NAMES = [
   'per_capability',
   'device_code_misses',
   'pending_hosts_per_client',
+  'oidc_starts_per_client',
 ] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
 

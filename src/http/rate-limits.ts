@@ -15,6 +15,7 @@ import type { Policy, RateLimitSpec } from '../policy/policy.js';
 import type { Limiter, RateLimiter, RateVerdict } from '../util/rate-limit.js';
 import type { LimitName } from '../metrics.js';
 import { clientNetwork, clientSite } from '../util/client-network.js';
+import { PENDING_TTL_MS } from '../protocol/oidc-outcomes.js';
 
 /**
  * What the clients of one IPv6 /48 may take together: SITE_SHARE times one client's (/64) budget.
@@ -33,6 +34,13 @@ function siteLimit(limit: RateLimitSpec | null): RateLimitSpec | null {
 export function pendingHostsShare(maxHosts: number, pendingCleanupMs: number): RateLimitSpec {
   return { count: Math.max(1, Math.floor(maxHosts / 10)), windowMs: pendingCleanupMs };
 }
+
+/**
+ * OIDC sign-ins one client may start within the time one waits for its callback: plenty for the
+ * people behind one address (sessions last 12 h), and it takes 167 addresses (11 IPv6 /48s) to
+ * fill MAX_PENDING within that time, where the per-IP budget let 9 do it.
+ */
+export const OIDC_STARTS_PER_CLIENT: RateLimitSpec = { count: 60, windowMs: PENDING_TTL_MS };
 
 /** Wrong device codes a signed-in person may enter, then one more per 90 s (a token bucket). */
 export const DEVICE_CODE_MISSES_PER_USER: RateLimitSpec = { count: 10, windowMs: 15 * 60_000 };
@@ -180,6 +188,30 @@ export class RateLimits {
       userId,
       'device_code_misses',
     ]);
+  }
+
+  /**
+   * One OIDC sign-in started by the client (GET /sign-in/oidc): each is a pending row until its
+   * callback, MAX_PENDING in all, the least recent dropped past it. Within the per-IP budget
+   * alone, nine addresses pushed a real person's sign-in out while they were at their provider.
+   */
+  oidcStart(ip: string): void | Promise<void> {
+    const client = clientNetwork(ip);
+    const site = clientSite(ip);
+    return this.take(
+      budgets(
+        [`oidc:${client}`, OIDC_STARTS_PER_CLIENT, 'Sign-ins started from', client, 'oidc_starts_per_client'],
+        site === undefined
+          ? undefined
+          : [
+              `oidc:${site}`,
+              siteLimit(OIDC_STARTS_PER_CLIENT),
+              'Sign-ins started from',
+              site,
+              'oidc_starts_per_client',
+            ],
+      ),
+    );
   }
 
   /** Refuses a client that has used up its failed-authentication budget (nothing is charged). */

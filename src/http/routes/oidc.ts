@@ -44,6 +44,7 @@ export function oidcRoutes(router: Router, { auth, oidc, limits, serverName }: O
   router.add('GET', '/sign-in/oidc', [
     page,
     perIp(limits),
+    step('oidc-start-limit', (x) => limits.oidcStart(x.clientIp)),
     step('start', async (x) => {
       const back = safeReturn(x.url.searchParams.get('return'));
       const fresh = x.url.searchParams.get('fresh') === '1';
