@@ -156,12 +156,23 @@ export class RateLimits {
    * own bucket, or the per-IP one): asked before the host's key is fetched or checked.
    */
   unknownHostLeft(ip: string, bucket: 'registration' | 'ip'): void | Promise<void> {
-    const budget = bucket === 'registration' ? this.registrationBudget(ip) : this.ipBudget(ip);
-    const [only] = budget;
-    if (only === undefined) return;
-    const verdict = this.limiter.check({ key: only.key, limit: only.limit });
-    if (verdict instanceof Promise) return verdict.then((v) => this.settle(v, budget));
-    this.settle(verdict, budget);
+    const all = bucket === 'registration' ? this.registrationBudget(ip) : this.ipBudget(ip);
+    // Every budget the request would take from (client, site, and for registrations the longer
+    // one), each asked in turn; one round trip each on the replicas' limiter.
+    const from = (first: number): void | Promise<void> => {
+      for (let i = first; i < all.length; i++) {
+        const budget = all[i] as Budget;
+        const verdict = this.limiter.check({ key: budget.key, limit: budget.limit });
+        if (verdict instanceof Promise) {
+          return verdict.then((v) => {
+            this.settle(v, [budget]);
+            return from(i + 1);
+          });
+        }
+        this.settle(verdict, [budget]);
+      }
+    };
+    return from(0);
   }
 
   /**

@@ -135,3 +135,27 @@ describe('a pending host at its agent cap', () => {
     expect(server.requests.length).toBe(before);
   });
 });
+
+describe('the longer budget of new hosts kept pending', () => {
+  it('once a client has used it up, a stranger host_jwks_url is not fetched either', async () => {
+    const config = writeConfig(
+      `jwks:\n  allowed_cidrs: [127.0.0.1]\n  ca_file: ${pki.caFile}\n  timeout: 2s\n  refresh_interval: 30s\n`,
+    );
+    // max_hosts 10: one client may keep a tenth, one new host over the pending lifetime.
+    p = await startProtocol({
+      policy: 'rate_limits:\n  unknown_host_registration: 1000/10m\npending_hosts:\n  max_hosts: 10\n',
+      overrides: { config, specs: [PETSTORE], mockUpstream: true },
+    });
+    const before = server.requests.length;
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await p.request('POST', '/agent/register', {
+        token: await strangerToken(p, `/kept/${i}.json`),
+        body: { name: `stranger ${i}` },
+      });
+      statuses.push(r.status);
+    }
+    expect(statuses).toEqual([200, 429, 429, 429, 429]);
+    expect(server.requests.length - before).toBe(1);
+  });
+});
