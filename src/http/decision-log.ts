@@ -21,7 +21,7 @@ export function decisionFields(d: DecisionRecord, path: string): LogFields {
   return {
     request_id: d.request_id,
     method: d.method,
-    path: path.length > MAX_LOGGED_CHARS ? `${path.slice(0, MAX_LOGGED_CHARS)}…` : path,
+    path: capped(path),
     route: d.route,
     status: d.status,
     step: d.step,

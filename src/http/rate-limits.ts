@@ -23,8 +23,26 @@ import { PENDING_TTL_MS } from '../protocol/oidc-outcomes.js';
  */
 export const SITE_SHARE = 16;
 
-function siteLimit(limit: RateLimitSpec | null): RateLimitSpec | null {
-  return limit === null ? null : { ...limit, count: limit.count * SITE_SHARE };
+/**
+ * One budget of a client (an IPv4 address, an IPv6 /64) and, for an IPv6 client, its /48's at
+ * `siteFactor` times as much: the budget parts `budgets` takes, keyed `${key}:${network}`.
+ */
+function perClient(
+  ip: string,
+  key: string,
+  limit: RateLimitSpec | null,
+  who: string,
+  name: LimitName,
+  siteFactor = SITE_SHARE,
+): (BudgetParts | undefined)[] {
+  const client = clientNetwork(ip);
+  const site = clientSite(ip);
+  return [
+    [`${key}:${client}`, limit, who, client, name],
+    site === undefined || limit === null
+      ? undefined
+      : [`${key}:${site}`, { ...limit, count: limit.count * siteFactor }, who, site, name],
+  ];
 }
 
 /**
@@ -99,43 +117,17 @@ export class RateLimits {
   }
 
   private ipBudget(ip: string): Budget[] {
-    const client = clientNetwork(ip);
-    const site = clientSite(ip);
-    const limit = this.limits.perIp;
-    return budgets(
-      [`ip:${client}`, limit, 'Client', client, 'per_ip'],
-      site === undefined ? undefined : [`ip:${site}`, siteLimit(limit), 'Clients of', site, 'per_ip'],
-    );
+    return budgets(...perClient(ip, 'ip', this.limits.perIp, 'Client', 'per_ip'));
   }
 
   private registrationBudget(ip: string): Budget[] {
     const limit = this.limits.unknownHostRegistration;
-    const client = clientNetwork(ip);
-    const site = clientSite(ip);
     // `unknown_host_registration: null` turns off both (tests, and closed networks, register many).
     const kept = limit === null ? null : this.newHostsPerLifetime;
     // The ten-minute budgets first: a request they refuse does not spend the longer one.
     return budgets(
-      [`reg:${client}`, limit, 'Registrations of new hosts from', client, 'unknown_host_registration'],
-      site === undefined
-        ? undefined
-        : [
-            `reg:${site}`,
-            siteLimit(limit),
-            'Registrations of new hosts from',
-            site,
-            'unknown_host_registration',
-          ],
-      [`reg-kept:${client}`, kept, 'New hosts kept pending from', client, 'pending_hosts_per_client'],
-      site === undefined || kept === null
-        ? undefined
-        : [
-            `reg-kept:${site}`,
-            { ...kept, count: kept.count * 2 },
-            'New hosts kept pending from',
-            site,
-            'pending_hosts_per_client',
-          ],
+      ...perClient(ip, 'reg', limit, 'Registrations of new hosts from', 'unknown_host_registration'),
+      ...perClient(ip, 'reg-kept', kept, 'New hosts kept pending from', 'pending_hosts_per_client', 2),
     );
   }
 
@@ -207,20 +199,9 @@ export class RateLimits {
    * alone, nine addresses pushed a real person's sign-in out while they were at their provider.
    */
   oidcStart(ip: string): void | Promise<void> {
-    const client = clientNetwork(ip);
-    const site = clientSite(ip);
     return this.take(
       budgets(
-        [`oidc:${client}`, OIDC_STARTS_PER_CLIENT, 'Sign-ins started from', client, 'oidc_starts_per_client'],
-        site === undefined
-          ? undefined
-          : [
-              `oidc:${site}`,
-              siteLimit(OIDC_STARTS_PER_CLIENT),
-              'Sign-ins started from',
-              site,
-              'oidc_starts_per_client',
-            ],
+        ...perClient(ip, 'oidc', OIDC_STARTS_PER_CLIENT, 'Sign-ins started from', 'oidc_starts_per_client'),
       ),
     );
   }

@@ -193,7 +193,7 @@ export async function verifyHostJwt(
 
 /**
  * That whoever asks holds `key` (§5.9 rotation, see hosts.ts): `token` is a host JWT signed by it,
- * verified as any host JWT is (typ, signature, aud this server, lifetime), its `iss` the key's
+ * verified as every host JWT is (typ, signature, aud this server, lifetime), its `iss` the key's
  * thumbprint, its `jti` used up.
  */
 export async function verifyKeyPossession(

@@ -13,9 +13,9 @@ export function perIp(limits: RateLimits): SharedStep {
 }
 
 /**
- * The verified principal's budgets: agent (and its host and user), or host; a host nobody has
- * approved also to its client IP, and a host the server has never seen to its client IP alone, registrations of new hosts to their own tighter
- * per-IP bucket. With no token at all, the per-IP budget.
+ * The verified principal's budgets: agent (and its host and user), or host. A host nobody has
+ * approved is charged to its client IP as well; a host the server has never seen to its client IP
+ * alone, and its registrations to their own tighter per-IP bucket. With no token, the per-IP one.
  */
 export function principalLimits(limits: RateLimits, unknownHost: 'registration' | 'ip' = 'ip'): SharedStep {
   return step('principal-limits', (x) => {

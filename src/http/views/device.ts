@@ -135,7 +135,7 @@ function claimsNotice(claims: DeviceRequest['claims']): string {
     // None among the agents read; past the bound there may be some all the same.
     return claims.moreAtLeast
       ? `<div id="claims" class="notice" role="note">
-${links} It has over ${MAX_CLAIMS_READ} agents: any autonomous ones among them become yours, and what they did before becomes part of your history.</p></div>`
+${links} It has over ${MAX_CLAIMS_READ} agents; the autonomous ones among them become yours, and what they did before becomes part of your history.</p></div>`
       : '';
   }
   const items = claims.agents

@@ -115,7 +115,7 @@ describe('a request that would claim autonomous agents (§9.3)', () => {
     const { code } = await requestWithAgents(MAX_CLAIMS_READ + 1, 'revoked');
     // Observed before: no notice at all, though approving would claim any autonomous agent past the 1,000.
     expect(await claimsNoticeOf(code)).toContain(
-      `It has over ${MAX_CLAIMS_READ} agents: any autonomous ones among them become yours`,
+      `It has over ${MAX_CLAIMS_READ} agents; the autonomous ones among them become yours`,
     );
   });
 
