@@ -4,6 +4,7 @@
  * callers share one fetch. Token values never leave this module except into the Authorization
  * header of their own API's requests.
  */
+import { createHash } from 'node:crypto';
 import { request } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
@@ -70,19 +71,28 @@ export class OAuthTokens {
     this.retired.set(key, list);
   }
 
+  /**
+   * The token for `scheme` (an API's scheme name) with this credential and these scopes. A token
+   * is only reused for the same client, token URL, audience and scopes: a reload that rotates the
+   * client must not keep sending the old client's token, and an operation needing other scopes
+   * must not be sent a token lacking them.
+   */
   async token(
-    key: string,
+    scheme: string,
     credential: OAuthCredential,
     documentTokenUrl: string | undefined,
-    scopes: readonly string[],
+    operationScopes: readonly string[],
     refresh: boolean,
   ): Promise<string> {
+    const scopes = credential.scopes.length > 0 ? credential.scopes : operationScopes;
+    const key = tokenKey(scheme, credential, documentTokenUrl, scopes);
     const cached = this.cache.get(key);
     if (!refresh && cached && cached.expiresAt > this.clock.now()) return cached.value;
     if (refresh) this.cache.delete(key);
     let pending = this.inflight.get(key);
     if (!pending) {
       pending = this.fetch(credential, documentTokenUrl, scopes).finally(() => this.inflight.delete(key));
+      this.dropExpired();
       this.inflight.set(key, pending);
     }
     const token = await pending;
@@ -94,15 +104,25 @@ export class OAuthTokens {
     return token.value;
   }
 
+  /**
+   * Forgets cached tokens past their time, so that keys left behind by reloads and by scope sets
+   * no longer asked for do not pile up. Runs only when a token is fetched, off the hot path.
+   */
+  private dropExpired(): void {
+    const now = this.clock.now();
+    for (const [key, token] of this.cache) {
+      if (token.expiresAt + EXPIRY_MARGIN_MS <= now && !this.inflight.has(key)) this.cache.delete(key);
+    }
+  }
+
   private async fetch(
     credential: OAuthCredential,
     documentTokenUrl: string | undefined,
-    operationScopes: readonly string[],
+    scopes: readonly string[],
   ): Promise<CachedToken> {
     const tokenUrl = credential.tokenUrl ?? documentTokenUrl;
     if (!tokenUrl) throw new TokenError('no token URL: set token_url in the credential or the document');
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
-    const scopes = credential.scopes.length > 0 ? credential.scopes : operationScopes;
     if (scopes.length > 0) form.set('scope', scopes.join(' '));
     if (credential.audience) form.set('audience', credential.audience);
     // RFC 6749 §2.3.1: client_secret_basic, with both parts form-urlencoded first.
@@ -146,6 +166,26 @@ export class OAuthTokens {
         : DEFAULT_LIFETIME_MS;
     return { value, expiresAt: started + Math.max(lifetime, 0) };
   }
+}
+
+/**
+ * What a cached token is valid for. The secret enters only as a digest, so the key held in memory
+ * does not carry it; scopes are sorted, as the order asked in does not change the token.
+ */
+function tokenKey(
+  scheme: string,
+  credential: OAuthCredential,
+  documentTokenUrl: string | undefined,
+  scopes: readonly string[],
+): string {
+  const client = JSON.stringify([
+    credential.clientId,
+    credential.clientSecret,
+    credential.tokenUrl ?? documentTokenUrl ?? null,
+    credential.audience ?? null,
+    [...scopes].sort(),
+  ]);
+  return `${scheme} ${createHash('sha256').update(client).digest('base64url')}`;
 }
 
 async function readCapped(res: Dispatcher.ResponseData): Promise<string> {

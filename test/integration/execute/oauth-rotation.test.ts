@@ -1,5 +1,5 @@
 /**
- * A service OAuth token the proxy has just replaced (after a 401 refresh, or on expiry) stays in
+ * Service OAuth tokens across refreshes and reloads. A token the proxy has just replaced (after a 401 refresh, or on expiry) stays in
  * the redactor's set until it expires: an answer to a call sent with the old token but read after
  * the refresh must not hand the agent that token, which the upstream still honours.
  */
@@ -70,5 +70,45 @@ describe('service OAuth tokens replaced while a call is in flight', () => {
     );
     // The agent must not get it back.
     expect(reply.text).not.toContain('oauth-access-token-1-still-valid');
+  });
+
+  it("a reload that rotates the client stops sending the old client's token at once", async () => {
+    const env = { GW_CLIENT_ID: 'old-client', GW_CLIENT_SECRET: 'old-client-secret-123456' };
+    const rotating = await startGateway({
+      api: [
+        '    credentials:',
+        '      oauthClient:',
+        '        client_id: {env: GW_CLIENT_ID}',
+        '        client_secret: {env: GW_CLIENT_SECRET}',
+        '        token_url: {{upstream}}/oauth/token',
+      ].join('\n'),
+      env,
+    });
+    try {
+      const agent = await rotating.p.activeAgent(['upload_file']);
+      const clients: string[] = [];
+      rotating.upstream.on('POST /oauth/token', (req, res) => {
+        const basic = Buffer.from(String(req.headers.authorization).slice('Basic '.length), 'base64');
+        const client = decodeURIComponent(basic.toString('utf8').split(':')[0] ?? '');
+        clients.push(client);
+        json(res, 200, { access_token: `token-for-${client}`, token_type: 'Bearer', expires_in: 3600 });
+      });
+      rotating.upstream.on('POST /v1/uploads', (_req, res) => json(res, 200, {}));
+      const call = () => rotating.p.execute(agent.agent, agent.agentId, 'upload_file', { file: b64('a') });
+
+      expect((await call()).status).toBe(200);
+      env.GW_CLIENT_ID = 'new-client';
+      env.GW_CLIENT_SECRET = 'new-client-secret-654321';
+      expect((await rotating.p.proxy.reload()).ok).toBe(true);
+      expect((await call()).status).toBe(200);
+
+      expect(clients).toEqual(['old-client', 'new-client']);
+      expect(rotating.upstream.received('/v1/uploads').map((r) => r.headers.authorization)).toEqual([
+        'Bearer token-for-old-client',
+        'Bearer token-for-new-client',
+      ]);
+    } finally {
+      await rotating.close();
+    }
   });
 });

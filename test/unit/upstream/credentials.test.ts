@@ -288,6 +288,46 @@ describe('OAuth2 client credentials (RFC 6749 §4.4)', () => {
     });
   });
 
+  it('keeps one token per set of scopes: an operation is never sent a token asked for other scopes', async () => {
+    server.reset();
+    server.on('POST /token', (req, res) => {
+      const scope = new URLSearchParams(req.body.toString('utf8')).get('scope');
+      json(res, 200, { access_token: `tok-for-${scope}`, token_type: 'Bearer', expires_in: 100 });
+    });
+    const schemes = { oauth: { type: 'oauth2', tokenUrl } };
+    const creds = credentials({ oauth: oauthCredential() }, schemes, new OAuthTokens(clockAt(0), dispatcher));
+    expect((await creds.apply([{ oauth: ['a.read'] }])).headers.authorization).toBe('Bearer tok-for-a.read');
+    expect((await creds.apply([{ oauth: ['b.read'] }])).headers.authorization).toBe('Bearer tok-for-b.read');
+    // The order scopes are listed in does not make another token.
+    expect((await creds.apply([{ oauth: ['y', 'x'] }])).headers.authorization).toBe('Bearer tok-for-y x');
+    expect((await creds.apply([{ oauth: ['x', 'y'] }])).headers.authorization).toBe('Bearer tok-for-y x');
+    expect((await creds.apply([{ oauth: ['a.read'] }])).headers.authorization).toBe('Bearer tok-for-a.read');
+    expect(server.requests).toHaveLength(3);
+  });
+
+  it('fetches a new token when the client, secret, token URL or audience changes (a reload rotating the client)', async () => {
+    const tokens = new OAuthTokens(clockAt(0), dispatcher);
+    const variants = [
+      oauthCredential({ tokenUrl }),
+      oauthCredential({ tokenUrl, clientId: 'client-2' }),
+      oauthCredential({ tokenUrl, clientId: 'client-2', clientSecret: 'another-secret-123456' }),
+      oauthCredential({
+        tokenUrl: `${tokenUrl}?v=2`,
+        clientId: 'client-2',
+        clientSecret: 'another-secret-123456',
+      }),
+      oauthCredential({ tokenUrl, audience: 'https://api' }),
+    ];
+    const got = [];
+    for (const credential of variants)
+      got.push(await tokens.token('shop/oauth', credential, undefined, [], false));
+    expect(got).toEqual(['tok-1', 'tok-2', 'tok-3', 'tok-4', 'tok-5']);
+    // The same credential again is served from the cache.
+    expect(await tokens.token('shop/oauth', oauthCredential({ tokenUrl }), undefined, [], false)).toBe(
+      'tok-1',
+    );
+  });
+
   it('form-encodes client id and secret before Basic encoding (RFC 6749 §2.3.1)', async () => {
     const tokens = new OAuthTokens(clockAt(0), dispatcher);
     const clientId = 'team:a+b c';
