@@ -1,7 +1,8 @@
 /**
- * Service OAuth tokens across refreshes and reloads. A token the proxy has just replaced (after a 401 refresh, or on expiry) stays in
- * the redactor's set until it expires: an answer to a call sent with the old token but read after
- * the refresh must not hand the agent that token, which the upstream still honours.
+ * Service OAuth tokens across refreshes and reloads. A token the proxy has just replaced (after a
+ * 401 refresh, or on expiry) stays in the redactor's set until it expires: an answer to a call sent
+ * with the old token but read after the refresh must not hand the agent that token, which the
+ * upstream still honours. A reload that rotates the client is obeyed at once.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
