@@ -111,6 +111,14 @@ export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
 }
 
+/**
+ * The database refused a value a request brought: text it cannot store (PostgreSQL's `text` holds
+ * no NUL character, SQLSTATE 22021). The request is at fault, not the database: 400, nothing kept.
+ */
+export class StoreInputError extends Error {
+  override readonly name = 'StoreInputError';
+}
+
 /** Seconds a client is asked to wait before retrying what the database could not serve. */
 export const STORE_RETRY_AFTER_S = 5;
 
@@ -129,6 +137,15 @@ export function toProtocolError(err: unknown): ProtocolError {
       headers: { 'retry-after': String(STORE_RETRY_AFTER_S) },
       cause: err,
     });
+  }
+  if (err instanceof StoreInputError) {
+    return new ProtocolError(
+      'invalid_request',
+      'The request holds text that cannot be stored (a NUL character).',
+      {
+        cause: err,
+      },
+    );
   }
   return new ProtocolError('internal_error');
 }

@@ -3,6 +3,7 @@
  * (404) from "path exists, method does not" (405 with `Allow`). Every route is a list of named
  * steps (src/http/pipeline.ts): there is no other way to add one.
  */
+import { hasControlCharacter } from '../util/control-characters.js';
 import { endpoint, type Handler, type Recorder, type SharedStep, type Step } from './pipeline.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -86,11 +87,16 @@ function matchSegments(
     const actual = parts[i] as string;
     if (p.startsWith(':')) {
       if (actual === '') return undefined;
+      let value: string;
       try {
-        params[p.slice(1)] = decodeURIComponent(actual);
+        value = decodeURIComponent(actual);
       } catch {
         return undefined;
       }
+      // No id or name in a route holds a control character; one would only reach a lookup that
+      // PostgreSQL refuses (a NUL) instead of finding nothing.
+      if (hasControlCharacter(value)) return undefined;
+      params[p.slice(1)] = value;
     } else if (p !== actual) {
       return undefined;
     }

@@ -18,8 +18,13 @@
  * record may then be stored twice, never lost. A crash while the database is down loses what
  * waits, as a SIGKILL loses one commit window at any time. The first failure and the recovery are
  * logged, not every retry.
+ *
+ * A batch the store refuses for what it holds (a value it cannot store) is not an outage: retried
+ * as it is, it would fail for ever and hold back every record behind it. It is split in halves
+ * until the records refused are found alone; those are dropped and logged, the rest written.
  */
 import type { Logger } from '../log.js';
+import { isRefusedValue } from '../storage/errors.js';
 import type { ActivityRecord, Store } from '../storage/types.js';
 
 export interface GroupCommit {
@@ -122,8 +127,8 @@ export class ExecutionLog {
     const batch = this.queue.length <= MAX_WRITE ? this.queue : this.queue.slice(0, MAX_WRITE);
     this.queue = this.queue.length <= MAX_WRITE ? [] : this.queue.slice(MAX_WRITE);
     const rest = this.queue.length > 0; // only when the batch was cut at MAX_WRITE
-    const written = this.store.appendActivities(batch).then(
-      () => {
+    const written = this.commit(batch).then((unwritten) => {
+      if (unwritten.failure === undefined) {
         if (this.failing) {
           this.logger.info('execution records written again', { failed_commits: this.failures });
         }
@@ -131,22 +136,46 @@ export class ExecutionLog {
         this.failures = 0;
         // The rest of a backlog, at once: flush's promise settles once all of it is written.
         return rest ? this.writeQueued() : undefined;
-      },
-      (err: unknown) => {
-        // Keep the batch for the next attempt (a busy or unreachable database is transient).
-        this.queue = batch.concat(this.queue);
-        if (this.failures++ === 0) {
-          this.logger.error('writing execution records failed', {
-            error: err instanceof Error ? err.message : String(err),
-          });
-        }
-        this.failing = true;
-        if (this.started) this.arm(RETRY_MS);
-      },
-    );
+      }
+      // Keep what was not written for the next attempt (a busy or unreachable database is transient).
+      this.queue = unwritten.records.concat(this.queue);
+      if (this.failures++ === 0) {
+        this.logger.error('writing execution records failed', { error: unwritten.failure });
+      }
+      this.failing = true;
+      if (this.started) this.arm(RETRY_MS);
+      return undefined;
+    });
     this.writing.add(written);
     void written.finally(() => this.writing.delete(written));
     return written;
+  }
+
+  /**
+   * Writes `batch`, finding and dropping records the store refuses for their values. What could not
+   * be written for any other reason (an outage) is returned, in order, with the failure's message.
+   */
+  private async commit(batch: ActivityRecord[]): Promise<{ records: ActivityRecord[]; failure?: string }> {
+    try {
+      await this.store.appendActivities(batch);
+      return { records: [] };
+    } catch (err) {
+      if (!isRefusedValue(err))
+        return { records: batch, failure: err instanceof Error ? err.message : String(err) };
+      if (batch.length === 1) {
+        this.logger.error('execution record refused by the database, dropped', {
+          agent_id: batch[0]?.agentId,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        return { records: [] };
+      }
+      const half = Math.ceil(batch.length / 2);
+      const second = batch.slice(half);
+      const first = await this.commit(batch.slice(0, half));
+      if (first.failure !== undefined)
+        return { records: first.records.concat(second), failure: first.failure };
+      return this.commit(second);
+    }
   }
 
   /** Commits what is queued and stops the timer; await it before the store closes (SIGTERM). */

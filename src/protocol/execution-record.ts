@@ -1,5 +1,6 @@
 /** §11: the activity record of one execution attempt, whatever its outcome. */
 import type { ActivityRecord } from '../storage/types.js';
+import { printable } from '../util/control-characters.js';
 import type { AgentAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
 
@@ -25,8 +26,9 @@ export function executionRecord(ctx: ProtocolContext, attempt: ExecutionAttempt)
     agentId: auth.agent.id,
     hostId: auth.host.id,
     userId: auth.agent.userId,
-    // Bounded: the name is the agent's and may be anything.
-    capability: attempt.capability.slice(0, 128),
+    // Bounded and printable: the name is the agent's and may be anything, a NUL included, which
+    // PostgreSQL's text refuses (one refused record would hold back the batch it is in).
+    capability: printable(attempt.capability.slice(0, 128)),
     outcome: attempt.outcome,
     detail: {
       request_id: attempt.requestId,

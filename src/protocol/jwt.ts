@@ -4,6 +4,7 @@
  * 401 invalid_jwt; the messages name the rule that failed and never echo key material.
  */
 import type { Clock } from '../clock.js';
+import { hasControlCharacter } from '../util/control-characters.js';
 import { Ed25519PublicKey } from './ed25519.js';
 
 export type JwtType = 'host+jwt' | 'agent+jwt';
@@ -36,6 +37,12 @@ const MAX_JTI_LENGTH = 256;
 /** Ed25519 signatures are 64 bytes (RFC 8032 §5.1.6). */
 const ED25519_SIGNATURE_BYTES = 64;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/**
+ * Claims that name a stored row (the agent, the host, a replay entry): no id this server issues or
+ * accepts holds a control character, and PostgreSQL's text cannot hold a NUL, so such a value is
+ * refused as malformed here rather than reaching a lookup that would fail (a 500) uncharged.
+ */
+const IDENTIFYING_CLAIMS = ['sub', 'iss', 'jti'] as const;
 // fatal: a payload that is not UTF-8 must not be "repaired" into different claims. Without the
 // `stream` option decode() keeps no state between calls, so one instance serves every token.
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -90,6 +97,12 @@ export function decodeJwt(token: string, typ: JwtType): UnverifiedJwt {
   const [encodedHeader, encodedPayload, encodedSignature] = parts as [string, string, string];
   const header = checkedHeader(encodedHeader, typ);
   const payload = decodeJsonObject(encodedPayload, 'payload');
+  for (const claim of IDENTIFYING_CLAIMS) {
+    const value = payload[claim];
+    if (typeof value === 'string' && hasControlCharacter(value)) {
+      throw new JwtError(`The JWT "${claim}" must not contain control characters.`);
+    }
+  }
   if (!isBase64url(encodedSignature) || decodedLength(encodedSignature) !== ED25519_SIGNATURE_BYTES) {
     throw new JwtError('The JWT signature is not a base64url Ed25519 signature.');
   }
@@ -115,6 +128,9 @@ function checkedHeader(encodedHeader: string, typ: JwtType): Readonly<Record<str
   }
   if (header.kid !== undefined && (typeof header.kid !== 'string' || header.kid.length === 0)) {
     throw new JwtError('The JWT header "kid" must be a non-empty string.');
+  }
+  if (typeof header.kid === 'string' && hasControlCharacter(header.kid)) {
+    throw new JwtError('The JWT header "kid" must not contain control characters.');
   }
   Object.freeze(header);
   if (encodedHeader.length <= MAX_CACHED_HEADER_CHARS) {

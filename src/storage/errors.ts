@@ -5,9 +5,9 @@
  * was committed is unknown, so a `write` is never re-run after one (only after a serialization
  * conflict, which PostgreSQL reports as rolled back).
  */
-import { StoreUnavailableError } from '../errors.js';
+import { StoreInputError, StoreUnavailableError } from '../errors.js';
 
-export { StoreUnavailableError };
+export { StoreInputError, StoreUnavailableError };
 
 /** Node socket errors of a database that cannot be reached or dropped the connection. */
 const NETWORK_CODES = new Set([
@@ -47,10 +47,38 @@ export function isUnavailable(err: unknown): boolean {
   return DRIVER_MESSAGES.test(err.message);
 }
 
-/** `err` as a StoreUnavailableError when it means the database is unavailable, else unchanged. */
+/**
+ * SQLSTATEs of text PostgreSQL cannot hold: a NUL character (22021) or one the database's
+ * encoding lacks (22P05). A value a request brought; any NUL a lookup is given matches nothing.
+ */
+const UNSTORABLE_TEXT_STATES = new Set(['22021', '22P05']);
+
+/**
+ * `err` as a StoreUnavailableError when it means the database is unavailable, as a StoreInputError
+ * when the database refused a value's text, else unchanged.
+ */
 export function storeError(err: unknown): unknown {
+  if (err instanceof Error && UNSTORABLE_TEXT_STATES.has(String((err as { code?: unknown }).code))) {
+    return new StoreInputError(`the database refused a value: ${err.message}`, { cause: err });
+  }
   if (err instanceof StoreUnavailableError || !isUnavailable(err)) return err;
   return new StoreUnavailableError(`database unavailable: ${(err as Error).message || 'no answer'}`, {
     cause: err,
   });
+}
+
+/** SQLite's result codes for a value the statement cannot store. */
+const REFUSED_VALUE_CODES = /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH)/;
+
+/**
+ * The database refused what it was given, not the request to write it: retrying the same values
+ * fails the same way. PostgreSQL's data exceptions (class 22) and integrity violations (23), and
+ * SQLite's constraint, size and type errors.
+ */
+export function isRefusedValue(err: unknown): boolean {
+  if (err instanceof StoreInputError) return true;
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') return false;
+  return /^2[23][0-9A-Z]{3}$/.test(code) || REFUSED_VALUE_CODES.test(code);
 }

@@ -160,6 +160,33 @@ describe('replicas on one PostgreSQL', () => {
     expect(set.upstream.received('/v1/pets/7')).toHaveLength(1);
   });
 
+  it("a NUL in a name the agent sends is refused or kept printable: nothing reaches PostgreSQL's text", async () => {
+    const { agent, agentId } = await activeAgent(a, b, ['get_pet']);
+    // The capability name is kept in the execution record: with its NUL, PostgreSQL refused the
+    // record and, retried for ever, every record written after it on that replica.
+    const odd = await a.execute(agent, agentId, 'get\u0000pet', {});
+    expect(odd.status).toBe(404);
+    // An agent id with a NUL is malformed (401, charged as a failed authentication), not a 500.
+    const forged = await agentJwt(await generateTestKey(), 'agt_\u0000x', EXECUTE_AUD);
+    const refused = await a.request('POST', '/capability/execute', forged, {
+      capability: 'get_pet',
+      arguments: {},
+    });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toBe('invalid_jwt');
+    expect((await a.admin('GET', '/admin/agents/agt_%00x')).status).toBe(404);
+    expect((await a.execute(agent, agentId, 'get_pet', { petId: 8 })).status).toBe(200);
+
+    const listed = await a.admin('GET', `/admin/activity?agent_id=${agentId}`);
+    const executions = (listed.body.activity as { type: string; capability: string; outcome: string }[])
+      .filter((r) => r.type === 'execute')
+      .map((r) => [r.capability, r.outcome]);
+    expect(executions).toEqual([
+      ['get_pet', 'success'],
+      ['get\ufffdpet', 'capability_not_found'],
+    ]);
+  });
+
   it('admits a rate limit split across both replicas once in total (§8.13)', async () => {
     const { agent, agentId } = await activeAgent(a, b, ['get_inventory']);
     const replies = await Promise.all(

@@ -36,6 +36,9 @@ describe('Router', () => {
     expect(match('POST', '/capability/execute')).toBe('POST /capability/execute {}');
     expect(match('GET', '/capability/status/job%5F1')).toBe('GET /capability/status/:id {"id":"job_1"}');
     expect(match('GET', '/capability/status/')).toBe('404');
+    // No id holds a control character: such a parameter finds no route, never a lookup.
+    expect(match('GET', '/capability/status/job%00x')).toBe('404');
+    expect(match('GET', '/capability/status/job%0A')).toBe('404');
     expect(match('GET', '/capability/execute/more')).toBe('404');
   });
 

@@ -130,6 +130,31 @@ describe('valid tokens', () => {
   });
 });
 
+describe('identifying claims', () => {
+  it('refuses a control character in sub, iss, jti or kid before any lookup (PostgreSQL holds no NUL)', async () => {
+    const cases: [Record<string, unknown>, Record<string, unknown>, string][] = [
+      [{ sub: 'agt_\u0000x' }, {}, '"sub"'],
+      [{ iss: 'host\u0000' }, {}, '"iss"'],
+      [{ jti: 'j\u0007ti' }, {}, '"jti"'],
+      [{ sub: 'agt\u007f' }, {}, '"sub"'],
+      [{}, { kid: 'k\u0000' }, '"kid"'],
+    ];
+    for (const [claims, header, named] of cases) {
+      const token = await signJwt(
+        stranger,
+        'agent+jwt',
+        { sub: 'agt_x', aud: ISSUER, ...claims },
+        { nowMs: NOW, header },
+      );
+      expect(() => decodeJwt(token, 'agent+jwt')).toThrow(JwtError);
+      expect(() => decodeJwt(token, 'agent+jwt')).toThrow(named);
+    }
+    // Other characters, however unusual, are not control characters.
+    const token = await signJwt(stranger, 'agent+jwt', { sub: 'agt_é\u00a0', aud: ISSUER }, { nowMs: NOW });
+    expect(decodeJwt(token, 'agent+jwt').payload.sub).toBe('agt_é\u00a0');
+  });
+});
+
 describe('typ (§4.5 step 1, §4.5.1 step 1)', () => {
   it('rejects an agent JWT where a host JWT is expected', async () => {
     const token = await agentJwt(host, 'agt_1', ISSUER, {}, { nowMs: NOW });

@@ -6,8 +6,10 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UserError } from '../../../src/errors.js';
-import { StoreUnavailableError } from '../../../src/storage/errors.js';
+import { toProtocolError, UserError } from '../../../src/errors.js';
+import { createLogger } from '../../../src/log.js';
+import { ExecutionLog } from '../../../src/protocol/execution-log.js';
+import { StoreInputError, StoreUnavailableError } from '../../../src/storage/errors.js';
 import { PG_MIGRATIONS } from '../../../src/storage/pg-schema.js';
 import { PgStore } from '../../../src/storage/pg-store.js';
 import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
@@ -193,6 +195,50 @@ describe('PostgreSQL store', () => {
       await store.appendActivities([activity(), activity()]);
       expect(writes).toEqual(['state', 'activity']);
     } finally {
+      await store.close();
+    }
+  });
+
+  it('answers text it cannot hold (a NUL) as a StoreInputError, for a lookup as for a write', async () => {
+    const store = await PgStore.open(await server.createDatabase());
+    try {
+      await expect(store.agent('agt_\u0000x')).rejects.toBeInstanceOf(StoreInputError);
+      await expect(store.host('h\u0000')).rejects.toBeInstanceOf(StoreInputError);
+      await expect(
+        store.write((tx) => tx.insertHost(host('h\u0000', { thumbprint: 'tp-nul' }))),
+      ).rejects.toBeInstanceOf(StoreInputError);
+      expect(await store.countHosts('active')).toBe(0);
+      // toProtocolError makes it a 400 that names the cause, not a 500.
+      expect(toProtocolError(new StoreInputError('x')).toBody()).toEqual({
+        error: 'invalid_request',
+        message: 'The request holds text that cannot be stored (a NUL character).',
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('execution records: one the database refuses is dropped alone, the rest of its batch and later ones are written', async () => {
+    const store = await PgStore.open(await server.createDatabase());
+    const lines: Record<string, unknown>[] = [];
+    const log = new ExecutionLog(
+      store,
+      createLogger('debug', (line) => void lines.push(JSON.parse(line) as Record<string, unknown>)),
+    );
+    try {
+      for (let n = 0; n < 7; n++) {
+        log.record(activity({ capability: n === 4 ? 'get\u0000pet' : `cap_${n}`, agentId: `agt_${n}` }));
+      }
+      await log.flush();
+      log.record(activity({ capability: 'cap_later' }));
+      await log.flush();
+      const stored = (await store.activity({ limit: 100 })).map((r) => r.capability).reverse();
+      expect(stored).toEqual(['cap_0', 'cap_1', 'cap_2', 'cap_3', 'cap_5', 'cap_6', 'cap_later']);
+      const dropped = lines.filter((l) => l.msg === 'execution record refused by the database, dropped');
+      expect(dropped.map((l) => l.agent_id)).toEqual(['agt_4']);
+      expect(lines.some((l) => l.msg === 'writing execution records failed')).toBe(false);
+    } finally {
+      await log.stop();
       await store.close();
     }
   });
