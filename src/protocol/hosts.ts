@@ -63,6 +63,14 @@ export async function rotateHostKey(
   await provePossession(ctx, body.proof, parsed.jwk, tp);
   return ctx.write(async (tx) => {
     const now = ctx.clock.now();
+    // §5.9 "signed with the current key", read again in the transaction: two rotations signed by
+    // one key at once (the owner's and a thief's with a leaked key) must not both succeed, the
+    // last one taking the host. Under SERIALIZABLE the second one, re-run, sees the new key.
+    const current = await tx.host(host.id);
+    if (!current || current.thumbprint !== auth.thumbprint) {
+      throw new ProtocolError('invalid_jwt', "The key that signed this request is no longer the host's key.");
+    }
+    if (current.status === 'revoked') throw new ProtocolError('host_revoked');
     const clash = await tx.hostByThumbprint(tp);
     if (clash && clash.id !== host.id) {
       throw new ProtocolError('invalid_request', 'That key already identifies another host.');

@@ -32,14 +32,14 @@ afterAll(() => set?.close());
 
 async function register(
   on: Replica,
-): Promise<{ host: TestKey; agent: TestKey; agentId: string; approvalId: string }> {
+): Promise<{ host: TestKey; agent: TestKey; agentId: string; hostId: string; approvalId: string }> {
   const host = await generateTestKey();
   const agent = await generateTestKey();
   const reg = await on.register(host, agent, { capabilities: ['get_pet'] });
   expect(reg.status).toBe(200);
   const agentId = reg.body.agent_id as string;
   const open = await on.admin('GET', `/admin/approvals?agent_id=${agentId}`);
-  return { host, agent, agentId, approvalId: open.body.approvals[0].id };
+  return { host, agent, agentId, hostId: reg.body.host_id, approvalId: open.body.approvals[0].id };
 }
 
 describe('concurrent decisions and creations across two replicas', () => {
@@ -96,6 +96,32 @@ describe('concurrent decisions and creations across two replicas', () => {
       // The listing shows open (pending) approvals.
       expect(open.body.approvals).toHaveLength(1);
       expect(replies[0]!.body.approval.user_code).toBe(replies[1]!.body.approval.user_code);
+    }
+  }, 60_000);
+
+  it("two key rotations signed by the same current key at once: one succeeds, and its key is the host's (§5.9)", async () => {
+    for (let i = 0; i < ROUNDS; i++) {
+      const { host, hostId, approvalId } = await register(a);
+      expect(
+        (await a.admin('POST', `/admin/approvals/${approvalId}/approve`, { user_id: 'alice' })).status,
+      ).toBe(200);
+      const rotate = async (on: Replica, next: TestKey) =>
+        on.request('POST', '/host/rotate-key', await hostJwt(host, ISSUER), {
+          public_key: next.publicJwk,
+          proof: await hostJwt(next, ISSUER),
+        });
+      const owner = await generateTestKey();
+      const thief = await generateTestKey();
+      const [x, y] = await Promise.all([rotate(a, owner), rotate(b, thief)]);
+      expect({ statuses: [x.status, y.status].sort(), x: x.body, y: y.body }).toMatchObject({
+        statuses: [200, 401],
+      });
+      const loser = x.status === 200 ? y : x;
+      expect(loser.body.error).toBe('invalid_jwt');
+      // The host is the winner's: the thief's call did not quietly replace the owner's key.
+      const winner = x.status === 200 ? owner : thief;
+      const stored = await a.admin('GET', `/admin/hosts/${hostId}`);
+      expect(stored.body.thumbprint ?? stored.body.host?.thumbprint).toBe(winner.thumbprint);
     }
   }, 60_000);
 });
