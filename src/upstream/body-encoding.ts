@@ -16,6 +16,7 @@ import {
 } from './encoding.js';
 import { deepPairs, queryPairs } from './styles.js';
 import { ownValue } from '../util/own-keys.js';
+import { appendAll } from '../util/append-all.js';
 
 export interface EncodedBody {
   readonly contentType: string;
@@ -103,9 +104,9 @@ function formUrlEncoded(body: BodyBinding, value: Readonly<Record<string, unknow
     } else if (enc?.style !== undefined || enc?.explode !== undefined) {
       const style = enc.style ?? 'form';
       const binding = { name: field, style, explode: enc.explode ?? style === 'form', allowReserved: false };
-      pairs.push(...queryPairs(binding, member, field));
+      appendAll(pairs, queryPairs(binding, member, field));
     } else if (isPlainObject(member)) {
-      pairs.push(...deepPairs(name, member, v, field));
+      appendAll(pairs, deepPairs(name, member, v, field));
     } else if (Array.isArray(member)) {
       for (const item of member) if (!isAbsent(item)) pairs.push(`${name}=${v(scalarText(item, field))}`);
     } else {

@@ -9,6 +9,7 @@ import { encodeBody } from './body-encoding.js';
 import { ArgumentError, isAbsent } from './encoding.js';
 import { cookiePairs, headerValue, isEmpty, pathValue, queryPairs, shapeOf } from './styles.js';
 import { ownValue } from '../util/own-keys.js';
+import { appendAll } from '../util/append-all.js';
 
 export { ArgumentError } from './encoding.js';
 
@@ -41,11 +42,11 @@ export function buildRequestParts(op: OperationBinding, args: Args): UpstreamReq
   const cookies: (readonly [string, string])[] = [];
   for (const p of op.parameters) {
     const value = ownValue(args, p.argument);
-    if (p.in === 'query') query.push(...queryPairs(p, value, p.argument));
+    if (p.in === 'query') appendAll(query, queryPairs(p, value, p.argument));
     else if (p.in === 'header' || p.in === 'cookie') {
       const shape = shapeOf(value, p.argument, p.contentType);
       if (shape === undefined) continue;
-      if (p.in === 'cookie') cookies.push(...cookiePairs(p, shape, p.argument));
+      if (p.in === 'cookie') appendAll(cookies, cookiePairs(p, shape, p.argument));
       else {
         const text = headerValue(p, shape, p.argument);
         if (text !== undefined) headers[p.name.toLowerCase()] = text;

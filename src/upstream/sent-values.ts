@@ -26,6 +26,7 @@ import {
   type WireLocation,
 } from './wire-entries.js';
 import { ownValue } from '../util/own-keys.js';
+import { appendAll } from '../util/append-all.js';
 
 export interface SentValue extends WireEntry {
   /** The style's list separators: an upstream reading a list splits `text` on them. */
@@ -109,16 +110,25 @@ export function sentRequest(
 /**
  * The name a server may read a value under. Query, path, body and cookie names are one namespace
  * (many frameworks merge them: PHP's $_REQUEST takes cookies last, so `Cookie: amount=5000` beside
- * `?amount=5` is read as 5000), matched after lookalike folding (src/lookalike.ts), with `[…]`
- * suffixes dropped (`amount[]`, `amount[x]` are read as `amount` by PHP, Rails and others) and `.`
- * or spaces read as `_` (PHP). Header names fold `-` and `_` together (CGI reads both as `_`).
+ * `?amount=5` is read as 5000), matched after lookalike folding (src/lookalike.ts), with `.` or
+ * spaces read as `_` (PHP), and read up to what servers stop at:
+ * - a NUL (PHP reads the decoded name as a C string: `amount%00x` is `amount`);
+ * - brackets: leading ones skipped, then the name up to the first `[` or `]` (Rack's
+ *   `\A[\[\]]*([^\[\]]+)`: `]amount`, `[amount]`, `amount[x]` and `amount[]` are all `amount`; PHP
+ *   and qs read the suffixed ones so too).
+ * Header names fold `-` and `_` together (CGI reads both as `_`).
  */
 export function aliasKey(location: WireLocation, name: string): string {
   if (location === 'header') return `header:${fold(name).replace(/-/g, '_')}`;
-  const bracket = name.indexOf('[');
-  const base = bracket > 0 ? name.slice(0, bracket) : name;
+  const nul = name.indexOf('\u0000');
+  const unbracketed = (nul >= 0 ? name.slice(0, nul) : name).replace(LEADING_BRACKETS, '');
+  const bracket = unbracketed.search(BRACKET);
+  const base = bracket >= 0 ? unbracketed.slice(0, bracket) : unbracketed;
   return `param:${fold(base).replace(/[.\s]/g, '_')}`;
 }
+
+const LEADING_BRACKETS = /^[[\]]+/;
+const BRACKET = /[[\]]/;
 
 /** The names only `argument` may send under: its parameter's, or its flattened body field's. */
 function protectedKeys(op: OperationBinding, argument: string): Set<string> {
@@ -150,10 +160,11 @@ export function ownValues(op: OperationBinding, args: Args, argument: string): S
   const value = ownValue(args, argument);
   if (value === undefined) return [];
   const out: SentValue[] = [];
-  for (const p of op.parameters) if (p.argument === argument) out.push(...parameterValues(p, value));
-  if (op.body && bodyArgument(op.body) === argument) out.push(...wrappedBodyValues(op.body, argument, value));
+  for (const p of op.parameters) if (p.argument === argument) appendAll(out, parameterValues(p, value));
+  if (op.body && bodyArgument(op.body) === argument)
+    appendAll(out, wrappedBodyValues(op.body, argument, value));
   else if (op.body?.mode === 'flattened' && op.body.fields.includes(argument)) {
-    out.push(...bodyFieldValues(op.body, argument, value));
+    appendAll(out, bodyFieldValues(op.body, argument, value));
   }
   return out;
 }

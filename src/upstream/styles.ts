@@ -15,6 +15,7 @@ import {
   scalarText,
   wellFormed,
 } from './encoding.js';
+import { appendAll } from '../util/append-all.js';
 
 export type Shape =
   | { readonly kind: 'scalar'; readonly value: string }
@@ -133,7 +134,7 @@ export function deepPairs(
   for (const [key, member] of Object.entries(value)) {
     if (isAbsent(member)) continue;
     const name = `${prefix}%5B${encodeStrict(key, argument)}%5D`;
-    if (isPlainObject(member)) out.push(...deepPairs(name, member, v, argument));
+    if (isPlainObject(member)) appendAll(out, deepPairs(name, member, v, argument));
     else if (Array.isArray(member)) {
       for (const item of member) if (!isAbsent(item)) out.push(`${name}=${v(scalarText(item, argument))}`);
     } else out.push(`${name}=${v(scalarText(member, argument))}`);

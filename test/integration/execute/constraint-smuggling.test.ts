@@ -98,6 +98,13 @@ describe('class 5: query smuggling into a constrained field (list_payments)', ()
     'ａｍｏｕｎｔ',
     'am\u200bount',
     'amount ',
+    // Rack 2 (Rails ≤ 7.0, Sinatra) skips leading brackets, then reads up to the next one.
+    ']amount',
+    '[amount]',
+    '[]amount',
+    '[amount',
+    // PHP reads a decoded name as a C string: up to its first NUL.
+    'amount\u0000x',
   ]) {
     it(`refuses an alias servers read as amount: filter key ${JSON.stringify(alias)}`, async () => {
       expectRefused(await run(fx, 'list_payments', { ...ok, filter: { [alias]: 5000 } }), [
@@ -307,6 +314,21 @@ describe('class 5: pinned arguments cannot be overridden through another argumen
     expect(reply.body.errors).toEqual([{ path: '/filter', message: expect.stringMatching(/operator pins/) }]);
     expect(pinned.upstream.requests).toEqual([]);
   });
+
+  for (const alias of [']account', '[account]', 'account\u0000x']) {
+    it(`refuses the pinned name as Rack or PHP read it (filter key ${JSON.stringify(alias)})`, async () => {
+      const fx = await pinned.p.activeAgent(['get_statement']);
+      pinned.upstream.reset();
+      const reply = await pinned.p.execute(fx.agent, fx.agentId, 'get_statement', {
+        filter: { [alias]: 'acc_other' },
+      });
+      expect(reply.status).toBe(400);
+      expect(reply.body.errors).toEqual([
+        { path: '/filter', message: expect.stringMatching(/operator pins/) },
+      ]);
+      expect(pinned.upstream.requests).toEqual([]);
+    });
+  }
 });
 
 describe('class 11: not_in refuses lookalikes over HTTP', () => {
