@@ -166,6 +166,19 @@ describe('class 5: query smuggling into a constrained field (list_payments)', ()
   });
 });
 
+describe('arguments of any size within the body limit', () => {
+  it('an array of 130,000 items is serialized, not a stack overflow (500)', async () => {
+    const fx = await gw.p.activeAgent(['list_payments']);
+    const reply = await run(fx, 'list_payments', { account: Array<string>(130_000).fill('a') });
+    // The ~400 KB query reaches the upstream, whose 16 KiB header limit refuses it: its answer.
+    expect({ status: reply.status, error: reply.body?.error }).toEqual({
+      status: 431,
+      error: 'upstream_error',
+    });
+    expect(gw.upstream.requests).toEqual([]);
+  });
+});
+
 describe('class 5: smuggling through other locations', () => {
   it('refuses a path parameter repeated in the query by an exploded object (get_statement)', async () => {
     const fx = await grantee('get_statement', { account: 'acc_1' });
