@@ -72,7 +72,18 @@ interface PathSegment {
   readonly pieces: readonly (string | ParameterBinding)[];
   /** The whole segment, when it holds no parameter. */
   readonly literal?: string;
+  /**
+   * In a segment holding several parameters (`{name}.{ext}`, `{base}...{head}`), the characters
+   * of its literal text that encoding would otherwise leave as they are. A value holding one would
+   * move the boundary the upstream's router finds between the values (`name: "setup"`,
+   * `ext: "pdf.exe"` read as `setup.pdf` and `exe`), past the constraints checked on each: in
+   * values they are percent-encoded, which routers match before decoding.
+   */
+  readonly separators?: RegExp;
 }
+
+/** What encodeStrict leaves unencoded besides letters and digits (RFC 3986 unreserved). */
+const UNRESERVED_MARKS = /[-._~]/g;
 
 /** Each operation's template, split and bound once: expansion is then concatenation. */
 const compiledPaths = new WeakMap<OperationBinding, readonly PathSegment[]>();
@@ -92,7 +103,13 @@ function compilePath(op: OperationBinding): readonly PathSegment[] {
         throw new Error(`Path template ${template} names ${piece}, which no parameter binds.`);
       return p;
     });
-    return pieces.length === 1 ? { pieces, literal: pieces[0] as string } : { pieces };
+    if (pieces.length === 1) return { pieces, literal: pieces[0] as string };
+    const literalText = pieces.filter((piece) => typeof piece === 'string').join('');
+    const marks = new Set(literalText.match(UNRESERVED_MARKS));
+    const parameters = pieces.filter((piece) => typeof piece !== 'string').length;
+    if (parameters < 2 || marks.size === 0) return { pieces };
+    const escaped = [...marks].map((c) => (c === '-' ? '\\-' : c)).join('');
+    return { pieces, separators: new RegExp(`[${escaped}]`, 'g') };
   });
   compiledPaths.set(op, compiled);
   return compiled;
@@ -120,7 +137,11 @@ function expandSegment(segment: PathSegment, template: string, args: Args): stri
     if (shape === undefined) {
       throw new ArgumentError(piece.argument, `Missing required path parameter ${piece.name}.`);
     }
-    const text = isEmpty(shape) ? '' : pathValue(piece, shape, piece.argument);
+    let text = isEmpty(shape) ? '' : pathValue(piece, shape, piece.argument);
+    // Not for label style, whose own `.`s are the value's structure.
+    if (segment.separators !== undefined && piece.style !== 'label') {
+      text = text.replace(segment.separators, percentEncoded);
+    }
     if (text === '')
       throw new ArgumentError(piece.argument, `Path parameter ${piece.name} must not be empty.`);
     // Defence in depth: every value is encoded, so expansion can never add a segment.
@@ -140,6 +161,10 @@ function expandSegment(segment: PathSegment, template: string, args: Args): stri
     );
   }
   return expanded;
+}
+
+function percentEncoded(mark: string): string {
+  return `%${mark.charCodeAt(0).toString(16).toUpperCase()}`;
 }
 
 /** An encoded `/` or `\` in a path segment. */

@@ -66,6 +66,48 @@ const OBJECT = { R: 100, G: 200, B: 150 };
 type Kind = 'string' | 'array' | 'object';
 const VALUES: Record<Kind, unknown> = { string: STRING, array: ARRAY, object: OBJECT };
 
+describe('several parameters in one path segment', () => {
+  /** The two values as a router splitting at the first separator and one splitting at the last read them. */
+  function readBack(segment: string, separator: string): [string, string][] {
+    const at = [segment.indexOf(separator), segment.lastIndexOf(separator)];
+    return at.map((i) => [
+      decodeURIComponent(segment.slice(0, i)),
+      decodeURIComponent(segment.slice(i + separator.length)),
+    ]);
+  }
+
+  it('encodes the separator inside values, so every router finds the boundary where it is ({name}.{ext})', () => {
+    const files = op('/files/{name}.{ext}', [param('name', 'path'), param('ext', 'path')]);
+    for (const [name, ext] of [
+      ['setup', 'pdf.exe'],
+      ['archive.tar', 'gz'],
+      ['a', 'b'],
+    ] as const) {
+      const { path } = buildRequestParts(files, { name, ext });
+      const segment = path.slice('/files/'.length);
+      expect(readBack(segment, '.')).toEqual([
+        [name, ext],
+        [name, ext],
+      ]);
+    }
+    expect(buildRequestParts(files, { name: 'setup', ext: 'pdf.exe' }).path).toBe('/files/setup.pdf%2Eexe');
+  });
+
+  it('encodes every mark of the literal text ({base}...{head}, {from}-{to}), and nothing in a lone parameter', () => {
+    const compare = op('/compare/{base}...{head}', [param('base', 'path'), param('head', 'path')]);
+    expect(buildRequestParts(compare, { base: 'main', head: 'release...topic' }).path).toBe(
+      '/compare/main...release%2E%2E%2Etopic',
+    );
+    const range = op('/range/{from}-{to}', [param('from', 'path'), param('to', 'path')]);
+    expect(buildRequestParts(range, { from: '2024-01', to: '2024-02.x' }).path).toBe(
+      '/range/2024%2D01-2024%2D02.x',
+    );
+    // One parameter beside literal text: the template's own text fixes the boundary.
+    const one = op('/files/{name}.json', [param('name', 'path')]);
+    expect(buildRequestParts(one, { name: 'a.b-c' }).path).toBe('/files/a.b-c.json');
+  });
+});
+
 describe('OpenAPI 3.1 Style Examples: path parameters', () => {
   // Non-exploded label follows RFC 6570 §3.2.5 ({.list} → .red,green,blue), as OpenAPI 3.1.1 corrected.
   const table: [string, boolean, Kind, string][] = [
