@@ -3,12 +3,18 @@
  * its card in the inbox. "What you see is what you sign": each argument is shown exactly as it
  * will be sent, escaped, with its input-schema description; invisible characters are made
  * visible (`\u{202E}`) rather than removed, so the text shown cannot differ from the value run.
- * Long values are folded in a `<details>` (no script needed) that shows them in full.
+ * Every value is drawn left to right in the order of its characters (`<bdo dir="ltr">`): without
+ * it, right-to-left letters reorder what is around them with no control character at all (a
+ * Hebrew paseq `׀`, which looks like `|`, shows `DE89׀ 1111 2222 3333` as `3333 2222 1111 |`).
+ * Values with right-to-left letters or words that mix alphabets (`асct-42`, Cyrillic `а` and `с`)
+ * are flagged beside them. Long values are folded in a `<details>` (no script needed) that shows
+ * them in full.
  */
 import { propertySchema } from '../../openapi/local-ref.js';
 import type { Capability } from '../../openapi/types.js';
 import { DISPLAY_LIMITS, plainText } from '../../protocol/display-text.js';
 import type { PerCallRecord, SessionRecord } from '../../storage/types.js';
+import { mixedScriptWords } from '../../protocol/name-warnings.js';
 import type { RequestWarning } from '../../protocol/request-warnings.js';
 import { escapeHtml } from '../html.js';
 import { warningList } from './device.js';
@@ -38,20 +44,59 @@ function visible(text: string): { text: string; invisible: boolean } {
   return { text: shown, invisible };
 }
 
+/**
+ * Letters of the right-to-left scripts (bidi classes R and AL, and Arabic digits, AN): the Hebrew,
+ * Arabic, Syriac, Thaana, N'Ko, Samaritan and Mandaic blocks, their presentation forms, and the
+ * right-to-left blocks of the supplementary planes.
+ */
+const RIGHT_TO_LEFT = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefe\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
+// eslint-disable-next-line no-control-regex -- every ASCII character, controls included
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+/** Words named in a mixed-alphabet warning: enough to find them. */
+const MIXED_WORDS_NAMED = 3;
+
+/** What a value's text holds that may not read as it is sent, one sentence (HTML) each. */
+function valueRisks(raw: string, invisible: boolean): string[] {
+  const risks: string[] = [];
+  if (invisible) risks.push('Contains invisible characters, shown here as <code>\\u{…}</code>.');
+  if (ASCII_ONLY.test(raw)) return risks;
+  if (RIGHT_TO_LEFT.test(raw)) {
+    risks.push(
+      'Contains right-to-left letters: shown here left to right, in the order they are sent, which may not be how they usually read.',
+    );
+  }
+  const mixed = mixedScriptWords(raw).slice(0, MIXED_WORDS_NAMED);
+  if (mixed.length > 0) {
+    const words = mixed.map(
+      (m) =>
+        `<bdo dir="ltr"><code>${escapeHtml(visible(m.word).text)}</code></bdo> (${escapeHtml(m.scripts.join(', '))})`,
+    );
+    risks.push(
+      `Mixes alphabets in ${words.join(', ')}: letters that look alike are different characters to the service.`,
+    );
+  }
+  return risks;
+}
+
+/** A value's text, drawn left to right in the order of its characters. */
+function inOrder(text: string): string {
+  return `<bdo dir="ltr">${escapeHtml(text)}</bdo>`;
+}
+
 function valueHtml(value: unknown, field: string): string {
   const raw = typeof value === 'string' ? value : (JSON.stringify(value, null, 2) ?? 'null');
   const { text, invisible } = visible(raw);
   const kind = typeof value === 'string' ? 'text' : Array.isArray(value) ? 'list' : typeof value;
-  const warn = invisible
-    ? '<p class="risk">Contains invisible characters, shown here as <code>\\u{…}</code>.</p>'
-    : '';
+  const warn = valueRisks(raw, invisible)
+    .map((risk) => `<p class="risk">${risk}</p>`)
+    .join('');
   const chars = Array.from(text);
   if (chars.length <= FOLD_AT) {
-    return `<pre class="value" data-kind="${kind}">${escapeHtml(text)}</pre>${warn}`;
+    return `<pre class="value" data-kind="${kind}">${inOrder(text)}</pre>${warn}`;
   }
-  return `<pre class="value" data-kind="${kind}">${escapeHtml(chars.slice(0, FOLD_AT).join(''))}…</pre>
+  return `<pre class="value" data-kind="${kind}">${inOrder(chars.slice(0, FOLD_AT).join(''))}…</pre>
 <details id="all-${escapeHtml(field)}"><summary>Show all ${chars.length} characters</summary>
-<pre class="value">${escapeHtml(text)}</pre></details>${warn}`;
+<pre class="value">${inOrder(text)}</pre></details>${warn}`;
 }
 
 /** The input fields in schema order, then any others the agent sent (the schema allowed them). */
@@ -152,10 +197,14 @@ export function perCallCard(r: PerCallRecord, p: PerCallParties, now: number): s
     const raw = r.arguments[f];
     const text = visible(typeof raw === 'string' ? raw : (JSON.stringify(raw) ?? 'null')).text;
     const chars = Array.from(text);
-    return `<li><code>${escapeHtml(f)}</code>: ${escapeHtml(chars.length > 60 ? `${chars.slice(0, 60).join('')}…` : text)}</li>`;
+    return `<li><code>${escapeHtml(f)}</code>: ${inOrder(chars.length > 60 ? `${chars.slice(0, 60).join('')}…` : text)}</li>`;
   });
   const more = Object.keys(r.arguments).length - fields.length;
-  const warned = p.warnings.length;
+  const risky = Object.values(r.arguments).filter((value) => {
+    const raw = typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null');
+    return valueRisks(raw, visible(raw).invisible).length > 0;
+  }).length;
+  const warned = p.warnings.length + risky;
   return `<li class="card" id="call-${escapeHtml(r.id)}">
 ${callSummary(r, p)}
 ${warned > 0 ? `<p class="risk">${warned === 1 ? '1 warning' : `${warned} warnings`}: review it carefully.</p>` : ''}

@@ -176,4 +176,41 @@ describe('per-call approval in the browser', () => {
     expect((await s.p.proxy.protocol.store.perCall(first))?.status).toBe('pending');
     expect(s.upstream.requests).toHaveLength(0);
   });
+
+  it('a value is drawn in the order it is sent: right-to-left letters cannot reorder digits, and are flagged with lookalikes', async () => {
+    const a = await s.p.activeAgent(['send_transfer'], { userId: ALICE });
+    // U+05C0 (Hebrew paseq) looks like "|" and, unisolated, reversed the digit groups after it.
+    const id = callIdOf(
+      await pending(a, { to: 'IBAN DE89\u05C0 1111 2222 3333', amount: 100, memo: 'асct-42' }),
+    );
+    await openCall(id);
+    const drawn = await page.evaluate(() => {
+      const pre = [...document.querySelectorAll('#arguments pre.value')].find((e) =>
+        e.textContent?.includes('1111'),
+      )!;
+      const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+      let node = walker.nextNode() as Text;
+      while (!node.data.includes('1111')) node = walker.nextNode() as Text;
+      const left = (piece: string): number => {
+        const range = document.createRange();
+        const at = node.data.indexOf(piece);
+        range.setStart(node, at);
+        range.setEnd(node, at + piece.length);
+        return range.getBoundingClientRect().left;
+      };
+      return { x1111: left('1111'), x2222: left('2222'), x3333: left('3333') };
+    });
+    expect(drawn.x1111).toBeLessThan(drawn.x2222);
+    expect(drawn.x2222).toBeLessThan(drawn.x3333);
+    const risks = await page.locator('#arguments .risk').allTextContents();
+    expect(risks).toEqual([
+      expect.stringContaining('right-to-left letters'),
+      expect.stringMatching(/Mixes alphabets in асct.*Cyrillic, Latin/),
+    ]);
+    // The inbox card draws the same way, and counts the flagged values as warnings.
+    await page.goto(`${s.p.issuer}/approvals`);
+    const card = page.locator(`#call-${id}`);
+    expect(await card.locator('.risk').textContent()).toBe('2 warnings: review it carefully.');
+    expect(await card.locator('bdo[dir="ltr"]').count()).toBeGreaterThanOrEqual(2);
+  });
 });
