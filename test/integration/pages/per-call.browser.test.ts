@@ -184,14 +184,13 @@ describe('per-call approval in the browser', () => {
       await pending(a, { to: 'IBAN DE89\u05C0 1111 2222 3333', amount: 100, memo: 'асct-42' }),
     );
     await openCall(id);
-    const drawn = await page.evaluate(() => {
-      const pre = [...document.querySelectorAll('#arguments pre.value')].find((e) =>
-        e.textContent?.includes('1111'),
-      )!;
+    // Where each digit group is drawn, read in the page (a string: the test compiles without DOM types).
+    const drawn = await page.evaluate<{ x1111: number; x2222: number; x3333: number }>(`(() => {
+      const pre = [...document.querySelectorAll('#arguments pre.value')].find((e) => e.textContent.includes('1111'));
       const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
-      let node = walker.nextNode() as Text;
-      while (!node.data.includes('1111')) node = walker.nextNode() as Text;
-      const left = (piece: string): number => {
+      let node = walker.nextNode();
+      while (!node.data.includes('1111')) node = walker.nextNode();
+      const left = (piece) => {
         const range = document.createRange();
         const at = node.data.indexOf(piece);
         range.setStart(node, at);
@@ -199,7 +198,7 @@ describe('per-call approval in the browser', () => {
         return range.getBoundingClientRect().left;
       };
       return { x1111: left('1111'), x2222: left('2222'), x3333: left('3333') };
-    });
+    })()`);
     expect(drawn.x1111).toBeLessThan(drawn.x2222);
     expect(drawn.x2222).toBeLessThan(drawn.x3333);
     const risks = await page.locator('#arguments .risk').allTextContents();
