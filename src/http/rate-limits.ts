@@ -233,13 +233,20 @@ export class RateLimits {
   }
 
   agent(agentId: string, hostId: string, userId: string | null): void | Promise<void> {
+    return this.take(this.agentBudgets(agentId, hostId, userId));
+  }
+
+  /** An agent of a host nobody approved (anyone can make one): charged to its client too. */
+  unapprovedAgent(agentId: string, hostId: string, userId: string | null, ip: string): void | Promise<void> {
+    return this.take([...this.agentBudgets(agentId, hostId, userId), ...this.ipBudget(ip)]);
+  }
+
+  private agentBudgets(agentId: string, hostId: string, userId: string | null): Budget[] {
     const { perAgent, perHost, perUser } = this.limits;
-    return this.take(
-      budgets(
-        [`agent:${agentId}`, perAgent, 'Agent', agentId, 'per_agent'],
-        [`host:${hostId}`, perHost, 'Host', hostId, 'per_host'],
-        userId !== null ? [`user:${userId}`, perUser, 'User', userId, 'per_user'] : undefined,
-      ),
+    return budgets(
+      [`agent:${agentId}`, perAgent, 'Agent', agentId, 'per_agent'],
+      [`host:${hostId}`, perHost, 'Host', hostId, 'per_host'],
+      userId !== null ? [`user:${userId}`, perUser, 'User', userId, 'per_user'] : undefined,
     );
   }
 

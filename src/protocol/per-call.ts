@@ -21,6 +21,7 @@ import { statusUrlOf } from './async-jobs.js';
 import { isApprover } from './approvers.js';
 import type { ProtocolContext } from './context.js';
 import { perCallNotice } from './notifications.js';
+import { admitPendingHostApproval } from './pending-hosts.js';
 import { canonicalJson } from '../util/canonical-json.js';
 
 export const PER_CALL_PREFIX = 'call_';
@@ -89,7 +90,9 @@ export async function openPerCall(
     keepUntil: expiresAt + PER_CALL_RESULT_TTL_MS,
   };
   await ctx.write(async (tx, after) => {
-    // Bounded: an agent cannot fill its user's inbox (or the table) faster than they decide.
+    // Bounded: a host nobody approved holds at most pending_hosts.max_open_approvals requests
+    // waiting for a person, per-call ones included; any agent at most MAX_OPEN_PER_AGENT calls.
+    await admitPendingHostApproval(ctx, tx, auth.host, now);
     if ((await tx.countOpenPerCalls(auth.agent.id, now)) >= MAX_OPEN_PER_AGENT) {
       throw new ProtocolError(
         'rate_limited',

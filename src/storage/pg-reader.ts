@@ -170,7 +170,9 @@ export class PgReader implements StoreReader {
 
   countOpenApprovals(hostId: string, now: number): Promise<number> {
     return this.count(
-      "SELECT count(*) AS n FROM approvals WHERE host_id = $1 AND status = 'pending' AND expires_at > $2",
+      `SELECT (SELECT count(*) FROM approvals WHERE host_id = $1 AND status = 'pending' AND expires_at > $2)
+        + (SELECT count(*) FROM agents a JOIN per_call_approvals p ON p.agent_id = a.id
+            WHERE a.host_id = $1 AND p.status = 'pending' AND p.expires_at > $2) AS n`,
       [hostId, now],
     );
   }

@@ -209,10 +209,13 @@ export class SqliteEngine implements SyncStore {
 
   countOpenApprovals(hostId: string, now: number): number {
     // `+expires_at`: one host's range of approvals_host, not every host's open approvals by deadline.
+    // Per-call approvals through the host's agents (agents_host_listing, then per_call_agent).
     return (
       this.stmt(
-        "SELECT count(*) AS n FROM approvals WHERE host_id = ? AND status = 'pending' AND +expires_at > ?",
-      ).get(hostId, now) as { n: number }
+        `SELECT (SELECT count(*) FROM approvals WHERE host_id = ? AND status = 'pending' AND +expires_at > ?)
+          + (SELECT count(*) FROM agents a JOIN per_call_approvals p ON p.agent_id = a.id
+              WHERE a.host_id = ? AND p.status = 'pending' AND p.expires_at > ?) AS n`,
+      ).get(hostId, now, hostId, now) as { n: number }
     ).n;
   }
 

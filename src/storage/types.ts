@@ -382,7 +382,10 @@ export interface StoreReader {
   countHosts(status: HostStatus): Promise<number>;
   /** Active, unlinked hosts that policy admitted (nobody approved them): within the same bound. */
   countPolicyAdmittedHosts(): Promise<number>;
-  /** Pending approvals of a host's agents not yet expired at `now`. */
+  /**
+   * Requests of a host's agents waiting for a person, not yet expired at `now`: pending approvals
+   * and pending per-call approvals together (the pending-host bound, `max_open_approvals`).
+   */
   countOpenApprovals(hostId: string, now: number): Promise<number>;
   /** All pending approvals not yet expired at `now` (the approvals_pending gauge). */
   countPendingApprovals(now: number): Promise<number>;

@@ -14,12 +14,17 @@ export function perIp(limits: RateLimits): SharedStep {
 
 /**
  * The verified principal's budgets: agent (and its host and user), or host. A host nobody has
- * approved is charged to its client IP as well; a host the server has never seen to its client IP
+ * approved, and its agents, are charged to their client IP as well; a host the server has never seen to its client IP
  * alone, and its registrations to their own tighter per-IP bucket. With no token, the per-IP one.
  */
 export function principalLimits(limits: RateLimits, unknownHost: 'registration' | 'ip' = 'ip'): SharedStep {
   return step('principal-limits', (x) => {
-    if (x.agent) return limits.agent(x.agent.agent.id, x.agent.host.id, x.agent.agent.userId);
+    if (x.agent) {
+      const { agent, host } = x.agent;
+      return isUnapproved(host)
+        ? limits.unapprovedAgent(agent.id, host.id, agent.userId, x.clientIp)
+        : limits.agent(agent.id, host.id, agent.userId);
+    }
     if (x.host?.host) {
       const host = x.host.host;
       return isUnapproved(host) ? limits.unapprovedHost(host.id, x.clientIp) : limits.host(host.id);

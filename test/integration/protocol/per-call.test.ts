@@ -480,4 +480,56 @@ rate_limits:
       await receiver.close();
     }
   });
+
+  it('a host nobody approved holds at most pending_hosts.max_open_approvals calls waiting, over all its agents', async () => {
+    const q = await startPerCallProxy({
+      policy: `${AUTONOMOUS}approval:\n  approvers: [${ALICE}]\npending_hosts:\n  max_open_approvals: 3\n`,
+      users: [ALICE],
+    });
+    try {
+      const { generateTestKey } = await import('../../helpers/keys.js');
+      const host = await generateTestKey();
+      const agents: Agent[] = [];
+      for (const name of ['one', 'two']) {
+        const reg = await q.p.register(host, { mode: 'autonomous', capabilities: ['send_transfer'], name });
+        expect(reg.body.status).toBe('active');
+        agents.push({ agent: reg.agent, agentId: reg.body.agent_id as string });
+      }
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const a = agents[i % 2]!;
+        statuses.push(
+          (await q.p.execute(a.agent, a.agentId, 'send_transfer', { to: `acct-${i}`, amount: 1 })).status,
+        );
+      }
+      expect(statuses).toEqual([202, 202, 202, 403, 403, 403]);
+      const refused = await q.p.execute(agents[0]!.agent, agents[0]!.agentId, 'send_transfer', {
+        to: 'x',
+        amount: 1,
+      });
+      expect(refused.body.message).toContain('pending_hosts.max_open_approvals');
+      expect(await q.p.proxy.protocol.store.perCalls({ status: 'pending', limit: 10 })).toHaveLength(3);
+    } finally {
+      await q.close();
+    }
+  });
+
+  it("calls of agents of a host nobody approved take from the client's per_ip budget", async () => {
+    const q = await startPerCallProxy({
+      policy: `${AUTONOMOUS.replace('rate_limits:\n', 'rate_limits:\n  per_ip: 3/1h\n')}approval:\n  approvers: [${ALICE}]\n`,
+      users: [ALICE],
+    });
+    try {
+      const a = await autonomousAgent(q.p);
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const reply = await q.p.execute(a.agent, a.agentId, 'send_transfer', { to: `acct-${i}`, amount: 1 });
+        statuses.push(reply.status);
+      }
+      expect(statuses).toEqual([202, 202, 202, 429, 429]);
+      expect(await q.p.proxy.protocol.store.perCalls({ status: 'pending', limit: 10 })).toHaveLength(3);
+    } finally {
+      await q.close();
+    }
+  });
 });

@@ -560,7 +560,7 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.overdueApprovals(NOW - 11, 10)).toEqual([]);
     });
 
-    it("counts a host's open approvals and all pending ones not yet expired", async () => {
+    it("counts a host's open approvals (per-call ones too) and all pending ones not yet expired", async () => {
       await seed();
       await store.write(async (tx) => {
         await tx.insertHost(host('h2', { thumbprint: 'tp-h2' }));
@@ -569,10 +569,15 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
         await tx.insertApproval(approval('p2', 'a2', 'h1', { expiresAt: NOW }));
         await tx.insertApproval(approval('p3', 'a1', 'h1', { status: 'approved' }));
         await tx.insertApproval(approval('p4', 'b1', 'h2'));
+        // Per-call approvals count with them: open ones of the host's agents only.
+        await tx.insertPerCall(perCall('c1', 'a1', { expiresAt: NOW + 1 }));
+        await tx.insertPerCall(perCall('c2', 'a2', { expiresAt: NOW }));
+        await tx.insertPerCall(perCall('c3', 'a1', { status: 'completed' }));
+        await tx.insertPerCall(perCall('c4', 'b1', { hostId: 'h2' }));
       });
-      expect(await store.countOpenApprovals('h1', NOW)).toBe(1);
-      expect(await store.countOpenApprovals('h1', NOW - 1)).toBe(2);
-      expect(await store.countOpenApprovals('h2', NOW)).toBe(1);
+      expect(await store.countOpenApprovals('h1', NOW)).toBe(2);
+      expect(await store.countOpenApprovals('h1', NOW - 1)).toBe(4);
+      expect(await store.countOpenApprovals('h2', NOW)).toBe(2);
       expect(await store.countOpenApprovals('nope', NOW)).toBe(0);
       expect(await store.countPendingApprovals(NOW)).toBe(2);
     });
