@@ -159,7 +159,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
 
   let ready = false;
   const executionLog = new ExecutionLog(storage.store, logger, settings.audit);
-  const inFlight = new InFlightSlots(policy.rateLimits.inFlight);
+  const inFlight = new InFlightSlots(() => ctx.policy.rateLimits.inFlight);
   // With upstream calls in flight more requests are under way: their jtis share one write a turn.
   storage.replayLedger?.groupWhile?.(() => inFlight.count() > 0);
   const routes = await teardown.step(mountRoutes, {

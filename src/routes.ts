@@ -26,7 +26,7 @@ import { DatabaseReadiness, DEFAULT_READINESS } from './storage/readiness.js';
 import { RateLimiter, type Limiter } from './util/rate-limit.js';
 import { runPerCall } from './http/per-call-run.js';
 import { PageAuth } from './http/page-auth.js';
-import { pendingHostsShare, RateLimits } from './http/rate-limits.js';
+import { RateLimits } from './http/rate-limits.js';
 import type { Router } from './http/router.js';
 import { accountRoutes } from './http/routes/account.js';
 import { accountAgentRoutes, agentsAccountSection } from './http/routes/account-agents.js';
@@ -90,15 +90,15 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
     issuer,
     providerName,
     description: settings.providerDescription ?? defaultDescription(catalog.apis),
-    modes: policy.modes,
-    approvalMethods: policy.approval.methods,
+    modes: () => ctx.policy.modes,
+    approvalMethods: () => ctx.policy.approval.methods,
   });
+  // The policy in force, read per request: a reload's rate limits apply at once.
   const limits = new RateLimits(
     budgets(),
     new RateLimiter(clock),
-    policy.rateLimits,
+    () => ctx.policy,
     (limit) => metrics.rateLimited(limit),
-    pendingHostsShare(policy.pendingHosts.maxHosts, policy.lifetimes.pendingCleanupMs),
   );
   capabilityRoutes(router, { ctx, limits, logger });
   const auth = new PageAuth(
@@ -115,7 +115,7 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
     CHALLENGE_BOUNDS,
     settings.signIn.firstPasskeyNeedsCode,
   );
-  const presence = new PresenceGate(passkeys, policy.approval.requirePresence);
+  const presence = new PresenceGate(passkeys, () => ctx.policy.approval.requirePresence);
   deviceRoutes(router, { ctx, limits, auth, serverName: providerName, presence });
   if (auth.enabled) {
     signInRoutes(router, { auth, limits, serverName: providerName, passkeys });

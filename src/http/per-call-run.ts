@@ -12,7 +12,9 @@
  */
 import { ProtocolError, toProtocolError } from '../errors.js';
 import type { ProtocolContext } from '../protocol/context.js';
+import { capabilityVersion } from '../protocol/capability-version.js';
 import {
+  changedSinceApproved,
   checkArgumentConstraints,
   checkSentRequest,
   streamStillAuthorized,
@@ -20,6 +22,7 @@ import {
   type ArgumentValidators,
 } from '../protocol/execute.js';
 import type { InFlightSlots } from '../protocol/in-flight.js';
+import { withServerConstraints } from '../protocol/grant-constraints.js';
 import { isGrantEffective } from '../protocol/lifecycle.js';
 import { finishPerCall } from '../protocol/per-call-decide.js';
 import type { PerCallRecord } from '../storage/types.js';
@@ -62,12 +65,18 @@ async function execute(
   if (problem) throw problem;
   const capability = ctx.catalog.get(r.capability);
   const now = ctx.clock.now();
-  const grant = (await ctx.store.grants(r.agentId)).find(
+  const held = (await ctx.store.grants(r.agentId)).find(
     (g) => g.capability === r.capability && isGrantEffective(g, now),
   );
-  if (!capability || !grant || ctx.policy.blocked.has(r.capability)) {
+  if (!capability || !held || ctx.policy.blocked.has(r.capability)) {
     throw new ProtocolError('capability_not_granted', `The agent no longer holds ${r.capability}.`);
   }
+  // §2.12: as on every execution, a grant approved at another version of the capability does not
+  // run it, also in the moment before drift has suspended it (PostgreSQL: it does not wait).
+  if (held.capabilityVersion && held.capabilityVersion !== capabilityVersion(capability)) {
+    throw changedSinceApproved(r.capability);
+  }
+  const grant = withServerConstraints(ctx, held);
   await validateArguments(validators, capability, r.arguments);
   checkArgumentConstraints(grant, r.arguments);
   const agent = await ctx.store.agent(r.agentId);

@@ -76,21 +76,33 @@ interface Budget {
   readonly name: LimitName;
 }
 
+/** What the limits are read from: the policy in force, whose rate limits a reload may change. */
+export type LimitsPolicy = Pick<Policy, 'rateLimits' | 'pendingHosts' | 'lifetimes'>;
+
 export class RateLimits {
   constructor(
     private readonly limiter: Limiter,
     /** Failed authentications per IP: this process's own (see above). */
     private readonly failures: RateLimiter,
-    private readonly limits: Policy['rateLimits'],
+    /** Read on every request, so that a reload's limits apply at once. */
+    private readonly policy: () => LimitsPolicy,
     /** Told which limit refused a request (the rate_limited_total metric). */
     private readonly onRefused: (limit: LimitName) => void = () => {},
-    /**
-     * New hosts one client may register over the time a pending host is kept (pendingHostsShare):
-     * with only `unknown_host_registration` (per 10 minutes) one address could keep the whole
-     * pending_hosts.max_hosts pool full, since pending rows live 24 h. Null: not limited.
-     */
-    private readonly newHostsPerLifetime: RateLimitSpec | null = null,
   ) {}
+
+  private get limits(): Policy['rateLimits'] {
+    return this.policy().rateLimits;
+  }
+
+  /**
+   * New hosts one client may register over the time a pending host is kept (pendingHostsShare):
+   * with only `unknown_host_registration` (per 10 minutes) one address could keep the whole
+   * pending_hosts.max_hosts pool full, since pending rows live 24 h.
+   */
+  private newHostsPerLifetime(): RateLimitSpec {
+    const { pendingHosts, lifetimes } = this.policy();
+    return pendingHostsShare(pendingHosts.maxHosts, lifetimes.pendingCleanupMs);
+  }
 
   /** Takes from each budget in order, stopping at the first that refuses (Limiter.take). */
   private take(budgets: readonly Budget[]): void | Promise<void> {
@@ -123,7 +135,7 @@ export class RateLimits {
   private registrationBudget(ip: string): Budget[] {
     const limit = this.limits.unknownHostRegistration;
     // `unknown_host_registration: null` turns off both (tests, and closed networks, register many).
-    const kept = limit === null ? null : this.newHostsPerLifetime;
+    const kept = limit === null ? null : this.newHostsPerLifetime();
     // The ten-minute budgets first: a request they refuse does not spend the longer one.
     return budgets(
       ...perClient(ip, 'reg', limit, 'Registrations of new hosts from', 'unknown_host_registration'),

@@ -9,11 +9,11 @@ import { ProtocolError } from '../errors.js';
 import type { Capability } from '../openapi/types.js';
 import type { GrantRecord } from '../storage/types.js';
 import { agentStatusError, hostStatusError, type AgentAuth } from './authenticate.js';
-import { parseConstraints, type Constraints } from './constraints.js';
 import { checkConstraints, checkSentConstraints, type SentField } from './constraint-checks.js';
 import type { ProtocolContext } from './context.js';
 import { capabilityVersion } from './capability-version.js';
 import { checkTokenCovers } from './capability-claim.js';
+import { usableConstraints, withServerConstraints } from './grant-constraints.js';
 import { cachedGrants, loadGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 
@@ -111,7 +111,7 @@ export function authorizeCapability(
     if (suspended) throw changedSinceApproved(name);
     throw new ProtocolError('capability_not_granted', `The agent has no active grant for ${name} (§5.11).`);
   }
-  return { capability, grant };
+  return { capability, grant: withServerConstraints(ctx, grant) };
 }
 
 /**
@@ -188,47 +188,27 @@ function effectiveGrant(
 }
 
 /**
- * Grants are validated when made; re-checking here keeps a stored unknown operator from ever
- * being read as "no constraint" (§2.13 fails closed).
- */
-function usableConstraints(grant: GrantRecord): Constraints {
-  const parsed = parsedConstraints(grant);
-  if (!parsed.ok) {
-    if (parsed.problem.kind === 'unknown_operator') {
-      throw new ProtocolError('unknown_constraint_operator', parsed.problem.message, {
-        fields: { unknown_operators: parsed.problem.operators },
-      });
-    }
-    throw new ProtocolError(
-      'constraint_violated',
-      `The grant's constraints cannot be applied: ${parsed.problem.message}`,
-    );
-  }
-  return parsed.constraints;
-}
-
-// Parsed once per grant record: the hot cache hands out the same record objects until a change,
-// and a changed grant is a new object, so nothing stale is ever reused.
-const parsedByGrant = new WeakMap<GrantRecord, ReturnType<typeof parseConstraints>>();
-
-function parsedConstraints(grant: GrantRecord): ReturnType<typeof parseConstraints> {
-  let parsed = parsedByGrant.get(grant);
-  if (!parsed) {
-    parsed = parseConstraints(grant.constraints, undefined);
-    parsedByGrant.set(grant, parsed);
-  }
-  return parsed;
-}
-
-/**
- * §5.11: a long stream re-checks, from the database rather than the cache, that its agent, host
- * and grant still stand; the first problem found ends the stream.
+ * §5.11: a long stream re-checks, from the database rather than the cache, that its capability,
+ * agent, host and grant still stand; the first problem found ends the stream.
  */
 export async function streamStillAuthorized(
   ctx: ProtocolContext,
   agentId: string,
   capability: string,
 ): Promise<ProtocolError | undefined> {
+  // A reload may have removed or blocked the capability since the stream began (§2.12).
+  if (!ctx.catalog.get(capability)) {
+    return new ProtocolError(
+      'capability_not_granted',
+      `Capability ${capability} was removed from this server.`,
+    );
+  }
+  if (ctx.policy.blocked.has(capability)) {
+    return new ProtocolError(
+      'capability_not_granted',
+      `Capability ${capability} is blocked by the server's policy.`,
+    );
+  }
   const stored = await ctx.store.agent(agentId);
   const host = stored ? await ctx.store.host(stored.hostId) : undefined;
   if (!stored || !host) return new ProtocolError('agent_revoked', 'The agent no longer exists.');
@@ -257,7 +237,7 @@ function describeError(e: ErrorObject): { path: string; message: string } {
   return { path: base, message: e.message ?? e.keyword };
 }
 
-function changedSinceApproved(name: string): ProtocolError {
+export function changedSinceApproved(name: string): ProtocolError {
   return new ProtocolError(
     'capability_not_granted',
     `Capability ${name} changed since its grant was approved; re-approval is needed (§2.12).`,

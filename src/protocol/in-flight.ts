@@ -30,23 +30,31 @@ export interface SlotRefusal {
 export type SlotResult = { readonly ok: true; readonly slot: Slot } | ({ readonly ok: false } & SlotRefusal);
 
 export class InFlightSlots {
-  readonly #limits: InFlightLimits;
+  readonly #limits: () => InFlightLimits;
   readonly #perAgent = new Map<string, number>();
   readonly #perHost = new Map<string, number>();
   #total = 0;
 
-  constructor(limits: InFlightLimits) {
+  /**
+   * `limits`, or where to read them on each acquire (the policy in force, which a reload may
+   * change: the policy's schema has checked those). Slots held past a lowered cap stay held.
+   */
+  constructor(limits: InFlightLimits | (() => InFlightLimits)) {
+    if (typeof limits === 'function') {
+      this.#limits = limits;
+      return;
+    }
     for (const [key, value] of Object.entries(limits) as [string, number | null][]) {
       if (value !== null && (!Number.isSafeInteger(value) || value < 1)) {
         throw new RangeError(`Invalid in-flight cap ${key}: ${String(value)}`);
       }
     }
-    this.#limits = limits;
+    this.#limits = () => limits;
   }
 
   /** Takes a slot for `owner`, or says which cap is full; a refusal changes no counter. */
   acquire(owner: SlotOwner): SlotResult {
-    const { perAgent, perHost, total } = this.#limits;
+    const { perAgent, perHost, total } = this.#limits();
     if (perAgent !== null && (this.#perAgent.get(owner.agentId) ?? 0) >= perAgent) {
       return { ok: false, scope: 'agent', limit: perAgent };
     }

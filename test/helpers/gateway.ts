@@ -35,6 +35,8 @@ export async function startGateway(
     api?: string;
     config?: string;
     policy?: string;
+    /** A policy file the test rewrites to reload (writePolicy); wins over `policy`. */
+    policyFile?: string;
     env?: Readonly<Record<string, string>>;
     clock?: TestClock;
     /** Timers the proxy's timeouts run on (e.g. ClockTimers, to advance by hand). */
@@ -61,7 +63,11 @@ export async function startGateway(
   const { p, close } = await startInFrontOf(upstream, {
     // Tests register many agents from one IP; the unknown-host registration limit is tested elsewhere.
     policy: options.policy ?? 'rate_limits:\n  unknown_host_registration: null\n',
-    overrides: { config: configFile, db },
+    overrides: {
+      config: configFile,
+      db,
+      ...(options.policyFile !== undefined ? { policy: options.policyFile } : {}),
+    },
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.logger ? { logger: options.logger } : {}),

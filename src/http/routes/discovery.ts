@@ -27,8 +27,9 @@ export interface DiscoveryOptions {
   readonly issuer: () => string;
   readonly providerName: string;
   readonly description: string;
-  readonly modes: readonly string[];
-  readonly approvalMethods: readonly string[];
+  /** Read per request from the policy in force: a reload may change them. */
+  readonly modes: () => readonly string[];
+  readonly approvalMethods: () => readonly string[];
 }
 
 export function discoveryRoutes(router: Router, options: DiscoveryOptions): void {
@@ -45,8 +46,8 @@ export function discoveryRoutes(router: Router, options: DiscoveryOptions): void
           issuer,
           default_location: `${issuer}${ENDPOINTS.execute}`,
           algorithms: ['Ed25519'],
-          modes: options.modes,
-          approval_methods: options.approvalMethods,
+          modes: options.modes(),
+          approval_methods: options.approvalMethods(),
           endpoints: ENDPOINTS,
           // §10.10: extension profiles are used only when the server documents them; this one
           // puts a notification_url (SSE) in every approval object (§10.10.2).

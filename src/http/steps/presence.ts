@@ -41,8 +41,13 @@ export interface PresenceView {
 export class PresenceGate {
   constructor(
     private readonly passkeys: Passkeys,
-    readonly rule: PresenceRule,
+    /** `approval.require_presence` of the policy in force (a reload may change it). */
+    private readonly currentRule: () => PresenceRule,
   ) {}
+
+  get rule(): PresenceRule {
+    return this.currentRule();
+  }
 
   async view(s: SessionRecord, r: DeviceRequest): Promise<PresenceView> {
     const subjects = withLinkUnlocks(r, r.capabilities);

@@ -3,12 +3,14 @@
  * events; a `done` always ends the stream, whatever ends it (upstream done or end, revocation,
  * the maximum duration), and an agent that goes away cancels the upstream request.
  */
+import { writeFileSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_EVENT_CHARS } from '../../../src/upstream/sse.js';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
 import type { TestKey } from '../../helpers/keys.js';
+import { writePolicy } from '../../helpers/protocol.js';
 
 interface SseEvent {
   event: string;
@@ -360,6 +362,44 @@ describe('§5.11 SSE relay', () => {
     expect(rest.map((e) => e.event)).toEqual(['error', 'done']);
     // The host check comes first; an implementation may also report the cascaded agent revocation.
     expect(['host_revoked', 'agent_revoked']).toContain(JSON.parse(rest[0]?.data ?? '').error);
+  });
+
+  it('a reload that blocks the capability ends an open stream at its next check', async () => {
+    const policyFile = writePolicy('rate_limits:\n  unknown_host_registration: null\n');
+    const reloading = await startGateway({
+      api: '    retries: 0',
+      config: 'execution:\n  stream_revocation_check: 100ms\n  stream_max_duration: 20s',
+      policyFile,
+    });
+    try {
+      const { agent, agentId } = await reloading.p.activeAgent(['stream_events']);
+      reloading.upstream.on('GET /v1/events', async (_req, res) => {
+        sseHead(res);
+        for (let i = 0; i < 200 && !res.destroyed; i++) {
+          res.write(`data: tick ${i}\n\n`);
+          await sleep(20);
+        }
+        res.end();
+      });
+      const reader = new SseReader(await openStream(reloading, agent, agentId));
+      expect((await reader.next())?.event).toBe('data');
+      writeFileSync(
+        policyFile,
+        'rate_limits:\n  unknown_host_registration: null\ncapabilities:\n  blocked: [stream_events]\n',
+      );
+      expect((await reloading.p.proxy.reload()).ok).toBe(true);
+      const rest = await reader.rest();
+      expect(rest.slice(-2).map((e) => e.event)).toEqual(['error', 'done']);
+      const error = JSON.parse(rest.at(-2)?.data ?? '{}');
+      expect(error).toMatchObject({
+        error: 'capability_not_granted',
+        message: expect.stringMatching(/blocked/),
+      });
+      // Within a check or two of the reload, not the stream's 20 s.
+      expect(rest.length).toBeLessThan(40);
+    } finally {
+      await reloading.close();
+    }
   });
 
   it('the agent disconnecting aborts the upstream request (the upstream sees its request closed)', async () => {

@@ -54,6 +54,60 @@ describe('reload()', () => {
     expect(await reloads(p)).toEqual({ success: 1, failure: 1 });
   });
 
+  it('server constraints a reload adds bind grants made before it, as new ones (§2.13)', async () => {
+    const rateLimits = 'rate_limits:\n  unknown_host_registration: null\n';
+    const policy = writePolicy(`capabilities:\n  public: ['*']\n${rateLimits}`);
+    const p = await startProtocol({ overrides: { policy } });
+    open = p;
+    const before = await p.activeAgent(['list_pets']);
+    expect((await p.execute(before.agent, before.agentId, 'list_pets', { limit: 50 })).status).not.toBe(403);
+
+    writeFileSync(
+      policy,
+      `capabilities:\n  public: ['*']\n  constraints:\n    list_pets:\n      limit: {max: 5}\n${rateLimits}`,
+    );
+    expect((await p.proxy.reload()).ok).toBe(true);
+    const after = await p.activeAgent(['list_pets']);
+    for (const fx of [before, after]) {
+      const refused = await p.execute(fx.agent, fx.agentId, 'list_pets', { limit: 50 });
+      expect({ status: refused.status, error: refused.body.error }).toEqual({
+        status: 403,
+        error: 'constraint_violated',
+      });
+      expect((await p.execute(fx.agent, fx.agentId, 'list_pets', { limit: 5 })).status).not.toBe(403);
+    }
+  });
+
+  it('re-reads the whole policy: discovery advertises the modes in force, and new rate limits apply at once', async () => {
+    const base = 'capabilities:\n  defaults: [list_pets]\n';
+    const policy = writePolicy(
+      `${base}modes: [delegated, autonomous]\nrate_limits:\n  unknown_host_registration: null\n`,
+    );
+    const p = await startProtocol({ overrides: { policy } });
+    open = p;
+    const fx = await p.activeAgent(['list_pets']);
+    const discovered = async (): Promise<unknown> =>
+      (await p.request('GET', '/.well-known/agent-configuration')).body.modes;
+    expect(await discovered()).toEqual(['delegated', 'autonomous']);
+
+    writeFileSync(
+      policy,
+      `${base}modes: [delegated]\nrate_limits:\n  unknown_host_registration: null\n  per_capability:\n    list_pets: {per_agent: 2/1h}\n`,
+    );
+    expect((await p.proxy.reload()).ok).toBe(true);
+    // What discovery says is what registration enforces.
+    expect(await discovered()).toEqual(['delegated']);
+    const autonomous = await p.register(await generateTestKey(), { mode: 'autonomous' });
+    expect({ status: autonomous.status, error: autonomous.body.error }).toEqual({
+      status: 400,
+      error: 'unsupported_mode',
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await p.execute(fx.agent, fx.agentId, 'list_pets')).status);
+    expect(statuses[2]).toBe(429);
+    expect(statuses.slice(0, 2)).not.toContain(429);
+  });
+
   it('re-reads approval.warn_names: the device page warns by the policy in force', async () => {
     const policy = writePolicy('rate_limits:\n  unknown_host_registration: null\n');
     const p = await startProtocol({ overrides: { policy } });

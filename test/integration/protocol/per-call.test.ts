@@ -277,6 +277,24 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     expect((await poll(a, statusUrl)).body.error.error).toBe('capability_not_granted');
   });
 
+  it('a grant approved at another version of the capability does not run it, even before drift suspended it (§2.12)', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-31', amount: 7 });
+    const store = p.proxy.protocol.store;
+    const grant = (await store.grants(a.agentId)).find((g) => g.capability === 'send_transfer');
+    expect(grant?.capabilityVersion).toBeTruthy();
+    // What a reload that changed the capability leaves for the moment before drift's transaction.
+    await p.proxy.protocol.write((tx) =>
+      tx.updateGrant(grant?.id ?? '', { capabilityVersion: 'sha256:another', updatedAt: p.clock.now() }),
+    );
+    expect((await alice.approve(callIdOf(statusUrl), alicePasskey)).status).toBe(200);
+    expect(s.upstream.requests).toHaveLength(0);
+    const outcome = (await poll(a, statusUrl)).body.error;
+    expect(outcome.error).toBe('capability_not_granted');
+    expect(outcome.message).toMatch(/changed since its grant was approved/);
+  });
+
   it('a result over approval.per_call_max_result_bytes fails with payload_too_large', async () => {
     const a = await aliceAgent();
     s.upstream.reset();
