@@ -2,13 +2,18 @@
  * `--watch` (issue 12): the config file, the policy file and local OpenAPI documents are watched,
  * and a change calls the same reload as SIGHUP after `debounceMs` of quiet (an editor's save is
  * several events; a deploy may write several files). Directories are watched, not files: editors
- * and ConfigMap updates replace a file by renaming, which ends a watch on the file itself.
+ * replace a file by renaming, which ends a watch on the file itself. A Kubernetes ConfigMap or
+ * Secret volume never changes the file's own name: its files are links through `..data`, which
+ * the kubelet swaps to a new `..<timestamp>` directory by renaming `..data_tmp`, so those names
+ * count too (a reload whose files read the same changes nothing).
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import type { Settings } from './config/settings.js';
 
 export const DEFAULT_WATCH_DEBOUNCE_MS = 300;
+/** How the kubelet's atomic writer names its directories and link (`..data`, `..2024_…`). */
+const ATOMIC_WRITER_PREFIX = '..';
 
 /** The local files a reload reads: config, policy, documents (URLs are not watched). */
 export function watchedFiles(settings: Settings, configFile: string | undefined): string[] {
@@ -44,7 +49,7 @@ export function watchFiles(
   for (const [dir, names] of byDir) {
     const w = watch(dir, (_event, name) => {
       // Some platforms give no name: then any change in the directory counts.
-      if (name === null || names.has(name)) changed();
+      if (name === null || names.has(name) || name.startsWith(ATOMIC_WRITER_PREFIX)) changed();
     });
     w.unref();
     watchers.push(w);
