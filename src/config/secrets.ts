@@ -78,6 +78,13 @@ export function operatorTokens(sources: {
   };
 }
 
+/**
+ * What a bearer token may hold (RFC 6750 §2.1 b64token): an operator token with any other
+ * character (`#`, `!`, `$` from a password manager) would be accepted here yet could never be
+ * sent in an Authorization header the proxy accepts, silently disabling the API it guards.
+ */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
 /** The first source that sets the secret wins; a weak secret is refused (its value is never shown). */
 function secret(
   what: string,
@@ -88,6 +95,11 @@ function secret(
     if (value.length < MIN_SECRET_LENGTH || /\s/.test(value)) {
       throw new UserError(
         `${from}: the ${what} must be at least ${MIN_SECRET_LENGTH} characters without whitespace (e.g. openssl rand -hex 32)`,
+      );
+    }
+    if (!B64TOKEN.test(value)) {
+      throw new UserError(
+        `${from}: the ${what} is sent as a bearer token, so it may hold only letters, digits and - . _ ~ + / (then = at the end) (e.g. openssl rand -hex 32)`,
       );
     }
     return value;

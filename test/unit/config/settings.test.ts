@@ -24,6 +24,28 @@ function writeConfig(name: string, text: string): string {
   return file;
 }
 
+describe('operator tokens', () => {
+  it('refuses one that is short, has whitespace, or could not be sent as a bearer token; never showing it', () => {
+    const refused = (adminToken: string): string =>
+      userError(() => resolveSettings({ specs: ['api.yaml'], adminToken }, '/srv/app')).message;
+    expect(refused('short-token')).toMatch(/--admin-token: the admin token must be at least 16 characters/);
+    expect(refused('has white space in it')).toMatch(/without whitespace/);
+    // A password manager's token: accepted before, then answered 400 on every Authorization header.
+    const manager = 'S3cret#Admin!Token$2024';
+    expect(refused(manager)).toMatch(/--admin-token: the admin token is sent as a bearer token/);
+    expect(refused(manager)).not.toContain(manager);
+    const ok = 'b64/Token+with~marks-._==';
+    expect(resolveSettings({ specs: ['api.yaml'], adminToken: ok }, '/srv/app').adminToken).toBe(ok);
+    expect(
+      userError(() =>
+        resolveSettings({ specs: ['api.yaml'] }, '/srv/app', {
+          AGENT_AUTH_PROXY_INTROSPECTION_TOKEN: 'in=trospection-token',
+        }),
+      ).message,
+    ).toMatch(/introspection token is sent as a bearer token/);
+  });
+});
+
 describe('defaults', () => {
   // The issuer then follows the address the server listens on (http://HOST:PORT): the CLI test
   // checks it on a real server.
