@@ -26,12 +26,25 @@ async function serveOne(
   watching: boolean,
   deps: Pick<ProxyDeps, 'logger' | 'metricsExposition'>,
 ): Promise<number> {
+  // SIGHUP's default action ends the process: a reload asked for while a large document is still
+  // loading (seconds) is kept for once the proxy serves, since what it would read may have changed.
+  let reloadAsked = false;
+  let whenStarted = (): void => {
+    reloadAsked = true;
+  };
+  const reload = (): void => whenStarted();
+  process.on('SIGHUP', reload);
   // A reload reads the config file again with the same flags and environment (README "Live changes").
-  const proxy = await startProxy(settings, { ...deps, rereadSettings: () => resolveSettings(cli) });
+  const proxy = await startProxy(settings, { ...deps, rereadSettings: () => resolveSettings(cli) }).catch(
+    (err: unknown) => {
+      process.off('SIGHUP', reload);
+      throw err;
+    },
+  );
   if (isWorker()) announceStarted(proxy.url);
   // The outcome is logged and counted by the reload itself; a signal has nobody to answer.
-  const reload = (): void => void proxy.reload();
-  process.on('SIGHUP', reload);
+  whenStarted = (): void => void proxy.reload();
+  if (reloadAsked) whenStarted();
   const unwatch = watching ? watchFiles(watchedFiles(settings, cli.config), reload) : undefined;
   // A worker stops when the primary says so (SIGTERM): a Ctrl-C reaches the whole process group,
   // and the primary, which gets it too, stops every worker in turn.

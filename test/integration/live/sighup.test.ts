@@ -4,12 +4,14 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { serveCli } from '../../helpers/cli-serve.js';
 import { ensureBuiltCli, killChildren, ROOT } from '../../helpers/cli-process.js';
 import { notesSpec } from '../../helpers/notes-spec.js';
+import { syntheticSpec } from '../../helpers/synthetic-spec.js';
 
 const children = new Set<ChildProcess>();
 beforeAll(() => {
@@ -42,3 +44,41 @@ it('SIGHUP re-reads the documents of a running proxy', async () => {
   served.child.kill('SIGTERM');
   expect((await served.exited).code).toBe(0);
 });
+
+/** Whether process `pid` has a handler for SIGHUP (bit 0 of SigCgt in /proc/PID/status). */
+async function catchesSighup(pid: number): Promise<boolean> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1];
+  return mask !== undefined && (BigInt(`0x${mask}`) & 1n) === 1n;
+}
+
+it('SIGHUP while a large document is still loading neither ends the process nor is lost', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'aap-sighup-'));
+  const spec = join(dir, 'large.json');
+  // Thousands of operations: loading takes long enough to signal the process in the middle of it.
+  writeFileSync(spec, JSON.stringify(syntheticSpec(1500)));
+  const starting = serveCli(['--spec', spec, '--upstream', 'http://127.0.0.1:9', '--db', join(dir, 'p.db')], {
+    cwd: ROOT,
+    children,
+  });
+  const child = [...children].at(-1)!;
+  let logged = false;
+  child.stdout?.once('data', () => (logged = true));
+  // The handler must be there before anything is loaded: before the first line is logged.
+  const deadline = Date.now() + 10_000;
+  while (!logged && !(await catchesSighup(child.pid!)) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  expect(logged, 'the process logged before it could take a SIGHUP').toBe(false);
+  child.kill('SIGHUP');
+  const served = await starting;
+  // The reload asked for while loading runs once the proxy serves.
+  const reloadDeadline = Date.now() + 10_000;
+  while (!served.logs().some((l) => l.msg === 'reloaded') && Date.now() < reloadDeadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const messages = served.logs().map((l) => l.msg);
+  expect(messages.indexOf('reloaded')).toBeGreaterThan(messages.indexOf('listening'));
+  served.child.kill('SIGTERM');
+  expect((await served.exited).code).toBe(0);
+}, 30_000);
