@@ -166,9 +166,12 @@ export async function mountRoutes(deps: RouteDeps): Promise<MountedRoutes> {
     limits,
     logger,
     maxBodyBytes: settings.maxBodyBytes,
-    introspectionTokens: [settings.introspectionToken, settings.adminToken].filter(
-      (t): t is string => t !== undefined,
-    ),
+    // The admin token also introspects, but not where agents are when the operator has a listener
+    // of their own: there the public port would tell anyone whether a guessed admin token is right.
+    introspectionTokens: [
+      settings.introspectionToken,
+      internalRouter ? undefined : settings.adminToken,
+    ].filter((t): t is string => t !== undefined),
   });
   const approvalStreams = approvalEventRoutes(router, {
     ctx,

@@ -7,7 +7,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
 import { generateTestKey, type TestKey } from '../../helpers/keys.js';
-import { ADMIN_TOKEN, startProtocol } from '../../helpers/protocol.js';
+import { ADMIN_TOKEN, INTROSPECTION_TOKEN, startProtocol } from '../../helpers/protocol.js';
 import { startTestProxy } from '../../helpers/proxy.js';
 import { json } from '../../helpers/upstream.js';
 
@@ -192,6 +192,24 @@ describe('with --internal-port (server.internal_port)', () => {
     expect(value(samples, `${P}jwt_clock_refusals_total`, { claim: 'iat' })).toBe(1);
     expect(value(samples, `${P}jwt_clock_refusals_total`, { claim: 'exp' })).toBe(2);
     expect(value(samples, `${P}jwt_clock_refusals_total`, { claim: 'nbf' })).toBeUndefined();
+  });
+});
+
+describe('with --internal-port, introspection', () => {
+  it('the public port does not take the admin token for introspection (it would confirm a guess)', async () => {
+    const own = await startGateway({ config: 'server:\n  internal_port: 0' });
+    try {
+      const introspect = (token: string) =>
+        fetch(`${own.p.proxy.url}/agent/introspect`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ token: 'x.y.z' }),
+        });
+      expect((await introspect(ADMIN_TOKEN)).status).toBe(401);
+      expect((await introspect(INTROSPECTION_TOKEN)).status).toBe(200);
+    } finally {
+      await own.close();
+    }
   });
 });
 
