@@ -73,8 +73,8 @@ describe('values on the per-call page (sound)', () => {
   it('1.0 / 1e0 / duplicate keys: the page shows what is sent (last key wins in both)', async () => {
     s.upstream.reset();
     const html = await page({}, '{"capability":"pay","arguments":{"to":"a","amount":1e0,"amount":2.50}}');
-    expect(html).toContain('>2.5</pre>');
-    expect(html).not.toContain('>1</pre>');
+    expect(html).toContain('>2.5</bdo></pre>');
+    expect(html).not.toContain('>1</bdo></pre>');
   });
 });
 
