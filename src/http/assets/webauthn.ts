@@ -7,6 +7,10 @@
  * fields to `data-options` (same origin, CSRF token included), runs the ceremonies the answer
  * asks for (`assertion`, then `registration`), puts their JSON in hidden fields of the same names
  * and submits the form. The server verifies everything; this script decides nothing.
+ *
+ * A form with `data-unfold-first` (the per-call approval) first opens every folded value still
+ * closed on the page (`details[data-folded]`), and asks to read them before its ceremony starts:
+ * the passkey confirms what the page shows, a long value's tail included.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -51,6 +55,16 @@ const CLIENT = String.raw`
     if (form.hasAttribute('data-reveal')) form.hidden = false;
     form.addEventListener('submit', function (event) {
       event.preventDefault();
+      if (form.hasAttribute('data-unfold-first')) {
+        var folded = document.querySelectorAll('details[data-folded]:not([open])');
+        if (folded.length > 0) {
+          Array.prototype.forEach.call(folded, function (d) { d.open = true; });
+          folded[0].scrollIntoView({ block: 'center' });
+          folded[0].querySelector('summary').focus();
+          say('Every long value is now shown in full. Read them, then approve again.');
+          return;
+        }
+      }
       var buttons = form.querySelectorAll('button');
       Array.prototype.forEach.call(buttons, function (b) { b.disabled = true; });
       say(form.getAttribute('data-waiting') || 'Waiting for your passkey…');

@@ -95,7 +95,7 @@ function valueHtml(value: unknown, field: string): string {
     return `<pre class="value" data-kind="${kind}">${inOrder(text)}</pre>${warn}`;
   }
   return `<pre class="value" data-kind="${kind}">${inOrder(chars.slice(0, FOLD_AT).join(''))}…</pre>
-<details id="all-${escapeHtml(field)}"><summary>Show all ${chars.length} characters</summary>
+<details id="all-${escapeHtml(field)}" data-folded><summary>Show all ${chars.length} characters</summary>
 <pre class="value">${inOrder(text)}</pre></details>${warn}`;
 }
 
@@ -160,7 +160,7 @@ export function perCallView(
 <input type="hidden" name="shown" value="${escapeHtml(hash)}">`;
   const approve =
     state === 'ready'
-      ? `<form id="approve-form" method="post" action="${base}/approve" data-passkey="assert" data-options="${base}/passkey-options" data-waiting="Confirm with your passkey to run this call…">
+      ? `<form id="approve-form" method="post" action="${base}/approve" data-passkey="assert" data-unfold-first data-options="${base}/passkey-options" data-waiting="Confirm with your passkey to run this call…">
 ${hidden}
 <button type="submit" class="approve">Approve with your passkey</button>
 </form>

@@ -84,6 +84,13 @@ describe('per-call approval in the browser', () => {
     expect(s.upstream.requests).toHaveLength(0);
     await screenshot(page, 'per-call-approval');
 
+    // The first Approve only unfolds what is still folded: the passkey confirms the whole value.
+    expect(await page.locator('#all-memo').getAttribute('open')).toBeNull();
+    await page.click('#approve-form button');
+    expect(await page.locator('#all-memo').getAttribute('open')).toBe('');
+    expect(await page.textContent('#passkey-status')).toContain('Read them, then approve again');
+    expect(await s.p.proxy.protocol.store.perCall(id)).toMatchObject({ status: 'pending' });
+    expect(s.upstream.requests).toHaveLength(0);
     expect(await submitForm(page, '#approve-form button')).toBe(200);
     expect(await page.textContent('#outcome')).toContain('ran once');
     const sent = s.upstream.received('/transfers');
