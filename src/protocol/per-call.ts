@@ -138,15 +138,21 @@ export const PER_CALL_INBOX_SIZE = 20;
 
 /**
  * The open calls waiting for `userId`: those of the user's agents, and, for a listed approver,
- * those of agents acting for nobody; newest first, at most PER_CALL_INBOX_SIZE.
+ * those of agents acting for nobody; newest first, at most PER_CALL_INBOX_SIZE, and whether more
+ * wait past those (the page says so rather than leave them unseen).
  */
-export async function perCallInbox(ctx: ProtocolContext, userId: string): Promise<PerCallRecord[]> {
+export async function perCallInbox(
+  ctx: ProtocolContext,
+  userId: string,
+): Promise<{ calls: PerCallRecord[]; more: boolean }> {
   const now = ctx.clock.now();
-  const own = await ctx.store.perCallsAddressedTo(userId, now, PER_CALL_INBOX_SIZE);
+  const own = await ctx.store.perCallsAddressedTo(userId, now, PER_CALL_INBOX_SIZE + 1);
   const shared = isApprover(ctx, userId)
-    ? await ctx.store.perCallsAddressedTo(null, now, PER_CALL_INBOX_SIZE)
+    ? await ctx.store.perCallsAddressedTo(null, now, PER_CALL_INBOX_SIZE + 1)
     : [];
-  return [...own, ...shared]
-    .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
-    .slice(0, PER_CALL_INBOX_SIZE);
+  const newestFirst = [...own, ...shared].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1));
+  return {
+    calls: newestFirst.slice(0, PER_CALL_INBOX_SIZE),
+    more: newestFirst.length > PER_CALL_INBOX_SIZE,
+  };
 }

@@ -53,14 +53,15 @@ export function approvalsRoutes(
         const listed = await inboxPage(ctx, s.userId, cursor);
         const now = ctx.clock.now();
         const calls: string[] = [];
-        for (const r of await perCallInbox(ctx, s.userId)) {
+        const waiting = await perCallInbox(ctx, s.userId);
+        for (const r of waiting.calls) {
           calls.push(perCallCard(r, await partiesOf(ctx, r, serverName), now));
         }
         const timesLeft = new Map<DeviceRequest, TimeLeft | undefined>();
         for (const r of listed.requests) timesLeft.set(r, await requestTimeLeft(ctx, r));
         body.push(
           whoAmI(s),
-          perCallSection(calls),
+          perCallSection(calls, waiting.more),
           inboxView(
             s,
             listed,

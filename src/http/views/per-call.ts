@@ -215,10 +215,14 @@ ${brief.length ? `<ul class="kept">${brief.join('')}${more > 0 ? `<li>and ${more
 }
 
 /** The inbox section of calls waiting for the signed-in user. */
-export function perCallSection(cards: readonly string[]): string {
+export function perCallSection(cards: readonly string[], more: boolean): string {
   if (cards.length === 0) return '';
   return `<h2 id="calls-title">Calls waiting for your approval</h2>
 <ul id="calls" class="cards">
 ${cards.join('\n')}
-</ul>`;
+</ul>${
+    more
+      ? `\n<p class="notice" id="calls-more">More calls are waiting than the ${cards.length} newest shown here: decide or deny these to see the rest.</p>`
+      : ''
+  }`;
 }

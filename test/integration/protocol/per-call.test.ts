@@ -427,6 +427,17 @@ describe('bounds', () => {
       open.body.per_call_approvals.filter((r: { agent_id: string }) => r.agent_id === a.agentId),
     ).toHaveLength(20);
   });
+
+  it('the inbox shows the 20 newest calls and says when more wait, rather than hide them', async () => {
+    const [one, two] = [await aliceAgent(), await aliceAgent()];
+    for (let i = 0; i < 11; i++) await pending(one, { to: `acct-m${i}`, amount: 1 });
+    for (let i = 0; i < 9; i++) await pending(two, { to: `acct-n${i}`, amount: 1 });
+    const newest = callIdOf(await pending(two, { to: 'acct-newest', amount: 1 }));
+    const html = (await alice.get('/approvals')).html;
+    expect(html).toContain(`call-${newest}`);
+    expect(html.match(/<li class="card" id="call-/g)).toHaveLength(20);
+    expect(html).toContain('More calls are waiting than the 20 newest shown here');
+  });
 });
 
 describe('per-call approval for an agent acting for nobody', () => {
