@@ -39,6 +39,7 @@ import type { Storage } from './storage/open.js';
 import { UpstreamClient } from './upstream/client.js';
 import { startMockUpstream, type MockUpstream } from './upstream/mock-server.js';
 import { OAuthTokens } from './upstream/oauth.js';
+import { RetiredSecrets } from './upstream/retired-secrets.js';
 import { localLimiter, RateLimiter, type Limiter } from './util/rate-limit.js';
 
 export interface RunningProxy {
@@ -124,6 +125,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const shared: EngineShared = {
     client,
     oauth: new OAuthTokens(clock, client.dispatcher),
+    retired: new RetiredSecrets(clock),
     ...(mock ? { mockUrlFor: (apiId: string) => mock.baseUrlFor(apiId) } : {}),
     observeUpstream: (api, seconds) => metrics.upstreamCall(api, seconds),
     compilers: new SchemaCompilers((seconds) => metrics.validatorCompiled(seconds)),
@@ -215,6 +217,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     },
     engine: () => engine,
     install: (next, nextCatalog) => {
+      shared.retired?.retire(engine.executor.staticSecrets(), next.executor.staticSecrets());
       engine = next;
       catalogs.installed(nextCatalog);
       mock?.answerFor(nextCatalog);

@@ -13,11 +13,14 @@ import { resolveBaseUrl } from './upstream/base-url.js';
 import type { UpstreamClient } from './upstream/client.js';
 import { Executor } from './upstream/executor.js';
 import type { OAuthTokens } from './upstream/oauth.js';
+import type { RetiredSecrets } from './upstream/retired-secrets.js';
 
 /** What outlives an engine: connections, tokens and the mock upstream are shared by all. */
 export interface EngineShared {
   readonly client: UpstreamClient;
   readonly oauth: OAuthTokens;
+  /** Static secrets replaced by a reload, still redacted for a while (retired-secrets.ts). */
+  readonly retired?: RetiredSecrets;
   /** The mock upstream's base URL of an API, when `--mock-upstream` runs one. */
   readonly mockUrlFor?: (apiId: string) => string | undefined;
   readonly observeUpstream: (apiId: string, seconds: number) => void;
@@ -58,6 +61,7 @@ export function buildEngine(
     baseUrlFor: upstreamFor,
     client: shared.client,
     oauth: shared.oauth,
+    ...(shared.retired ? { retired: shared.retired } : {}),
     requestIdHeader: settings.requestIdHeader,
     observeUpstream: shared.observeUpstream,
   });

@@ -20,6 +20,8 @@ import { refusingBadArguments, requestParts, withPins, type RequestContext } fro
 import type { UpstreamRequestParts } from './request-parts.js';
 import { sentRequest, type SentRequest } from './sent-values.js';
 import { executionProblems } from './problems.js';
+import { staticSecrets } from './redaction.js';
+import type { RetiredSecrets } from './retired-secrets.js';
 import { contentTypeOf } from './results.js';
 import { apiRuntimes, type ApiRuntime } from './runtime.js';
 import { Sender } from './sender.js';
@@ -91,6 +93,8 @@ export interface ExecutorOptions {
   readonly baseUrlFor: (apiId: string) => string | undefined;
   readonly client: UpstreamClient;
   readonly oauth: OAuthTokens;
+  /** Static secrets earlier engines had and this one does not: still redacted for a while. */
+  readonly retired?: RetiredSecrets;
   /** Lower case; the header the proxy's request id goes upstream in (config server.request_id_header). */
   readonly requestIdHeader: string;
   /** Receives each upstream call's duration (the upstream latency metric). */
@@ -105,7 +109,13 @@ export class Executor {
   private readonly longestCall: number;
 
   constructor(options: ExecutorOptions) {
-    this.apis = apiRuntimes(options.catalog, options.settings, options.baseUrlFor, options.oauth);
+    this.apis = apiRuntimes(
+      options.catalog,
+      options.settings,
+      options.baseUrlFor,
+      options.oauth,
+      options.retired,
+    );
     this.sender = new Sender(options.client, options.requestIdHeader, options.observeUpstream);
     this.requestIdHeader = options.requestIdHeader;
     this.longestCall = longestDeadline(options.settings.values());
@@ -117,6 +127,11 @@ export class Executor {
    */
   longestCallMs(): number {
     return this.longestCall;
+  }
+
+  /** Every API's static secrets (keys, passwords, secret headers): retired when a reload drops them. */
+  staticSecrets(): string[] {
+    return [...this.apis.values()].flatMap((api) => staticSecrets(api.settings));
   }
 
   /** Start-up diagnostics (problems.ts). */

@@ -10,6 +10,7 @@ import type { ApiInfo, Capability } from '../openapi/types.js';
 import { ServiceCredentials } from './credentials.js';
 import type { OAuthTokens } from './oauth.js';
 import { Redactor, staticSecrets } from './redaction.js';
+import type { RetiredSecrets } from './retired-secrets.js';
 
 export interface CallerIdentity {
   readonly agentId: string;
@@ -43,8 +44,16 @@ export function apiRuntimes(
   settings: ReadonlyMap<string, ApiExecutionSettings>,
   baseUrlFor: (apiId: string) => string | undefined,
   oauth: OAuthTokens,
+  retired?: RetiredSecrets,
 ): Map<string, ApiRuntime> {
   const out = new Map<string, ApiRuntime>();
+  // OAuth tokens in use or replaced, and static secrets a reload replaced: they come and go.
+  const changing = (): readonly string[] => {
+    const tokens = oauth.currentTokens();
+    const replaced = retired?.list() ?? [];
+    if (replaced.length === 0) return tokens;
+    return tokens.length === 0 ? replaced : [...tokens, ...replaced];
+  };
   for (const info of catalog.apis) {
     const apiSettings = settings.get(info.id);
     if (!apiSettings) throw new Error(`no execution settings for API ${info.id}`);
@@ -54,7 +63,7 @@ export function apiRuntimes(
       ...parseBase(baseUrlFor(info.id)),
       settings: apiSettings,
       credentials: new ServiceCredentials(info.id, info.securitySchemes, apiSettings.credentials, oauth),
-      redactor: new Redactor(staticSecrets(apiSettings), () => oauth.currentTokens()),
+      redactor: new Redactor(staticSecrets(apiSettings), changing),
       proxyHeaderKeys: new Set([
         ...credentialKeys('header', info.securitySchemes),
         ...[...Object.keys(apiSettings.headers), ...identity].map((n) => nameKey('header', n)),

@@ -112,4 +112,27 @@ describe('service OAuth tokens replaced while a call is in flight', () => {
       await rotating.close();
     }
   });
+
+  it('a static key a reload replaced is still withheld from answers read after the reload', async () => {
+    const OLD_KEY = 'old-static-api-key-0123456789';
+    const env = { GW_KEY: OLD_KEY };
+    const rotating = await startGateway({ api: '    credentials:\n      apiKeyHeader: {env: GW_KEY}', env });
+    try {
+      const agent = await rotating.p.activeAgent(['get_item']);
+      // An upstream that still echoes the key a job was started with (a status, a debug field).
+      rotating.upstream.on('GET /v1/items/job', (req, res) =>
+        json(res, 200, { started_with: OLD_KEY, now_with: req.headers['x-api-key'] }),
+      );
+      env.GW_KEY = 'new-static-api-key-9876543210';
+      expect((await rotating.p.proxy.reload()).ok).toBe(true);
+      const reply = await rotating.p.execute(agent.agent, agent.agentId, 'get_item', { itemId: 'job' });
+      expect(rotating.upstream.received('/v1/items/job')[0]?.headers['x-api-key']).toBe(
+        'new-static-api-key-9876543210',
+      );
+      expect(reply.text).not.toContain(OLD_KEY);
+      expect(reply.text).not.toContain('new-static-api-key-9876543210');
+    } finally {
+      await rotating.close();
+    }
+  });
 });
