@@ -107,6 +107,9 @@ export class JwksCache {
       await entry.inFlight;
     } else if (now - entry.lastAttemptAt >= this.options.refreshIntervalMs) {
       if (this.fetching >= MAX_FETCHES_AT_ONCE) {
+        // §10.4: the last good keys stay in use while a fresh copy cannot be had, here because
+        // other URLs (strangers' slow ones, or many sets expiring together) hold every slot.
+        if (entry.keys !== undefined) return match(entry.keys);
         throw new JwksKeyError('too many JWKS URLs are being fetched at once; retry in a few seconds');
       }
       this.fetching += 1;

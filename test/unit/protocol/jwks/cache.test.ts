@@ -151,6 +151,30 @@ describe('JWKS cache bounds (strangers may name any URL)', () => {
     await Promise.all(slow);
   });
 
+  it('while every fetch slot is taken, a URL past its TTL keeps its last good keys (§10.4)', async () => {
+    const key = { ...(await generateTestKey()).publicJwk, kid: 'a' };
+    const clock = new TestClock(1_000_000);
+    const waiting: (() => void)[] = [];
+    const cache = new JwksCache({
+      clock,
+      refreshIntervalMs: 30_000,
+      fetch: (u) =>
+        u.endsWith('/slow')
+          ? new Promise<FetchedDocument>((done) =>
+              waiting.push(() => done({ body: { keys: [key] }, cacheControl: undefined })),
+            )
+          : Promise.resolve({ body: { keys: [key] }, cacheControl: undefined }),
+    });
+    await cache.key('https://good-host.example/jwks', 'a');
+    clock.advance(CACHE_MIN_MS + 1);
+    const slow = Array.from({ length: MAX_FETCHES_AT_ONCE }, (_, i) =>
+      cache.key(`https://s${i}.example/slow`, 'a'),
+    );
+    expect((await cache.key('https://good-host.example/jwks', 'a')).x).toBe(key.x);
+    for (const done of waiting) done();
+    await Promise.all(slow);
+  });
+
   it('a flood of failing URLs does not push out a URL that gave keys', async () => {
     const key = { ...(await generateTestKey()).publicJwk, kid: 'a' };
     let goodFetches = 0;
