@@ -23,10 +23,28 @@ export interface FetchLimits {
   connectTimeoutMs: number;
   /** Longest silence allowed between bytes once connected. */
   readTimeoutMs: number;
+  /**
+   * Longest a whole fetch may take, redirects included: the read timeout alone is one on silence,
+   * and a server sending a byte now and then would hold a reload (and every one queued behind it)
+   * for as long as the size cap lets it.
+   */
+  deadlineMs: number;
   /** Redirects followed before giving up. */
   maxRedirects: number;
   /** true → only public addresses, every hop (public-address.ts): for a remote document's `$ref`s. */
   publicOnly: boolean;
+  /**
+   * Bytes shared with other fetches (one document's remote `$ref`s, fetched at once): each chunk
+   * is taken from it as it arrives, and the fetch fails once it is spent.
+   */
+  shared?: SharedBytes;
+}
+
+export interface SharedBytes {
+  /** Takes `bytes`; false once the total would pass what is shared. */
+  take(bytes: number): boolean;
+  /** Says what was shared, for the message of a fetch that found it spent. */
+  readonly description: string;
 }
 
 /** The example values of §8.12 for OpenAPI specs. */
@@ -35,6 +53,7 @@ export const DEFAULT_FETCH_LIMITS: FetchLimits = Object.freeze({
   maxBytes: 10 * 1024 * 1024,
   connectTimeoutMs: 5000,
   readTimeoutMs: 5000,
+  deadlineMs: 30_000,
   maxRedirects: 3,
   publicOnly: false,
 });
@@ -59,8 +78,9 @@ export async function fetchDocument(
 ): Promise<FetchedDocument> {
   const effective = withDefaults(limits);
   let current = checkUrl(parseUrl(url), effective);
+  const deadline = Date.now() + effective.deadlineMs;
   for (let redirects = 0; ; redirects++) {
-    const hop = await exchange(current, effective);
+    const hop = await exchange(current, effective, deadline);
     if (hop.kind === 'document') {
       return { url: current.href, body: hop.body, contentType: hop.contentType, address: hop.address };
     }
@@ -141,7 +161,7 @@ type Hop =
  * One GET request: resolves with the redirect target or the document, rejects with a UserError.
  * The timer and the connection are released when it settles, whichever way.
  */
-function exchange(url: URL, limits: FetchLimits): Promise<Hop> {
+function exchange(url: URL, limits: FetchLimits, deadline: number): Promise<Hop> {
   return new Promise<Hop>((resolve, reject) => {
     const client = url.protocol === 'https:' ? https : http;
     // agent: false: a fresh connection per request, nothing pooled or shared with other code.
@@ -153,10 +173,17 @@ function exchange(url: URL, limits: FetchLimits): Promise<Hop> {
     });
     let settled = false;
     let connectTimer: NodeJS.Timeout | undefined;
+    const deadlineTimer = setTimeout(
+      () => {
+        fail(failure(url, `the fetch took longer than ${limits.deadlineMs} ms`));
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     const settle = (outcome: () => void): void => {
       if (settled) return;
       settled = true;
       clearTimeout(connectTimer);
+      clearTimeout(deadlineTimer);
       // Closes the connection, dropping unread bodies of redirects, errors and oversized documents.
       req.destroy();
       outcome();
@@ -234,7 +261,9 @@ function handleResponse(
     total += chunk.length;
     // Content-Length may be absent (chunked) or wrong, so count what actually arrives.
     if (total > limits.maxBytes) fail(tooLarge());
-    else chunks.push(chunk);
+    else if (limits.shared && !limits.shared.take(chunk.length)) {
+      fail(failure(url, limits.shared.description));
+    } else chunks.push(chunk);
   });
   res.on('end', () => {
     done({
@@ -265,7 +294,7 @@ function connectionError(url: URL, err: Error): UserError {
 }
 
 /** 10485760 → "10 MiB", 1536 → "1.5 KiB", 100 → "100 bytes". */
-function formatBytes(bytes: number): string {
+export function formatBytes(bytes: number): string {
   const units = ['KiB', 'MiB', 'GiB'];
   if (bytes < 1024) return `${bytes} bytes`;
   let value = bytes;

@@ -14,7 +14,14 @@ import { parse as parseYaml } from 'yaml';
 import { UserError } from '../errors.js';
 import { hasOnlyPlainLocalRefs } from './local-refs.js';
 import { toPointer } from './pointer.js';
-import { DEFAULT_FETCH_LIMITS, fetchDocument, NotPublicFetch, type FetchLimits } from './fetch.js';
+import {
+  DEFAULT_FETCH_LIMITS,
+  fetchDocument,
+  NotPublicFetch,
+  type FetchLimits,
+  type SharedBytes,
+  formatBytes,
+} from './fetch.js';
 import { refIsPublicOnly } from './public-address.js';
 import { bundlerFileResolver, digest, type SourceReads } from './source-reads.js';
 import { jsonTextOf, readJsonText } from './json-text.js';
@@ -80,6 +87,7 @@ export async function loadDocument(
     return err;
   };
   let rootDirs: Promise<readonly string[] | undefined> | undefined;
+  const remoteBudget = new RemoteRefBudget(limits.maxBytes ?? DEFAULT_FETCH_LIMITS.maxBytes);
   const resolvers = {
     // Built-in resolvers are replaced: the file one is refused to remote documents (and records
     // what it reads for the others), and the HTTP one ignores our size, timeout and scheme limits.
@@ -116,7 +124,11 @@ export async function loadDocument(
           // A remote spec's $refs were chosen by whoever serves it (public-address.ts); a local
           // spec is the operator's.
           const publicOnly = remoteRoot && refIsPublicOnly({ url: location, address: rootAddress }, file.url);
-          const fetched = await fetchDocument(file.url, { ...limits, publicOnly });
+          const fetched = await fetchDocument(file.url, {
+            ...limits,
+            ...remoteBudget.next(file.url),
+            publicOnly,
+          });
           reads?.fetched(file.url, fetched, publicOnly);
           return fetched.body;
         } catch (err) {
@@ -308,4 +320,43 @@ function notPublicRef(err: NotPublicFetch): UserError {
   return new UserError(
     `${err.message} A remote spec's $refs reach only public addresses (and its own origin, when that is private); to use a document on a private address, download the spec and its documents and load them as files.`,
   );
+}
+
+/** Remote `$ref`s one document may fetch, and the time all of them together may take. */
+export const MAX_REMOTE_REFS = 100;
+export const REMOTE_REFS_DEADLINE_MS = 60_000;
+/** What all of one document's remote `$ref`s may add up to, in multiples of the size cap. */
+const REMOTE_REFS_SIZE_FACTOR = 4;
+
+/**
+ * What one document's remote `$ref`s may take together: each is capped on its own
+ * (`specs.max_bytes`, the fetch deadline), but a document naming many would otherwise make the
+ * proxy read and hold that many times the cap, and hold a reload for that many deadlines. They
+ * are fetched at once, so bytes are counted as they arrive.
+ */
+class RemoteRefBudget implements SharedBytes {
+  private fetches = 0;
+  private bytes = 0;
+  private readonly until = Date.now() + REMOTE_REFS_DEADLINE_MS;
+  readonly description: string;
+
+  constructor(private readonly maxBytes: number) {
+    this.description = `one document's remote $refs may add up to at most ${formatBytes(maxBytes * REMOTE_REFS_SIZE_FACTOR)} (${REMOTE_REFS_SIZE_FACTOR} × the document size limit)`;
+  }
+
+  /** The limits of the next fetch, or a UserError once there may be no more. */
+  next(url: string): { deadlineMs: number; shared: SharedBytes } {
+    const left = this.until - Date.now();
+    if (++this.fetches > MAX_REMOTE_REFS || left <= 0) {
+      throw new UserError(
+        `$ref to ${url} is not fetched: one document may fetch at most ${MAX_REMOTE_REFS} remote $refs, within ${REMOTE_REFS_DEADLINE_MS / 1000} s`,
+      );
+    }
+    return { deadlineMs: Math.min(left, DEFAULT_FETCH_LIMITS.deadlineMs), shared: this };
+  }
+
+  take(bytes: number): boolean {
+    this.bytes += bytes;
+    return this.bytes <= this.maxBytes * REMOTE_REFS_SIZE_FACTOR;
+  }
 }

@@ -1,7 +1,7 @@
 /**
  * OAuth 2.0 client credentials (RFC 6749 §4.4) for upstream APIs: one token per scheme, fetched
- * on first use, cached until shortly before it expires, refreshed at most once per 401. Concurrent
- * callers share one fetch. Token values never leave this module except into the Authorization
+ * on first use, cached until shortly before it expires, refreshed on a 401, but at most once per
+ * MIN_REFRESH_INTERVAL_MS for each token (then the 401 stands). Concurrent callers share one fetch. Token values never leave this module except into the Authorization
  * header of their own API's requests.
  */
 import { createHash } from 'node:crypto';
@@ -17,6 +17,12 @@ const EXPIRY_MARGIN_MS = 30_000;
 // Without `expires_in` the token is reused for this long (then fetched again, or on a 401).
 const DEFAULT_LIFETIME_MS = 5 * 60_000;
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
+/**
+ * 401s refresh a token at most this often. Every upstream 401 (which an agent's own calls can
+ * cause) would otherwise fetch a token: the token endpoint driven at an agent's execute rate, and
+ * a token still in use by a slow call pushed out of the retired list within seconds.
+ */
+export const MIN_REFRESH_INTERVAL_MS = 30_000;
 
 export class TokenError extends Error {}
 
@@ -30,14 +36,18 @@ const NO_TOKENS: readonly string[] = Object.freeze([]);
 /**
  * Replaced tokens kept for redaction per scheme, newest last. An answer read after a refresh may
  * echo the token its request was sent with, which the upstream still honours until it expires.
+ * With refreshes at most every MIN_REFRESH_INTERVAL_MS, 64 cover 32 minutes of forced refreshes,
+ * longer than any call is in flight.
  */
-const MAX_RETIRED_PER_KEY = 4;
+const MAX_RETIRED_PER_KEY = 64;
 
 export class OAuthTokens {
   private readonly cache = new Map<string, CachedToken>();
   private readonly inflight = new Map<string, Promise<CachedToken>>();
   /** Tokens replaced by a refresh, until they expire at the token endpoint's word. */
   private readonly retired = new Map<string, CachedToken[]>();
+  /** When a 401 last replaced the token of each key. */
+  private readonly refreshedAt = new Map<string, number>();
 
   constructor(
     private readonly clock: Clock,
@@ -87,8 +97,16 @@ export class OAuthTokens {
     const scopes = credential.scopes.length > 0 ? credential.scopes : operationScopes;
     const key = tokenKey(scheme, credential, documentTokenUrl, scopes);
     const cached = this.cache.get(key);
-    if (!refresh && cached && cached.expiresAt > this.clock.now()) return cached.value;
-    if (refresh) this.cache.delete(key);
+    const now = this.clock.now();
+    if (cached && cached.expiresAt > now) {
+      if (!refresh) return cached.value;
+      const last = this.refreshedAt.get(key);
+      if (last !== undefined && now - last < MIN_REFRESH_INTERVAL_MS) return cached.value;
+    }
+    if (refresh) {
+      this.cache.delete(key);
+      this.refreshedAt.set(key, now);
+    }
     let pending = this.inflight.get(key);
     if (!pending) {
       pending = this.fetch(credential, documentTokenUrl, scopes).finally(() => this.inflight.delete(key));
@@ -111,7 +129,10 @@ export class OAuthTokens {
   private dropExpired(): void {
     const now = this.clock.now();
     for (const [key, token] of this.cache) {
-      if (token.expiresAt + EXPIRY_MARGIN_MS <= now && !this.inflight.has(key)) this.cache.delete(key);
+      if (token.expiresAt + EXPIRY_MARGIN_MS <= now && !this.inflight.has(key)) {
+        this.cache.delete(key);
+        this.refreshedAt.delete(key);
+      }
     }
   }
 
@@ -146,7 +167,15 @@ export class OAuthTokens {
     } catch (err) {
       throw new TokenError(`token endpoint unreachable (${errorCode(err)})`);
     }
-    const text = await readCapped(res);
+    let text: string;
+    try {
+      text = await readCapped(res);
+    } catch (err) {
+      // A reset, or the deadline, while the answer was read: unreachable as much as before it.
+      throw err instanceof TokenError
+        ? err
+        : new TokenError(`token endpoint answer unreadable (${errorCode(err)})`);
+    }
     if (res.statusCode !== 200) throw new TokenError(`token endpoint answered ${res.statusCode}`);
     let body: unknown;
     try {

@@ -291,6 +291,36 @@ describe('oauth2 client credentials (RFC 6749 §4.4)', () => {
     expect(reply.body.upstream_body.got).toBe('Bearer [redacted]');
   });
 
+  it('a token endpoint that breaks off its answer is 502 upstream_unavailable too, not a 500', async () => {
+    const { gw, agent } = await start();
+    gw.upstream.on('POST /oauth/token', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+      res.write('{"access_token":"abc');
+      setTimeout(() => res.socket?.destroy(), 20);
+    });
+    const reply = await gw.p.execute(agent.agent, agent.agentId, 'upload_file', { file: b64('x') });
+    expect({ status: reply.status, error: reply.body.error }).toEqual({
+      status: 502,
+      error: 'upstream_unavailable',
+    });
+    expect(gw.upstream.received('/v1/uploads')).toHaveLength(0);
+  });
+
+  it('401s refresh the token at most once per 30 s: an agent cannot drive the token endpoint', async () => {
+    const { gw, agent } = await start();
+    const { tokens } = tokenEndpoint(gw.upstream);
+    gw.upstream.on('POST /v1/uploads', (_req, res) => json(res, 401, { error: 'invalid_token' }));
+    for (let i = 0; i < 10; i++) {
+      expect(
+        (await gw.p.execute(agent.agent, agent.agentId, 'upload_file', { file: b64(`x${i}`) })).status,
+      ).toBe(401);
+    }
+    expect(tokens()).toHaveLength(2);
+    gw.p.clock.advance(30_000);
+    await gw.p.execute(agent.agent, agent.agentId, 'upload_file', { file: b64('later') });
+    expect(tokens()).toHaveLength(3);
+  });
+
   it('a failing token endpoint is 502 upstream_unavailable and leaks no secret', async () => {
     const { gw, agent } = await start();
     gw.upstream.on('POST /oauth/token', (req, res) => {

@@ -84,6 +84,13 @@ const httpServer = http.createServer((req, res) => {
     case '/stall':
       res.writeHead(200, { 'content-type': 'application/json' }).flushHeaders();
       return;
+    case '/drip': {
+      // A byte every 20 ms: never silent for the read timeout, never done.
+      res.writeHead(200, { 'content-type': 'application/json' }).flushHeaders();
+      const drip = setInterval(() => res.write(' '), 20);
+      res.on('close', () => clearInterval(drip));
+      return;
+    }
     default:
       res.writeHead(404).end();
   }
@@ -306,6 +313,15 @@ describe('fetchDocument', () => {
     const err = await userError(fetchDocument(`${httpBase}/stall`, { allowHttp: true, readTimeoutMs: 200 }));
     expect(err.message).toBe(`Fetching ${httpBase}/stall failed: read timeout, no data for 200 ms.`);
     expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it('gives up at its deadline when the server drips a byte at a time (never silent, never done)', async () => {
+    const started = Date.now();
+    const err = await userError(
+      fetchDocument(`${httpBase}/drip`, { allowHttp: true, readTimeoutMs: 200, deadlineMs: 400 }),
+    );
+    expect(err.message).toBe(`Fetching ${httpBase}/drip failed: the fetch took longer than 400 ms.`);
+    expect(Date.now() - started).toBeLessThan(3000);
   });
 
   it('gives up with a connect timeout when the TLS handshake never completes', async () => {

@@ -337,6 +337,50 @@ describe('remote documents and $refs', () => {
     );
   });
 
+  it("one document's remote $refs together add up to at most 4 × the size limit", async () => {
+    // Six schemas of ~900 B each under a 1 KiB cap: each fits, together they pass 4 KiB.
+    const names = Array.from({ length: 6 }, (_, i) => `/schemas/part${i}.yaml`);
+    for (const name of names) served.set(name, `type: string\ndescription: '${'x'.repeat(880)}'\n`);
+    const spec = [
+      'openapi: 3.0.3',
+      'info: {title: Many, version: "1"}',
+      'paths: {}',
+      'components:',
+      '  schemas:',
+      ...names.map((name, i) => `    P${i}: {$ref: '${base}${name}'}`),
+      '',
+    ].join('\n');
+    const message = await failure(
+      loadDocument(writeTemp('many.yaml', spec), {
+        allowRemoteRefs: true,
+        allowHttp: true,
+        fetchLimits: { maxBytes: 1024 },
+      }),
+    );
+    expect(message).toMatch(
+      /failed: one document's remote \$refs may add up to at most 4 KiB \(4 × the document size limit\)\.$/,
+    );
+  });
+
+  it('one document fetches at most 100 remote $refs', async () => {
+    const names = Array.from({ length: 101 }, (_, i) => `/schemas/tiny${i}.yaml`);
+    for (const name of names) served.set(name, 'type: string\n');
+    const spec = [
+      'openapi: 3.0.3',
+      'info: {title: Many, version: "1"}',
+      'paths: {}',
+      'components:',
+      '  schemas:',
+      ...names.map((name, i) => `    T${i}: {$ref: '${base}${name}'}`),
+      '',
+    ].join('\n');
+    const message = await failure(
+      loadDocument(writeTemp('tiny.yaml', spec), { allowRemoteRefs: true, allowHttp: true }),
+    );
+    expect(message).toMatch(/is not fetched: one document may fetch at most 100 remote \$refs, within 60 s$/);
+    expect(requests.length).toBeLessThanOrEqual(100);
+  });
+
   it("a remote spec's $ref to another origin on a private address is refused, and never requested", async () => {
     const port = new URL(base).port;
     // localhost resolves (to 127.0.0.1 or ::1), checked when resolved; 127.0.0.2 is an address.

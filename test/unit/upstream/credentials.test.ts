@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ServiceCredential } from '../../../src/config/api-execution.js';
 import type { SecuritySchemeInfo } from '../../../src/openapi/types.js';
 import { ServiceCredentials } from '../../../src/upstream/credentials.js';
-import { OAuthTokens, TokenError } from '../../../src/upstream/oauth.js';
+import { MIN_REFRESH_INTERVAL_MS, OAuthTokens, TokenError } from '../../../src/upstream/oauth.js';
 import { json, TestUpstream } from '../../helpers/upstream.js';
 
 // The service's own credentials, chosen per operation from its OpenAPI `security` requirement.
@@ -389,21 +389,45 @@ describe('OAuth2 client credentials (RFC 6749 §4.4)', () => {
     expect(server.requests).toHaveLength(2);
   });
 
-  it('keeps replaced tokens for redaction until they expire, at most four per scheme', async () => {
+  it('refreshes on a 401 at most once per 30 s, and keeps replaced tokens for redaction until they expire', async () => {
     const clock = clockAt(0);
     const tokens = new OAuthTokens(clock, dispatcher);
     const get = (refresh: boolean): Promise<string> =>
       tokens.token('k', oauthCredential({ tokenUrl }), undefined, [], refresh);
     expect(await get(false)).toBe('tok-1');
     expect(await get(true)).toBe('tok-2');
-    expect([...tokens.currentTokens()].sort()).toEqual(['tok-1', 'tok-2']);
-    for (let i = 0; i < 4; i++) await get(true);
-    // tok-6 held, tok-2 … tok-5 retired; tok-1 fell out as the fifth.
-    expect([...tokens.currentTokens()].sort()).toEqual(['tok-2', 'tok-3', 'tok-4', 'tok-5', 'tok-6']);
+    // Another 401 at once keeps the token: agents cannot drive the token endpoint.
+    expect(await get(true)).toBe('tok-2');
+    clock.t = MIN_REFRESH_INTERVAL_MS - 1;
+    expect(await get(true)).toBe('tok-2');
+    clock.t = MIN_REFRESH_INTERVAL_MS;
+    expect(await get(true)).toBe('tok-3');
+    expect(server.requests).toHaveLength(3);
+    expect([...tokens.currentTokens()].sort()).toEqual(['tok-1', 'tok-2', 'tok-3']);
     // expires_in 100 s: retired tokens go once the endpoint's expiry has passed.
-    clock.t = 100_001;
-    expect(await get(false)).toBe('tok-7');
-    expect(tokens.currentTokens()).toEqual(['tok-7']);
+    clock.t = MIN_REFRESH_INTERVAL_MS + 100_001;
+    expect(await get(false)).toBe('tok-4');
+    expect(tokens.currentTokens()).toEqual(['tok-4']);
+  });
+
+  it('keeps at most 64 replaced tokens per scheme: 32 minutes of forced refreshes', async () => {
+    server.reset();
+    let n = 0;
+    server.on('POST /token', (_req, res) =>
+      json(res, 200, { access_token: `tok-${++n}`, expires_in: 36_000 }),
+    );
+    const clock = clockAt(0);
+    const tokens = new OAuthTokens(clock, dispatcher);
+    await tokens.token('k', oauthCredential({ tokenUrl }), undefined, [], false);
+    for (let i = 0; i < 65; i++) {
+      clock.t += MIN_REFRESH_INTERVAL_MS;
+      await tokens.token('k', oauthCredential({ tokenUrl }), undefined, [], true);
+    }
+    const held = tokens.currentTokens();
+    expect(held).toHaveLength(65);
+    expect(held).not.toContain('tok-1');
+    expect(held).toContain('tok-2');
+    expect(held).toContain('tok-66');
   });
 
   it('fails on a non-200 answer without echoing the answer or the secret', async () => {
