@@ -16,7 +16,7 @@ import { checkCapabilityClaim } from './capability-claim.js';
 import { canonicalJson } from '../util/canonical-json.js';
 import { approvalObject } from './approval-object.js';
 import { announce, createApproval, openApproval, readHints, expireApprovals } from './approvals.js';
-import type { AgentAuth, HostAuth } from './authenticate.js';
+import { agentStatusError, hostStatusError, type AgentAuth, type HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
 import {
   autoGrantable,
@@ -93,6 +93,23 @@ function requestWriting(
     const now = ctx.clock.now();
     const agent = (await tx.agent(auth.agent.id)) ?? auth.agent;
     const host = (await tx.host(agent.hostId)) ?? auth.host;
+    // The JWT was checked before the body arrived (up to server.request_timeout): a revocation,
+    // an unlink or a claim written meanwhile holds, rather than open a request for what ended.
+    if (
+      agent.status !== auth.agent.status ||
+      host.status !== auth.host.status ||
+      host.userId !== auth.host.userId ||
+      agent.userId !== auth.agent.userId
+    ) {
+      throw (
+        agentStatusError(agent) ??
+        hostStatusError(host) ??
+        new ProtocolError(
+          'invalid_request',
+          'The agent or its host changed while this request was read; send it again.',
+        )
+      );
+    }
     // Issue 16 §3: the same request while it is still pending is a repeat: the same approval
     // (same user code, same expiry), not a new one, and not counted against the user's limit.
     // That includes what an active agent's registration still asks for (granted in part at once).

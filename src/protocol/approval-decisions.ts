@@ -67,6 +67,10 @@ function grantExpiry(
   return absolute === null ? now + lifetimeMs : Math.min(now + lifetimeMs, agent.createdAt + absolute);
 }
 
+/** Agent and host statuses no approval can bring back. */
+const ENDED_AGENT: ReadonlySet<string> = new Set(['revoked', 'rejected', 'claimed']);
+const ENDED_HOST: ReadonlySet<string> = new Set(['revoked', 'rejected']);
+
 /**
  * §7.2: a CIBA request is delivered to one user (the login_hint it was chosen for), so only that
  * user can answer it; without a user_id the approval is that user's.
@@ -114,6 +118,14 @@ export async function approve(
     const host = await tx.host(approval.hostId);
     if (!agent || !host)
       throw new ProtocolError('approval_not_found', `No approval request "${approvalId}".`);
+    // A request that slipped in while its agent was being revoked, or its host unlinked or revoked
+    // (agents.ts reads them again, but the two may cross), revives nothing and links nothing.
+    if (ENDED_AGENT.has(agent.status) || ENDED_HOST.has(host.status)) {
+      throw new ProtocolError(
+        'approval_closed',
+        `This request's agent is ${ENDED_AGENT.has(agent.status) ? agent.status : `on a ${host.status} host`}: there is nothing to approve.`,
+      );
+    }
     const requested = new Map(approval.capabilities.map((c) => [c.name, c]));
     const chosen = input.capabilities ?? [...requested.keys()];
     const notRequested = chosen.filter((n) => !requested.has(n));
@@ -143,7 +155,10 @@ export async function approve(
       );
     }
     const actor = input.userId ?? input.actor;
-    if (agent.mode === 'delegated' && host.userId === null && userId !== null) {
+    // Only a registration (or an agent still pending) links: an active agent's request on a host
+    // that was unlinked since must not link it to the user again.
+    const links = approval.kind === 'registration' || agent.status === 'pending';
+    if (links && agent.mode === 'delegated' && host.userId === null && userId !== null) {
       await linkHost(ctx, tx, host, userId, now);
     } else if (host.status === 'pending') {
       await tx.updateHost(host.id, { status: 'active', activatedAt: now, updatedAt: now });

@@ -104,11 +104,12 @@ export function boundKey(cnf: unknown): string | undefined {
   if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf)) {
     throw invalidProof('The cnf claim must be an object');
   }
+  const members = Object.keys(cnf);
   const { jkt } = cnf as Readonly<Record<string, unknown>>;
-  if (jkt === undefined) {
-    // mTLS (cnf["x5t#S256"], RFC 8705) and anything else: a binding this server cannot check
-    // must not be ignored, or the JWT would be accepted as the bearer token it says it is not.
-    throw invalidProof('Only DPoP bindings (cnf.jkt) are supported here');
+  // mTLS (cnf["x5t#S256"], RFC 8705) and anything else: a binding this server cannot check must
+  // not be ignored, alone or beside jkt, or the JWT would be accepted on less than it demands.
+  if (jkt === undefined || members.some((m) => m !== 'jkt')) {
+    throw invalidProof('Only DPoP bindings (cnf.jkt, and nothing else in cnf) are supported here');
   }
   if (typeof jkt !== 'string' || !isBase64url(jkt) || jkt.length !== 43) {
     throw invalidProof('cnf.jkt must be a base64url SHA-256 JWK thumbprint');

@@ -267,6 +267,17 @@ describe('§4.4 DPoP: refusals (nothing reaches the upstream)', () => {
     expectProofRefused(reply, /Only DPoP bindings/);
   });
 
+  it('a JWT bound by DPoP and mTLS at once is refused: the mTLS half cannot be checked, so it is not dropped', async () => {
+    const token = await executeToken(null, { cnf: { jkt: proofKey.thumbprint, 'x5t#S256': 'A'.repeat(43) } });
+    const reply = await executeProven(
+      'create_item',
+      (t) => proof(proofKey, 'POST', gw.p.executeLocation, t),
+      token,
+    );
+    expectProofRefused(reply, /Only DPoP bindings/);
+    expect(gw.upstream.requests).toHaveLength(0);
+  });
+
   it('a refused proof does not use up the JWT: the same JWT with a good proof then works', async () => {
     const token = await executeToken();
     const thief = await generateTestKey();

@@ -432,6 +432,8 @@ describe('bounds', () => {
     const [one, two] = [await aliceAgent(), await aliceAgent()];
     for (let i = 0; i < 11; i++) await pending(one, { to: `acct-m${i}`, amount: 1 });
     for (let i = 0; i < 9; i++) await pending(two, { to: `acct-n${i}`, amount: 1 });
+    // The test clock stands still: a later instant makes this one the newest, ahead of any tie.
+    p.clock.advance(1);
     const newest = callIdOf(await pending(two, { to: 'acct-newest', amount: 1 }));
     const html = (await alice.get('/approvals')).html;
     expect(html).toContain(`call-${newest}`);

@@ -2,6 +2,7 @@
  * Terminal agent states (§2.3) stay what they are: claimed and rejected are not turned into
  * revoked, and an agent past its absolute lifetime (§2.4) is revoked even while pending.
  */
+import { request as httpRequest } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateTestKey } from '../../helpers/keys.js';
 import { lifetimesPolicy } from '../../helpers/lifetimes-policy.js';
@@ -81,5 +82,84 @@ describe('§2.4 absolute lifetime of an agent still pending', () => {
     p.clock.advance(3 * 60 * MIN);
     expect((await p.status(host, reg.body.agent_id)).body.status).toBe('revoked');
     expect(await p.pendingApproval(reg.body.agent_id)).toBeUndefined();
+  });
+});
+
+/**
+ * A POST whose body is held back after its first byte: the JWT is checked when the headers arrive,
+ * the action runs once `finish` sends the rest (a client may take server.request_timeout).
+ */
+function slowPost(
+  path: string,
+  token: string,
+  body: unknown,
+): { finish(): Promise<{ status: number; body: any }> } {
+  const text = JSON.stringify(body);
+  let answered!: (reply: { status: number; body: any }) => void;
+  const reply = new Promise<{ status: number; body: any }>((resolve) => (answered = resolve));
+  const req = httpRequest(
+    new URL(path, p.proxy.url),
+    {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(text)),
+      },
+    },
+    (res) => {
+      let data = '';
+      res.on('data', (chunk: Buffer) => (data += chunk.toString('utf8')));
+      res.on('end', () =>
+        answered({ status: res.statusCode ?? 0, body: data ? JSON.parse(data) : undefined }),
+      );
+    },
+  );
+  req.write(text.slice(0, 1));
+  return {
+    finish: () => {
+      req.end(text.slice(1));
+      return reply;
+    },
+  };
+}
+
+describe('a capability request whose body arrives after its agent ended', () => {
+  it('an unlink while the body is read: refused, no approval opened, the host stays unlinked', async () => {
+    const a = await p.activeAgent(['list_pets'], { userId: 'alice' });
+    const slow = slowPost('/agent/request-capability', await p.agentToken(a.agent, a.agentId), {
+      capabilities: ['get_pet'],
+    });
+    // The headers (and the JWT with them) are taken before the unlink is written.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await p.admin('POST', `/admin/hosts/${a.hostId}/unlink`)).body.agents_revoked).toBe(1);
+    const reply = await slow.finish();
+    expect({ status: reply.status, error: reply.body.error }).toEqual({
+      status: 403,
+      error: 'agent_revoked',
+    });
+    expect(await p.pendingApproval(a.agentId)).toBeUndefined();
+    expect((await p.admin('GET', `/admin/hosts/${a.hostId}`)).body.user_id).toBeNull();
+  });
+
+  it('an approval left open for an agent revoked since is closed to approval, and links nothing', async () => {
+    const a = await p.activeAgent(['list_pets'], { userId: 'alice' });
+    const asked = await p.request('POST', '/agent/request-capability', {
+      token: await p.agentToken(a.agent, a.agentId),
+      body: { capabilities: ['get_pet'] },
+    });
+    expect(asked.status).toBe(200);
+    const approval = await p.pendingApproval(a.agentId);
+    // What crossing writes can leave: the agent revoked and its host unlinked, the request still open.
+    await p.proxy.protocol.write(async (tx) => {
+      await tx.updateAgent(a.agentId, { status: 'revoked', updatedAt: p.clock.now() });
+      await tx.updateHost(a.hostId, { userId: null, updatedAt: p.clock.now() });
+    });
+    const decided = await p.admin('POST', `/admin/approvals/${approval.id}/approve`, {});
+    expect({ status: decided.status, error: decided.body.error }).toEqual({
+      status: 409,
+      error: 'approval_closed',
+    });
+    expect((await p.admin('GET', `/admin/hosts/${a.hostId}`)).body.user_id).toBeNull();
   });
 });
