@@ -123,7 +123,12 @@ export function queryPairs(
     : [`${n}=${shape.entries.flatMap(([key, val]) => [v(key), v(val)]).join(sep)}`];
 }
 
-/** `color%5BR%5D=100`: nested objects recurse, arrays repeat the key (undefined by OpenAPI). */
+/**
+ * `color%5BR%5D=100`: nested objects recurse, arrays repeat the key (undefined by OpenAPI). A key
+ * that is empty or holds a bracket cannot be told apart from structure: Rack, PHP and qs decode
+ * `%5B`/`%5D` before they read brackets, so `{"cloud][$ne": "aws"}` would arrive as the nested
+ * `{cloud: {$ne: "aws"}}` and `{"": "x"}` as a list, neither of which the schema allowed.
+ */
 export function deepPairs(
   prefix: string,
   value: Readonly<Record<string, unknown>>,
@@ -133,6 +138,12 @@ export function deepPairs(
   const out: string[] = [];
   for (const [key, member] of Object.entries(value)) {
     if (isAbsent(member)) continue;
+    if (key === '' || /[[\]]/.test(key)) {
+      throw new ArgumentError(
+        argument,
+        `Argument ${argument} has the key ${JSON.stringify(key)}, which cannot be sent in brackets: servers would read it as structure (an empty key, or one holding [ or ]).`,
+      );
+    }
     const name = `${prefix}%5B${encodeStrict(key, argument)}%5D`;
     if (isPlainObject(member)) appendAll(out, deepPairs(name, member, v, argument));
     else if (Array.isArray(member)) {
@@ -142,12 +153,36 @@ export function deepPairs(
   return out;
 }
 
+const LIST_SEPARATOR = /,/;
+const MAP_SEPARATOR = /[,=]/;
+
 /** Anything but HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5): CR/LF/NUL would split the header. */
 const BAD_HEADER_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
 
-/** Header style `simple`; `undefined` for an empty list or object (the header is left out). */
+/**
+ * Header style `simple`; `undefined` for an empty list or object (the header is left out). Header
+ * values have no escaping, so the separators cannot appear inside what they separate: a list item
+ * holding `,` would arrive as several items, a map key or value holding `,` or `=` as other
+ * entries (`note: "x,role=admin"` beside `role: viewer`).
+ */
 export function headerValue(p: Style, shape: Shape, argument: string): string | undefined {
   if (isEmpty(shape)) return undefined;
+  const separated = (pieces: readonly string[], separators: RegExp, what: string): void => {
+    if (pieces.some((piece) => separators.test(piece))) {
+      throw new ArgumentError(
+        argument,
+        `Header parameter ${p.name} has ${what} holding ${separators === LIST_SEPARATOR ? '","' : '"," or "="'}, which would arrive as more than one (a header value has no escaping).`,
+      );
+    }
+  };
+  if (shape.kind === 'list') separated(shape.items, LIST_SEPARATOR, 'an item');
+  if (shape.kind === 'map') {
+    separated(
+      shape.entries.flatMap(([k, v]) => [k, v]),
+      MAP_SEPARATOR,
+      'a key or value',
+    );
+  }
   let text: string;
   if (shape.kind === 'scalar') text = shape.value;
   else if (shape.kind === 'list') text = shape.items.join(',');

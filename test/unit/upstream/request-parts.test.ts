@@ -303,6 +303,18 @@ describe('OpenAPI 3.1 Style Examples: query parameters', () => {
     expect(params.getAll('filter[tags]')).toEqual(['p', 'q']);
   });
 
+  it('deepObject refuses a key servers would read as structure: empty, or holding [ or ]', () => {
+    const o = op('/q', [param('group', 'query', { style: 'deepObject', explode: true })]);
+    for (const key of ['cloud][$ne', '', '[x', 'x]']) {
+      expect(argumentError(o, { group: { [key]: 'aws' } }).message).toMatch(/cannot be sent in brackets/);
+    }
+    // Nested keys too, and in form bodies, which share the encoding.
+    expect(argumentError(o, { group: { a: { 'b]': 'x' } } }).argument).toBe('group');
+    expect(query(buildRequestParts(o, { group: { 'cloud.region': 'eu' } }))).toBe(
+      'group%5Bcloud.region%5D=eu',
+    );
+  });
+
   it('a `content: application/json` parameter is JSON then encoded', () => {
     const o = op('/q', [param('filter', 'query', { contentType: 'application/json' })]);
     const value = { a: 1, b: 'x y&z=1', c: [true, null] };
@@ -377,6 +389,19 @@ describe('header parameters (simple style)', () => {
     expect(parts.headers).toEqual({ 'x-color': expected });
     expect(parts.path).toBe('/h');
     expect(parts.cookies).toEqual([]);
+  });
+
+  it('refuses separators inside what they separate: "," in a list item, "," or "=" in a map key or value', () => {
+    const tags = op('/h', [param('tags', 'header', { name: 'X-Tags' })]);
+    expect(argumentError(tags, { tags: ['a,b,c'] }).message).toMatch(/an item holding ","/);
+    const scope = op('/h', [param('scope', 'header', { name: 'X-Scope', explode: true })]);
+    expect(argumentError(scope, { scope: { role: 'viewer', note: 'x,role=admin' } }).message).toMatch(
+      /a key or value holding "," or "="/,
+    );
+    expect(argumentError(scope, { scope: { 'a=b': 'c' } }).argument).toBe('scope');
+    // A scalar is one value, separators and all.
+    const one = op('/h', [param('note', 'header', { name: 'X-Note' })]);
+    expect(buildRequestParts(one, { note: 'a,b=c' }).headers).toEqual({ 'x-note': 'a,b=c' });
   });
 
   it('numbers, booleans, HTAB and Latin-1 pass; absent values and empty lists are left out', () => {
