@@ -75,7 +75,13 @@ export function deriveOperation(ctx: ApiContext, op: RawOperation): DerivedOpera
   for (const name of body?.required ?? []) if (!required.includes(name)) required.push(name);
 
   const argumentsSchema = converter.finish(
-    { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false },
+    {
+      type: 'object',
+      properties,
+      ...(required.length ? { required } : {}),
+      ...(body?.dependentRequired ? { dependentRequired: body.dependentRequired } : {}),
+      additionalProperties: false,
+    },
     'input',
   );
   const output = deriveOutput(view, op, converter);

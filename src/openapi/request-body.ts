@@ -93,6 +93,11 @@ export interface DerivedBody {
   /** Input properties contributed by the body, in order. */
   readonly properties: ReadonlyArray<readonly [string, SchemaNode]>;
   readonly required: readonly string[];
+  /**
+   * A flattened body's `dependentRequired` (and Swagger/3.0 `dependencies` of names): its field
+   * names are argument names, so it holds on the input schema as it is.
+   */
+  readonly dependentRequired?: Readonly<Record<string, readonly string[]>>;
 }
 
 export function deriveBody(
@@ -115,15 +120,19 @@ export function deriveBody(
     const properties = Object.entries(target.properties);
     const fields = properties.map(([name]) => name);
     const required = Array.isArray(target.required) ? (target.required as string[]) : [];
+    const fieldCount = countOf(target);
+    const dependentRequired = dependentNames(target);
     return {
       binding: {
         ...base,
         mode: 'flattened',
         fields,
         binaryFields: fields.filter((f) => isBinary(target.properties[f], defs)),
+        ...(fieldCount ? { fieldCount } : {}),
       },
       properties,
       required,
+      ...(dependentRequired ? { dependentRequired } : {}),
     };
   }
 
@@ -146,8 +155,10 @@ function defaultBodySchema(mediaType: string): unknown {
 type FlatObject = JsonSchema & { properties: Record<string, SchemaNode> };
 
 /**
- * Only a plain object schema is flattened: no composition, no open-ended extra keys, and not
- * nullable, because those cannot be expressed as a set of named top-level arguments.
+ * Only a plain object schema is flattened: no composition, no open-ended extra keys, not
+ * nullable, and nothing about the object as a whole that its fields, spread among the parameters,
+ * could no longer be held to (`propertyNames`, `const`, `enum`, `dependentSchemas`).
+ * `minProperties`/`maxProperties` and `dependentRequired` are kept (countOf, dependentNames).
  */
 function isFlattenable(schema: unknown): schema is FlatObject {
   if (!isObject(schema) || !isObject(schema.properties)) return false;
@@ -162,9 +173,30 @@ function isFlattenable(schema: unknown): schema is FlatObject {
     'patternProperties',
     'unevaluatedProperties',
     'dependentSchemas',
+    'propertyNames',
+    'const',
+    'enum',
   ];
   if (blocking.some((k) => schema[k] !== undefined)) return false;
   return schema.additionalProperties === undefined || schema.additionalProperties === false;
+}
+
+/** A flattened body's bounds on how many of its fields are sent. */
+function countOf(schema: FlatObject): BodyBinding['fieldCount'] | undefined {
+  const min = typeof schema.minProperties === 'number' ? schema.minProperties : undefined;
+  const max = typeof schema.maxProperties === 'number' ? schema.maxProperties : undefined;
+  if (min === undefined && max === undefined) return undefined;
+  return { ...(min !== undefined ? { min } : {}), ...(max !== undefined ? { max } : {}) };
+}
+
+/** `dependentRequired` (the converter has folded Swagger/3.0 `dependencies` of names into it). */
+function dependentNames(schema: FlatObject): Record<string, string[]> | undefined {
+  if (!isObject(schema.dependentRequired)) return undefined;
+  const out: Record<string, string[]> = {};
+  for (const [field, names] of Object.entries(schema.dependentRequired)) {
+    if (Array.isArray(names)) out[field] = names.filter((n): n is string => typeof n === 'string');
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 function isBinary(node: SchemaNode | undefined, defs: DefLookup): boolean {

@@ -377,13 +377,31 @@ export class SchemaConverter {
         return;
       }
       case 'dependentRequired':
-        if (isObject(value)) out.dependentRequired = value;
+        if (isObject(value)) out.dependentRequired = { ...(out.dependentRequired as object), ...value };
+        return;
+      case 'dependencies':
+        // Draft 4–7's keyword, as Swagger 2.0 and OpenAPI 3.0 documents write it: lists of names
+        // are 2020-12's dependentRequired, schemas its dependentSchemas (dropped before, so the
+        // rule constrained nothing the validator saw).
+        if (isObject(value)) this.dependencies(value, out, dir, where);
         return;
       default:
         // Dropped: OpenAPI-only keywords (nullable, discriminator, xml, externalDocs), vendor
         // extensions (x-*), and identifiers ($id, $anchor, $schema) that would change how the
         // capability's own `$ref`s resolve.
         return;
+    }
+  }
+
+  private dependencies(value: Record<string, unknown>, out: JsonSchema, dir: Direction, where: string): void {
+    const names = Object.entries(value).filter(([, v]) => Array.isArray(v));
+    const schemas = Object.entries(value).filter(([, v]) => !Array.isArray(v));
+    if (names.length > 0) {
+      out.dependentRequired = { ...Object.fromEntries(names), ...(out.dependentRequired as object) };
+    }
+    if (schemas.length > 0) {
+      const converted = this.map(Object.fromEntries(schemas), dir, `${where}/dependencies`, false);
+      out.dependentSchemas = { ...converted, ...(out.dependentSchemas as object) };
     }
   }
 

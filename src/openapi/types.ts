@@ -53,6 +53,11 @@ export interface BodyBinding {
   readonly binaryFields: readonly string[];
   /** Per-field `encoding` of multipart and form bodies (content type, style, explode). */
   readonly encoding: Readonly<Record<string, { contentType?: string; style?: string; explode?: boolean }>>;
+  /**
+   * A flattened body's `minProperties`/`maxProperties`: how many of its fields a call may send.
+   * Not expressible on the input schema, whose properties hold the parameters too.
+   */
+  readonly fieldCount?: { readonly min?: number; readonly max?: number };
 }
 
 export interface ServerTemplate {

@@ -39,8 +39,17 @@ export function encodeBody(
   if (argument !== undefined) value = ownValue(args, argument);
   else {
     const present = body.fields.filter((f) => ownValue(args, f) !== undefined);
-    // Explicit nulls stay in JSON bodies (JSON Merge Patch deletes with them).
-    if (present.length > 0) value = Object.fromEntries(present.map((f) => [f, ownValue(args, f)]));
+    checkFieldCount(body, present.length);
+    // Explicit nulls stay in JSON bodies (JSON Merge Patch deletes with them). A required body
+    // none of whose fields are required is `{}` (or an empty form) when none is given: what its
+    // schema accepts, and what the agent could not otherwise send.
+    const type = essence(body.mediaType);
+    if (
+      present.length > 0 ||
+      (body.required && (isJsonLike(type) || type === 'application/x-www-form-urlencoded'))
+    ) {
+      value = Object.fromEntries(present.map((f) => [f, ownValue(args, f)]));
+    }
   }
   const label = argument ?? body.fields[0] ?? 'body';
   const type = essence(body.mediaType);
@@ -71,6 +80,24 @@ export function encodeBody(
     return { contentType, bytes: decodeBase64(value, argument) };
   }
   return { contentType, bytes: utf8(typeof value === 'string' ? value : JSON.stringify(value), label) };
+}
+
+/** A flattened body's `minProperties`/`maxProperties`, on the fields the call sends. */
+function checkFieldCount(body: BodyBinding, sent: number): void {
+  const { min, max } = body.fieldCount ?? {};
+  const fields = body.fields.join(', ');
+  if (min !== undefined && sent < min) {
+    throw new ArgumentError(
+      body.fields[0] ?? 'body',
+      `The request body needs at least ${min} of its fields (${fields}); ${sent} given.`,
+    );
+  }
+  if (max !== undefined && sent > max) {
+    throw new ArgumentError(
+      body.fields[0] ?? 'body',
+      `The request body takes at most ${max} of its fields (${fields}); ${sent} given.`,
+    );
+  }
 }
 
 function utf8(text: string, argument: string): Buffer {

@@ -834,6 +834,59 @@ describe('input: request bodies', () => {
     expect(cap.operation.body?.mode).toBe('flattened');
   });
 
+  it("keeps a flattened body's object-level rules: counts on the binding, dependentRequired on the input", () => {
+    const payment = {
+      type: 'object',
+      minProperties: 1,
+      maxProperties: 2,
+      dependentRequired: { card: ['cvv'] },
+      properties: { card: { type: 'string' }, cvv: { type: 'string' }, iban: { type: 'string' } },
+    };
+    const cap = only(
+      openapi({
+        '/pay': { post: { requestBody: { required: true, content: json(payment) }, responses: OK } },
+      }),
+    );
+    expect(cap.operation.body).toMatchObject({ mode: 'flattened', fieldCount: { min: 1, max: 2 } });
+    expect(cap.input?.dependentRequired).toEqual({ card: ['cvv'] });
+    const validate = createSchemaValidator().compile(cap.argumentsSchema);
+    expect(validate({ card: '4111' })).toBe(false);
+    expect(validate({ card: '4111', cvv: '123' })).toBe(true);
+    // Swagger and 3.0 spell it `dependencies`.
+    const old = only(
+      openapi({
+        '/pay': {
+          post: {
+            requestBody: {
+              content: json({ ...payment, dependentRequired: undefined, dependencies: { card: ['cvv'] } }),
+            },
+            responses: OK,
+          },
+        },
+      }),
+    );
+    expect(old.input?.dependentRequired).toEqual({ card: ['cvv'] });
+  });
+
+  it('keeps a body whole that says something of the object as a whole its fields could not carry', () => {
+    for (const rule of [
+      { propertyNames: { pattern: '^[a-z]+$' } },
+      { enum: [{ a: 'x' }] },
+      { const: { a: 'x' } },
+      { dependencies: { a: { required: ['b'] } } },
+    ]) {
+      const schema = {
+        type: 'object',
+        properties: { a: { type: 'string' }, b: { type: 'string' } },
+        ...rule,
+      };
+      const cap = only(
+        openapi({ '/x': { post: { requestBody: { content: json(schema) }, responses: OK } } }),
+      );
+      expect(cap.operation.body?.mode).toBe('wrapped');
+    }
+  });
+
   it('puts the whole body under `body` when a field has the name of a parameter', () => {
     const cap = only(
       openapi({

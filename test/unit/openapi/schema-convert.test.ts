@@ -642,4 +642,17 @@ describe('compositions and nested keywords', () => {
     };
     expect(body(raw)).toEqual(raw);
   });
+
+  it('reads draft 4–7 `dependencies` (Swagger, OpenAPI 3.0) as dependentRequired and dependentSchemas', () => {
+    expect(
+      body({
+        type: 'object',
+        dependencies: { card: ['cvv'], iban: { required: ['bic'], properties: { bic: { type: 'string' } } } },
+      }),
+    ).toEqual({
+      type: 'object',
+      dependentRequired: { card: ['cvv'] },
+      dependentSchemas: { iban: { required: ['bic'], properties: { bic: { type: 'string' } } } },
+    });
+  });
 });

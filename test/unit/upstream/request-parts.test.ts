@@ -582,9 +582,19 @@ describe('request bodies', () => {
     expect(JSON.parse(parts.body!.bytes.toString())).toEqual([1, 'two', { three: 3 }]);
   });
 
-  it('a required body with no body argument is an ArgumentError; an optional one is left out', () => {
+  it('a required body none of whose fields is given is {} (its schema accepts it); a wrapped one is an ArgumentError; an optional one is left out', () => {
     const required = op('/p', [], body('application/json', { fields: ['a'], required: true }), 'post');
-    expect(argumentError(required, {}).argument).toBe('a');
+    expect(buildRequestParts(required, {}).body).toEqual({
+      contentType: 'application/json',
+      bytes: Buffer.from('{}'),
+    });
+    const requiredForm = op(
+      '/p',
+      [],
+      body('application/x-www-form-urlencoded', { fields: ['a'], required: true }),
+      'post',
+    );
+    expect(buildRequestParts(requiredForm, {}).body?.bytes.toString()).toBe('');
     const requiredWrapped = op('/p', [], wrapped('text/plain', { required: true }), 'post');
     expect(argumentError(requiredWrapped, {}).argument).toBe('body');
     const optional = op('/p', [param('q', 'query')], body('application/json', { fields: ['a'] }), 'post');
@@ -594,6 +604,22 @@ describe('request bodies', () => {
       headers: {},
       cookies: [],
     });
+  });
+
+  it("a flattened body's minProperties and maxProperties hold on the fields sent", () => {
+    const counted = op(
+      '/p',
+      [],
+      body('application/json', { fields: ['a', 'b', 'c'], required: true, fieldCount: { min: 1, max: 2 } }),
+      'patch',
+    );
+    expect(argumentError(counted, {}).message).toBe(
+      'The request body needs at least 1 of its fields (a, b, c); 0 given.',
+    );
+    expect(argumentError(counted, { a: 1, b: 2, c: 3 }).message).toBe(
+      'The request body takes at most 2 of its fields (a, b, c); 3 given.',
+    );
+    expect(buildRequestParts(counted, { b: 2 }).body?.bytes.toString()).toBe('{"b":2}');
   });
 
   describe('application/x-www-form-urlencoded', () => {
