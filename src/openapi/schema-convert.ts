@@ -242,13 +242,37 @@ export class SchemaConverter {
     const key = `${direction}\u0000${ref}`;
     let def = this.definitions.get(key);
     if (!def) {
-      const schema = freezeSchema(this.node(resolvePointer(this.doc, ref), direction, ref));
+      const cycle = this.aliasCycle(ref);
+      if (cycle) {
+        this.warn(ref, `$ref cycle with no schema in it (${cycle.join(' → ')}): treated as {} (any value)`);
+      }
+      const schema = freezeSchema(cycle ? {} : this.node(resolvePointer(this.doc, ref), direction, ref));
       const legacyName = this.legacyNames.get(ref);
       if (legacyName !== undefined && typeof schema === 'object') markCyclicDef(schema, legacyName);
       def = { schema, uses: [...localRefNames(schema)] };
       this.definitions.set(key, def);
     }
     return def;
+  }
+
+  /**
+   * The `$ref`s from `ref` back to itself when each only points to the next (annotations aside):
+   * `A: {$ref: B}, B: {$ref: A}` describes nothing, and a validator compiling it recurses for
+   * ever. Undefined for a real cycle, which passes through a schema with keywords on the way.
+   */
+  private aliasCycle(ref: string): string[] | undefined {
+    const chain = [ref];
+    let raw = resolvePointer(this.doc, ref);
+    while (isObject(raw) && typeof raw.$ref === 'string' && raw.$ref.startsWith('#')) {
+      if (!Object.keys(raw).every((k) => k === '$ref' || ANNOTATIONS.includes(k) || k === 'nullable')) {
+        return undefined;
+      }
+      const next = raw.$ref;
+      if (chain.includes(next)) return [...chain.slice(chain.indexOf(next)), next];
+      chain.push(next);
+      raw = resolvePointer(this.doc, next);
+    }
+    return undefined;
   }
 
   private warn(where: string, message: string): void {

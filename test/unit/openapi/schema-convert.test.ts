@@ -611,6 +611,31 @@ describe('$ref with sibling keywords', () => {
     expect(schema.$ref).toBe('#/$defs/L');
     expect(schema.description).toBe('a list');
   });
+
+  it('a $ref cycle with no schema in it (A → B → A, S → S) is {} with a warning, not a validator that recurses for ever', () => {
+    const doc = {
+      components: {
+        schemas: {
+          A: { $ref: '#/components/schemas/B' },
+          B: { $ref: '#/components/schemas/A', description: 'an alias' },
+          S: { $ref: '#/components/schemas/S' },
+        },
+      },
+    };
+    // convert() compiles the result: before, ajv overflowed the stack on it.
+    const { schema, warnings } = convert(
+      {
+        type: 'object',
+        properties: { a: { $ref: '#/components/schemas/A' }, s: { $ref: '#/components/schemas/S' } },
+      },
+      { doc },
+    );
+    expect(schema.$defs).toEqual({ A: {}, S: {} });
+    expect(warnings).toEqual([
+      '#/components/schemas/A: $ref cycle with no schema in it (#/components/schemas/A → #/components/schemas/B → #/components/schemas/A): treated as {} (any value)',
+      '#/components/schemas/S: $ref cycle with no schema in it (#/components/schemas/S → #/components/schemas/S): treated as {} (any value)',
+    ]);
+  });
 });
 
 describe('compositions and nested keywords', () => {
