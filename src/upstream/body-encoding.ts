@@ -60,7 +60,7 @@ export function encodeBody(
   }
   if (isJsonLike(type)) {
     const contentType = type === '*/*' ? 'application/json' : body.mediaType;
-    return { contentType, bytes: utf8(JSON.stringify(value), label) };
+    return inCharset(JSON.stringify(value), contentType, label);
   }
   if (type === 'application/x-www-form-urlencoded' || type.startsWith('multipart/')) {
     if (!isPlainObject(value)) {
@@ -73,7 +73,7 @@ export function encodeBody(
     if (typeof value !== 'string') {
       throw new ArgumentError(label, `Argument ${label} must be a string to be sent as ${type}.`);
     }
-    return { contentType: concrete(body.mediaType, 'text/plain; charset=utf-8'), bytes: utf8(value, label) };
+    return inCharset(value, concrete(body.mediaType, 'text/plain; charset=utf-8'), label);
   }
   const contentType = concrete(body.mediaType, 'application/octet-stream');
   if (argument !== undefined && body.binaryFields.includes(argument)) {
@@ -97,6 +97,60 @@ function checkFieldCount(body: BodyBinding, sent: number): void {
       body.fields[0] ?? 'body',
       `The request body takes at most ${max} of its fields (${fields}); ${sent} given.`,
     );
+  }
+}
+
+const CHARSET_PARAMETER = /;\s*charset\s*=\s*("?)([^";]*)\1/i;
+// eslint-disable-next-line no-control-regex -- every character of the charset, controls included
+const LATIN1 = /^[\x00-\xff]*$/;
+// eslint-disable-next-line no-control-regex -- the same
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * `text` as bytes in the charset its media type declares, so that the label and the bytes agree:
+ * UTF-8 (none declared, or said), ISO-8859-1 and US-ASCII (refused when the text holds characters
+ * beyond them), UTF-16 (little-endian; with a byte order mark when the order is not named). Any
+ * other charset is relabelled UTF-8 rather than sent under a label its bytes do not match.
+ */
+function inCharset(text: string, contentType: string, argument: string): EncodedBody {
+  const declared = CHARSET_PARAMETER.exec(contentType)?.[2]?.trim().toLowerCase();
+  const checked = wellFormed(text, argument);
+  const within = (range: RegExp, name: string): void => {
+    if (!range.test(checked)) {
+      throw new ArgumentError(
+        argument,
+        `Argument ${argument} holds characters that ${name} cannot carry, and the operation sends ${contentType}.`,
+      );
+    }
+  };
+  switch (declared) {
+    case undefined:
+    case 'utf-8':
+    case 'utf8':
+      return { contentType, bytes: Buffer.from(checked, 'utf8') };
+    case 'iso-8859-1':
+    case 'latin1':
+    case 'l1':
+      within(LATIN1, 'ISO-8859-1');
+      return { contentType, bytes: Buffer.from(checked, 'latin1') };
+    case 'us-ascii':
+    case 'ascii':
+      within(ASCII, 'US-ASCII');
+      return { contentType, bytes: Buffer.from(checked, 'latin1') };
+    case 'utf-16le':
+      return { contentType, bytes: Buffer.from(checked, 'utf16le') };
+    case 'utf-16be':
+      return { contentType, bytes: Buffer.from(checked, 'utf16le').swap16() };
+    case 'utf-16':
+      return {
+        contentType,
+        bytes: Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(checked, 'utf16le')]),
+      };
+    default:
+      return {
+        contentType: contentType.replace(CHARSET_PARAMETER, '; charset=utf-8'),
+        bytes: Buffer.from(checked, 'utf8'),
+      };
   }
 }
 

@@ -817,4 +817,26 @@ describe('request bodies', () => {
     expect(argumentError(xml, { body: { a: 1 } }).argument).toBe('body');
     expect(argumentError(text, { body: 'a\ud800' }).argument).toBe('body');
   });
+
+  it('text and JSON go out in the charset their media type declares, so bytes and label agree', () => {
+    const send = (mediaType: string, value: unknown) =>
+      buildRequestParts(op('/t', [], wrapped(mediaType), 'post'), { body: value }).body;
+    expect(send('text/plain; charset=iso-8859-1', 'café')?.bytes).toEqual(
+      Buffer.from([0x63, 0x61, 0x66, 0xe9]),
+    );
+    expect(send('text/plain; charset="US-ASCII"', 'cafe')?.bytes).toEqual(Buffer.from('cafe'));
+    expect(send('application/json; charset=utf-16le', 'é')?.bytes).toEqual(Buffer.from('"é"', 'utf16le'));
+    expect(send('application/json; charset=utf-16be', 'é')?.bytes).toEqual(
+      Buffer.from([0, 0x22, 0, 0xe9, 0, 0x22]),
+    );
+    expect(send('text/plain; charset=utf-16', 'a')?.bytes).toEqual(Buffer.from([0xff, 0xfe, 0x61, 0]));
+    // Characters the charset lacks are refused, naming it; an unknown charset is relabelled UTF-8.
+    expect(
+      argumentError(op('/t', [], wrapped('text/plain; charset=iso-8859-1'), 'post'), { body: '€' }).message,
+    ).toMatch(/ISO-8859-1 cannot carry/);
+    expect(send('text/plain; charset=windows-1252; format=flowed', 'é')).toEqual({
+      contentType: 'text/plain; charset=utf-8; format=flowed',
+      bytes: Buffer.from('é', 'utf8'),
+    });
+  });
 });
