@@ -6,7 +6,7 @@ import { followLocalRefs, type DefLookup } from './local-ref.js';
 import { isObject, stringList } from './pointer.js';
 import { deref, type DocumentView, type RawOperation } from './document.js';
 import { essence, isJsonLike, isTextual, sortByPreference } from './media.js';
-import type { RawParameter } from './parameters.js';
+import { serialization, type RawParameter } from './parameters.js';
 import type { SchemaConverter, SchemaNode } from './schema-convert.js';
 import type { BodyBinding, JsonSchema } from './types.js';
 import { putOwn } from '../util/own-keys.js';
@@ -79,11 +79,20 @@ function readSwaggerBody(
     ? declared
     : [hasFile ? 'multipart/form-data' : 'application/x-www-form-urlencoded'];
   const schema = { type: 'object', properties, ...(required.length ? { required } : {}) };
+  // An array field goes out as its `collectionFormat` says (csv by default: `ids=a,b`), as a
+  // query parameter would; only `multi` repeats the name. Multipart parts stay one per value.
+  const arrays = Object.fromEntries(
+    form
+      .filter((p) => p.raw.type === 'array')
+      .map((p) => [p.name, serialization(view, { ...p, in: 'query' })]),
+  );
   return {
     mediaTypes,
     required: required.length > 0,
     schemas: new Map(mediaTypes.map((m) => [m, schema])),
-    encodings: new Map(),
+    encodings: new Map(
+      mediaTypes.filter((m) => essence(m) === 'application/x-www-form-urlencoded').map((m) => [m, arrays]),
+    ),
     pointer: form[0]?.pointer ?? op.pointer,
   };
 }

@@ -4,6 +4,7 @@ import { createSchemaValidator } from '../../../src/openapi/ajv.js';
 import { deriveCatalog, deriveCatalogInSlices, type ApiDocument } from '../../../src/openapi/derive.js';
 import { JSON_SCHEMA_2020 } from '../../../src/openapi/schema-convert.js';
 import type { Capability } from '../../../src/openapi/types.js';
+import { buildRequestParts } from '../../../src/upstream/request-parts.js';
 import { collectRefs } from '../../helpers/schemas.js';
 import { countTurns } from '../../helpers/event-loop-turns.js';
 
@@ -1148,6 +1149,41 @@ describe('Swagger 2.0', () => {
       mediaTypes: ['application/x-www-form-urlencoded'],
       fields: ['user'],
     });
+  });
+
+  it('sends formData arrays as their collectionFormat says (csv by default), in a url-encoded form', () => {
+    const cap = only(
+      swagger(
+        {
+          '/f': {
+            post: {
+              consumes: ['application/x-www-form-urlencoded'],
+              parameters: [
+                { name: 'ids', in: 'formData', type: 'array', items: { type: 'string' } },
+                {
+                  name: 'piped',
+                  in: 'formData',
+                  type: 'array',
+                  collectionFormat: 'pipes',
+                  items: { type: 'string' },
+                },
+                {
+                  name: 'many',
+                  in: 'formData',
+                  type: 'array',
+                  collectionFormat: 'multi',
+                  items: { type: 'string' },
+                },
+              ],
+              responses: OK,
+            },
+          },
+        },
+        base,
+      ),
+    );
+    const sent = buildRequestParts(cap.operation, { ids: ['a', 'b'], piped: ['c', 'd'], many: ['x', 'y'] });
+    expect(sent.body?.bytes.toString()).toBe('ids=a,b&piped=c%7Cd&many=x&many=y');
   });
 
   it('uses a declared form media type for formData', () => {
