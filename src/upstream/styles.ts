@@ -80,7 +80,8 @@ export function pathValue(p: Style, shape: Shape, argument: string): string {
       : `;${n}=${flat(shape.entries).join(',')}`;
   }
   if (shape.kind === 'scalar') return e(shape.value);
-  if (shape.kind === 'list') return shape.items.map(e).join(',');
+  // Swagger 2.0's `collectionFormat` (ssv, pipes, tsv) maps to these styles for path parameters too.
+  if (shape.kind === 'list') return shape.items.map(e).join(DELIMITERS[p.style] ?? ',');
   return p.explode ? assigned(shape.entries, ',') : flat(shape.entries).join(',');
 }
 
@@ -153,8 +154,12 @@ export function deepPairs(
   return out;
 }
 
-const LIST_SEPARATOR = /,/;
-const MAP_SEPARATOR = /[,=]/;
+/** Swagger 2.0's `collectionFormat` for a header (ssv, pipes, tsv), unencoded: headers are not. */
+const HEADER_DELIMITERS: Readonly<Record<string, string>> = {
+  spaceDelimited: ' ',
+  pipeDelimited: '|',
+  tabDelimited: '\t',
+};
 
 /** Anything but HTAB, SP, VCHAR and obs-text (RFC 9110 §5.5): CR/LF/NUL would split the header. */
 const BAD_HEADER_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
@@ -167,26 +172,26 @@ const BAD_HEADER_CHAR = /[^\t\x20-\x7e\x80-\xff]/;
  */
 export function headerValue(p: Style, shape: Shape, argument: string): string | undefined {
   if (isEmpty(shape)) return undefined;
-  const separated = (pieces: readonly string[], separators: RegExp, what: string): void => {
-    if (pieces.some((piece) => separators.test(piece))) {
+  const listDelimiter = HEADER_DELIMITERS[p.style] ?? ',';
+  const separated = (pieces: readonly string[], separators: readonly string[], what: string): void => {
+    if (pieces.some((piece) => separators.some((separator) => piece.includes(separator)))) {
       throw new ArgumentError(
         argument,
-        `Header parameter ${p.name} has ${what} holding ${separators === LIST_SEPARATOR ? '","' : '"," or "="'}, which would arrive as more than one (a header value has no escaping).`,
+        `Header parameter ${p.name} has ${what} holding ${separators.map((x) => JSON.stringify(x)).join(' or ')}, which would arrive as more than one (a header value has no escaping).`,
       );
     }
   };
-  if (shape.kind === 'list') separated(shape.items, LIST_SEPARATOR, 'an item');
-  if (shape.kind === 'map') {
-    separated(
-      shape.entries.flatMap(([k, v]) => [k, v]),
-      MAP_SEPARATOR,
-      'a key or value',
-    );
-  }
   let text: string;
   if (shape.kind === 'scalar') text = shape.value;
-  else if (shape.kind === 'list') text = shape.items.join(',');
-  else {
+  else if (shape.kind === 'list') {
+    separated(shape.items, [listDelimiter], 'an item');
+    text = shape.items.join(listDelimiter);
+  } else {
+    separated(
+      shape.entries.flatMap(([k, v]) => [k, v]),
+      [',', '='],
+      'a key or value',
+    );
     text = p.explode
       ? shape.entries.map(([k, v]) => `${k}=${v}`).join(',')
       : shape.entries.flatMap(([k, v]) => [k, v]).join(',');

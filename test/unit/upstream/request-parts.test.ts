@@ -391,6 +391,14 @@ describe('header parameters (simple style)', () => {
     expect(parts.cookies).toEqual([]);
   });
 
+  it("Swagger's collectionFormat on a path or header list: ssv, pipes and tsv join with their own delimiter", () => {
+    const path = op('/p/{ids}', [param('ids', 'path', { style: 'spaceDelimited' })]);
+    expect(buildRequestParts(path, { ids: ['a', 'b'] }).path).toBe('/p/a%20b');
+    const header = op('/h', [param('tags', 'header', { name: 'X-Tags', style: 'pipeDelimited' })]);
+    expect(buildRequestParts(header, { tags: ['x', 'y,z'] }).headers).toEqual({ 'x-tags': 'x|y,z' });
+    expect(argumentError(header, { tags: ['x|y'] }).message).toMatch(/an item holding "\|"/);
+  });
+
   it('refuses separators inside what they separate: "," in a list item, "," or "=" in a map key or value', () => {
     const tags = op('/h', [param('tags', 'header', { name: 'X-Tags' })]);
     expect(argumentError(tags, { tags: ['a,b,c'] }).message).toMatch(/an item holding ","/);
