@@ -337,11 +337,11 @@ describe('remote documents and $refs', () => {
     );
   });
 
-  it("one document's remote $refs together add up to at most 4 × the size limit", async () => {
-    // Six schemas of ~900 B each under a 1 KiB cap: each fits, together they pass 4 KiB.
-    const names = Array.from({ length: 6 }, (_, i) => `/schemas/part${i}.yaml`);
-    for (const name of names) served.set(name, `type: string\ndescription: '${'x'.repeat(880)}'\n`);
-    const spec = [
+  /** A document of `count` component schemas, each a remote $ref to its own copy of `schema`. */
+  function specOfRemoteSchemas(count: number, schema: string): string {
+    const names = Array.from({ length: count }, (_, i) => `/schemas/part${i}.yaml`);
+    for (const name of names) served.set(name, schema);
+    return [
       'openapi: 3.0.3',
       'info: {title: Many, version: "1"}',
       'paths: {}',
@@ -350,6 +350,11 @@ describe('remote documents and $refs', () => {
       ...names.map((name, i) => `    P${i}: {$ref: '${base}${name}'}`),
       '',
     ].join('\n');
+  }
+
+  it("one document's remote $refs together add up to at most 4 × the size limit", async () => {
+    // Six schemas of ~900 B each under a 1 KiB cap: each fits, together they pass 4 KiB.
+    const spec = specOfRemoteSchemas(6, `type: string\ndescription: '${'x'.repeat(880)}'\n`);
     const message = await failure(
       loadDocument(writeTemp('many.yaml', spec), {
         allowRemoteRefs: true,
@@ -363,17 +368,7 @@ describe('remote documents and $refs', () => {
   });
 
   it('one document fetches at most 100 remote $refs', async () => {
-    const names = Array.from({ length: 101 }, (_, i) => `/schemas/tiny${i}.yaml`);
-    for (const name of names) served.set(name, 'type: string\n');
-    const spec = [
-      'openapi: 3.0.3',
-      'info: {title: Many, version: "1"}',
-      'paths: {}',
-      'components:',
-      '  schemas:',
-      ...names.map((name, i) => `    T${i}: {$ref: '${base}${name}'}`),
-      '',
-    ].join('\n');
+    const spec = specOfRemoteSchemas(101, 'type: string\n');
     const message = await failure(
       loadDocument(writeTemp('tiny.yaml', spec), { allowRemoteRefs: true, allowHttp: true }),
     );

@@ -126,34 +126,12 @@ describe('JWKS cache', () => {
 });
 
 describe('JWKS cache bounds (strangers may name any URL)', () => {
-  it(`at most ${MAX_FETCHES_AT_ONCE} fetches at once: the next URL is refused for now, not marked as tried`, async () => {
+  /**
+   * A cache whose fetches of URLs ending in /slow wait until `release` answers them all; other
+   * URLs answer at once. All serve one key, kid "a".
+   */
+  async function slowSlots(clock = new TestClock(1_000_000)) {
     const key = { ...(await generateTestKey()).publicJwk, kid: 'a' };
-    const waiting: (() => void)[] = [];
-    const cache = new JwksCache({
-      clock: new TestClock(1_000_000),
-      refreshIntervalMs: 30_000,
-      fetch: (u) =>
-        u.endsWith('/slow')
-          ? new Promise<FetchedDocument>((done) =>
-              waiting.push(() => done({ body: { keys: [key] }, cacheControl: undefined })),
-            )
-          : Promise.resolve({ body: { keys: [key] }, cacheControl: undefined }),
-    });
-    const slow = Array.from({ length: MAX_FETCHES_AT_ONCE }, (_, i) =>
-      cache.key(`https://s${i}.example/slow`, 'a'),
-    );
-    await expect(cache.key('https://fine.example/jwks', 'a')).rejects.toThrow(/too many JWKS URLs/);
-    waiting.shift()?.();
-    await slow[0];
-    // Refused before, not counted as an attempt: fetched now, without waiting out the interval.
-    expect((await cache.key('https://fine.example/jwks', 'a')).x).toBe(key.x);
-    for (const done of waiting) done();
-    await Promise.all(slow);
-  });
-
-  it('while every fetch slot is taken, a URL past its TTL keeps its last good keys (§10.4)', async () => {
-    const key = { ...(await generateTestKey()).publicJwk, kid: 'a' };
-    const clock = new TestClock(1_000_000);
     const waiting: (() => void)[] = [];
     const cache = new JwksCache({
       clock,
@@ -165,11 +143,29 @@ describe('JWKS cache bounds (strangers may name any URL)', () => {
             )
           : Promise.resolve({ body: { keys: [key] }, cacheControl: undefined }),
     });
+    const takeEverySlot = () =>
+      Array.from({ length: MAX_FETCHES_AT_ONCE }, (_, i) => cache.key(`https://s${i}.example/slow`, 'a'));
+    return { key, cache, waiting, takeEverySlot };
+  }
+
+  it(`at most ${MAX_FETCHES_AT_ONCE} fetches at once: the next URL is refused for now, not marked as tried`, async () => {
+    const { key, cache, waiting, takeEverySlot } = await slowSlots();
+    const slow = takeEverySlot();
+    await expect(cache.key('https://fine.example/jwks', 'a')).rejects.toThrow(/too many JWKS URLs/);
+    waiting.shift()?.();
+    await slow[0];
+    // Refused before, not counted as an attempt: fetched now, without waiting out the interval.
+    expect((await cache.key('https://fine.example/jwks', 'a')).x).toBe(key.x);
+    for (const done of waiting) done();
+    await Promise.all(slow);
+  });
+
+  it('while every fetch slot is taken, a URL past its TTL keeps its last good keys (§10.4)', async () => {
+    const clock = new TestClock(1_000_000);
+    const { key, cache, waiting, takeEverySlot } = await slowSlots(clock);
     await cache.key('https://good-host.example/jwks', 'a');
     clock.advance(CACHE_MIN_MS + 1);
-    const slow = Array.from({ length: MAX_FETCHES_AT_ONCE }, (_, i) =>
-      cache.key(`https://s${i}.example/slow`, 'a'),
-    );
+    const slow = takeEverySlot();
     expect((await cache.key('https://good-host.example/jwks', 'a')).x).toBe(key.x);
     for (const done of waiting) done();
     await Promise.all(slow);
