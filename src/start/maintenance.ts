@@ -40,7 +40,11 @@ export function maintenanceRun(deps: {
       removed.hosts += n.hosts;
       return Math.max(n.agents, n.hosts);
     }, PENDING_BATCH);
-    if (removed.agents || removed.hosts) logger.info('pending cleanup', { ...removed });
+    if (removed.agents || removed.hosts) {
+      // This replica's hot cache may hold the rows deleted (the others hear of it: pg-store.ts).
+      ctx.cache.clear();
+      logger.info('pending cleanup', { ...removed });
+    }
     await inBatches(() => store.deleteExpiredSessions(clock.now(), SWEEP_BATCH), SWEEP_BATCH);
     // Pending OIDC sign-ins, WebAuthn challenges, used TOTP steps, enrolment codes (shared by replicas).
     await inBatches(() => store.deleteExpiredSignInState(clock.now(), SWEEP_BATCH), SWEEP_BATCH);

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { storeError } from './errors.js';
-import { CHANGES_CHANNEL, noticePayload } from './pg-notify.js';
+import { ChangeSet, CHANGES_CHANNEL, noticePayload } from './pg-notify.js';
 import { inboxQuery } from './pg-queries.js';
 import { openPool, poolQuery, transaction, type Connections, type PgStoreOptions } from './pg-pool.js';
 import { PgReader } from './pg-reader.js';
@@ -259,6 +259,13 @@ export class PgStore extends PgReader implements Store {
           AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)
           ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
       );
+      // Other replicas may hold those rows in their hot caches: a registration there by the same
+      // key would otherwise build on a host that is gone.
+      if (agents > 0 || hosts > 0) {
+        const cleared = new ChangeSet();
+        cleared.cache = true;
+        await query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, noticePayload(this.origin, cleared)]);
+      }
       return { agents, hosts };
     });
   }

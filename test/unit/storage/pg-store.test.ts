@@ -11,9 +11,10 @@ import { createLogger } from '../../../src/log.js';
 import { ExecutionLog } from '../../../src/protocol/execution-log.js';
 import { StoreInputError, StoreUnavailableError } from '../../../src/storage/errors.js';
 import { PG_MIGRATIONS } from '../../../src/storage/pg-schema.js';
+import { CHANGES_CHANNEL } from '../../../src/storage/pg-notify.js';
 import { PgStore } from '../../../src/storage/pg-store.js';
 import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
-import { activity, host } from './store-fixtures.js';
+import { activity, agent, host, NOW } from './store-fixtures.js';
 
 let server: TestPostgres;
 beforeAll(async () => {
@@ -239,6 +240,32 @@ describe('PostgreSQL store', () => {
       expect(lines.some((l) => l.msg === 'writing execution records failed')).toBe(false);
     } finally {
       await log.stop();
+      await store.close();
+    }
+  });
+
+  it('the pending cleanup tells the other replicas to drop their hot caches', async () => {
+    const url = await server.createDatabase();
+    const store = await PgStore.open(url);
+    const listener = new pg.Client({ connectionString: url });
+    await listener.connect();
+    try {
+      const notices: string[] = [];
+      listener.on('notification', (m) => notices.push(m.payload ?? ''));
+      await listener.query(`LISTEN ${CHANGES_CHANNEL}`);
+      await store.write(async (tx) => {
+        await tx.insertHost(host('h1', { status: 'pending', activatedAt: null, userId: null }));
+        await tx.insertAgent(agent('a1', 'h1', { status: 'pending', activatedAt: null, userId: null }));
+      });
+      await listener.query('SELECT 1'); // the insert's own notice, delivered before this answer
+      notices.length = 0;
+      expect(await store.deleteStalePending(NOW + 1, 10)).toEqual({ agents: 1, hosts: 1 });
+      // Nothing deleted, nothing said.
+      expect(await store.deleteStalePending(NOW + 1, 10)).toEqual({ agents: 0, hosts: 0 });
+      await listener.query('SELECT 1'); // delivered before this answer
+      expect(notices.map((n) => (JSON.parse(n) as { c: boolean }).c)).toEqual([true]);
+    } finally {
+      await listener.end();
       await store.close();
     }
   });
