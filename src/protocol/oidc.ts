@@ -162,8 +162,9 @@ export class OidcSignIn {
         returnTo,
       );
     }
-    // An address the provider says it has not verified is anyone's to type in.
-    if (this.settings.userIdClaim === 'email' && source.email_verified === false) {
+    // An address the provider says it has not verified is anyone's to type in. Some providers
+    // (userinfo of several) send the claim as a string: "false" is as unverified as false.
+    if (this.settings.userIdClaim === 'email' && (source.email_verified === false || source.email_verified === 'false')) {
       return this.#refuse(
         'email_not_verified',
         `${this.name} has not verified your e-mail address, so it cannot name you here. Nothing was signed in.`,
@@ -173,7 +174,10 @@ export class OidcSignIn {
     return {
       kind: 'ok',
       userId,
-      authenticatedAt: authTime === undefined ? now : Math.min(now, authTime),
+      // Without auth_time nobody can say when the person last authenticated: the provider may
+      // have reused a session of its own hours old, with nobody at the keyboard. Such a session
+      // is never fresh (§8.11); a fresh sign-in asks with max_age=0 and needs auth_time.
+      authenticatedAt: authTime === undefined ? 0 : Math.min(now, authTime),
       returnTo,
       fresh: pending.fresh,
       ...authenticationClaims(claims),

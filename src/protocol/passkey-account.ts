@@ -150,7 +150,7 @@ export async function removePasskey(
       reason: `Removing a passkey needs a confirmation with one of your passkeys. ${confirmed.reason}`,
     };
   }
-  if (!(await passkeys.remove(session.userId, id))) {
+  if (!(await passkeys.remove(session.userId, id, session))) {
     return { ok: false, status: 404, reason: 'You have no passkey with that id.' };
   }
   return { ok: true, passkey };

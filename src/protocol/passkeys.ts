@@ -23,7 +23,7 @@ import type {
 import type { Clock } from '../clock.js';
 import type { SignInSettings } from '../config/sign-in.js';
 import { ProtocolError } from '../errors.js';
-import type { PasskeyRecord, Store } from '../storage/types.js';
+import type { PasskeyRecord, SessionRecord, Store } from '../storage/types.js';
 import { userEvent } from './activity.js';
 import { enrolmentCodeHash } from './enrolment-codes.js';
 import { ChallengeStore, type ChallengeBounds } from './webauthn-challenges.js';
@@ -304,15 +304,28 @@ export class Passkeys {
     };
   }
 
-  /** Removes one of `userId`'s passkeys; false when they have none by that id. */
-  async remove(userId: string, id: string): Promise<boolean> {
+  /**
+   * Removes one of `userId`'s passkeys; false when they have none by that id. Every other session
+   * of theirs ends with it, as when the operator removes one: the passkey may be gone because it
+   * was lost, and whoever holds it may have signed in with it. `current`, the session asking, stays.
+   */
+  async remove(userId: string, id: string, current: SessionRecord): Promise<boolean> {
     const now = this.clock.now();
-    return this.store.write(async (tx) => {
+    const removed = await this.store.write(async (tx) => {
       const passkey = await tx.passkey(id);
       if (!passkey || passkey.userId !== userId || !(await tx.deletePasskey(id, userId))) return false;
-      await tx.appendActivity(userEvent('user.passkey_removed', userId, now, { passkey: passkey.name }));
+      const sessionsEnded = Math.max(0, (await tx.deleteSessionsOf(userId)) - 1);
+      await tx.appendActivity(
+        userEvent('user.passkey_removed', userId, now, {
+          passkey: passkey.name,
+          sessions_ended: sessionsEnded,
+        }),
+      );
       return true;
     });
+    // The session that asked was deleted with the others: it comes back as it was.
+    if (removed) await this.store.insertSession(current);
+    return removed;
   }
 
   #need(): RelyingParty {

@@ -23,7 +23,8 @@ export const IDP_PASSWORD = 'idp password for tests';
 
 export interface IdpAccount {
   readonly email: string;
-  readonly email_verified: boolean;
+  /** A string too, as some providers send it. */
+  readonly email_verified: boolean | string;
   readonly preferred_username: string;
   readonly name: string;
 }
@@ -44,6 +45,8 @@ export async function startTestIdp(options: {
   readonly accounts: Readonly<Record<string, IdpAccount>>;
   readonly now: () => number;
   readonly acr?: string;
+  /** false: `auth_time` only when the request asks for it (max_age), as OIDC Core allows. */
+  readonly requireAuthTime?: boolean;
 }): Promise<TestIdp> {
   const clientId = 'agent-auth-proxy';
   const clientSecret = randomBytes(24).toString('base64url');
@@ -72,7 +75,7 @@ export async function startTestIdp(options: {
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',
         // auth_time in every ID token, as many providers send it: the proxy dates sessions by it.
-        require_auth_time: true,
+        require_auth_time: options.requireAuthTime ?? true,
       },
     ],
     findAccount: (_ctx, id) => {
@@ -222,4 +225,65 @@ async function readBody(req: IncomingMessage): Promise<string> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The browser's side at the provider: its cookies (by name and path, as a browser keeps them) and
+ * the redirects it follows, up to the one that leaves for the proxy's callback.
+ */
+export class IdpBrowser {
+  private readonly cookies = new Map<string, { path: string; value: string }>();
+
+  constructor(
+    private readonly idp: Pick<TestIdp, 'issuer'>,
+    private readonly login: string,
+  ) {}
+
+  /** Follows redirects from `url` at the provider; returns the first location outside it. */
+  async follow(url: string, form?: Record<string, string>): Promise<string> {
+    let next: string | undefined = url;
+    let body = form;
+    for (let hops = 0; hops < 10 && next !== undefined; hops++) {
+      const target = new URL(next, this.idp.issuer);
+      if (target.origin !== this.idp.issuer) return target.href;
+      const res = await fetch(target, {
+        method: body ? 'POST' : 'GET',
+        redirect: 'manual',
+        headers: {
+          cookie: this.cookieFor(target.pathname),
+          ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        },
+        ...(body ? { body: new URLSearchParams(body).toString() } : {}),
+      });
+      for (const line of res.headers.getSetCookie()) this.keep(line);
+      const text = await res.text();
+      body = undefined;
+      next = res.headers.get('location') ?? undefined;
+      if (next === undefined) {
+        // A page: the login form, then the consent form; the person fills in each.
+        const action = /<form method="post" action="([^"]+)"/.exec(text)?.[1];
+        if (!action) throw new Error(`the provider answered ${res.status}: ${text.slice(0, 200)}`);
+        next = action;
+        body = action.endsWith('/login') ? { login: this.login, password: IDP_PASSWORD } : {};
+      }
+    }
+    throw new Error('too many redirects at the provider');
+  }
+
+  private keep(line: string): void {
+    const [pair = '', ...attributes] = line.split(';').map((p) => p.trim());
+    const eq = pair.indexOf('=');
+    const name = pair.slice(0, eq);
+    const path = attributes.find((a) => a.toLowerCase().startsWith('path='))?.slice(5) ?? '/';
+    const expired = attributes.some((a) => /^expires=thu, 01 jan 1970/i.test(a));
+    if (expired) this.cookies.delete(`${name};${path}`);
+    else this.cookies.set(`${name};${path}`, { path, value: pair });
+  }
+
+  private cookieFor(pathname: string): string {
+    return [...this.cookies.values()]
+      .filter((c) => pathname.startsWith(c.path))
+      .map((c) => c.value)
+      .join('; ');
+  }
 }

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../../src/util/password.js';
 import { hotp, totpStep } from '../../../src/util/totp.js';
 import { CLI, ensureBuiltCli } from '../../helpers/cli-process.js';
-import { IDP_PASSWORD, startTestIdp, type TestIdp } from '../../helpers/oidc-provider.js';
+import { IdpBrowser, startTestIdp, type TestIdp } from '../../helpers/oidc-provider.js';
 import { startReplicaCluster, type Replica, type ReplicaCluster } from '../../helpers/replicas.js';
 import { SoftAuthenticator } from '../../helpers/webauthn.js';
 import { PASSWORD } from '../../helpers/local-sign-in.js';
@@ -172,62 +172,6 @@ describe('signing in across replicas on one PostgreSQL', () => {
   });
 });
 
-/**
- * The browser's side at the provider: its cookies (by name and path, as a browser keeps them) and
- * the redirects it follows, up to the one that leaves for the proxy's callback.
- */
-class IdpBrowser {
-  private readonly cookies = new Map<string, { path: string; value: string }>();
-
-  /** Follows redirects from `url` at the provider; returns the first location outside it. */
-  async follow(url: string, form?: Record<string, string>): Promise<string> {
-    let next: string | undefined = url;
-    let body = form;
-    for (let hops = 0; hops < 10 && next !== undefined; hops++) {
-      const target = new URL(next, idp.issuer);
-      if (target.origin !== idp.issuer) return target.href;
-      const res = await fetch(target, {
-        method: body ? 'POST' : 'GET',
-        redirect: 'manual',
-        headers: {
-          cookie: this.cookieFor(target.pathname),
-          ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-        },
-        ...(body ? { body: new URLSearchParams(body).toString() } : {}),
-      });
-      for (const line of res.headers.getSetCookie()) this.keep(line);
-      const text = await res.text();
-      body = undefined;
-      next = res.headers.get('location') ?? undefined;
-      if (next === undefined) {
-        // A page: the login form, then the consent form; the person fills in each.
-        const action = /<form method="post" action="([^"]+)"/.exec(text)?.[1];
-        if (!action) throw new Error(`the provider answered ${res.status}: ${text.slice(0, 200)}`);
-        next = action;
-        body = action.endsWith('/login') ? { login: 'carol', password: IDP_PASSWORD } : {};
-      }
-    }
-    throw new Error('too many redirects at the provider');
-  }
-
-  private keep(line: string): void {
-    const [pair = '', ...attributes] = line.split(';').map((p) => p.trim());
-    const eq = pair.indexOf('=');
-    const name = pair.slice(0, eq);
-    const path = attributes.find((a) => a.toLowerCase().startsWith('path='))?.slice(5) ?? '/';
-    const expired = attributes.some((a) => /^expires=thu, 01 jan 1970/i.test(a));
-    if (expired) this.cookies.delete(`${name};${path}`);
-    else this.cookies.set(`${name};${path}`, { path, value: pair });
-  }
-
-  private cookieFor(pathname: string): string {
-    return [...this.cookies.values()]
-      .filter((c) => pathname.startsWith(c.path))
-      .map((c) => c.value)
-      .join('; ');
-  }
-}
-
 describe('OpenID Connect across replicas', () => {
   it('begun on one replica, finished on the other at the callback, once, for that browser only', async () => {
     const begin = await page(a, 'GET', '/sign-in/oidc?return=/account');
@@ -237,7 +181,7 @@ describe('OpenID Connect across replicas', () => {
     const authorize = begin.location as string;
     expect(authorize.startsWith(`${idp.issuer}/`)).toBe(true);
 
-    const callback = new URL(await new IdpBrowser().follow(authorize));
+    const callback = new URL(await new IdpBrowser(idp, 'carol').follow(authorize));
     expect(`${callback.origin}${callback.pathname}`).toBe(`${ISSUER}/sign-in/oidc/callback`);
     const path = `${callback.pathname}${callback.search}`;
 

@@ -312,13 +312,24 @@ describe('assertions (§8.11)', () => {
     expect(result).toMatchObject({ ok: true, passkey: { userId: 'carol' } });
   });
 
-  it('removes a passkey only for its owner', async () => {
-    const { passkeys, store } = setup();
+  it('removes a passkey only for its owner, ending their other sessions (the passkey may have signed a thief in)', async () => {
+    const { passkeys, store, clock } = setup();
+    const sessions = new Sessions(store, clock, 60_000);
     const a = await enrolled(passkeys, 'alice');
-    expect(await passkeys.remove('bob', a.id)).toBe(false);
+    const own = await sessions.start('alice', 'password');
+    const thief = await sessions.start('alice', 'passkey');
+    const bobs = await sessions.start('bob', 'password');
+    expect(await passkeys.remove('bob', a.id, bobs.session)).toBe(false);
     expect(await store.passkeys('alice')).toHaveLength(1);
-    expect(await passkeys.remove('alice', a.id)).toBe(true);
+    expect(await sessions.find(thief.cookieValue)).toBeDefined();
+    expect(await passkeys.remove('alice', a.id, own.session)).toBe(true);
     expect(await store.passkeys('alice')).toHaveLength(0);
+    expect(await sessions.find(thief.cookieValue)).toBeUndefined();
+    expect(await sessions.find(own.cookieValue)).toMatchObject({
+      userId: 'alice',
+      csrfToken: own.session.csrfToken,
+    });
+    expect(await sessions.find(bobs.cookieValue)).toBeDefined();
   });
 });
 

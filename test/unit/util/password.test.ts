@@ -1,5 +1,6 @@
 /** scrypt password hashes (issue 11, local accounts): the format, the bounds, constant-time verify. */
 import { describe, expect, it } from 'vitest';
+import { decoyFor } from '../../../src/protocol/sign-in.js';
 import { DECOY_HASH, hashPassword, parsePasswordHash, verifyPassword } from '../../../src/util/password.js';
 
 // The cheapest parameters the parser accepts keep these tests fast; the format is the same.
@@ -25,6 +26,15 @@ describe('password hashes', () => {
   it('the decoy hash used for unknown users matches no password', async () => {
     expect(await verifyPassword('', DECOY_HASH)).toBe(false);
     expect(await verifyPassword('password', DECOY_HASH)).toBe(false);
+  });
+
+  it("the decoy costs what most accounts' hashes cost, so an unknown name answers in the same time", async () => {
+    const cheap = parsePasswordHash(await hashPassword('a', FAST));
+    const dear = parsePasswordHash(await hashPassword('b', { N: 2 ** 15, r: 8, p: 1 }));
+    const decoy = decoyFor([cheap, dear, parsePasswordHash(await hashPassword('c', FAST))]);
+    expect({ N: decoy.N, r: decoy.r, p: decoy.p }).toEqual(FAST);
+    expect(await verifyPassword('a', decoy)).toBe(false);
+    expect(decoyFor([])).toBe(DECOY_HASH);
   });
 
   it.each([

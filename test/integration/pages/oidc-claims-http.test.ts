@@ -1,0 +1,67 @@
+/**
+ * What an OpenID Connect sign-in takes from the provider's claims, against a real provider:
+ * without `auth_time` nobody can say when the person authenticated (the provider may have reused
+ * a session of its own hours old), so the session is never fresh (§8.11); and an `email_verified`
+ * of "false", as a string, is as unverified as false.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IdpBrowser, startTestIdp, type TestIdp } from '../../helpers/oidc-provider.js';
+import { get, startPagesProxy } from '../../helpers/page-http.js';
+import { TestClock, type TestProtocol } from '../../helpers/protocol.js';
+
+const clock = new TestClock();
+let idp: TestIdp;
+let p: TestProtocol;
+beforeAll(async () => {
+  idp = await startTestIdp({
+    redirectUris: ['http://localhost/sign-in/oidc/callback'],
+    accounts: {
+      carol: { email: 'carol@example.com', email_verified: true, preferred_username: 'carol', name: 'Carol' },
+      mallory: { email: 'alice@example.com', email_verified: 'false', preferred_username: 'm', name: 'M' },
+    },
+    now: () => clock.now(),
+    // auth_time only when asked for (max_age), as OIDC Core allows.
+    requireAuthTime: false,
+  });
+  p = await startPagesProxy(
+    `  oidc:\n    issuer: ${idp.issuer}\n    client_id: ${idp.clientId}\n    client_secret: { value: ${idp.clientSecret} }\n`,
+    { clock, issuer: () => 'http://localhost' },
+  );
+});
+afterAll(async () => {
+  await p?.close();
+  await idp?.close();
+});
+
+/** A whole sign-in at the provider as `login`; the proxy's answer at its callback. */
+async function signInAs(login: string): Promise<{ status: number; cookie: string; text: string }> {
+  const begin = await get(p, '/sign-in/oidc?return=/account');
+  expect(begin.status).toBe(303);
+  const browser = (begin.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  const callback = new URL(await new IdpBrowser(idp, login).follow(begin.headers.get('location') ?? ''));
+  const done = await get(p, `${callback.pathname}${callback.search}`, browser);
+  return {
+    status: done.status,
+    cookie: (done.headers.get('set-cookie') ?? '').split(';')[0] ?? '',
+    text: done.text,
+  };
+}
+
+describe('claims of an OIDC sign-in', () => {
+  it('without auth_time the session is not fresh: it cannot enrol a first passkey or approve', async () => {
+    const done = await signInAs('carol');
+    expect(done.status).toBe(303);
+    expect(done.cookie).toMatch(/^aap_session=/);
+    const account = await get(p, '/account', done.cookie);
+    expect(account.text).toContain('carol@example.com');
+    // The first passkey needs a fresh sign-in: offered, not granted.
+    expect(account.text).toContain('id="enrol-sign-in"');
+  });
+
+  it('email_verified "false" (a string) is refused like false; nobody is signed in', async () => {
+    const done = await signInAs('mallory');
+    expect(done.status).toBe(403);
+    expect(done.cookie).not.toMatch(/^aap_session=/);
+    expect(done.text).toContain('has not verified your e-mail address');
+  });
+});
