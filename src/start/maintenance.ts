@@ -32,15 +32,16 @@ export function maintenanceRun(deps: {
   const { store, clock, logger } = ctx;
   return async () => {
     await inBatches(() => expireApprovals(ctx, EXPIRY_BATCH), EXPIRY_BATCH);
-    const removed = { agents: 0, hosts: 0 };
+    const removed = { agents: 0, hosts: 0, rejected: 0 };
     await inBatches(async () => {
-      const before = clock.now() - ctx.policy.lifetimes.pendingCleanupMs;
-      const n = await store.deleteStalePending(before, PENDING_BATCH);
+      const now = clock.now();
+      const n = await store.deleteStalePending(now - ctx.policy.lifetimes.pendingCleanupMs, PENDING_BATCH, now);
       removed.agents += n.agents;
       removed.hosts += n.hosts;
-      return Math.max(n.agents, n.hosts);
+      removed.rejected += n.rejected;
+      return Math.max(n.agents, n.hosts, n.rejected);
     }, PENDING_BATCH);
-    if (removed.agents || removed.hosts) {
+    if (removed.agents || removed.hosts || removed.rejected) {
       // This replica's hot cache may hold the rows deleted (the others hear of it: pg-store.ts).
       ctx.cache.clear();
       logger.info('pending cleanup', { ...removed });

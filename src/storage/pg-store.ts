@@ -29,6 +29,7 @@ import type {
   SessionRecord,
   Store,
   StoreWriter,
+  StalePendingSwept,
 } from './types.js';
 
 export type { PgStoreOptions } from './pg-pool.js';
@@ -243,30 +244,45 @@ export class PgStore extends PgReader implements Store {
     });
   }
 
-  deleteStalePending(before: number, limit: number): Promise<{ agents: number; hosts: number }> {
+  deleteStalePending(before: number, limit: number, now: number): Promise<StalePendingSwept> {
     return transaction(this.connections, 'READ COMMITTED', async (query) => {
-      const changes = async (sql: string): Promise<number> =>
-        (await query(sql, [before, limit])).rowCount ?? 0;
-      // Never-activated agents only: one pending a reactivation approval was active before (§10.9).
+      const changes = async (sql: string, params: unknown[]): Promise<number> =>
+        (await query(sql, params)).rowCount ?? 0;
+      // Never-activated agents only: one pending a reactivation approval was active before (§10.9);
+      // and not while a retried or extended registration still waits for a person.
       // A range of agents_status_listing; each deletion cascades along indexed foreign keys.
       const agents = await changes(
         `DELETE FROM agents WHERE id = ANY (ARRAY(SELECT id FROM agents WHERE status = 'pending'
-          AND created_at < $1 AND activated_at IS NULL ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+          AND created_at < $1 AND activated_at IS NULL
+          AND NOT EXISTS (SELECT 1 FROM approvals WHERE approvals.agent_id = agents.id
+            AND approvals.status = 'pending' AND approvals.expires_at > $3)
+          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+        [before, limit, now],
       );
       // A pending host is deleted only once no agent refers to it any more.
       const hosts = await changes(
         `DELETE FROM hosts WHERE id = ANY (ARRAY(SELECT id FROM hosts WHERE status = 'pending' AND created_at < $1
           AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)
           ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+        [before, limit],
+      );
+      // One whose agents were all denied is rejected, as a denial of its last agent does.
+      const rejected = await changes(
+        `UPDATE hosts SET status = 'rejected', updated_at = $3 WHERE id = ANY (ARRAY(SELECT id FROM hosts
+          WHERE status = 'pending' AND created_at < $1
+          AND EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)
+          AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id AND agents.status <> 'rejected')
+          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`,
+        [before, limit, now],
       );
       // Other replicas may hold those rows in their hot caches: a registration there by the same
       // key would otherwise build on a host that is gone.
-      if (agents > 0 || hosts > 0) {
+      if (agents > 0 || hosts > 0 || rejected > 0) {
         const cleared = new ChangeSet();
         cleared.cache = true;
         await query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, noticePayload(this.origin, cleared)]);
       }
-      return { agents, hosts };
+      return { agents, hosts, rejected };
     });
   }
 

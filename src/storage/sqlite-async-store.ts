@@ -42,6 +42,7 @@ import type {
   SessionRecord,
   Store,
   StoreWriter,
+  StalePendingSwept,
 } from './types.js';
 
 /** The value of `op()` as a settled promise: fulfilled, or rejected with what it threw. */
@@ -354,8 +355,8 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.deleteStalePerCalls(now, limit));
   }
 
-  deleteStalePending(before: number, limit: number): Promise<{ agents: number; hosts: number }> {
-    return this.run(() => this.engine.deleteStalePending(before, limit));
+  deleteStalePending(before: number, limit: number, now: number): Promise<StalePendingSwept> {
+    return this.run(() => this.engine.deleteStalePending(before, limit, now));
   }
 
   /**

@@ -43,6 +43,7 @@ import type {
   SessionRecord,
   Store,
   StoreWriter,
+  StalePendingSwept,
 } from './types.js';
 import { SqliteApprovers } from './sqlite-approvers.js';
 import { SqlitePerCalls } from './sqlite-per-calls.js';
@@ -489,21 +490,33 @@ export class SqliteEngine implements SyncStore {
     return new Map(rows.map((r) => [r.id, { uses: r.uses, lastUsedAt: r.last_used_at }]));
   }
 
-  deleteStalePending(before: number, limit: number): { agents: number; hosts: number } {
+  deleteStalePending(before: number, limit: number, now: number): StalePendingSwept {
     return this.db
       .transaction(() => {
-        // Never-activated agents only: one pending a reactivation approval was active before (§10.9).
+        // Never-activated agents only: one pending a reactivation approval was active before (§10.9);
+        // and not while a retried or extended registration still waits for a person.
         // A range of agents_status_listing; each deletion cascades along indexed foreign keys.
         const agents = this.stmt(
           `DELETE FROM agents WHERE id IN (SELECT id FROM agents WHERE status = 'pending'
-            AND created_at < ? AND activated_at IS NULL ORDER BY created_at LIMIT ?)`,
-        ).run(before, limit).changes;
+            AND created_at < ? AND activated_at IS NULL
+            AND NOT EXISTS (SELECT 1 FROM approvals WHERE approvals.agent_id = agents.id
+              AND approvals.status = 'pending' AND approvals.expires_at > ?)
+            ORDER BY created_at LIMIT ?)`,
+        ).run(before, now, limit).changes;
         // A pending host is deleted only once no agent refers to it any more.
         const hosts = this.stmt(
           `DELETE FROM hosts WHERE id IN (SELECT id FROM hosts WHERE status = 'pending' AND created_at < ?
             AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id) ORDER BY created_at LIMIT ?)`,
         ).run(before, limit).changes;
-        return { agents, hosts };
+        // One whose agents were all denied is rejected, as a denial of its last agent does.
+        const rejected = this.stmt(
+          `UPDATE hosts SET status = 'rejected', updated_at = ? WHERE id IN (SELECT id FROM hosts
+            WHERE status = 'pending' AND created_at < ?
+          AND EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id)
+          AND NOT EXISTS (SELECT 1 FROM agents WHERE agents.host_id = hosts.id AND agents.status <> 'rejected')
+            ORDER BY created_at LIMIT ?)`,
+        ).run(now, before, limit).changes;
+        return { agents, hosts, rejected };
       })
       .immediate();
   }

@@ -231,6 +231,14 @@ export interface SeenJti {
 /** How an approver proved who they are (issue 11; recorded for §8.11 fresh authentication). */
 export type AuthMethod = 'password' | 'password+totp' | 'trusted_header' | 'oidc' | 'passkey';
 
+/** What one pass of the pending cleanup did. */
+export interface StalePendingSwept {
+  readonly agents: number;
+  readonly hosts: number;
+  /** Pending hosts rejected, their agents all rejected. */
+  readonly rejected: number;
+}
+
 /** A signed-in approver's session; the cookie carries the id, the store only its hash. */
 export interface SessionRecord {
   readonly idHash: string;
@@ -565,11 +573,14 @@ export interface Store extends StoreReader {
   /** Deletes at most `limit` per-call rows whose `keep_until` is at or before `now`; returns how many. */
   deleteStalePerCalls(now: number, limit: number): Promise<number>;
   /**
-   * Deletes at most `limit` never-activated pending agents, then at most `limit` pending hosts
-   * without agents, created before `before` (§10.9); returns how many of each. Bounded, so a
-   * caller spreads a backlog over event-loop turns.
+   * Deletes at most `limit` never-activated pending agents created before `before` whose
+   * registration no longer waits for a person (no approval open at `now`), then at most `limit`
+   * pending hosts without agents; and rejects at most `limit` pending hosts created before
+   * `before` whose agents were all rejected (a person denied them: the denial stays, and the host
+   * leaves the pending pool). §10.9; returns how many of each. Bounded, so a caller spreads a
+   * backlog over event-loop turns.
    */
-  deleteStalePending(before: number, limit: number): Promise<{ agents: number; hosts: number }>;
+  deleteStalePending(before: number, limit: number, now: number): Promise<StalePendingSwept>;
   /**
    * Resolves once the database answers a trivial statement; rejects (StoreUnavailableError) when
    * it cannot be reached or does not answer in time. `/readyz` asks it (readiness.ts): PostgreSQL

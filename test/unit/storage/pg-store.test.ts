@@ -259,9 +259,17 @@ describe('PostgreSQL store', () => {
       });
       await listener.query('SELECT 1'); // the insert's own notice, delivered before this answer
       notices.length = 0;
-      expect(await store.deleteStalePending(NOW + 1, 10)).toEqual({ agents: 1, hosts: 1 });
+      expect(await store.deleteStalePending(NOW + 1, 10, NOW + 1)).toEqual({
+        agents: 1,
+        hosts: 1,
+        rejected: 0,
+      });
       // Nothing deleted, nothing said.
-      expect(await store.deleteStalePending(NOW + 1, 10)).toEqual({ agents: 0, hosts: 0 });
+      expect(await store.deleteStalePending(NOW + 1, 10, NOW + 1)).toEqual({
+        agents: 0,
+        hosts: 0,
+        rejected: 0,
+      });
       await listener.query('SELECT 1'); // delivered before this answer
       expect(notices.map((n) => (JSON.parse(n) as { c: boolean }).c)).toEqual([true]);
     } finally {

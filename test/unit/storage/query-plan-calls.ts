@@ -279,7 +279,7 @@ export const STORE_CALLS: Record<string, Call<Store>> = {
   ],
   recordPasskeyUse: (s) => s.recordPasskeyUse('k1', 1, NOW),
   deleteStalePerCalls: (s) => s.deleteStalePerCalls(NOW, 100),
-  deleteStalePending: (s) => s.deleteStalePending(NOW - 1, 100),
+  deleteStalePending: (s) => s.deleteStalePending(NOW - 1, 100, NOW),
   // Each call's statements: an issue with room and one at its bound (the eviction, the refusal).
   insertOidcPending: (s) => {
     const pending = (n: number) => ({

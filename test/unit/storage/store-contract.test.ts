@@ -1232,16 +1232,43 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
         await tx.insertAgent(agent('a3', 'h4', { status: 'pending', activatedAt: old, createdAt: old })); // reactivating
         await tx.insertAgent(agent('a4', 'h4', { status: 'pending', activatedAt: null, createdAt: NOW }));
         await tx.insertAgent(agent('a5', 'h4', { status: 'active', activatedAt: null, createdAt: old }));
-        await tx.insertApproval(approval('p1', 'a1', 'h1'));
+        // Its registration's request ran out unanswered.
+        await tx.insertApproval(approval('p1', 'a1', 'h1', { kind: 'registration', expiresAt: old + 600 }));
       });
       // Limit 1: the oldest stale agent (a1), then one host without agents (h1 now, or h2).
-      expect(await store.deleteStalePending(NOW, 1)).toEqual({ agents: 1, hosts: 1 });
+      expect(await store.deleteStalePending(NOW, 1, NOW)).toEqual({ agents: 1, hosts: 1, rejected: 0 });
       expect(await store.agent('a1')).toBeUndefined();
       expect(await store.approval('p1')).toBeUndefined();
-      expect(await store.deleteStalePending(NOW, 10)).toEqual({ agents: 1, hosts: 1 });
-      expect(await store.deleteStalePending(NOW, 10)).toEqual({ agents: 0, hosts: 0 });
+      expect(await store.deleteStalePending(NOW, 10, NOW)).toEqual({ agents: 1, hosts: 1, rejected: 0 });
+      expect(await store.deleteStalePending(NOW, 10, NOW)).toEqual({ agents: 0, hosts: 0, rejected: 0 });
       expect(ids(await store.agents({ limit: 10 }))).toEqual(['a3', 'a5', 'a4']);
       expect(ids(await store.hosts({ limit: 10 }))).toEqual(['h4', 'h3']);
+    });
+
+    it('keeps an agent whose registration still waits for a person (retried or extended)', async () => {
+      const old = NOW - 1000;
+      await store.write(async (tx) => {
+        await tx.insertHost(host('h1', { status: 'pending', createdAt: old }));
+        await tx.insertAgent(agent('a1', 'h1', { status: 'pending', activatedAt: null, createdAt: old }));
+        await tx.insertApproval(approval('p1', 'a1', 'h1', { kind: 'registration', expiresAt: NOW + 1 }));
+      });
+      expect(await store.deleteStalePending(NOW, 10, NOW)).toEqual({ agents: 0, hosts: 0, rejected: 0 });
+      expect((await store.approval('p1'))?.status).toBe('pending');
+      // Once that request has run out too, it goes.
+      expect(await store.deleteStalePending(NOW, 10, NOW + 1)).toEqual({ agents: 1, hosts: 1, rejected: 0 });
+    });
+
+    it('rejects a stale pending host whose agents were all denied: the denial stays, its pool slot is freed', async () => {
+      const old = NOW - 1000;
+      await store.write(async (tx) => {
+        await tx.insertHost(host('h1', { status: 'pending', createdAt: old }));
+        await tx.insertAgent(agent('a1', 'h1', { status: 'rejected', activatedAt: null, createdAt: old }));
+        await tx.insertAgent(agent('a2', 'h1', { status: 'pending', activatedAt: null, createdAt: old }));
+      });
+      expect(await store.deleteStalePending(NOW, 10, NOW)).toEqual({ agents: 1, hosts: 0, rejected: 1 });
+      expect((await store.host('h1'))?.status).toBe('rejected');
+      expect(await store.countHosts('pending')).toBe(0);
+      expect((await store.agent('a1'))?.status).toBe('rejected');
     });
   });
 
