@@ -2,9 +2,9 @@
 import type { Problems } from './problems.js';
 import type { Policy } from '../protocol/resolved-policy.js';
 import type { PolicyFile } from './types.js';
+import { MAX_CLOCK_SKEW_MS } from '../protocol/jwt.js';
 
-/** §8.2: servers SHOULD NOT tolerate more than 30 seconds of clock skew. */
-export const MAX_CLOCK_SKEW_MS = 30_000;
+export { MAX_CLOCK_SKEW_MS };
 
 export function resolveApproval(approval: PolicyFile['approval'], problems: Problems): Policy['approval'] {
   const expiresInMs = problems.duration(approval.expires_in, 'approval.expires_in', 1000);

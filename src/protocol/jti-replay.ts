@@ -5,7 +5,7 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { ProtocolContext } from './context.js';
-import { JwtError, replayHorizonMs, type Claims } from './jwt.js';
+import { JwtError, MAX_CLOCK_SKEW_MS, replayHorizonMs, type Claims } from './jwt.js';
 
 /**
  * §4.6 / §8.4: a jti is accepted once per principal (`partition`, e.g. `agent:${sub}` or
@@ -23,7 +23,10 @@ import { JwtError, replayHorizonMs, type Claims } from './jwt.js';
  */
 export function rememberJti(ctx: ProtocolContext, partition: string, claims: Claims): void | Promise<void> {
   const policy = {
-    clockSkewSec: ctx.policy.lifetimes.clockSkewSec,
+    // The most skew any policy may allow, not the one in force: a reload (or a restart) that
+    // raises it makes a used JWT acceptable again until its exp + the new skew, so its jti must
+    // be remembered that long already (at most 30 s more than the skew in force asks).
+    clockSkewSec: MAX_CLOCK_SKEW_MS / 1000,
     maxLifetimeSec: ctx.policy.lifetimes.maxJwtLifetimeSec,
   };
   let untilMs: number;

@@ -31,6 +31,9 @@ export class JwtError extends Error {
   }
 }
 
+/** §8.2: servers SHOULD NOT tolerate more than 30 seconds of clock skew (the policy's ceiling). */
+export const MAX_CLOCK_SKEW_MS = 30_000;
+
 /** Far above any legitimate host or agent JWT; bounds the work done before the signature check. */
 export const MAX_JWT_BYTES = 8 * 1024;
 const MAX_JTI_LENGTH = 256;

@@ -2,7 +2,7 @@
  * An online backup of the SQLite database (`agent-auth-proxy db backup FILE`): SQLite's backup
  * API copies a consistent snapshot page by page while a running proxy keeps writing (WAL), then
  * the copy is checked. The replay journal beside the database is not copied: its entries expire
- * within lifetimes.max_jwt_lifetime (README "Backups").
+ * within lifetimes.max_jwt_lifetime plus twice the largest clock skew (README "Backups").
  */
 import { existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';

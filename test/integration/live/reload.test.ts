@@ -108,6 +108,26 @@ describe('reload()', () => {
     expect(statuses.slice(0, 2)).not.toContain(429);
   });
 
+  it('a JWT used before a reload that raises clock_skew is still refused (§4.6): jtis are kept for the largest skew', async () => {
+    const policy = (skew: string): string =>
+      `capabilities:\n  defaults: [list_pets]\nlifetimes:\n  clock_skew: ${skew}\nrate_limits:\n  unknown_host_registration: null\n`;
+    const file = writePolicy(policy('0s'));
+    const p = await startProtocol({ overrides: { policy: file } });
+    open = p;
+    const { agent, agentId } = await p.activeAgent(['list_pets']);
+    const token = await p.agentToken(agent, agentId); // exp: now + 60 s
+    expect((await p.request('GET', '/capability/list', { token })).status).toBe(200);
+    p.clock.advance(61_000);
+    writeFileSync(file, policy('30s'));
+    expect((await p.proxy.reload()).ok).toBe(true);
+    // Acceptable again until exp + 30 s, and so still used up.
+    const replay = await p.request('GET', '/capability/list', { token });
+    expect({ status: replay.status, error: replay.body.error }).toEqual({
+      status: 401,
+      error: 'invalid_jwt',
+    });
+  });
+
   it('re-reads approval.warn_names: the device page warns by the policy in force', async () => {
     const policy = writePolicy('rate_limits:\n  unknown_host_registration: null\n');
     const p = await startProtocol({ overrides: { policy } });
