@@ -95,6 +95,9 @@ export interface ProxyDeps {
   readonly metricsExposition?: (registry: Registry) => () => Promise<Exposition>;
 }
 
+/** How long shutdown waits for calls cut off by the grace period to end and leave their record. */
+const CUT_OFF_CALLS_MS = 2_000;
+
 export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Promise<RunningProxy> {
   const logger = deps.logger ?? createLogger(settings.logLevel, deps.logSink, Date.now, settings.logFormat);
   const clock = deps.clock ?? systemClock;
@@ -238,6 +241,15 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
     routes.approvalStreams.closeStreams();
     await drained(listeners, settings.connections.shutdownGraceMs, timers, logger);
     await listeners.close();
+    // Calls cut off above end as their connections close (the upstream call is cancelled): their
+    // records are written before the log is (waiting at most CUT_OFF_CALLS_MS).
+    await new Promise<void>((resolve) => {
+      const cancel = timers.set(resolve, CUT_OFF_CALLS_MS);
+      void inFlight.whenIdle().then(() => {
+        cancel();
+        resolve();
+      });
+    });
     stopMaintenance();
     stopPruning();
     warmUp.stop();

@@ -34,6 +34,8 @@ export class InFlightSlots {
   readonly #perAgent = new Map<string, number>();
   readonly #perHost = new Map<string, number>();
   #total = 0;
+  /** Resolved when the last call in flight ends (whenIdle). */
+  #idle: (() => void)[] = [];
 
   /**
    * `limits`, or where to read them on each acquire (the policy in force, which a reload may
@@ -75,9 +77,19 @@ export class InFlightSlots {
           decrement(this.#perAgent, owner.agentId);
           decrement(this.#perHost, owner.hostId);
           this.#total--;
+          if (this.#total === 0) for (const resolve of this.#idle.splice(0)) resolve();
         },
       },
     };
+  }
+
+  /**
+   * Settles once no call is in flight: at shutdown, calls cut off by the grace period still end
+   * (and leave their activity record) before the log is closed. Its callers bound the wait.
+   */
+  whenIdle(): Promise<void> {
+    if (this.#total === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
   }
 
   /** Calls in flight: in total, or of one agent or host (for tests and metrics). */

@@ -88,5 +88,15 @@ describe('graceful shutdown', () => {
     expect(await running).toBe('connection closed');
     release();
     await g.upstream.close();
+    // The call reached the upstream: the audit log says so, although it was cut off (§11).
+    const db = new Database(g.db, { readonly: true });
+    try {
+      const rows = db
+        .prepare("SELECT outcome FROM activity WHERE agent_id = ? AND capability = 'list_items'")
+        .all(agent.agentId) as { outcome: string }[];
+      expect(rows).toHaveLength(1);
+    } finally {
+      db.close();
+    }
   });
 });
