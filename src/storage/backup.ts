@@ -4,12 +4,15 @@
  * the copy is checked. The replay journal beside the database is not copied: its entries expire
  * within lifetimes.max_jwt_lifetime plus twice the largest clock skew (README "Backups").
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { UserError } from '../errors.js';
 import { MIGRATIONS } from './migrations.js';
 import { createPrivateFile } from './private-file.js';
+
+/** A step size covering any database: the whole copy in one step (better-sqlite3's progress). */
+const ALL_PAGES = 0x7fffffff;
 
 export interface BackupResult {
   readonly schemaVersion: number;
@@ -33,17 +36,28 @@ export async function backupDatabase(source: string, destination: string): Promi
   }
   try {
     db.pragma('busy_timeout = 5000');
-    const schemaVersion = db.pragma('user_version', { simple: true }) as number;
+    let schemaVersion: number;
+    try {
+      schemaVersion = db.pragma('user_version', { simple: true }) as number;
+    } catch (err) {
+      throw new UserError(`${source}: not a database this proxy can read (${(err as Error).message})`);
+    }
     if (schemaVersion > MIGRATIONS.length) {
       throw new UserError(
         `${source}: database schema version ${schemaVersion} is newer than this proxy supports (${MIGRATIONS.length}); back it up with the proxy that wrote it`,
       );
     }
+    // Created first, mode 0600, as the database it copies (private-file.ts); never over a file.
+    createPrivateFile(destination, true);
     try {
-      // Created first, mode 0600, as the database it copies (private-file.ts); never over a file.
-      createPrivateFile(destination, true);
-      await db.backup(destination);
+      // Every page in one step: copied in steps of 100, any write of the running proxy between two
+      // steps starts the backup over, and a proxy writing a few times a second is never copied
+      // (174 MB: 1 s idle, unfinished after 60 s at 20 writes/s). One step is one read transaction,
+      // which in WAL mode does not hold the proxy's writers back.
+      await db.backup(destination, { progress: () => ALL_PAGES });
     } catch (err) {
+      // Nothing half-copied is left behind to be taken for a backup, or to block the next try.
+      for (const leftover of [destination, `${destination}-journal`]) rmSync(leftover, { force: true });
       throw new UserError(`${destination}: the backup failed (${(err as Error).message})`);
     }
   } finally {

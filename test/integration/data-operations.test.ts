@@ -82,6 +82,50 @@ describe('db backup', () => {
     }
   });
 
+  it('finishes on a database of thousands of pages while the proxy writes all along (a copy in steps started over at every write)', async () => {
+    // ~16 MB of activity: thousands of 100-page steps, each of which a write would undo.
+    const fill = new Database(db);
+    try {
+      fill.pragma('busy_timeout = 5000');
+      const insert = fill.prepare(
+        "INSERT INTO activity (at, type, outcome, detail) VALUES (?, 'execute', 'success', ?)",
+      );
+      fill.transaction(() => {
+        for (let i = 0; i < 40_000; i++) insert.run(i, JSON.stringify({ pad: 'x'.repeat(300), i }));
+      })();
+    } finally {
+      fill.close();
+    }
+    let writing = true;
+    const writes = (async () => {
+      while (writing) await addHost('busy');
+    })();
+    const target = join(dir, 'busy.db');
+    const result = await cli(['db', 'backup', target, '--db', db]);
+    writing = false;
+    await writes;
+    expect(result.code, result.stderr).toBe(0);
+    expect(existsSync(`${target}-journal`)).toBe(false);
+    // The filler goes again: the retention tests below count this database's activity.
+    const clean = new Database(db);
+    try {
+      clean.pragma('busy_timeout = 5000');
+      clean.prepare("DELETE FROM activity WHERE type = 'execute' AND at < 40000").run();
+    } finally {
+      clean.close();
+    }
+  }, 20_000);
+
+  it('says a file that is not a database is not one (exit 2), and leaves no copy', async () => {
+    const notDb = join(dir, 'notes.txt');
+    writeFileSync(notDb, 'these are not the pages you are looking for '.repeat(200));
+    const target = join(dir, 'from-notes.db');
+    const result = await cli(['db', 'backup', target, '--db', notDb]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`${notDb}: not a database this proxy can read`);
+    expect(existsSync(target)).toBe(false);
+  });
+
   it('the database named by a config file', async () => {
     const config = join(dir, 'proxy.yaml');
     writeFileSync(config, 'database: proxy.db\n');
