@@ -73,7 +73,7 @@ export function adminClient(baseUrl: string, token: string): AdminClient {
       } catch (err) {
         throw new ConnectionError(`cannot reach the proxy at ${baseUrl}: ${reason(err)}`);
       }
-      const text = await res.text();
+      const text = await readCapped(res, url);
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
@@ -108,4 +108,30 @@ function reason(err: unknown): string {
   };
   if (code !== undefined) return words[code] ?? code;
   return cause instanceof Error ? cause.message : err instanceof Error ? err.message : String(err);
+}
+
+/** The largest JSON reply read (§8.12 asks clients to cap what they fetch): more is refused. */
+const MAX_REPLY_BYTES = 1024 * 1024;
+
+/** A reply's body as text, at most MAX_REPLY_BYTES; a body cut off or too large is a ConnectionError. */
+export async function readCapped(res: Response, url: string): Promise<string> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    // A fetch body yields bytes; its type says any (undici's ReadableStream).
+    for await (const chunk of (res.body ?? []) as AsyncIterable<Uint8Array>) {
+      size += chunk.byteLength;
+      // Leaving the loop cancels the body: nothing more is read.
+      if (size > MAX_REPLY_BYTES) break;
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    throw new ConnectionError(`the answer from ${url} broke off: ${reason(err)}`);
+  }
+  if (size > MAX_REPLY_BYTES) {
+    throw new ConnectionError(
+      `unexpected answer from ${url}: larger than ${MAX_REPLY_BYTES / 1024 / 1024} MiB`,
+    );
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }

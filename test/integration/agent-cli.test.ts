@@ -161,6 +161,23 @@ describe('agent register → approve → execute → revoke', () => {
     expect(ran.code).toBe(0);
   });
 
+  it('request --wait fails (exit 1) when the capability is denied, so a script does not go on', async () => {
+    let denied = false;
+    const ran = await agent(
+      ['request', '--file', file(), '--capability', 'create_pet', '--wait'],
+      async (stdout) => {
+        if (denied) return;
+        const code = /enter the code (\S+)\)/.exec(stdout)?.[1];
+        const list = await p.admin('GET', `/admin/approvals?user_code=${encodeURIComponent(code ?? '')}`);
+        const id = list.body.approvals[0].id as string;
+        expect((await p.admin('POST', `/admin/approvals/${id}/deny`, { reason: 'no' })).status).toBe(200);
+        denied = true;
+      },
+    );
+    expect(ran.stdout).toMatch(/decided:\n[\s\S]*create_pet +denied/);
+    expect(ran.code).toBe(1);
+  });
+
   it('lists capabilities with their grant status', async () => {
     const ran = await agent(['capabilities', '--file', file()]);
     expect(ran.code).toBe(0);

@@ -2,7 +2,7 @@
  * The agent CLI's HTTP side: discovery (§5.1) and one `call()` that sends a signed JWT, bounds
  * the wait, and turns a §5.13 error body into a ProxyError. Nothing here signs or decides.
  */
-import { ConnectionError } from '../admin-api.js';
+import { ConnectionError, readCapped } from '../admin-api.js';
 
 /** Every request is bounded: a smoke test must end even when the proxy hangs. */
 const TIMEOUT_MS = 30_000;
@@ -29,8 +29,11 @@ export interface Discovery {
 export interface Reply {
   readonly status: number;
   readonly body: Record<string, unknown>;
-  /** A §5.11 event stream's text, read to its end (within the timeout). */
-  readonly stream?: string;
+  /**
+   * A §5.11 event stream, relayed as it arrives to `write` until it ends: a stream may last the
+   * proxy's `execution.stream_max_duration` (an hour), so neither the timeout nor memory holds it.
+   */
+  readonly stream?: (write: (text: string) => void) => Promise<void>;
 }
 
 /**
@@ -112,6 +115,9 @@ export async function call(
   body?: Record<string, unknown>,
 ): Promise<Reply> {
   let res: Response;
+  // The timeout covers the answer's head and a JSON body; an event stream, once it began, none.
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new DOMException('timed out', 'TimeoutError')), TIMEOUT_MS);
   try {
     res = await fetch(url, {
       method,
@@ -121,15 +127,22 @@ export async function call(
         ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
       },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+      signal: abort.signal,
       redirect: 'manual',
     });
   } catch (err) {
+    clearTimeout(timer);
     throw new ConnectionError(`cannot reach ${url}: ${reason(err)}`);
   }
-  const text = await res.text();
   if (res.ok && (res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-    return { status: res.status, body: {}, stream: text };
+    clearTimeout(timer);
+    return { status: res.status, body: {}, stream: (write) => relay(res, url, write) };
+  }
+  let text: string;
+  try {
+    text = await readCapped(res, url);
+  } finally {
+    clearTimeout(timer);
   }
   let parsed: unknown;
   try {
@@ -144,6 +157,20 @@ export async function call(
     throw new ProxyError(record.error, typeof record.message === 'string' ? record.message : '', res.status);
   }
   throw new ConnectionError(`unexpected answer from ${url}: HTTP ${res.status} without an error code`);
+}
+
+/** An event stream's body, written out as it arrives; a stream cut off is a ConnectionError. */
+async function relay(res: Response, url: string, write: (text: string) => void): Promise<void> {
+  const decoder = new TextDecoder();
+  try {
+    // A fetch body yields bytes; its type says any (undici's ReadableStream).
+    for await (const chunk of (res.body ?? []) as AsyncIterable<Uint8Array>) {
+      write(decoder.decode(chunk, { stream: true }));
+    }
+    write(decoder.decode());
+  } catch (err) {
+    throw new ConnectionError(`the event stream from ${url} broke off: ${reason(err)}`);
+  }
 }
 
 /** Why fetch failed, in words: undici hides the system error in `cause`. */

@@ -75,7 +75,15 @@ export async function requestCapability(
   } else {
     s.io.out(timedOut ? format.outcomeText('', true) : `decided:\n${format.grantsText(status)}`);
   }
-  return timedOut ? 1 : 0;
+  if (timedOut) return 1;
+  // As register --wait: anything short of every capability asked for being active is a failure,
+  // so `agent request --wait && agent execute` does not go on after a denial.
+  const grants = Array.isArray(status.agent_capability_grants) ? status.agent_capability_grants : [];
+  const granted = (name: string): boolean =>
+    grants.some(
+      (g: { capability?: unknown; status?: unknown }) => g.capability === name && g.status === 'active',
+    );
+  return [...names].every(granted) ? 0 : 1;
 }
 
 /**
@@ -95,7 +103,7 @@ export async function execute(
   });
   let body = reply.body;
   if (reply.stream !== undefined) {
-    s.io.out(reply.stream);
+    await reply.stream((text) => s.io.out(text));
     return 0;
   }
   if (reply.status === 202 && wait && typeof body.status_url === 'string') {

@@ -18,6 +18,7 @@ export interface Waited {
 const DEFAULT_INTERVAL_SEC = 5;
 const DEFAULT_EXPIRES_SEC = 300;
 const MAX_WAIT_MS = 3_600_000;
+const MAX_INTERVAL_SEC = 60;
 
 export async function fetchStatus(s: Session): Promise<Status> {
   const url = new URL(endpoint(s.discovery, 'status', '/agent/status'));
@@ -31,11 +32,13 @@ export async function waitForApproval(
   done: (status: Status) => boolean,
 ): Promise<Waited> {
   const a = (typeof approval === 'object' && approval !== null ? approval : {}) as Record<string, unknown>;
-  let intervalMs = 1000 * positive(a.interval, DEFAULT_INTERVAL_SEC);
-  let deadline = s.runtime.now() + 1000 * positive(a.expires_in, DEFAULT_EXPIRES_SEC);
+  // A server's interval is taken up to a minute: larger ones (1e8 s) overflowed the timer into
+  // polling as fast as the loop could.
+  let intervalMs = 1000 * Math.min(positive(a.interval, DEFAULT_INTERVAL_SEC), MAX_INTERVAL_SEC);
   // The approver may extend the request (the status's approval.expires_in grows); the server
-  // bounds that, and so does the client, should a server not.
-  const limit = Math.max(deadline, s.runtime.now() + MAX_WAIT_MS);
+  // bounds that, and so does the client, should a server not: an hour at the most.
+  const limit = s.runtime.now() + MAX_WAIT_MS;
+  let deadline = Math.min(limit, s.runtime.now() + 1000 * positive(a.expires_in, DEFAULT_EXPIRES_SEC));
   let status: Status = {};
   while (s.runtime.now() < deadline) {
     await s.runtime.sleep(Math.min(intervalMs, Math.max(0, deadline - s.runtime.now())));
@@ -44,7 +47,7 @@ export async function waitForApproval(
     } catch (err) {
       // RFC 8628 §3.5 slow_down: back off and keep polling; any other error ends the wait.
       if (!(err instanceof ProxyError && err.code === 'rate_limited')) throw err;
-      intervalMs += 5000;
+      intervalMs = Math.min(intervalMs + 5000, 1000 * MAX_INTERVAL_SEC);
       continue;
     }
     if (done(status)) return { status, timedOut: false };
