@@ -71,8 +71,19 @@ function migrate(db: Database.Database, file: string): void {
       `${file}: database schema version ${current} is newer than this proxy supports (${MIGRATIONS.length}); upgrade the proxy`,
     );
   }
-  for (let version = current; version < MIGRATIONS.length; version++) {
+  applyMigrations(db, current);
+}
+
+/**
+ * The migrations from `from` on, each in its own write transaction. `from` is what this process
+ * read before taking the lock; each is checked again under it.
+ */
+export function applyMigrations(db: Database.Database, from: number): void {
+  for (let version = from; version < MIGRATIONS.length; version++) {
     db.transaction(() => {
+      // Read again under the write lock: another process starting on the same file (an
+      // overlapping restart) may have applied it meanwhile, and would fail it a second time.
+      if ((db.pragma('user_version', { simple: true }) as number) > version) return;
       db.exec(MIGRATIONS[version] as string);
       db.pragma(`user_version = ${version + 1}`);
     }).immediate();

@@ -15,6 +15,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { CLI, ensureBuiltCli, killChildren, ROOT } from '../helpers/cli-process.js';
+import { syntheticSpec } from '../helpers/synthetic-spec.js';
 
 const PETSTORE = join(ROOT, 'examples/openapi/petstore.yaml');
 const SPECS = join(ROOT, 'test/fixtures/specs');
@@ -419,6 +420,19 @@ describe('operator mistakes exit 2 with a message and no stack trace', () => {
 
 describe('capabilities', () => {
   const PETSTORE_NAMES = ['create_pet', 'delete_pet', 'get_inventory', 'get_pet', 'list_pets', 'place_order'];
+
+  it('a reader that stops early (| head) ends the command quietly, exit 0, no stack trace', async () => {
+    // Megabytes of output: still being written when the reader goes.
+    const spec = join(mkdtempSync(join(tmpdir(), 'aap-epipe-')), 'large.json');
+    writeFileSync(spec, JSON.stringify(syntheticSpec(400)));
+    const running = start(['capabilities', '--json', '--spec', spec]);
+    // Read the first bytes, then close the pipe, as `head -c 100` does.
+    await new Promise<void>((resolve) => running.child.stdout?.once('data', () => resolve()));
+    running.child.stdout?.destroy();
+    const exited = await running.exited;
+    expect(exited.stderr).toBe('');
+    expect(exited.code).toBe(0);
+  });
 
   it('prints a table of the catalog', async () => {
     const result = await run(['capabilities', '--spec', 'examples/openapi/petstore.yaml']);

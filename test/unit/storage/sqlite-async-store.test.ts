@@ -6,7 +6,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../../../src/storage/open-sqlite.js';
+import { applyMigrations, openSqliteStore } from '../../../src/storage/open-sqlite.js';
+import { MIGRATIONS } from '../../../src/storage/migrations.js';
 import type { AgentRecord, HostRecord, Store } from '../../../src/storage/types.js';
 import { activityRecord } from '../../helpers/activity.js';
 import { tempDbFile } from '../../helpers/proxy.js';
@@ -238,6 +239,23 @@ describe('SqliteAsyncStore', () => {
       expect(await reopened.host('h1')).toMatchObject({ id: 'h1' });
     } finally {
       await reopened.close();
+    }
+  });
+});
+
+describe('migrations of one file by two processes', () => {
+  it('a migration another process applied after this one read the version is skipped, not run twice', async () => {
+    const file = tempDbFile();
+    // This process read version 0 …
+    const late = new Database(file);
+    // … while another opened the same new file and migrated it all.
+    const first = openSqliteStore({ file });
+    try {
+      expect(() => applyMigrations(late, 0)).not.toThrow();
+      expect(late.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+    } finally {
+      late.close();
+      await first.close();
     }
   });
 });
