@@ -164,7 +164,10 @@ export class OidcSignIn {
     }
     // An address the provider says it has not verified is anyone's to type in. Some providers
     // (userinfo of several) send the claim as a string: "false" is as unverified as false.
-    if (this.settings.userIdClaim === 'email' && (source.email_verified === false || source.email_verified === 'false')) {
+    if (
+      this.settings.userIdClaim === 'email' &&
+      (source.email_verified === false || source.email_verified === 'false')
+    ) {
       return this.#refuse(
         'email_not_verified',
         `${this.name} has not verified your e-mail address, so it cannot name you here. Nothing was signed in.`,
