@@ -35,7 +35,11 @@ export function maintenanceRun(deps: {
     const removed = { agents: 0, hosts: 0, rejected: 0 };
     await inBatches(async () => {
       const now = clock.now();
-      const n = await store.deleteStalePending(now - ctx.policy.lifetimes.pendingCleanupMs, PENDING_BATCH, now);
+      const n = await store.deleteStalePending(
+        now - ctx.policy.lifetimes.pendingCleanupMs,
+        PENDING_BATCH,
+        now,
+      );
       removed.agents += n.agents;
       removed.hosts += n.hosts;
       removed.rejected += n.rejected;
