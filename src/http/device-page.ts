@@ -58,6 +58,32 @@ export class DevicePage {
     );
   }
 
+  /**
+   * Whether the person signs in again somewhere other than this server's password form: at the
+   * front proxy, at the provider, or (a passkey session standing in for one of those) as the
+   * person without a local account did before.
+   */
+  #signsInElsewhere(s: SessionRecord): boolean {
+    return s.authMethod === 'trusted_header' || s.authMethod === 'oidc' || this.#passkeyWithoutPassword(s);
+  }
+
+  /** Whether a fresh sign-in goes through the OIDC provider (an OIDC session, or one standing in for it). */
+  #signsInAtProvider(s: SessionRecord): boolean {
+    return (
+      s.authMethod === 'oidc' ||
+      (this.#passkeyWithoutPassword(s) && this.#auth.settings.trustedHeader === undefined)
+    );
+  }
+
+  /**
+   * A passkey session of someone with no local account: it stands in for a sign-in elsewhere
+   * (freshSession), and asking that person for a password they do not have only spends the
+   * sign-in throttles.
+   */
+  #passkeyWithoutPassword(s: SessionRecord): boolean {
+    return s.authMethod === 'passkey' && !this.#auth.local.knows(s.userId);
+  }
+
   /** The request with its decision forms, plus a message above it. */
   async showRequest(
     x: Exchange,
@@ -83,15 +109,14 @@ export class DevicePage {
       let reauth: 'password' | 'password+totp' | 'sign-in-again' | null = null;
       // The passkey Approve asks for is the fresh authentication too (§8.11): no password then.
       if (!proof.passkeyIsFreshAuth && !this.#auth.sessions.isFresh(s, this.#auth.settings.freshAuthMs)) {
-        reauth =
-          s.authMethod === 'trusted_header' || s.authMethod === 'oidc'
-            ? 'sign-in-again'
-            : this.#auth.local.wantsTotp(s.userId)
-              ? 'password+totp'
-              : 'password';
+        reauth = this.#signsInElsewhere(s)
+          ? 'sign-in-again'
+          : this.#auth.local.wantsTotp(s.userId)
+            ? 'password+totp'
+            : 'password';
       }
       const oidc = this.#auth.settings.oidc;
-      if (reauth === 'sign-in-again' && s.authMethod === 'oidc' && oidc) {
+      if (reauth === 'sign-in-again' && this.#signsInAtProvider(s) && oidc) {
         parts.push(oidcFreshNotice(oidc.name, pageOf(r)));
       } else if (reauth === 'sign-in-again') {
         const back = pageOf(r);
@@ -195,7 +220,7 @@ export class DevicePage {
     }
     if (this.#auth.sessions.isFresh(s, this.#auth.settings.freshAuthMs)) return { session: s, headers: {} };
     const oidc = this.#auth.settings.oidc;
-    if (s.authMethod === 'oidc' && oidc) {
+    if (this.#signsInAtProvider(s) && oidc) {
       // §8.11: back to the provider with max_age=0, then to this request. A page that moves on
       // by itself (Refresh), because the CSP's form-action stops a redirect out of this POST.
       const start = oidcStartPath(pageOf(r), true);
@@ -203,7 +228,7 @@ export class DevicePage {
       this.send(x, 200, [whoAmI(s), oidcReauthNow(oidc.name, pageOf(r))], { refresh: `0; url=${start}` });
       return undefined;
     }
-    if (s.authMethod === 'trusted_header' || s.authMethod === 'oidc') {
+    if (this.#signsInElsewhere(s)) {
       await this.showRequest(
         x,
         s,

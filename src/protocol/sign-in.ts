@@ -37,6 +37,11 @@ export class LocalSignIn {
     this.decoy = decoyFor([...users.values()].map((u) => u.passwordHash));
   }
 
+  /** Whether `userId` has a local account (a password to sign in again with). */
+  knows(userId: string): boolean {
+    return this.users.has(userId);
+  }
+
   /** Whether `userId` must give a TOTP code (false for unknown users: that would say they exist). */
   wantsTotp(userId: string): boolean {
     return this.users.get(userId)?.totpKey !== undefined;

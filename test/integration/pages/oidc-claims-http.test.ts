@@ -2,11 +2,13 @@
  * What an OpenID Connect sign-in takes from the provider's claims, against a real provider:
  * without `auth_time` nobody can say when the person authenticated (the provider may have reused
  * a session of its own hours old), so the session is never fresh (§8.11); and an `email_verified`
- * of "false", as a string, is as unverified as false.
+ * of "false", as a string, is as unverified as false; and a passkey session standing in for an
+ * OIDC sign-in is refreshed at the provider, not with a password the person does not have.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdpBrowser, startTestIdp, type TestIdp } from '../../helpers/oidc-provider.js';
-import { get, startPagesProxy } from '../../helpers/page-http.js';
+import { Sessions } from '../../../src/protocol/sessions.js';
+import { get, hiddenFields, pendingRegistration, post, startPagesProxy } from '../../helpers/page-http.js';
 import { TestClock, type TestProtocol } from '../../helpers/protocol.js';
 
 const clock = new TestClock();
@@ -63,5 +65,24 @@ describe('claims of an OIDC sign-in', () => {
     expect(done.status).toBe(403);
     expect(done.cookie).not.toMatch(/^aap_session=/);
     expect(done.text).toContain('has not verified your e-mail address');
+  });
+
+  it('a stale passkey session of an OIDC person is sent back to the provider, never asked for a password it lacks', async () => {
+    // What a passkey approval leaves for a person signed in at the provider: a session standing in.
+    const { cookieValue, session } = await new Sessions(p.proxy.protocol.store, clock, 12 * 3_600_000).start(
+      'carol@example.com',
+      'passkey',
+    );
+    const cookie = `aap_session=${cookieValue}`;
+    clock.advance(10 * 60_000); // past fresh_auth (5 minutes)
+    const r = await pendingRegistration(p);
+    const shown = await post(p, '/device', { csrf: session.csrfToken, code: r.code }, cookie);
+    expect(shown.status).toBe(200);
+    expect(shown.text).not.toMatch(/type="password"/);
+    expect(shown.text).toContain('/sign-in/oidc');
+    // Approving sends the person to the provider (fresh), instead of checking a password.
+    const approve = await post(p, '/device/approve', hiddenFields(shown.text, 'approve-form'), cookie);
+    expect(approve.headers.get('refresh')).toMatch(/url=\/sign-in\/oidc\?/);
+    expect((await p.status(r.host, r.agentId)).body.status).toBe('pending');
   });
 });
