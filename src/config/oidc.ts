@@ -5,6 +5,7 @@
  */
 import { UserError } from '../errors.js';
 import type { FileConfig, SecretConfig } from './schema.js';
+import { hasControlCharacter } from '../util/control-characters.js';
 
 export interface OidcSettings {
   /** The provider's issuer identifier (no trailing slash added or removed: it must match exactly). */
@@ -92,8 +93,8 @@ export function resolveOidc(
     throw new UserError(`${at}.scopes: user_id_claim email needs the email scope`);
   }
   const clientSecret = readSecret(config.client_secret, `${at}.client_secret`);
-  // eslint-disable-next-line no-control-regex -- a secret read from a file must not carry a line break into a header
-  if (/[\u0000-\u001f\u007f]/.test(clientSecret)) {
+  // A secret read from a file must not carry a line break into a header.
+  if (hasControlCharacter(clientSecret)) {
     throw new UserError(`${at}.client_secret: the value contains control characters`);
   }
   return Object.freeze({

@@ -12,6 +12,7 @@ import type { Sessions } from '../protocol/sessions.js';
 import type { LocalSignIn } from '../protocol/sign-in.js';
 import type { SessionRecord } from '../storage/types.js';
 import { ClientAddress, normalize } from './client-address.js';
+import { hasControlCharacter } from '../util/control-characters.js';
 
 export class PageAuth {
   readonly #trustedPeers: ClientAddress | undefined;
@@ -78,8 +79,8 @@ export class PageAuth {
     const value = req.headers[header.name];
     if (typeof value !== 'string') return undefined;
     const user = value.trim();
-    // eslint-disable-next-line no-control-regex -- a user id with control characters is no user id
-    return user.length > 0 && user.length <= 200 && !/[\u0000-\u001f\u007f]/.test(user) ? user : undefined;
+    // A user id with control characters is no user id.
+    return user.length > 0 && user.length <= 200 && !hasControlCharacter(user) ? user : undefined;
   }
 }
 
@@ -107,8 +108,8 @@ export function headerDisowns(auth: PageAuth, req: IncomingMessage, session: Ses
 /** Only a local path may be returned to after sign-in: never another site (open redirect). */
 export function safeReturn(value: string | null | undefined): string {
   if (!value || !value.startsWith('/') || value.startsWith('//') || value.includes('\\')) return '/device';
-  // eslint-disable-next-line no-control-regex -- control characters could split the Location header
-  if (/[\u0000-\u001f\u007f]/.test(value) || value.length > 512) return '/device';
+  // Control characters could split the Location header.
+  if (hasControlCharacter(value) || value.length > 512) return '/device';
   // A Location header holds Latin-1 only (Node refuses more, after the session is made): a space or
   // a character past ASCII is sent percent-encoded, as a browser would; a lone surrogate is no path.
   try {

@@ -12,9 +12,8 @@
  */
 import { ProtocolError, toProtocolError } from '../errors.js';
 import type { ProtocolContext } from '../protocol/context.js';
-import { capabilityVersion } from '../protocol/capability-version.js';
 import {
-  changedSinceApproved,
+  checkApprovedVersion,
   checkArgumentConstraints,
   checkSentRequest,
   streamStillAuthorized,
@@ -68,14 +67,11 @@ async function execute(
   const held = (await ctx.store.grants(r.agentId)).find(
     (g) => g.capability === r.capability && isGrantEffective(g, now),
   );
-  if (!capability || !held || ctx.policy.blocked.has(r.capability)) {
+  // A capability removed or blocked since was refused by streamStillAuthorized above.
+  if (!capability || !held) {
     throw new ProtocolError('capability_not_granted', `The agent no longer holds ${r.capability}.`);
   }
-  // §2.12: as on every execution, a grant approved at another version of the capability does not
-  // run it, also in the moment before drift has suspended it (PostgreSQL: it does not wait).
-  if (held.capabilityVersion && held.capabilityVersion !== capabilityVersion(capability)) {
-    throw changedSinceApproved(r.capability);
-  }
+  checkApprovedVersion(held, capability);
   const grant = withServerConstraints(ctx, held);
   await validateArguments(validators, capability, r.arguments);
   checkArgumentConstraints(grant, r.arguments);

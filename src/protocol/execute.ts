@@ -98,11 +98,6 @@ export function authorizeCapability(
       `Capability ${name} is blocked by the server's policy.`,
     );
   }
-  // §2.12: approved at another version. drift.ts suspends such grants after a reload; until it
-  // has (on PostgreSQL, executions do not wait for its transaction) they are refused here.
-  if (grant?.capabilityVersion && grant.capabilityVersion !== capabilityVersion(capability)) {
-    throw changedSinceApproved(name);
-  }
   if (!grant) {
     // drift.ts: a pending grant that carries a version was approved once, for another version.
     const suspended = grants.some(
@@ -111,6 +106,7 @@ export function authorizeCapability(
     if (suspended) throw changedSinceApproved(name);
     throw new ProtocolError('capability_not_granted', `The agent has no active grant for ${name} (§5.11).`);
   }
+  checkApprovedVersion(grant, capability);
   return { capability, grant: withServerConstraints(ctx, grant) };
 }
 
@@ -237,7 +233,18 @@ function describeError(e: ErrorObject): { path: string; message: string } {
   return { path: base, message: e.message ?? e.keyword };
 }
 
-export function changedSinceApproved(name: string): ProtocolError {
+/**
+ * §2.12: a grant approved at another version of its capability does not run it. drift.ts
+ * suspends such grants after a reload; until it has (on PostgreSQL, executions do not wait for its
+ * transaction) they are refused here, and so is a per-call approval's run (per-call-run.ts).
+ */
+export function checkApprovedVersion(grant: GrantRecord, capability: Capability): void {
+  if (grant.capabilityVersion && grant.capabilityVersion !== capabilityVersion(capability)) {
+    throw changedSinceApproved(capability.name);
+  }
+}
+
+function changedSinceApproved(name: string): ProtocolError {
   return new ProtocolError(
     'capability_not_granted',
     `Capability ${name} changed since its grant was approved; re-approval is needed (§2.12).`,

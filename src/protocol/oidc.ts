@@ -31,6 +31,7 @@ import {
   type OidcFinish,
   type OidcRefusal,
 } from './oidc-outcomes.js';
+import { hasControlCharacter } from '../util/control-characters.js';
 
 export class OidcSignIn {
   #config: Promise<oidc.Configuration> | undefined;
@@ -254,8 +255,8 @@ export class OidcSignIn {
 function userIdFrom(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
   const id = value.trim();
-  // eslint-disable-next-line no-control-regex -- a user id with control characters is no user id
-  return id.length > 0 && id.length <= 200 && !/[\u0000-\u001f\u007f]/.test(id) ? id : undefined;
+  // A user id with control characters is no user id.
+  return id.length > 0 && id.length <= 200 && !hasControlCharacter(id) ? id : undefined;
 }
 
 /** What may be logged of an openid-client failure: its class, code and message (never its cause, which may hold a token response). */

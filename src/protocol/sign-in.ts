@@ -8,7 +8,7 @@ import type { Clock } from '../clock.js';
 import type { LocalUser } from '../config/sign-in.js';
 import type { AuthMethod, Store } from '../storage/types.js';
 import { clientNetwork } from '../util/client-network.js';
-import { DECOY_HASH, verifyPassword, type PasswordHash } from '../util/password.js';
+import { decoyFor, verifyPassword, type PasswordHash } from '../util/password.js';
 import type { Limiter, RateLimit, RateTake } from '../util/rate-limit.js';
 import { matchTotp, totpStepEnd } from '../util/totp.js';
 
@@ -79,24 +79,4 @@ export class LocalSignIn {
     for (const t of taken) await this.limiter.give(t);
     return { kind: 'ok', userId, method: step !== undefined ? 'password+totp' : 'password' };
   }
-}
-
-/**
- * A decoy as costly as the accounts' hashes: the scrypt parameters most of them use (the first
- * such in a tie). With the fixed default, accounts hashed at another cost answered in another time
- * than unknown names (53 ms against 132 ms at N = 2^14), telling which accounts exist.
- */
-export function decoyFor(hashes: readonly PasswordHash[]): PasswordHash {
-  const counts = new Map<string, { hash: PasswordHash; n: number }>();
-  for (const hash of hashes) {
-    const key = `${hash.N}:${hash.r}:${hash.p}:${hash.hash.length}`;
-    const seen = counts.get(key);
-    if (seen) seen.n += 1;
-    else counts.set(key, { hash, n: 1 });
-  }
-  let most: { hash: PasswordHash; n: number } | undefined;
-  for (const entry of counts.values()) if (!most || entry.n > most.n) most = entry;
-  if (!most) return DECOY_HASH;
-  const { N, r, p } = most.hash;
-  return { ...DECOY_HASH, N, r, p, hash: Buffer.alloc(most.hash.hash.length, 0) };
 }

@@ -9,6 +9,7 @@ import { request } from 'undici';
 import type { Dispatcher } from 'undici';
 import type { Clock } from '../clock.js';
 import type { ServiceCredential } from '../config/api-execution.js';
+import { hasControlCharacter } from '../util/control-characters.js';
 
 type OAuthCredential = Extract<ServiceCredential, { kind: 'oauth2' }>;
 
@@ -184,8 +185,8 @@ export class OAuthTokens {
       throw new TokenError('token endpoint answered with invalid JSON');
     }
     const value = (body as { access_token?: unknown }).access_token;
-    // eslint-disable-next-line no-control-regex -- a token with control characters could split a header
-    if (typeof value !== 'string' || value === '' || /[\0-\x1f\x7f]/.test(value)) {
+    // A token with control characters could split a header.
+    if (typeof value !== 'string' || value === '' || hasControlCharacter(value)) {
       throw new TokenError('token endpoint answer has no usable access_token');
     }
     const expiresIn = (body as { expires_in?: unknown }).expires_in;

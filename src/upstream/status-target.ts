@@ -10,6 +10,7 @@
 import { propertySchema } from '../openapi/local-ref.js';
 import { templateSegment, type TemplateSegment } from './path-template.js';
 import type { Capability, ParameterBinding } from '../openapi/types.js';
+import { hasControlCharacter } from '../util/control-characters.js';
 
 export interface StatusTarget {
   readonly capability: Capability;
@@ -37,8 +38,6 @@ const MAX_SEGMENT_LENGTH = 256;
  */
 // eslint-disable-next-line no-control-regex -- control characters are exactly what must not pass
 const UNSAFE_PATH_VALUE = /[/\\;%\0-\x1f\x7f]/;
-// eslint-disable-next-line no-control-regex -- as above, for query values
-const UNSAFE_QUERY_VALUE = /[\0-\x1f\x7f]/;
 
 /**
  * `operations`: the capabilities the URL may name (GET operations of the API). `relativeTo`:
@@ -73,7 +72,7 @@ export function statusTarget(
   for (const [name, value] of url.searchParams) {
     const p = binding(capability, 'query', name);
     if (!p || p.contentType !== undefined || Object.hasOwn(args, p.argument)) return undefined;
-    if (UNSAFE_QUERY_VALUE.test(value)) return undefined;
+    if (hasControlCharacter(value)) return undefined;
     args[p.argument] = typed(capability, p.argument, value);
   }
   return { capability, args, url: url.href };

@@ -1,7 +1,12 @@
 /** scrypt password hashes (issue 11, local accounts): the format, the bounds, constant-time verify. */
 import { describe, expect, it } from 'vitest';
-import { decoyFor } from '../../../src/protocol/sign-in.js';
-import { DECOY_HASH, hashPassword, parsePasswordHash, verifyPassword } from '../../../src/util/password.js';
+import {
+  DECOY_HASH,
+  decoyFor,
+  hashPassword,
+  parsePasswordHash,
+  verifyPassword,
+} from '../../../src/util/password.js';
 
 // The cheapest parameters the parser accepts keep these tests fast; the format is the same.
 const FAST = { N: 2 ** 14, r: 8, p: 1 };
