@@ -4,6 +4,7 @@
  * locking a user out at the first sign-in; the trusted header's peers checked as CIDRs; the OIDC
  * provider's settings checked (src/config/oidc.ts).
  */
+import { createHash } from 'node:crypto';
 import { UserError } from '../errors.js';
 import { parseDuration } from './durations.js';
 import { parsePasswordHash, type PasswordHash } from '../util/password.js';
@@ -17,6 +18,24 @@ export interface LocalUser {
   readonly passwordHash: PasswordHash;
   /** The decoded TOTP key; absent: password only. */
   readonly totpKey?: Buffer;
+}
+
+/**
+ * A digest of what signs `user` in (the scrypt hash and the TOTP key), kept with each password
+ * session: a restart with a changed `password_hash` or `totp_secret` ends the sessions the old one
+ * started (protocol/sessions.ts stillSignsIn), as a person changing a leaked password expects.
+ */
+export function credentialTag(user: LocalUser): string {
+  const h = user.passwordHash;
+  return createHash('sha256')
+    .update(`scrypt$${h.N}$${h.r}$${h.p}$`)
+    .update(h.salt)
+    .update('$')
+    .update(h.hash)
+    .update('$')
+    .update(user.totpKey ?? Buffer.alloc(0))
+    .digest('base64url')
+    .slice(0, 22);
 }
 
 export interface SignInSettings {

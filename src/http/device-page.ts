@@ -254,7 +254,9 @@ export class DevicePage {
       return undefined;
     }
     // Re-authenticating is a sign-in: a new session, the old one ended.
-    const started = await this.#auth.sessions.start(s.userId, result.method, x.sessionCookie);
+    const started = await this.#auth.sessions.start(s.userId, result.method, x.sessionCookie, {
+      credentialTag: result.credentialTag,
+    });
     return { session: started.session, headers: { 'set-cookie': this.#auth.cookie(started.cookieValue) } };
   }
 }

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import type { SignInSettings } from '../config/sign-in.js';
+import { credentialTag, type SignInSettings } from '../config/sign-in.js';
 import type { AuthMethod, SessionRecord, Store } from '../storage/types.js';
 
 export class Sessions {
@@ -32,6 +32,8 @@ export class Sessions {
       /** An OIDC sign-in's `acr` and `amr`, recorded with each decision (issue 16). */
       readonly claims?: { readonly acr: string | null; readonly amr: readonly string[] | null };
       readonly notAfter?: number;
+      /** A password sign-in's config/sign-in.ts credentialTag. */
+      readonly credentialTag?: string;
     } = {},
   ): Promise<{ readonly cookieValue: string; readonly session: SessionRecord }> {
     if (replacing !== undefined) await this.end(replacing);
@@ -44,6 +46,7 @@ export class Sessions {
       authenticatedAt: Math.min(now, options.authenticatedAt ?? now),
       acr: options.claims?.acr ?? null,
       amr: options.claims?.amr ?? null,
+      credentialTag: options.credentialTag ?? null,
       csrfToken: randomBytes(32).toString('base64url'),
       createdAt: now,
       expiresAt: Math.min(now + this.lifetimeMs, options.notAfter ?? Infinity),
@@ -77,7 +80,8 @@ export class Sessions {
 /**
  * Whether a stored session still signs its person in under the sign-in configuration in force (a
  * restart may have changed it, §8.11): a password session while its account is listed in
- * `sign_in.local.users` (removing a user ends their sessions at once); an OIDC or trusted-header
+ * `sign_in.local.users` with the credentials it was started with (removing a user, or changing
+ * their password or TOTP secret, ends their sessions at once); an OIDC or trusted-header
  * one while that way in is configured; a passkey one while its user is a local account, or while
  * OIDC or a trusted header (the sign-in such a passkey stood in for at approval) is configured.
  */
@@ -85,8 +89,12 @@ export function stillSignsIn(settings: SignInSettings, session: SessionRecord): 
   const { localUsers, oidc, trustedHeader } = settings;
   switch (session.authMethod) {
     case 'password':
-    case 'password+totp':
-      return localUsers.has(session.userId);
+    case 'password+totp': {
+      const user = localUsers.get(session.userId);
+      if (user === undefined) return false;
+      // Null: started before sessions kept the tag; such a session ends at its own expiry.
+      return session.credentialTag == null || session.credentialTag === credentialTag(user);
+    }
     case 'oidc':
       return oidc !== undefined;
     case 'trusted_header':

@@ -5,7 +5,7 @@
  * answer as a wrong password, so neither timing nor wording says which accounts exist.
  */
 import type { Clock } from '../clock.js';
-import type { LocalUser } from '../config/sign-in.js';
+import { credentialTag, type LocalUser } from '../config/sign-in.js';
 import type { AuthMethod, Store } from '../storage/types.js';
 import { clientNetwork } from '../util/client-network.js';
 import { decoyFor, verifyPassword, type PasswordHash } from '../util/password.js';
@@ -18,7 +18,13 @@ export const SIGN_IN_FAILURES_PER_ACCOUNT: RateLimit = { count: 5, windowMs: 15 
 export const SIGN_IN_FAILURES_PER_IP: RateLimit = { count: 20, windowMs: 15 * 60_000 };
 
 export type SignInResult =
-  | { readonly kind: 'ok'; readonly userId: string; readonly method: AuthMethod }
+  | {
+      readonly kind: 'ok';
+      readonly userId: string;
+      readonly method: AuthMethod;
+      /** Kept with the session (config/sign-in.ts credentialTag). */
+      readonly credentialTag: string;
+    }
   | { readonly kind: 'wrong' }
   | { readonly kind: 'throttled'; readonly retryAfterSec: number };
 
@@ -77,6 +83,11 @@ export class LocalSignIn {
     }
     if (!ok || user === undefined) return { kind: 'wrong' };
     for (const t of taken) await this.limiter.give(t);
-    return { kind: 'ok', userId, method: step !== undefined ? 'password+totp' : 'password' };
+    return {
+      kind: 'ok',
+      userId,
+      method: step !== undefined ? 'password+totp' : 'password',
+      credentialTag: credentialTag(user),
+    };
   }
 }

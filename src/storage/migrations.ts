@@ -335,4 +335,9 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX approvals_decided ON approvals (decided_at);
   `,
+  // 21: a password session keeps a digest of the credentials it was started with, so a restart
+  // with a changed password_hash or totp_secret ends it (config/sign-in.ts credentialTag).
+  `
+  ALTER TABLE sessions ADD COLUMN credential_tag TEXT;
+  `,
 ];

@@ -292,6 +292,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX approvals_decided ON approvals (decided_at);
   `,
+  // 8: a password session keeps a digest of the credentials it was started with (SQLite's 21).
+  `
+  ALTER TABLE sessions ADD COLUMN credential_tag text;
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

@@ -128,6 +128,7 @@ export const SESSION: Columns<SessionRecord> = {
   authenticatedAt: { column: 'authenticated_at' },
   acr: { column: 'acr' },
   amr: { column: 'amr', kind: 'json' },
+  credentialTag: { column: 'credential_tag' },
   csrfToken: { column: 'csrf_token' },
   createdAt: { column: 'created_at' },
   expiresAt: { column: 'expires_at' },

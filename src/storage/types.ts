@@ -251,6 +251,12 @@ export interface SessionRecord {
    */
   readonly acr?: string | null;
   readonly amr?: readonly string[] | null;
+  /**
+   * For password sign-ins, the digest of the account's credentials then (config/sign-in.ts
+   * credentialTag): changed credentials end the session. Null otherwise, and for sessions
+   * started before version 21 (SQLite) / 8 (PostgreSQL) of the schema.
+   */
+  readonly credentialTag?: string | null;
   /** Sent back with every form of this session (synchronizer token). */
   readonly csrfToken: string;
   readonly createdAt: number;

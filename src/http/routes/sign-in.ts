@@ -123,7 +123,9 @@ export function signInRoutes(
         show(x.res, 400, back, 'That user name, password or one-time code is not right.', userId);
         return;
       }
-      const { cookieValue } = await auth.sessions.start(result.userId, result.method, x.sessionCookie);
+      const { cookieValue } = await auth.sessions.start(result.userId, result.method, x.sessionCookie, {
+        credentialTag: result.credentialTag,
+      });
       x.decision.user_id = result.userId;
       redirect(x.res, back, { 'set-cookie': auth.cookie(cookieValue) });
     }),

@@ -1,5 +1,6 @@
 /** Approver sessions in a real SQLite store (issue 11): hashed ids, rotation, expiry, CSRF tokens, throttled sign-in. */
 import { afterEach, describe, expect, it } from 'vitest';
+import { credentialTag, type LocalUser } from '../../../src/config/sign-in.js';
 import { LocalSignIn } from '../../../src/protocol/sign-in.js';
 import { csrfMatches, Sessions } from '../../../src/protocol/sessions.js';
 import { localLimiter, RateLimiter } from '../../../src/util/rate-limit.js';
@@ -93,24 +94,28 @@ describe('local sign-in', () => {
   const FAST = { N: 2 ** 14, r: 8, p: 1 };
   const KEY = Buffer.from('12345678901234567890');
 
-  async function signIn(withTotp = false): Promise<{ local: LocalSignIn; clock: TestClock }> {
+  async function signIn(
+    withTotp = false,
+  ): Promise<{ local: LocalSignIn; clock: TestClock; alice: LocalUser }> {
     const clock = new TestClock(1_111_111_111_000);
     const hash = parsePasswordHash(await hashPassword('correct horse', FAST));
     const users = new Map([
       ['alice', { userId: 'alice', passwordHash: hash, ...(withTotp ? { totpKey: KEY } : {}) }],
     ]);
     store = openSqliteStore({ file: tempDbFile() });
-    return { local: new LocalSignIn(users, localLimiter(new RateLimiter(clock)), store, clock), clock };
+    const local = new LocalSignIn(users, localLimiter(new RateLimiter(clock)), store, clock);
+    return { local, clock, alice: users.get('alice') as LocalUser };
   }
 
   it('a wrong password and an unknown user get the same answer', async () => {
-    const { local } = await signIn();
+    const { local, alice } = await signIn();
     expect(await local.attempt('alice', 'wrong', '', '192.0.2.1')).toEqual({ kind: 'wrong' });
     expect(await local.attempt('nobody', 'correct horse', '', '192.0.2.1')).toEqual({ kind: 'wrong' });
     expect(await local.attempt('alice', 'correct horse', '', '192.0.2.1')).toEqual({
       kind: 'ok',
       userId: 'alice',
       method: 'password',
+      credentialTag: credentialTag(alice),
     });
   });
 
@@ -159,7 +164,7 @@ describe('local sign-in', () => {
   });
 
   it('with a TOTP secret: the password alone fails, a current code passes once, a replayed code fails', async () => {
-    const { local, clock } = await signIn(true);
+    const { local, clock, alice } = await signIn(true);
     expect(local.wantsTotp('alice')).toBe(true);
     expect(local.wantsTotp('nobody')).toBe(false);
     const code = hotp(KEY, totpStep(clock.now()));
@@ -169,6 +174,7 @@ describe('local sign-in', () => {
       kind: 'ok',
       userId: 'alice',
       method: 'password+totp',
+      credentialTag: credentialTag(alice),
     });
     expect((await local.attempt('alice', 'correct horse', code, '192.0.2.1')).kind).toBe('wrong');
   });

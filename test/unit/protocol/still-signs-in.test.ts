@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SignInSettings } from '../../../src/config/sign-in.js';
+import { credentialTag, type SignInSettings } from '../../../src/config/sign-in.js';
 import { stillSignsIn } from '../../../src/protocol/sessions.js';
 import { parsePasswordHash } from '../../../src/util/password.js';
 import type { AuthMethod, SessionRecord } from '../../../src/storage/types.js';
@@ -22,8 +22,9 @@ function ways(w: { local?: string[]; oidc?: boolean; header?: boolean }): SignIn
   };
 }
 
-function session(userId: string, authMethod: AuthMethod): SessionRecord {
+function session(userId: string, authMethod: AuthMethod, tag: string | null = null): SessionRecord {
   return {
+    credentialTag: tag,
     idHash: 'h',
     userId,
     authMethod,
@@ -59,5 +60,25 @@ describe('stillSignsIn: a stored session under the sign-in configuration in forc
     expect(stillSignsIn(ways({ local: ['alice'] }), session('bob', 'passkey'))).toBe(false);
     expect(stillSignsIn(ways({ oidc: true }), session('bob', 'passkey'))).toBe(true);
     expect(stillSignsIn(ways({ header: true }), session('bob', 'passkey'))).toBe(true);
+  });
+
+  it('a password session only while the account keeps the password and TOTP key it began with', () => {
+    const now = ways({ local: ['alice'] });
+    const alice = now.localUsers.get('alice')!;
+    const tag = credentialTag(alice);
+    expect(stillSignsIn(now, session('alice', 'password', tag))).toBe(true);
+    // A new password hash (another salt) ends it ...
+    const rehashed = { ...alice, passwordHash: parsePasswordHash(HASH.replace('$AAAA', '$BAAA')) };
+    expect(credentialTag(rehashed)).not.toBe(tag);
+    expect(
+      stillSignsIn(ways({ local: ['alice'] }), session('alice', 'password', credentialTag(rehashed))),
+    ).toBe(false);
+    // ... and so does a TOTP key added or changed.
+    const withTotp = { ...alice, totpKey: Buffer.alloc(20, 7) };
+    expect(credentialTag(withTotp)).not.toBe(tag);
+    expect(credentialTag({ ...alice, totpKey: Buffer.alloc(20, 8) })).not.toBe(credentialTag(withTotp));
+    expect(stillSignsIn(now, session('alice', 'password+totp', credentialTag(withTotp)))).toBe(false);
+    // A session from before the tag was kept (null) ends at its own expiry.
+    expect(stillSignsIn(now, session('alice', 'password', null))).toBe(true);
   });
 });

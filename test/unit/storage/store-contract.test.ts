@@ -787,9 +787,15 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
   });
 
   describe('sessions', () => {
-    it('round-trips a session (acr, amr or none), deletes one, and sweeps expired ones at most limit', async () => {
+    it('round-trips a session (acr, amr, credential tag or none), deletes one, and sweeps expired ones at most limit', async () => {
       const oidc = session('s1');
-      const password = session('s2', { authMethod: 'password', acr: null, amr: null, expiresAt: NOW - 1 });
+      const password = session('s2', {
+        authMethod: 'password',
+        acr: null,
+        amr: null,
+        credentialTag: 'Xq3v9dN0bA1cD2eF3gH4iJ',
+        expiresAt: NOW - 1,
+      });
       await store.insertSession(oidc);
       await store.insertSession(password);
       await store.insertSession(session('s3', { expiresAt: NOW }));

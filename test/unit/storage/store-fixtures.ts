@@ -136,6 +136,7 @@ export const session = (idHash: string, over: Partial<SessionRecord> = {}): Sess
   authenticatedAt: NOW,
   acr: 'urn:example:mfa',
   amr: ['pwd', 'otp'],
+  credentialTag: null,
   csrfToken: `csrf-${idHash}`,
   createdAt: NOW,
   expiresAt: NOW + 3_600_000,
