@@ -14,7 +14,7 @@ import type { ProtocolContext } from './context.js';
 import { capabilityVersion } from './capability-version.js';
 import { checkTokenCovers } from './capability-claim.js';
 import { usableConstraints, withServerConstraints } from './grant-constraints.js';
-import { cachedGrants, loadGrants } from './grants.js';
+import { cachedGrants, inoperativeReason, loadGrants } from './grants.js';
 import { currentAgent, isGrantEffective } from './lifecycle.js';
 
 export interface AuthorizedExecution {
@@ -193,18 +193,8 @@ export async function streamStillAuthorized(
   capability: string,
 ): Promise<ProtocolError | undefined> {
   // A reload may have removed or blocked the capability since the stream began (§2.12).
-  if (!ctx.catalog.get(capability)) {
-    return new ProtocolError(
-      'capability_not_granted',
-      `Capability ${capability} was removed from this server.`,
-    );
-  }
-  if (ctx.policy.blocked.has(capability)) {
-    return new ProtocolError(
-      'capability_not_granted',
-      `Capability ${capability} is blocked by the server's policy.`,
-    );
-  }
+  const inoperative = inoperativeReason(ctx, capability);
+  if (inoperative !== undefined) return new ProtocolError('capability_not_granted', inoperative);
   const stored = await ctx.store.agent(agentId);
   const host = stored ? await ctx.store.host(stored.hostId) : undefined;
   if (!stored || !host) return new ProtocolError('agent_revoked', 'The agent no longer exists.');

@@ -8,6 +8,7 @@ import type { Capability } from '../openapi/types.js';
 import type { AgentMode, GrantRecord, HostRecord, RequestedCapability } from '../storage/types.js';
 import { intersectConstraints, parseConstraints, type Constraints } from './constraints.js';
 import type { ProtocolContext } from './context.js';
+import { withServerConstraints } from './grant-constraints.js';
 import { isGrantEffective } from './lifecycle.js';
 import { checkCapabilityList } from './request-limits.js';
 
@@ -176,8 +177,36 @@ export function baselineCapabilities(ctx: ProtocolContext, host: HostRecord, mod
 export type GrantView = Record<string, unknown>;
 
 /**
- * §5.3 grant objects: active grants carry the capability's description and schemas, pending ones
- * only name and status, denied ones their reason. `withAudit` adds granted_by (status, §5.5).
+ * §2.12: why a grant for `name` cannot be used now (the capability was removed from the catalog,
+ * or the policy in force blocks it); undefined when it can. The grant itself is kept: a reload that
+ * brings the capability back makes it usable again.
+ */
+export function inoperativeReason(ctx: ProtocolContext, name: string): string | undefined {
+  if (!ctx.catalog.get(name)) {
+    return `Capability ${name} was removed from this server; its grant can no longer be used (§2.12).`;
+  }
+  if (ctx.policy.blocked.has(name)) return `Capability ${name} is blocked by the server's policy.`;
+  return undefined;
+}
+
+/**
+ * The constraints execution applies to `grant` now (§5.3: "the effective ones the agent must
+ * operate within"), server constraints a reload added included; the stored ones if they cannot
+ * be read, which execution refuses anyway (grant-constraints.ts fails closed).
+ */
+function constraintsInForce(ctx: ProtocolContext, grant: GrantRecord): GrantRecord['constraints'] {
+  try {
+    return withServerConstraints(ctx, grant).constraints;
+  } catch {
+    return grant.constraints;
+  }
+}
+
+/**
+ * §5.3 grant objects: active grants carry the capability's description, schemas and effective
+ * constraints, pending ones only name and status, denied ones their reason. A grant for a removed
+ * or blocked capability is shown denied with the reason (§2.12, §5.5: status reflects the server's
+ * current capability state), as execute refuses it. `withAudit` adds granted_by (status, §5.5).
  */
 export function grantView(ctx: ProtocolContext, grant: GrantRecord, withAudit = false): GrantView {
   const now = ctx.clock.now();
@@ -189,20 +218,20 @@ export function grantView(ctx: ProtocolContext, grant: GrantRecord, withAudit = 
       ...(grant.reason ? { reason: grant.reason } : {}),
     };
   }
+  const inoperative = inoperativeReason(ctx, grant.capability);
   const capability = ctx.catalog.get(grant.capability);
+  if (inoperative !== undefined || !capability) {
+    return { capability: grant.capability, status: 'denied', reason: inoperative };
+  }
+  const constraints = constraintsInForce(ctx, grant);
   return {
     capability: grant.capability,
     status: 'active',
     ...(withAudit && grant.grantedBy ? { granted_by: grant.grantedBy } : {}),
-    ...(capability
-      ? {
-          description: capability.description,
-          ...(capability.input ? { input: capability.input } : {}),
-          ...(capability.output ? { output: capability.output } : {}),
-        }
-      : // §2.12: a grant for a capability the catalog no longer has is inoperative.
-        { description: 'This capability has been removed.' }),
-    ...(grant.constraints ? { constraints: grant.constraints } : {}),
+    description: capability.description,
+    ...(capability.input ? { input: capability.input } : {}),
+    ...(capability.output ? { output: capability.output } : {}),
+    ...(constraints ? { constraints } : {}),
     ...(grant.expiresAt ? { expires_at: new Date(grant.expiresAt).toISOString() } : {}),
   };
 }

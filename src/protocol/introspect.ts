@@ -6,7 +6,7 @@ import { ProtocolError } from '../errors.js';
 import { acceptAgent, verifyAgentJwt } from './authenticate.js';
 import { iso, type ProtocolContext } from './context.js';
 import { boundKey } from './dpop.js';
-import { cachedGrants, currentGrants, loadGrants } from './grants.js';
+import { cachedGrants, currentGrants, inoperativeReason, loadGrants } from './grants.js';
 import { agentClocks, isGrantEffective } from './lifecycle.js';
 
 export async function introspect(ctx: ProtocolContext, token: unknown): Promise<Record<string, unknown>> {
@@ -34,7 +34,16 @@ export async function introspect(ctx: ProtocolContext, token: unknown): Promise<
     .filter((g) => !restrict || restrict.has(g.capability))
     // §4.5: what policy requires a proven JWT for is not this token's to use when it is unbound.
     .filter((g) => jkt !== undefined || !ctx.policy.dpop.has(g.capability))
-    .map((g) => ({ capability: g.capability, status: isGrantEffective(g, now) ? 'active' : g.status }));
+    // §2.12: a removed or blocked capability's grant is not active for a resource server either.
+    .map((g) => ({
+      capability: g.capability,
+      status:
+        isGrantEffective(g, now) && inoperativeReason(ctx, g.capability) === undefined
+          ? 'active'
+          : g.status === 'pending'
+            ? 'pending'
+            : 'denied',
+    }));
   const expiresAt = agentClocks(ctx, agent).expiresAt;
   return {
     active: true,

@@ -8,8 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
-import { generateTestKey } from '../../helpers/keys.js';
-import { startProtocol, writePolicy, type TestProtocol } from '../../helpers/protocol.js';
+import { generateTestKey, type TestKey } from '../../helpers/keys.js';
+import {
+  INTROSPECTION_TOKEN,
+  startProtocol,
+  writePolicy,
+  type TestProtocol,
+} from '../../helpers/protocol.js';
 import { notesSpec } from '../../helpers/notes-spec.js';
 import { PETSTORE } from '../../helpers/proxy.js';
 
@@ -28,6 +33,22 @@ async function reloads(p: TestProtocol): Promise<{ success: number; failure: num
   return { success: count('success'), failure: count('failure') };
 }
 
+/** The agent's first grant as §5.5 status and §5.12 introspection show it. */
+async function grantShown(
+  p: TestProtocol,
+  fx: { host: TestKey; agent: TestKey; agentId: string },
+): Promise<{ status: unknown; introspected: unknown }> {
+  const status = await p.status(fx.host, fx.agentId);
+  const introspected = await p.request('POST', '/agent/introspect', {
+    token: INTROSPECTION_TOKEN,
+    body: { token: await p.agentToken(fx.agent, fx.agentId) },
+  });
+  return {
+    status: status.body.agent_capability_grants[0],
+    introspected: introspected.body.agent_capability_grants[0],
+  };
+}
+
 describe('reload()', () => {
   it('applies a policy change, and refuses an invalid one keeping the last good', async () => {
     const policy = writePolicy('capabilities:\n  defaults: [list_pets, get_pet]\n');
@@ -42,6 +63,11 @@ describe('reload()', () => {
     const blocked = await p.execute(fx.agent, fx.agentId, 'list_pets');
     expect(blocked.status).toBe(403);
     expect(blocked.body.message).toMatch(/blocked/);
+    // Status and introspection say what execute does (§2.12, §5.5, §5.12): not active.
+    expect(await grantShown(p, fx)).toEqual({
+      status: { capability: 'list_pets', status: 'denied', reason: expect.stringMatching(/blocked/) },
+      introspected: { capability: 'list_pets', status: 'denied' },
+    });
 
     writeFileSync(policy, 'capabilities:\n  blocked: 7\n');
     const refused = await p.proxy.reload();
@@ -52,6 +78,14 @@ describe('reload()', () => {
     expect((await p.execute(fx.agent, fx.agentId, 'list_pets')).status).toBe(403);
     expect((await p.request('GET', '/readyz')).status).toBe(200);
     expect(await reloads(p)).toEqual({ success: 1, failure: 1 });
+
+    // Unblocked again: the grant was kept, and is active once more.
+    writeFileSync(policy, 'capabilities:\n  defaults: [list_pets, get_pet]\n');
+    expect(await p.proxy.reload()).toMatchObject({ ok: true });
+    expect(await grantShown(p, fx)).toMatchObject({
+      status: { capability: 'list_pets', status: 'active' },
+      introspected: { capability: 'list_pets', status: 'active' },
+    });
   });
 
   it('server constraints a reload adds bind grants made before it, as new ones (§2.13)', async () => {
@@ -75,6 +109,8 @@ describe('reload()', () => {
         error: 'constraint_violated',
       });
       expect((await p.execute(fx.agent, fx.agentId, 'list_pets', { limit: 5 })).status).not.toBe(403);
+      // §5.3: the grant object shows the effective constraints, the ones execute applied.
+      expect((await grantShown(p, fx)).status).toMatchObject({ constraints: { limit: { max: 5 } } });
     }
   });
 
@@ -281,6 +317,24 @@ describe('reload() of documents that did not change', () => {
     expect(p.proxy.catalog).not.toBe(catalog);
     expect(p.proxy.catalog.get('get_note')?.description).toBe('Get one note');
     expect(reloadedDocuments(lines)).toEqual(['unchanged', 'loaded']);
+  });
+
+  it('a capability a reload removes: execute refuses its grant, status and introspection show it denied (§2.12)', async () => {
+    // The policy names no capability, so it stays valid without list_notes.
+    const { spec, p } = await started("capabilities:\n  public: ['*']\n");
+    const fx = await p.activeAgent(['list_notes']);
+    writeFileSync(spec, readFile(notesSpec({ withList: false })));
+    expect((await p.proxy.reload()).ok).toBe(true);
+    expect(p.proxy.catalog.get('list_notes')).toBeUndefined();
+    const refused = await p.execute(fx.agent, fx.agentId, 'list_notes');
+    expect({ status: refused.status, error: refused.body.error }).toEqual({
+      status: 403,
+      error: 'capability_not_granted',
+    });
+    expect(await grantShown(p, fx)).toEqual({
+      status: { capability: 'list_notes', status: 'denied', reason: expect.stringMatching(/removed/) },
+      introspected: { capability: 'list_notes', status: 'denied' },
+    });
   });
 
   it('compares with the documents in force, not with those of a refused reload', async () => {
