@@ -61,7 +61,7 @@ export function keyPath(error: ErrorObject): string {
  * secret schema, with the user info of a URL in it masked. Of an object only its kind: one may
  * hold a secret beside the mistake (a credential with a misspelt key), and the path names it.
  */
-function quotable(error: ErrorObject, root: ValidateFunction['schema']): string {
+export function quotable(error: ErrorObject, root: ValidateFunction['schema']): string {
   const { data } = error;
   if (data === undefined) return '';
   const scalar = (v: unknown): boolean => typeof v !== 'object' || v === null;

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { schemaDefaults } from '../config/schema-defaults.js';
-import { keyPath, lazyConfigSchema, validateOrThrow } from '../config/validate.js';
+import { keyPath, lazyConfigSchema, quotable, validateOrThrow } from '../config/validate.js';
 import { parseYamlText } from '../config/yaml-text.js';
 import { UserError } from '../errors.js';
 import { POLICY_SCHEMA } from './schema.js';
@@ -92,8 +92,7 @@ function checkSchema(data: unknown, file: string): void {
   for (const e of errors) {
     const expected = anchors.get(e);
     if (expected !== undefined) {
-      const got = e.data === undefined ? '' : ` (got ${JSON.stringify(e.data)})`;
-      lines.push(`${file}: ${keyPath(e)}: ${expected}${got}`);
+      lines.push(`${file}: ${keyPath(e)}: ${expected}${quotable(e, validate.schema)}`);
     } else if (!covered(e)) {
       lines.push(...describeErrors([e], data, file));
     }

@@ -6,6 +6,8 @@
  * the resolvers in `src/policy/` (see policy.ts) when the policy is resolved against the catalog.
  */
 
+import { SECRET_MARK } from '../config/validate.js';
+
 const HTTP_METHOD_NAMES = ['GET', 'PUT', 'POST', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH', 'TRACE'] as const;
 
 const DURATION_TEXT =
@@ -121,7 +123,12 @@ export const POLICY_SCHEMA = {
         kid: { type: 'string', minLength: 1 },
         alg: { type: 'string', enum: ['EdDSA', 'Ed25519'] },
         use: { type: 'string', enum: ['sig'] },
-        d: { description: 'Private key material: never given to the server (§8.1).', not: {} },
+        d: {
+          description: 'Private key material: never given to the server (§8.1).',
+          // A private key pasted here by mistake must not reach the error message (and CI logs).
+          $comment: SECRET_MARK,
+          not: {},
+        },
       },
     },
   },

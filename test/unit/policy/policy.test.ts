@@ -603,12 +603,14 @@ hosts:
     expect('userId' in (policy.hosts[1] as object)).toBe(false);
   });
 
-  it('refuses a private key', () => {
+  it('refuses a private key, without quoting it (the message reaches CI logs)', () => {
     const { privateKey } = newKeyPair('ed25519');
     const jwk = privateKey.export({ format: 'jwk' });
-    expect(failures(`hosts: [{public_key: {kty: OKP, crv: Ed25519, x: ${jwk.x}, d: ${jwk.d}}}]`)).toEqual([
-      expect.stringMatching(/^policy\.yaml: hosts\[0\]\.public_key\.d: is private key material: .*§8\.1/),
+    const shown = failures(`hosts: [{public_key: {kty: OKP, crv: Ed25519, x: ${jwk.x}, d: ${jwk.d}}}]`);
+    expect(shown).toEqual([
+      expect.stringMatching(/^policy\.yaml: hosts\[0\]\.public_key\.d: is private key material: .*§8\.1\)$/),
     ]);
+    expect(shown.join('\n')).not.toContain(jwk.d as string);
   });
 
   it('refuses other key types and curves', () => {
