@@ -5,6 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { UserError } from '../errors.js';
+import { shownUrl } from '../util/shown-url.js';
 import type { OperationSelector } from '../openapi/selectors.js';
 import { parseConfigDuration as duration } from './durations.js';
 import type { FileConfig, SecretConfig } from './schema.js';
@@ -107,7 +108,7 @@ export function resolveApis(from: {
     maxResponseBytes: config.execution.max_response_bytes,
   };
   const apis: ApiSettings[] = config.apis.map((api, i) => {
-    if (api.upstream !== undefined) refuseUserInfo(api.upstream, `${where}: apis[${i}].upstream`);
+    if (api.upstream !== undefined) refuseUrlSecrets(api.upstream, `${where}: apis[${i}].upstream`);
     return {
       ...(api.id !== undefined ? { id: api.id } : {}),
       ...(api.upstream !== undefined ? { upstream: api.upstream } : {}),
@@ -131,9 +132,10 @@ export function resolveApis(from: {
     );
   }
   for (const u of upstreams) {
+    // Checked first, so that the message below never quotes a secret.
+    refuseUrlSecrets(u, '--upstream');
     if (!/^https?:\/\/\S+$/i.test(u))
-      throw new UserError(`--upstream ${JSON.stringify(u)}: must be an http(s) URL`);
-    refuseUserInfo(u, '--upstream');
+      throw new UserError(`--upstream ${JSON.stringify(shownUrl(u))}: must be an http(s) URL`);
   }
   const cliExecution = apiExecution(
     {
@@ -295,15 +297,22 @@ function parseHeaderFlags(flags: readonly string[]): Record<string, string> {
 }
 
 /**
- * An upstream URL carries no user info: the proxy would never send it (a request goes to the
- * origin and the operation's path), and the URL is logged at start-up. Credentials belong under
- * `credentials` or `headers`, which are secrets. The message does not quote the URL.
+ * An upstream URL carries no user info, query or fragment: the proxy would never send them (a
+ * request goes to the origin, the base path and the operation's path), and the URL is logged at
+ * start-up. Credentials belong under `credentials` or `headers`, which are secrets. The message
+ * does not quote the URL.
  */
-function refuseUserInfo(upstream: string, at: string): void {
+function refuseUrlSecrets(upstream: string, at: string): void {
   const url = URL.parse(upstream);
-  if (url !== null && (url.username !== '' || url.password !== '')) {
+  if (url === null) return;
+  if (url.username !== '' || url.password !== '') {
     throw new UserError(
       `${at}: must not carry user info (user:password@), which would never be sent; give the credential under \`credentials\` (http basic) or \`headers\``,
+    );
+  }
+  if (url.search !== '' || url.hash !== '' || upstream.includes('?') || upstream.includes('#')) {
+    throw new UserError(
+      `${at}: must not carry a query or fragment (?… or #…), which would never be sent; give an API key under \`credentials\` (an apiKey scheme in the query) or \`headers\``,
     );
   }
 }

@@ -6,6 +6,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { UserError } from '../errors.js';
+import { shownUrl } from '../util/shown-url.js';
 import { resolveDatabase, type DatabaseSettings } from './database.js';
 import type { LogFormat, LogLevel } from '../log-levels.js';
 import { parseConfigDuration as duration } from './durations.js';
@@ -173,11 +174,8 @@ export function resolveSettings(
   const port = cli.port ?? config.server.port;
   const internalPort = cli.internalPort ?? config.server.internal_port;
   const issuer = cli.issuer ?? config.server.issuer;
-  if (issuer !== undefined && !/^https?:\/\/[^/\s?#]+(\/[^\s?#]*)?$/i.test(issuer)) {
-    throw new UserError(
-      `--issuer ${JSON.stringify(issuer)}: must be an http(s) URL without query or fragment`,
-    );
-  }
+  if (issuer !== undefined)
+    checkIssuer(issuer, cli.issuer !== undefined ? '--issuer' : `${where}: server.issuer`);
   const host = cli.host ?? config.server.host;
   if (issuer === undefined && ALL_INTERFACES.has(host)) {
     // Every advertised URL (discovery, verification_uri, status_url) derives from the issuer, and
@@ -302,4 +300,20 @@ function revocationCheck(value: DurationConfig, where: string): number {
     throw new UserError(`${where}: execution.stream_revocation_check must be between 10ms and 60s (§5.11)`);
   }
   return ms;
+}
+
+/**
+ * The issuer is advertised in discovery and every URL derived from it (§5.1), so it carries no
+ * user info (a `user:password@` would be published to every agent) and is not quoted when it does.
+ */
+function checkIssuer(issuer: string, at: string): void {
+  const url = URL.parse(issuer);
+  if (url !== null && (url.username !== '' || url.password !== '')) {
+    throw new UserError(`${at}: must not carry user info (user:password@): it is published in discovery`);
+  }
+  if (!/^https?:\/\/[^/\s?#]+(\/[^\s?#]*)?$/i.test(issuer)) {
+    throw new UserError(
+      `${at} ${JSON.stringify(shownUrl(issuer))}: must be an http(s) URL without query or fragment`,
+    );
+  }
 }

@@ -6,6 +6,7 @@
  * remote document's `$ref`s are fetched public-only besides (public-address.ts).
  * Dependency-free on purpose: only node's own modules, so every rule is visible here.
  */
+import { shownUrl } from '../util/shown-url.js';
 import http from 'node:http';
 import https from 'node:https';
 import type { ClientRequest, IncomingMessage } from 'node:http';
@@ -87,7 +88,7 @@ export async function fetchDocument(
     // §8.12: follow at most `maxRedirects` redirects.
     if (redirects >= effective.maxRedirects) {
       throw new UserError(
-        `Fetching ${url} failed: more than ${effective.maxRedirects} redirects (the last one from ${current.href}).`,
+        `Fetching ${shownUrl(url)} failed: more than ${effective.maxRedirects} redirects (the last one from ${shownUrl(current.href)}).`,
       );
     }
     // Every redirect target passes the same checks as the original URL, so https cannot be
@@ -106,14 +107,16 @@ function parseUrl(raw: string, base?: URL): URL {
   try {
     return new URL(raw, base);
   } catch {
-    const where = base ? ` (redirect from ${base.href})` : '';
-    throw new UserError(`"${redactUserinfo(raw)}"${where} is not a valid URL.`);
+    const where = base ? ` (redirect from ${shownUrl(base.href)})` : '';
+    throw new UserError(`"${shownUrl(raw)}"${where} is not a valid URL.`);
   }
 }
 
 /** Rejects what may not be fetched; `from` is the URL that redirected here, if any. */
 function checkUrl(url: URL, limits: FetchLimits, from?: URL): URL {
-  const subject = from ? `${from.href} redirected to ${describe(url)}, which` : describe(url);
+  const subject = from
+    ? `${shownUrl(from.href)} redirected to ${shownUrl(url.href)}, which`
+    : shownUrl(url.href);
   // Credentials in a spec URL would end up in logs and be sent to whoever the URL points at.
   if (url.username !== '' || url.password !== '') {
     throw new UserError(
@@ -138,19 +141,6 @@ function checkUrl(url: URL, limits: FetchLimits, from?: URL): URL {
     `${subject} uses the unsupported scheme "${url.protocol}"; only https:// (and, with ` +
       '--allow-http-specs, http://) URLs can be fetched — for a local file, pass its path instead.',
   );
-}
-
-/** The URL for messages, with any userinfo masked. */
-function describe(url: URL): string {
-  if (url.username === '' && url.password === '') return url.href;
-  const masked = new URL(url.href);
-  masked.username = '***';
-  masked.password = '';
-  return masked.href;
-}
-
-function redactUserinfo(raw: string): string {
-  return raw.replace(/\/\/[^/?#@]*@/, '//***@');
 }
 
 type Hop =
@@ -279,7 +269,7 @@ function handleResponse(
 }
 
 function failure(url: URL, reason: string): UserError {
-  return new UserError(`Fetching ${url.href} failed: ${reason}.`);
+  return new UserError(`Fetching ${shownUrl(url.href)} failed: ${reason}.`);
 }
 
 /** A public-only fetch that would have reached a private address (public-address.ts). */
@@ -288,7 +278,7 @@ export class NotPublicFetch extends UserError {}
 /** Names the cause by its code (ECONNREFUSED, ENOTFOUND, …), never with a stack. */
 function connectionError(url: URL, err: Error): UserError {
   if (err instanceof NotPublicError)
-    return new NotPublicFetch(`Fetching ${url.href} failed: ${err.message}.`);
+    return new NotPublicFetch(`Fetching ${shownUrl(url.href)} failed: ${err.message}.`);
   const code = (err as NodeJS.ErrnoException).code;
   return failure(url, code ?? err.message);
 }

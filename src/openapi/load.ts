@@ -23,6 +23,7 @@ import {
   formatBytes,
 } from './fetch.js';
 import { refIsPublicOnly } from './public-address.js';
+import { maskUrlsIn, shownUrl } from '../util/shown-url.js';
 import { bundlerFileResolver, digest, type SourceReads } from './source-reads.js';
 import { jsonTextOf, readJsonText } from './json-text.js';
 import { collectGarbage } from '../util/collect-garbage.js';
@@ -63,6 +64,9 @@ export async function loadDocument(
 ): Promise<LoadedDocument> {
   const limits = fetchLimitsOf(options);
   const remoteRoot = isUrl(source);
+  // What messages, warnings and the start-up log name the document by: a token in a spec URL's
+  // query (how some hosts serve private documents) is fetched with, never shown.
+  const shown = remoteRoot ? shownUrl(source) : source;
   let location = source;
   let parsed: unknown;
   let rootAddress: string | undefined;
@@ -71,7 +75,7 @@ export async function loadDocument(
     location = fetched.url;
     rootAddress = fetched.address;
     reads?.fetched(source, fetched);
-    parsed = parseFetched(fetched.body, source);
+    parsed = parseFetched(fetched.body, shown);
   } else {
     location = resolvePath(source);
     if (!existsSync(location) || !statSync(location).isFile())
@@ -174,11 +178,12 @@ export async function loadDocument(
     }
     // Parsing and the walk below are each a long step on a large document: a turn between them.
     await nextTurn();
-    if (hasOnlyPlainLocalRefs(root)) return { source, doc: root };
+    if (hasOnlyPlainLocalRefs(root)) return { source: shown, doc: root };
     const doc = await bundle(location, root, { resolve: resolvers, continueOnError: true });
-    return { source, doc };
+    return { source: shown, doc };
   } catch (err) {
-    throw new UserError(describeLoadError(source, location, err, reasons));
+    // Remote $refs may carry tokens in their queries too.
+    throw new UserError(maskUrlsIn(describeLoadError(shown, location, err, reasons)));
   }
 }
 

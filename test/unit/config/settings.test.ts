@@ -269,6 +269,47 @@ describe('--upstream, --issuer and the API list', () => {
     }
   });
 
+  it('refuses an issuer with user info, from a flag or the file, without quoting it: discovery would publish it', () => {
+    const issuer = 'https://svc:Issuer-Passw0rd@agents.example.com';
+    const err = userError(() => resolveSettings({ specs: ['a.yaml'], issuer }));
+    expect(err.message).toBe(
+      '--issuer: must not carry user info (user:password@): it is published in discovery',
+    );
+    const config = writeConfig(
+      'issuer-userinfo/proxy.yaml',
+      `server:\n  issuer: ${issuer}\napis:\n  - spec: a.yaml\n`,
+    );
+    const fromFile = userError(() => resolveSettings({ config })).message;
+    expect(fromFile).toContain('server.issuer: must not carry user info');
+    expect(fromFile).not.toContain('Issuer-Passw0rd');
+  });
+
+  it('refuses an upstream with a query or fragment, which would never be sent, without quoting it', () => {
+    for (const upstream of [
+      'https://api.example.com/v1?api_key=Query-Secret-1',
+      'https://api.example.com/v1#Frag-Secret-1',
+    ]) {
+      const err = userError(() => resolveSettings({ specs: ['a.yaml'], upstreams: [upstream] }));
+      expect(err.message).toMatch(/^--upstream: must not carry a query or fragment/);
+      expect(err.message).not.toMatch(/Secret-1/);
+      const config = writeConfig(
+        'upstream-query/proxy.yaml',
+        `apis:\n  - spec: a.yaml\n    upstream: "${upstream}"\n`,
+      );
+      const fromFile = userError(() => resolveSettings({ config })).message;
+      expect(fromFile).toMatch(/apis\[0\]\.upstream: must not carry a query or fragment/);
+      expect(fromFile).not.toMatch(/Secret-1/);
+    }
+  });
+
+  it('refuses an --upstream of another scheme with user info without quoting the password', () => {
+    const err = userError(() =>
+      resolveSettings({ specs: ['a.yaml'], upstreams: ['ftp://svc:Upstr3am-Passw0rd@api.example.com'] }),
+    );
+    expect(err.message).toMatch(/^--upstream: must not carry user info/);
+    expect(err.message).not.toContain('Upstr3am-Passw0rd');
+  });
+
   it('refuses an --upstream that is not an http(s) URL', () => {
     for (const upstream of ['ftp://files.example.com', 'legacy.internal', 'http://']) {
       const err = userError(() => resolveSettings({ specs: ['a.yaml'], upstreams: [upstream] }));
@@ -277,14 +318,15 @@ describe('--upstream, --issuer and the API list', () => {
   });
 
   it('refuses an issuer that is not an http(s) URL or carries a query or fragment, from a flag or the file', () => {
-    for (const issuer of [
-      'ftp://agents.example.com',
-      'https://agents.example.com/?x=1',
-      'https://a.example.com/#f',
+    for (const [issuer, shown] of [
+      ['ftp://agents.example.com', 'ftp://agents.example.com'],
+      // A query's values are not quoted: they may be tokens.
+      ['https://agents.example.com/?x=1', 'https://agents.example.com/?x=…'],
+      ['https://a.example.com/#f', 'https://a.example.com/'],
     ]) {
       const err = userError(() => resolveSettings({ specs: ['a.yaml'], issuer }));
       expect(err.message).toBe(
-        `--issuer ${JSON.stringify(issuer)}: must be an http(s) URL without query or fragment`,
+        `--issuer ${JSON.stringify(shown)}: must be an http(s) URL without query or fragment`,
       );
     }
     const config = writeConfig(

@@ -219,10 +219,20 @@ describe('fetchDocument', () => {
     ]) {
       const err = await userError(fetchDocument(url, { allowHttp: true }));
       expect(err.message).toContain('contains credentials');
-      expect(err.message).toContain('***@127.0.0.1');
+      expect(err.message).toContain('…@127.0.0.1');
       expect(err.message).not.toContain('hunter2');
     }
     expect(httpRequests).toBe(before);
+  });
+
+  it('fetches with the token in a URL’s query, and never quotes it in a message', async () => {
+    const err = await userError(
+      fetchDocument(`${httpBase}/missing?private_token=Tok-Secret-9&ref=main`, { allowHttp: true }),
+    );
+    expect(err.message).toContain(
+      `${httpBase}/missing?private_token=…&ref=… failed: the server answered HTTP 404`,
+    );
+    expect(err.message).not.toContain('Tok-Secret-9');
   });
 
   it('follows a relative redirect', async () => {

@@ -314,6 +314,22 @@ describe('remote documents and $refs', () => {
     expect(requests).toEqual([]);
   });
 
+  it('fetches a document with the token in its URL’s query, and names it without the token', async () => {
+    served.set('/private/spec.yaml?private_token=Tok-Secret-7', docWithRef('#/components/schemas/M'));
+    const url = `${base}/private/spec.yaml?private_token=Tok-Secret-7`;
+    const message = await failure(loadDocument(url, { allowRemoteRefs: false, allowHttp: true }));
+    expect(requests).toEqual(['/private/spec.yaml?private_token=Tok-Secret-7']);
+    expect(message).toContain(`${base}/private/spec.yaml?private_token=…`);
+    expect(message).not.toContain('Tok-Secret-7');
+    served.set(
+      '/private/spec.yaml?private_token=Tok-Secret-7',
+      'openapi: 3.0.3\ninfo: {title: t, version: "1"}\npaths: {}\n',
+    );
+    const loaded = await loadDocument(url, { allowRemoteRefs: false, allowHttp: true });
+    // What the start-up log and every later message name the document by.
+    expect(loaded.source).toBe(`${base}/private/spec.yaml?private_token=…`);
+  });
+
   it('follows a remote $ref with allow_remote_refs and allow_http', async () => {
     const { doc } = await loadDocument(localRoot, { allowRemoteRefs: true, allowHttp: true });
     expect(requests).toEqual(['/schemas/money.yaml']);
