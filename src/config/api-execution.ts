@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { UserError } from '../errors.js';
 import { shownUrl } from '../util/shown-url.js';
 import type { OperationSelector } from '../openapi/selectors.js';
-import { parseConfigDuration as duration } from './durations.js';
+import { parseTimerDuration } from './durations.js';
 import type { FileConfig, SecretConfig } from './schema.js';
 import { resolveSecret, type Env } from './secrets.js';
 
@@ -102,9 +102,13 @@ export function resolveApis(from: {
   const location = (spec: string, dir: string): string =>
     /^https?:\/\//i.test(spec) ? spec : resolve(dir, spec);
   const defaults: UpstreamLimits = {
-    timeoutMs: duration(config.execution.timeout, `${where}: execution.timeout`),
+    timeoutMs: parseTimerDuration(config.execution.timeout, `${where}: execution.timeout`, 1),
     retries: config.execution.retries,
-    retryBackoffMs: duration(config.execution.retry_backoff, `${where}: execution.retry_backoff`),
+    retryBackoffMs: parseTimerDuration(
+      config.execution.retry_backoff,
+      `${where}: execution.retry_backoff`,
+      0,
+    ),
     maxResponseBytes: config.execution.max_response_bytes,
   };
   const apis: ApiSettings[] = config.apis.map((api, i) => {
@@ -259,18 +263,19 @@ function apiExecution(
   for (const [name, op] of Object.entries(api.operations ?? {})) {
     operations[name] = {
       ...(op.timeout !== undefined
-        ? { timeoutMs: duration(op.timeout, `${where}.operations.${name}.timeout`) }
+        ? { timeoutMs: parseTimerDuration(op.timeout, `${where}.operations.${name}.timeout`, 1) }
         : {}),
       pin: op.pin ?? {},
     };
   }
   const identity = api.identity_headers;
   return Object.freeze({
-    timeoutMs: api.timeout !== undefined ? duration(api.timeout, `${where}.timeout`) : defaults.timeoutMs,
+    timeoutMs:
+      api.timeout !== undefined ? parseTimerDuration(api.timeout, `${where}.timeout`, 1) : defaults.timeoutMs,
     retries: api.retries ?? defaults.retries,
     retryBackoffMs:
       api.retry_backoff !== undefined
-        ? duration(api.retry_backoff, `${where}.retry_backoff`)
+        ? parseTimerDuration(api.retry_backoff, `${where}.retry_backoff`, 0)
         : defaults.retryBackoffMs,
     maxResponseBytes: api.max_response_bytes ?? defaults.maxResponseBytes,
     serverVariables: api.server_variables ?? {},

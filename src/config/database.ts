@@ -52,7 +52,8 @@ export function resolveDatabase(o: {
       statementTimeoutMs: o.postgres.statement_timeout_ms,
     };
   }
-  if (o.flag === ':memory:') return { kind: 'sqlite', file: ':memory:' };
+  // A throwaway database from the key as from the flag, not a file named ":memory:".
+  if (named === ':memory:') return { kind: 'sqlite', file: ':memory:' };
   if (o.flag !== undefined) return { kind: 'sqlite', file: resolve(o.cwd, o.flag) };
   if (o.configured !== undefined) return { kind: 'sqlite', file: resolve(o.base, o.configured) };
   return { kind: 'sqlite', file: resolve(o.cwd, DEFAULT_FILE) };

@@ -39,6 +39,26 @@ export function parseConfigDuration(value: string | number, where: string): numb
   return parseDuration(value, where, { allowMs: true });
 }
 
+/**
+ * The longest delay a timer of this proxy is given: Node holds at most 2^31 − 1 ms (about 24.8
+ * days) and fires a longer one at once, so `execution.timeout: 25d` failed every call in 1 ms.
+ */
+export const MAX_TIMER_MS = 24 * 86_400_000;
+
+/**
+ * A config duration that becomes a timer: parseConfigDuration, then at least `minMs` (1 where
+ * 0 would fire at once and mean nothing, 0 where it means "none") and at most MAX_TIMER_MS.
+ */
+export function parseTimerDuration(value: string | number, where: string, minMs: number): number {
+  const ms = parseConfigDuration(value, where);
+  if (ms < minMs || ms > MAX_TIMER_MS) {
+    throw new UserError(
+      `${where}: must be ${minMs === 0 ? 'at most' : `from ${formatDuration(minMs)} to`} ${formatDuration(MAX_TIMER_MS)} (got ${JSON.stringify(value)})`,
+    );
+  }
+  return ms;
+}
+
 /** The largest unit that represents `ms` exactly: 90000 → "90s", 7200000 → "2h"; else "1500ms". */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`Not a duration: ${ms}`);

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UserError } from '../errors.js';
 import { parseCidr } from './cidr.js';
-import { parseConfigDuration } from './durations.js';
+import { parseTimerDuration } from './durations.js';
 import type { FileConfig } from './schema.js';
 
 export interface JwksSettings {
@@ -43,7 +43,7 @@ export function resolveJwks(config: FileConfig['jwks'], where: string, base: str
     }
   }
   const ms = (value: string | number, key: string): number =>
-    parseConfigDuration(value, `${where}: jwks.${key}`);
+    parseTimerDuration(value, `${where}: jwks.${key}`, 1);
   return Object.freeze({
     allowHttp: config.allow_http,
     allowedCidrs: Object.freeze([...config.allowed_cidrs]),

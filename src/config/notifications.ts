@@ -3,7 +3,7 @@
  * read (env, file or inline) and checked at start-up, durations parsed, bounds kept.
  */
 import { UserError } from '../errors.js';
-import { parseConfigDuration } from './durations.js';
+import { parseTimerDuration } from './durations.js';
 import type { FileConfig, SecretConfig } from './schema.js';
 
 export type NotificationEvent = 'ciba' | 'device' | 'per_call';
@@ -53,7 +53,7 @@ export function resolveNotifications(
     );
   }
   const ms = (value: FileConfig['execution']['timeout'], key: string): number =>
-    parseConfigDuration(value, `${at}.${key}`);
+    parseTimerDuration(value, `${at}.${key}`, 0);
   const timeoutMs = ms(w.timeout, 'timeout');
   const retryBackoffMs = ms(w.retry_backoff, 'retry_backoff');
   const maxBackoffMs = ms(w.max_backoff, 'max_backoff');

@@ -9,7 +9,7 @@ import { UserError } from '../errors.js';
 import { shownUrl } from '../util/shown-url.js';
 import { resolveDatabase, type DatabaseSettings } from './database.js';
 import type { LogFormat, LogLevel } from '../log-levels.js';
-import { parseConfigDuration as duration } from './durations.js';
+import { formatDuration, parseConfigDuration as duration, parseTimerDuration } from './durations.js';
 import { parseCidr } from './cidr.js';
 import { requestIdHeaderOf, resolveApis, type ApiFlags, type ApiSettings } from './api-execution.js';
 import type { FileConfig } from './schema.js';
@@ -173,6 +173,11 @@ export function resolveSettings(
 
   const port = cli.port ?? config.server.port;
   const internalPort = cli.internalPort ?? config.server.internal_port;
+  if (internalPort !== undefined && internalPort !== 0 && internalPort === port) {
+    throw new UserError(
+      `${cli.internalPort !== undefined ? '--internal-port' : `${where}: server.internal_port`} ${internalPort}: is the public port too; the internal listener needs a port of its own`,
+    );
+  }
   const issuer = cli.issuer ?? config.server.issuer;
   if (issuer !== undefined)
     checkIssuer(issuer, cli.issuer !== undefined ? '--issuer' : `${where}: server.issuer`);
@@ -222,15 +227,7 @@ export function resolveSettings(
     trustedProxies: Object.freeze(trustedProxies(config.server.trusted_proxies, where)),
     forwardedHeader: config.server.forwarded_header,
     requestIdHeader,
-    connections: Object.freeze({
-      maxConnections: config.server.max_connections,
-      maxConnectionsPerIp: config.server.max_connections_per_ip,
-      headersTimeoutMs: duration(config.server.headers_timeout, `${where}: server.headers_timeout`),
-      requestTimeoutMs: duration(config.server.request_timeout, `${where}: server.request_timeout`),
-      keepAliveTimeoutMs: duration(config.server.keep_alive_timeout, `${where}: server.keep_alive_timeout`),
-      maxHeaderBytes: config.server.max_header_bytes,
-      shutdownGraceMs: duration(config.server.shutdown_grace, `${where}: server.shutdown_grace`),
-    }),
+    connections: connectionSettings(config.server, where),
     ...(providerName !== undefined ? { providerName } : {}),
     ...(providerDescription !== undefined ? { providerDescription } : {}),
     allowRemoteRefs: cli.allowRemoteRefs ?? config.specs.allow_remote_refs,
@@ -247,9 +244,10 @@ export function resolveSettings(
     ...(adminToken !== undefined ? { adminToken } : {}),
     ...(introspectionToken !== undefined ? { introspectionToken } : {}),
     execution: Object.freeze({
-      streamMaxDurationMs: duration(
+      streamMaxDurationMs: parseTimerDuration(
         config.execution.stream_max_duration,
         `${where}: execution.stream_max_duration`,
+        1,
       ),
       streamRevocationCheckMs: revocationCheck(config.execution.stream_revocation_check, where),
       asyncJobTtlMs: duration(config.execution.async_job_ttl, `${where}: execution.async_job_ttl`),
@@ -280,6 +278,34 @@ function trustedProxies(entries: readonly string[], where: string): string[] {
     }
   });
   return [...entries];
+}
+
+/**
+ * The listener's connection bounds. Each timeout becomes a timer (durations.ts MAX_TIMER_MS); a
+ * zero headers timeout would close every connection at once, and Node refuses a headers timeout
+ * longer than a request timeout (0 disables the latter) at start-up, which `check` must catch.
+ */
+function connectionSettings(server: FileConfig['server'], where: string): Settings['connections'] {
+  const timer = (
+    key: 'headers_timeout' | 'request_timeout' | 'keep_alive_timeout' | 'shutdown_grace',
+    min: number,
+  ) => parseTimerDuration(server[key], `${where}: server.${key}`, min);
+  const headersTimeoutMs = timer('headers_timeout', 1);
+  const requestTimeoutMs = timer('request_timeout', 0);
+  if (requestTimeoutMs > 0 && headersTimeoutMs > requestTimeoutMs) {
+    throw new UserError(
+      `${where}: server.headers_timeout (${formatDuration(headersTimeoutMs)}) must not be longer than server.request_timeout (${formatDuration(requestTimeoutMs)})`,
+    );
+  }
+  return Object.freeze({
+    maxConnections: server.max_connections,
+    maxConnectionsPerIp: server.max_connections_per_ip,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: timer('keep_alive_timeout', 0),
+    maxHeaderBytes: server.max_header_bytes,
+    shutdownGraceMs: timer('shutdown_grace', 0),
+  });
 }
 
 /** Tens of milliseconds is the point (issue 10 class 14); a second is the most a crash may lose. */

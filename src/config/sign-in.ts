@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { UserError } from '../errors.js';
-import { parseDuration } from './durations.js';
+import { parseConfigDuration } from './durations.js';
 import { parsePasswordHash, type PasswordHash } from '../util/password.js';
 import { decodeBase32 } from '../util/totp.js';
 import { parseCidr } from './cidr.js';
@@ -62,8 +62,9 @@ export function resolveSignIn(
   where: string,
   readSecret: (value: SecretConfig, at: string) => string,
 ): SignInSettings {
-  const freshAuthMs = parseDuration(config.fresh_auth, `${where}: sign_in.fresh_auth`);
-  const sessionLifetimeMs = parseDuration(config.session_lifetime, `${where}: sign_in.session_lifetime`);
+  // Config durations, so "1500ms" reads as the README and the config schema say it does.
+  const freshAuthMs = parseConfigDuration(config.fresh_auth, `${where}: sign_in.fresh_auth`);
+  const sessionLifetimeMs = parseConfigDuration(config.session_lifetime, `${where}: sign_in.session_lifetime`);
   if (freshAuthMs < 1000) throw new UserError(`${where}: sign_in.fresh_auth must be at least 1s`);
   if (sessionLifetimeMs < freshAuthMs) {
     throw new UserError(`${where}: sign_in.session_lifetime must not be shorter than sign_in.fresh_auth`);

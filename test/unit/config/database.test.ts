@@ -33,6 +33,15 @@ describe('resolveDatabase', () => {
     });
   });
 
+  it('keeps :memory: a throwaway database from the config key as from the flag, not a file of that name', () => {
+    for (const named of [
+      { flag: ':memory:', configured: undefined },
+      { flag: undefined, configured: ':memory:' },
+    ]) {
+      expect(resolveDatabase({ ...base, ...named })).toEqual({ kind: 'sqlite', file: ':memory:' });
+    }
+  });
+
   it('selects PostgreSQL for postgres:// and postgresql:// URLs, with the pool settings', () => {
     for (const url of ['postgres://aap@db:5432/aap', 'postgresql://aap@db/aap']) {
       expect(resolveDatabase({ ...base, flag: url, configured: undefined })).toEqual({

@@ -579,6 +579,48 @@ describe('execution settings', () => {
     ).toMatch(/apply to --spec APIs/);
   });
 
+  it.each([
+    ['execution: {timeout: 25d}', /execution\.timeout: must be from 1ms to 24d \(got "25d"\)/],
+    ['execution: {timeout: 0}', /execution\.timeout: must be from 1ms to 24d/],
+    ['execution: {stream_max_duration: 30d}', /execution\.stream_max_duration: must be from 1ms to 24d/],
+    ['execution: {retry_backoff: 25d}', /execution\.retry_backoff: must be at most 24d/],
+    ['server: {shutdown_grace: 25d}', /server\.shutdown_grace: must be at most 24d/],
+    ['server: {headers_timeout: 0}', /server\.headers_timeout: must be from 1ms to 24d/],
+    ['jwks: {timeout: 25d}', /jwks\.timeout: must be from 1ms to 24d/],
+  ])('refuses a duration a timer cannot hold, or a zero that fires at once: %s', (line, message) => {
+    spec();
+    const file = writeConfig('exec/timers.yaml', `${line}\napis: [{spec: spec.yaml, timeout: 10s}]\n`);
+    expect(userError(() => resolveSettings({ config: file }, dir, {})).message).toMatch(message);
+  });
+
+  it('refuses per-API, per-operation and --upstream-timeout durations a timer cannot hold', () => {
+    spec();
+    const perApi = writeConfig('exec/api-timer.yaml', 'apis: [{spec: spec.yaml, timeout: 25d}]\n');
+    expect(userError(() => resolveSettings({ config: perApi }, dir, {})).message).toMatch(
+      /apis\[0\]\.timeout: must be from 1ms to 24d/,
+    );
+    expect(
+      userError(() => resolveSettings({ specs: ['spec.yaml'], upstreamTimeout: '30d' }, dir, {})).message,
+    ).toMatch(/must be from 1ms to 24d/);
+  });
+
+  it('refuses a headers timeout longer than the request timeout, which serve could not start with', () => {
+    spec();
+    const file = writeConfig(
+      'exec/headers.yaml',
+      'server: {headers_timeout: 60s}\napis: [{spec: spec.yaml}]\n',
+    );
+    expect(userError(() => resolveSettings({ config: file }, dir, {})).message).toMatch(
+      /server\.headers_timeout \(1m\) must not be longer than server\.request_timeout \(30s\)/,
+    );
+    // A request timeout of 0 is none: any headers timeout goes.
+    const none = writeConfig(
+      'exec/headers-none.yaml',
+      'server: {headers_timeout: 60s, request_timeout: 0}\napis: [{spec: spec.yaml}]\n',
+    );
+    expect(resolveSettings({ config: none }, dir, {}).connections.headersTimeoutMs).toBe(60_000);
+  });
+
   it('a stream revocation check must be at most 60 s (§5.11)', () => {
     spec();
     const file = writeConfig(
@@ -652,6 +694,19 @@ describe('internal listener (server.internal_port, --internal-port)', () => {
       'server:\n  internal_port: 9090\n  internal_host: 0.0.0.0\napis:\n  - spec: x.yaml\n',
     );
     expect(resolveSettings({ config: pod }, dir).internal).toEqual({ host: '0.0.0.0', port: 9090 });
+  });
+
+  it('refuses the public port as the internal one, which serve could not bind', () => {
+    const config = writeConfig(
+      'internal/same.yaml',
+      'server:\n  port: 9090\n  internal_port: 9090\napis:\n  - spec: x.yaml\n',
+    );
+    expect(userError(() => resolveSettings({ config }, dir)).message).toMatch(
+      /server\.internal_port 9090: is the public port too/,
+    );
+    expect(
+      userError(() => resolveSettings({ specs: ['x.yaml'], port: 8080, internalPort: 8080 }, dir)).message,
+    ).toMatch(/^--internal-port 8080: is the public port too/);
   });
 
   it('--internal-port takes a port number', () => {

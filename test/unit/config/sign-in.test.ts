@@ -99,6 +99,12 @@ describe('sign_in config', () => {
     );
   });
 
+  it('reads its durations as every config duration, milliseconds included (as the README and schema say)', () => {
+    const s = settings('sign_in:\n  fresh_auth: 1500ms\n  session_lifetime: 90000ms\n').signIn;
+    expect([s.freshAuthMs, s.sessionLifetimeMs]).toEqual([1500, 90_000]);
+    expect(failure('sign_in:\n  fresh_auth: 999ms\n')).toContain('fresh_auth must be at least 1s');
+  });
+
   it('refuses fresh_auth longer than the session itself', () => {
     expect(failure('sign_in:\n  fresh_auth: 1d\n  session_lifetime: 1h\n')).toContain('session_lifetime');
   });
