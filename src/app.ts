@@ -199,6 +199,7 @@ export async function startProxy(settings: Settings, deps: ProxyDeps = {}): Prom
   const stopPruning = repeat('activity retention', RETENTION_EVERY_MS, pruneActivity, logger);
   const reload = reloader({
     ctx,
+    started: settings,
     logger,
     counted: (result) => metrics.configReload(result),
     settings: deps.rereadSettings ?? (() => settings),

@@ -5,6 +5,7 @@
  * once by drift (§2.12). An invalid new version is refused as a whole: the last good one keeps
  * serving, the error is logged and counted, and readiness is untouched.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { Settings } from './config/settings.js';
 import type { BuiltEngine } from './engine.js';
 import type { Logger } from './log.js';
@@ -19,6 +20,8 @@ export interface ReloadResult {
   /** Why the new version was refused (the key path or file is in the message). */
   readonly error?: string;
   readonly capabilities?: number;
+  /** Changed settings this reload did not apply: they take a restart (see RESTART_ONLY). */
+  readonly restartNeeded?: readonly string[];
 }
 
 export interface Generation {
@@ -33,6 +36,8 @@ export interface Generation {
 
 export interface ReloadDeps {
   readonly ctx: ProtocolContext;
+  /** The settings the process started with: what the RESTART_ONLY ones stay at. */
+  readonly started: Settings;
   readonly logger: Logger;
   readonly counted: (result: 'success' | 'failure') => void;
   /** Reads the configuration again (same flags and environment as at start-up). */
@@ -52,6 +57,54 @@ export interface ReloadDeps {
  */
 const KEPT_CATALOG_GARBAGE_BYTES = 16 * 1024 * 1024;
 
+/** What a reload applies: the API list (documents, upstreams, credentials), how documents are read, the policy. */
+type Reloaded =
+  | 'apis'
+  | 'policyFile'
+  | 'allowRemoteRefs'
+  | 'allowLocalRefsAnywhere'
+  | 'allowHttpSpecs'
+  | 'specMaxBytes'
+  | 'specTimeoutMs';
+
+/**
+ * Every other setting, by the config keys it comes from: read once at start-up (listeners,
+ * database, sign-in, tokens...). A reload that changes one says so, naming the keys, rather
+ * than answering "reloaded" while the old value serves on. The type makes a new setting choose.
+ */
+const RESTART_ONLY: Readonly<Record<Exclude<keyof Settings, Reloaded>, string>> = {
+  host: 'server.host',
+  port: 'server.port',
+  workers: 'server.workers',
+  internal: 'server.internal_port/internal_host',
+  issuer: 'server.issuer',
+  maxBodyBytes: 'server.max_body_bytes',
+  trustedProxies: 'server.trusted_proxies',
+  forwardedHeader: 'server.forwarded_header',
+  requestIdHeader: 'server.request_id_header',
+  connections: 'server (connection limits and timeouts)',
+  providerName: 'provider.name',
+  providerDescription: 'provider.description',
+  mockUpstream: 'mock_upstream',
+  logLevel: 'log_level',
+  logFormat: 'log_format',
+  database: 'database',
+  adminToken: 'the admin token',
+  introspectionToken: 'the introspection token',
+  execution: 'execution (stream and async job settings)',
+  audit: 'audit',
+  signIn: 'sign_in',
+  notifications: 'notifications',
+  jwks: 'jwks',
+};
+
+/** The config keys behind settings that differ from those the process started with. */
+export function restartOnlyChanges(started: Settings, next: Settings): string[] {
+  return (Object.keys(RESTART_ONLY) as (keyof typeof RESTART_ONLY)[])
+    .filter((key) => !isDeepStrictEqual(started[key], next[key]))
+    .map((key) => RESTART_ONLY[key]);
+}
+
 /** One reload at a time: a signal during a reload waits for it, then reads the files again. */
 export function reloader(deps: ReloadDeps): () => Promise<ReloadResult> {
   let last: Promise<unknown> = Promise.resolve();
@@ -66,8 +119,11 @@ export function reloader(deps: ReloadDeps): () => Promise<ReloadResult> {
 async function reloadOnce(deps: ReloadDeps, collect: (force: boolean) => boolean): Promise<ReloadResult> {
   const { logger } = deps;
   let next: Generation;
+  let restartNeeded: string[];
   try {
-    next = await deps.build(deps.settings());
+    const settings = deps.settings();
+    restartNeeded = restartOnlyChanges(deps.started, settings);
+    next = await deps.build(settings);
   } catch (err) {
     return refused(deps, err instanceof Error ? err.message : String(err));
   }
@@ -91,7 +147,20 @@ async function reloadOnce(deps: ReloadDeps, collect: (force: boolean) => boolean
     documents: next.documentsUnchanged ? 'unchanged' : 'loaded',
     apis_kept: next.keptApis ?? 0,
   });
-  return { ok: true, capabilities: next.catalog.capabilities.length };
+  // Names only: some of these settings are secrets (tokens, sign-in).
+  if (restartNeeded.length > 0) {
+    logger.warn(
+      'reload: changed settings take a restart; the values the process started with stay in force',
+      {
+        keys: restartNeeded,
+      },
+    );
+  }
+  return {
+    ok: true,
+    capabilities: next.catalog.capabilities.length,
+    ...(restartNeeded.length > 0 ? { restartNeeded } : {}),
+  };
 }
 
 /**

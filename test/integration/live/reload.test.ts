@@ -413,6 +413,43 @@ describe('reload() of the config file', () => {
     expect(await names()).toContain('list_pets');
     expect(await names()).not.toContain('get_note');
   });
+
+  it('names the changed settings it did not apply (they take a restart), never their values', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aap-reload-restart-'));
+    const file = join(dir, 'proxy.yaml');
+    const hash = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+    const config = (changed: boolean): string =>
+      [
+        `apis:\n  - spec: ${JSON.stringify(PETSTORE)}\n    upstream: http://127.0.0.1:9`,
+        `provider: {name: ${changed ? 'after' : 'before'}}`,
+        `server: {max_body_bytes: ${changed ? 1024 : 1048576}}`,
+        `sign_in:\n  fresh_auth: ${changed ? '1m' : '5m'}\n  local:\n    users:\n      - {user_id: alice, password_hash: "${hash}"}`,
+        `jwks: {timeout: 5s}\nnotifications:\n  webhook: {url: "https://hooks.example/x", secret: "${changed ? 'second' : 'first'}-webhook-secret-0123456789"}`,
+        '',
+      ].join('\n');
+    writeFileSync(file, config(false));
+    const lines: string[] = [];
+    const p = await startProtocol({ overrides: { config: file }, logSink: (l) => lines.push(l) });
+    open = p;
+    // Read again unchanged: nothing to restart for.
+    expect(await p.proxy.reload()).toEqual({ ok: true, capabilities: expect.any(Number) });
+
+    writeFileSync(file, config(true));
+    const result = await p.proxy.reload();
+    expect(result).toMatchObject({ ok: true });
+    expect(result.restartNeeded).toEqual([
+      'server.max_body_bytes',
+      'provider.name',
+      'sign_in',
+      'notifications',
+    ]);
+    const warned = lines.find((l) => l.includes('take a restart'));
+    expect(warned).toContain('provider.name');
+    expect(lines.join('\n')).not.toContain('second-webhook-secret');
+    // What the process started with serves on.
+    const discovery = await p.request('GET', '/.well-known/agent-configuration');
+    expect(discovery.body.provider_name).toBe('before');
+  });
 });
 
 function readFile(path: string): string {
