@@ -3,13 +3,14 @@
  * to the operator API (/admin/*) it builds from argv, checked before anything is sent, and the
  * formatter of the reply (admin-format.ts).
  */
-import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
-import { parseDuration } from '../config/durations.js';
+import { formatDuration, parseDuration } from '../config/durations.js';
 import { UserError } from '../errors.js';
+import { MAX_PAGE } from '../http/listing-page.js';
+import { MAX_ENROLMENT_CODE_TTL_MS } from '../protocol/enrolment-codes.js';
 import type { AgentStatus, HostStatus, PerCallStatus } from '../storage/types.js';
 import * as format from './admin-format.js';
-import { attachDashValues } from './dash-values.js';
+import { parseFlags } from './parse-flags.js';
 
 export const HELP = 'Run agent-auth-proxy admin --help for usage.';
 
@@ -17,6 +18,7 @@ const OPTIONS = {
   url: { type: 'string' },
   token: { type: 'string' },
   'token-file': { type: 'string' },
+  'insecure-http': { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   'agent-id': { type: 'string' },
@@ -39,7 +41,7 @@ const OPTIONS = {
   all: { type: 'boolean' },
 } as const;
 
-export const COMMON = ['url', 'token', 'token-file', 'json', 'help'] as const;
+export const COMMON = ['url', 'token', 'token-file', 'insecure-http', 'json', 'help'] as const;
 export type Values = ReturnType<typeof parseAdminArgs>['values'];
 type Flag = Exclude<keyof typeof OPTIONS, (typeof COMMON)[number]>;
 
@@ -74,6 +76,16 @@ const CALL_STATUSES = [
   'failed',
 ] as const satisfies readonly PerCallStatus[];
 
+// The bounds the server checks, repeated here so a value out of them is a usage mistake (exit 2)
+// before any request, not a refusal after one (exit 1). The keyset listings share MAX_PAGE
+// (src/http/listing-page.ts), the longest code life is MAX_ENROLMENT_CODE_TTL_MS; the rest are
+// literals in their routes: routes/admin-per-call.ts and routes/admin-activity.ts for the pages,
+// routes/admin-users.ts for the shortest code life. test/integration/admin-cli.test.ts holds each
+// to its server.
+const MAX_PER_CALL_PAGE = 200;
+const MAX_ACTIVITY_PAGE = 1000;
+const MIN_ENROLMENT_TTL_MS = 60_000;
+
 export const COMMANDS: Readonly<Record<string, Command>> = {
   // Per-call approvals (issue 16 §1): listed and denied here; approving takes the user's passkey.
   'calls list': {
@@ -81,7 +93,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     request: (v) =>
       get('/admin/per-call-approvals', {
         status: oneOf('--status', v.status, CALL_STATUSES),
-        limit: limit(v.limit),
+        limit: limit(v.limit, MAX_PER_CALL_PAGE),
         cursor: v.cursor,
       }),
     text: format.perCallsText,
@@ -98,7 +110,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       get('/admin/approvals', {
         agent_id: v['agent-id'],
         user_code: v.code,
-        limit: limit(v.limit),
+        limit: limit(v.limit, MAX_PAGE),
         cursor: v.cursor,
       }),
     text: format.approvalsText,
@@ -127,7 +139,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       get('/admin/hosts', {
         status: oneOf('--status', v.status, HOST_STATUSES),
         user_id: v['user-id'],
-        limit: limit(v.limit),
+        limit: limit(v.limit, MAX_PAGE),
         cursor: v.cursor,
       }),
     text: format.hostsText,
@@ -181,7 +193,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
         host_id: v['host-id'],
         status: oneOf('--status', v.status, AGENT_STATUSES),
         user_id: v['user-id'],
-        limit: limit(v.limit),
+        limit: limit(v.limit, MAX_PAGE),
         cursor: v.cursor,
       }),
     text: format.agentsText,
@@ -243,7 +255,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     flags: ['user-id', 'ttl'],
     request: (v) =>
       post(`/admin/users/${enc(requiredUser('passkeys code', v))}/passkeys/enrolment-code`, {
-        ttl_seconds: v.ttl === undefined ? undefined : parseDuration(v.ttl, '--ttl') / 1000,
+        ttl_seconds: enrolmentTtlSeconds(v.ttl),
       }),
     text: format.enrolmentCodeText,
   },
@@ -258,7 +270,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
         capability: v.capability?.[0],
         since: isoTime('--since', v.since),
         until: isoTime('--until', v.until),
-        limit: limit(v.limit),
+        limit: limit(v.limit, MAX_ACTIVITY_PAGE),
         cursor: v.cursor,
       });
     },
@@ -267,12 +279,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
 };
 
 export function parseAdminArgs(argv: readonly string[]) {
-  return parseArgs({
-    args: attachDashValues(argv, OPTIONS),
-    options: OPTIONS,
-    allowPositionals: true,
-    strict: true,
-  });
+  return parseFlags(argv, OPTIONS);
 }
 
 function get(path: string, query: Record<string, string | undefined> = {}): Call {
@@ -333,8 +340,20 @@ function isoTime(flag: string, value: string | undefined): string | undefined {
   return value;
 }
 
-function limit(value: string | undefined): string | undefined {
-  if (value !== undefined && (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > 1000))
-    throw new UserError(`--limit ${JSON.stringify(value)}: must be a whole number from 1 to 1000`);
+/** --limit within `max`, the largest page the listing's route serves: 1000 for most, 200 for some. */
+function limit(value: string | undefined, max: number): string | undefined {
+  if (value !== undefined && (!/^\d{1,4}$/.test(value) || Number(value) < 1 || Number(value) > max))
+    throw new UserError(`--limit ${JSON.stringify(value)}: must be a whole number from 1 to ${max}`);
   return value;
+}
+
+/** --ttl as the enrolment-code route's ttl_seconds, within the range that route accepts. */
+function enrolmentTtlSeconds(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = parseDuration(value, '--ttl');
+  if (ms < MIN_ENROLMENT_TTL_MS || ms > MAX_ENROLMENT_CODE_TTL_MS)
+    throw new UserError(
+      `--ttl ${JSON.stringify(value)}: must be from ${formatDuration(MIN_ENROLMENT_TTL_MS)} to ${formatDuration(MAX_ENROLMENT_CODE_TTL_MS)}`,
+    );
+  return ms / 1000;
 }

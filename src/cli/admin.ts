@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { UserError } from '../errors.js';
 import { AdminApiError, adminClient, ConnectionError, parseBaseUrl } from './admin-api.js';
 import { COMMANDS, COMMON, HELP, parseAdminArgs, type Values } from './admin-commands.js';
+import { plainHttpWarning } from './plain-http.js';
 
 export const ADMIN_USAGE = `Usage:
   agent-auth-proxy admin approvals list [--agent-id ID] [--code USER-CODE]
@@ -35,14 +36,17 @@ export const ADMIN_USAGE = `Usage:
   agent-auth-proxy admin passkeys remove --user-id USER (--passkey-id ID | --all)
                          [--reason TEXT]     (also ends the user's sessions)
   agent-auth-proxy admin passkeys code --user-id USER [--ttl DURATION]
-                         (sign_in.first_passkey: operator_code; default 24h, at most 7d)
+                         (sign_in.first_passkey: operator_code; default 24h, from 1m to 7d)
   agent-auth-proxy admin users sign-out --user-id USER [--reason TEXT]
   agent-auth-proxy admin users remove --user-id USER [--reason TEXT]
   agent-auth-proxy admin activity [--agent-id ID] [--host-id ID] [--capability NAME]
                          [--since TIME] [--until TIME] [--limit N] [--cursor CURSOR]
 
 Options of every admin command:
-  --url URL          the proxy (default $AGENT_AUTH_PROXY_URL, else http://127.0.0.1:8080)
+  --url URL          the proxy (default $AGENT_AUTH_PROXY_URL, else http://127.0.0.1:8080);
+                     plain http only to this machine (localhost, 127.0.0.0/8, [::1])
+  --insecure-http    send the admin token over plain http to another host anyway (with a
+                     warning): anyone on the network between can read it
   --token-file FILE  read the admin token from FILE
   --token TOKEN      the admin token (default $AGENT_AUTH_PROXY_ADMIN_TOKEN; argv is visible to
                      other users: prefer the variable or --token-file)
@@ -85,12 +89,15 @@ export async function runAdmin(
       throw new UserError(`admin ${name} does not take --${key}\n${HELP}`);
   }
   const call = command.request(values, rest[0] ?? '');
-  const client = adminClient(
-    values.url !== undefined
-      ? parseBaseUrl(values.url, '--url')
-      : parseBaseUrl(env[ENV_URL] || DEFAULT_URL, ENV_URL),
-    adminToken(values, env),
+  const target = proxyUrl(values, env);
+  const client = adminClient(target.url, adminToken(values, env));
+  const warning = plainHttpWarning(
+    target.url,
+    target.from,
+    'the admin token',
+    values['insecure-http'] === true,
   );
+  if (warning !== undefined) io.err(warning);
 
   try {
     const reply = await client.call(call.method, call.path, call.body);
@@ -115,6 +122,12 @@ export async function runAdmin(
     }
     throw err;
   }
+}
+
+/** --url, else the environment, else the default; with where it came from, for messages. */
+function proxyUrl(values: Values, env: NodeJS.ProcessEnv): { url: string; from: string } {
+  if (values.url !== undefined) return { url: parseBaseUrl(values.url, '--url'), from: '--url' };
+  return { url: parseBaseUrl(env[ENV_URL] || DEFAULT_URL, ENV_URL), from: ENV_URL };
 }
 
 /** --token, else --token-file, else the environment. Messages never contain the token. */

@@ -8,13 +8,12 @@
  * 10 s beside the proxy) would otherwise pay on every run.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { attachDashValues } from './dash-values.js';
 import { UserError } from '../errors.js';
 import type { AgentRuntime } from './agent/session.js';
 import { FLAGS, flagsHelp, takesFlag, type FlagCommand } from './flags.js';
 import { processOutput, terminalSafe, userErrorLine, type CliOutput } from './output.js';
 import { toOverrides } from './overrides.js';
+import { beforeTerminator, parseFlags } from './parse-flags.js';
 
 const USAGE = `Usage:
   agent-auth-proxy [serve] [options]            start the proxy
@@ -126,8 +125,9 @@ async function main(
   io: CliOutput,
   agentRuntime: AgentRuntime | undefined,
 ): Promise<number> {
-  // Every command answers --version the same way, before its own arguments are read.
-  if (argv.includes('--version')) {
+  // Every command answers --version the same way, before its own arguments are read; after `--`
+  // it is an argument like any other word.
+  if (beforeTerminator(argv).includes('--version')) {
     io.out(`${packageVersion()}\n`);
     return 0;
   }
@@ -158,12 +158,7 @@ async function main(
   }
   let parsed;
   try {
-    parsed = parseArgs({
-      args: attachDashValues(argv, FLAGS),
-      options: FLAGS,
-      allowPositionals: true,
-      strict: true,
-    });
+    parsed = parseFlags(argv, FLAGS);
   } catch (err) {
     throw new UserError(`${(err as Error).message}\nRun agent-auth-proxy --help for usage.`);
   }

@@ -622,6 +622,98 @@ describe('admin token, URL and connection failures', () => {
   });
 });
 
+// Regression (F7): the CLI allowed --limit up to 1000 for every listing and any --ttl, so a value
+// the server refuses was sent, and the mistake came back as exit 1 after a request.
+describe('--limit and --ttl are checked against the bounds the server has', () => {
+  const LISTINGS: [command: string[], path: string, max: number][] = [
+    [['approvals', 'list'], '/admin/approvals', 1000],
+    [['calls', 'list'], '/admin/per-call-approvals', 200],
+    [['hosts', 'list'], '/admin/hosts', 1000],
+    [['agents', 'list'], '/admin/agents', 1000],
+    [['activity'], '/admin/activity', 1000],
+  ];
+
+  it('each listing takes its own maximum and refuses one more (exit 2), as the server does', async () => {
+    for (const [command, path, max] of LISTINGS) {
+      ok(await admin([...command, '--limit', String(max), '--url', url]));
+      usage(
+        await admin([...command, '--limit', String(max + 1), '--url', url]),
+        `--limit "${max + 1}": must be a whole number from 1 to ${max}`,
+      );
+      expect((await p.admin('GET', `${path}?limit=${max + 1}`)).status, path).toBe(400);
+    }
+  });
+
+  it('--ttl at the bounds reaches the server, which takes it', async () => {
+    // This proxy issues no codes: a --ttl the server accepted meets that refusal, not the ttl one.
+    for (const ttl of ['60s', '1m', '7d', '168h']) {
+      const r = await admin(['passkeys', 'code', '--user-id', 'zoe', '--ttl', ttl, '--url', url]);
+      expect(r.code, ttl).toBe(1);
+      expect(r.stderr, ttl).toContain('error: invalid_request: This proxy asks for no enrolment code');
+    }
+  });
+});
+
+// Regression (F9): a repeated flag silently took the last value (`--user-id a --user-id b` acted for b).
+describe('a flag given twice', () => {
+  it('is refused (exit 2) before any request, naming it and not its values', async () => {
+    const closed = await closedPortUrl();
+    for (const [flag, args] of [
+      ['user-id', ['hosts', 'list', '--user-id', 'a', '--user-id', 'b']],
+      ['url', ['hosts', 'list', '--url', closed]],
+      ['token', ['hosts', 'list', '--token', 'first-token-0123456789', '--token', 'second-token-0123456789']],
+      ['json', ['hosts', 'list', '--json', '--json']],
+    ] as const) {
+      const r = await admin([...args, '--url', closed]);
+      usage(r, `admin: Option '--${flag}' is given more than once; give it once`);
+      expect(r.stderr).not.toContain('-token-0123456789');
+    }
+  });
+  // A repeatable flag (--capability) stays repeatable: the partial approval test above repeats it.
+});
+
+// Regression (F6): the admin token went over plain http to any host, without a word.
+describe('plain http to a host other than this machine', () => {
+  const REMOTE = 'http://proxy.invalid:8080';
+
+  it('is refused (exit 2) before any request, naming --url and --insecure-http', async () => {
+    const r = await admin(['hosts', 'list', '--url', REMOTE]);
+    usage(
+      r,
+      `--url: ${REMOTE} is plain http to a host other than this machine, which would send the admin token in clear text; use https://, or pass --insecure-http to allow it`,
+    );
+    expect(r.stderr).not.toContain(ADMIN_TOKEN);
+  });
+
+  it('is refused from AGENT_AUTH_PROXY_URL too, naming the variable', async () => {
+    usage(
+      await admin(['hosts', 'list'], { AGENT_AUTH_PROXY_URL: 'http://10.0.0.7:8080' }),
+      'AGENT_AUTH_PROXY_URL: http://10.0.0.7:8080 is plain http to a host other than this machine',
+    );
+  });
+
+  it('--insecure-http sends it anyway, after a one-line warning on stderr', async () => {
+    const r = await admin(['hosts', 'list', '--url', REMOTE, '--insecure-http']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    const [warning, error] = r.stderr.split('\n');
+    expect(warning).toBe(
+      `warning: --insecure-http: sending the admin token to ${REMOTE} over plain http, readable on the way`,
+    );
+    expect(error).toMatch(/^error: cannot reach the proxy at http:\/\/proxy\.invalid:8080: /);
+    expect(r.stderr).not.toContain(ADMIN_TOKEN);
+  });
+
+  it('loopback over http needs no flag and prints no warning; https needs none either', async () => {
+    const port = new URL(url).port;
+    ok(await admin(['hosts', 'list', '--url', `http://localhost:${port}`]));
+    ok(await admin(['hosts', 'list', '--url', `http://127.0.0.1:${port}`]));
+    const tls = await admin(['hosts', 'list', '--url', 'https://proxy.invalid:8443']);
+    expect(tls.code).toBe(1);
+    expect(tls.stderr).toMatch(/^error: cannot reach the proxy at https:\/\/proxy\.invalid:8443: /);
+  });
+});
+
 describe('usage mistakes exit 2 before any request', () => {
   // Every case points at a closed port: reaching the network would exit 1, not 2.
   let closed = '';
@@ -695,6 +787,31 @@ describe('usage mistakes exit 2 before any request', () => {
       'a --limit out of range',
       ['activity', '--limit', '0'],
       '--limit "0": must be a whole number from 1 to 1000',
+    ],
+    [
+      'calls list with a --limit over its maximum (200, not 1000)',
+      ['calls', 'list', '--limit', '500'],
+      '--limit "500": must be a whole number from 1 to 200',
+    ],
+    [
+      'passkeys code with a --ttl over 7 days',
+      ['passkeys', 'code', '--user-id', 'zoe', '--ttl', '8d'],
+      '--ttl "8d": must be from 1m to 7d',
+    ],
+    [
+      'passkeys code with a --ttl under a minute',
+      ['passkeys', 'code', '--user-id', 'zoe', '--ttl', '30s'],
+      '--ttl "30s": must be from 1m to 7d',
+    ],
+    [
+      'the same flag twice',
+      ['hosts', 'list', '--user-id', 'a', '--user-id', 'b'],
+      "admin: Option '--user-id' is given more than once; give it once",
+    ],
+    [
+      'a plain-http --url to another host',
+      ['hosts', 'list', '--url', 'http://proxy.invalid:8080'],
+      '--url: http://proxy.invalid:8080 is plain http to a host other than this machine',
     ],
     [
       'a --since that is not a time',

@@ -11,7 +11,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 import { CLI, ensureBuiltCli, ROOT } from '../helpers/cli-process.js';
 import { startGateway } from '../helpers/gateway.js';
@@ -309,6 +309,73 @@ describe('agent usage and bounds', () => {
     expect(init.status).toBe(0);
     expect(init.stdout).toContain(`created ${file} (mode 0600)`);
     expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+});
+
+// Regression (F6): the agent's signed JWTs (bearer credentials until they expire) went over plain
+// http to any host without a word.
+describe('agent: plain http to a host other than this machine', () => {
+  const REMOTE = 'http://proxy.invalid:8080';
+  const refused = (from: string, url: string): string =>
+    `agent-auth-proxy: ${from}: ${url} is plain http to a host other than this machine, which would send signed agent tokens (bearer credentials until they expire) in clear text; use https://, or pass --insecure-http to allow it\n`;
+
+  it('is refused (exit 2) before any request, whether the URL is --url, stored or the variable', async () => {
+    const file = join(dir, 'remote.json');
+    // init sends nothing: it stores the URL, and the commands that send refuse it.
+    expect((await agent(['init', '--file', file, '--url', REMOTE])).code).toBe(0);
+    const stored = await agent(['status', '--file', file]);
+    expect(stored).toEqual({ code: 2, stdout: '', stderr: refused(`the proxy URL in ${file}`, REMOTE) });
+    const given = await agent(['register', '--file', file, '--url', 'http://10.1.2.3:8080']);
+    expect(given).toEqual({ code: 2, stdout: '', stderr: refused('--url', 'http://10.1.2.3:8080') });
+    const bare = join(dir, 'remote-env.json');
+    expect((await agent(['init', '--file', bare])).code).toBe(0);
+    vi.stubEnv('AGENT_AUTH_PROXY_URL', REMOTE);
+    try {
+      const env = await agent(['register', '--file', bare]);
+      expect(env).toEqual({ code: 2, stdout: '', stderr: refused('AGENT_AUTH_PROXY_URL', REMOTE) });
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('--insecure-http allows it, after a one-line warning on stderr', async () => {
+    const file = join(dir, 'remote-insecure.json');
+    expect((await agent(['init', '--file', file, '--url', REMOTE])).code).toBe(0);
+    const ran = await agent(['register', '--file', file, '--insecure-http']);
+    expect(ran.code).toBe(1);
+    const [warning, error] = ran.stderr.split('\n');
+    expect(warning).toBe(
+      `warning: --insecure-http: sending signed agent tokens (bearer credentials until they expire) to ${REMOTE} over plain http, readable on the way`,
+    );
+    expect(error).toMatch(
+      /^error: cannot reach http:\/\/proxy\.invalid:8080\/\.well-known\/agent-configuration: /,
+    );
+  });
+
+  it('http on 127.0.0.1 (the proxy of every other test here) needs no flag and warns of nothing', async () => {
+    const file = join(dir, 'loopback.json');
+    expect((await agent(['init', '--file', file, '--url', p.proxy.url])).code).toBe(0);
+    const ran = await agent(['register', '--file', file, '--capability', 'get_pet']);
+    expect(ran.stderr).toBe('');
+    expect(ran.code).toBe(0);
+  });
+});
+
+// Regression (F9): a repeated flag silently took the last value.
+describe('agent: a flag given twice', () => {
+  it('is refused (exit 2) naming it, before the key file or the proxy is touched', async () => {
+    for (const [flag, args] of [
+      ['file', ['status', '--file', join(dir, 'a.json'), '--file', join(dir, 'b.json')]],
+      ['name', ['register', '--name', 'a', '--name', 'b']],
+      ['url', ['register', '--url', p.proxy.url, '--url', p.proxy.url]],
+    ] as const) {
+      const ran = await agent(args);
+      expect(ran).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `agent-auth-proxy: agent: Option '--${flag}' is given more than once; give it once\nRun agent-auth-proxy agent --help for usage.\n`,
+      });
+    }
   });
 });
 

@@ -570,6 +570,76 @@ describe('check', () => {
   });
 });
 
+// Regression: parseArgs keeps the last of a repeated flag, so these ran on the last value alone.
+describe('a flag given twice is refused before anything runs', () => {
+  const twice = (flag: string): string =>
+    `agent-auth-proxy: Option '--${flag}' is given more than once; give it once\nRun agent-auth-proxy --help for usage.\n`;
+
+  it('check --policy bad.yaml --policy good.yaml: exit 2, not a check of good.yaml alone', async () => {
+    const bad = join(tmp, 'twice-bad.yaml');
+    const good = join(tmp, 'twice-good.yaml');
+    writeFileSync(bad, 'capabilities:\n  defaults: [list_petz]\n');
+    writeFileSync(good, 'capabilities:\n  defaults: [list_pets]\n');
+    expect((await run(['check', '--spec', PETSTORE, '--policy', good])).code).toBe(0);
+    const result = await run(['check', '--spec', PETSTORE, '--policy', bad, '--policy', good]);
+    expectOperatorError(result);
+    expect(result.stderr).toBe(twice('policy'));
+  });
+
+  it('--port, --config and --admin-token twice: exit 2 naming the flag, never a value', async () => {
+    const config = join(tmp, 'twice-config.yaml');
+    writeFileSync(config, `apis:\n  - spec: ${JSON.stringify(PETSTORE)}\n`);
+    for (const [flag, args] of [
+      ['port', ['--spec', PETSTORE, '--port', '8081', '--port', '8082']],
+      ['config', ['--config', config, '--config', config]],
+      [
+        'admin-token',
+        [
+          '--spec',
+          PETSTORE,
+          '--admin-token',
+          'first-secret-0123456789',
+          '--admin-token=second-secret-0123456789',
+        ],
+      ],
+    ] as const) {
+      const result = await run(['check', ...args]);
+      expectOperatorError(result);
+      expect(result.stderr, flag).toBe(twice(flag));
+      expect(result.stderr).not.toContain('secret');
+    }
+  });
+
+  it('a repeatable flag (--spec, --upstream) stays repeatable', async () => {
+    const result = await run([
+      'check',
+      '--spec',
+      PETSTORE,
+      '--spec',
+      PETSTORE,
+      '--upstream',
+      'http://127.0.0.1:9',
+      '--upstream',
+      'http://127.0.0.1:9',
+    ]);
+    expect(result.stderr).not.toContain('more than once');
+  });
+});
+
+describe('--version and --help only before `--`', () => {
+  it('serve -- --version is an argument, not a request for the version', async () => {
+    const result = await run(['serve', '--', '--version']);
+    expectOperatorError(result);
+    expect(result.stderr).toContain('unexpected argument "--version"');
+  });
+
+  it('capabilities -- --help is an argument too; --version before `--` still answers', async () => {
+    expectOperatorError(await run(['capabilities', '--spec', PETSTORE, '--', '--help']));
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(await run(['serve', '--version', '--', 'x'])).toMatchObject({ code: 0, stdout: `${version}\n` });
+  });
+});
+
 describe('serve', () => {
   it('logs where it listens, answers /healthz and /readyz, and exits 0 on SIGTERM', async () => {
     // A temp working directory, so nothing the server writes lands in the repository.

@@ -4,11 +4,10 @@
  * src/storage). Exit codes: 0 done, 1 the proxy refused or could not be reached (printed as
  * `error: <code>: <message>`), 2 a usage mistake (a UserError, printed by main.ts).
  */
-import { parseArgs } from 'node:util';
-import { attachDashValues } from '../dash-values.js';
 import { UserError } from '../../errors.js';
 import { ConnectionError, parseBaseUrl } from '../admin-api.js';
 import type { CliOutput } from '../output.js';
+import { parseFlags } from '../parse-flags.js';
 import { jsonObject, oneOf, requested } from './args.js';
 import { ProxyError } from './client.js';
 import { createKeyFile, keyFilePath } from './key-file.js';
@@ -40,6 +39,10 @@ Options of every agent command:
   --json         print the proxy's JSON replies instead of text
   --dpop         bind each JWT to the key that signs it and send a DPoP proof with it (§4.4, RFC
                  9449), as the proxy requires for capabilities its policy lists in capabilities.dpop
+  --insecure-http
+                 allow a plain-http URL of a host other than this machine (localhost,
+                 127.0.0.0/8, [::1]), with a warning: every signed token is a bearer credential
+                 until it expires, readable by anyone on the network between
   -h, --help     this help
 --constraints is an object keyed by capability name, e.g. '{"list_pets":{"limit":{"max":10}}}'.`;
 
@@ -50,6 +53,7 @@ const OPTIONS = {
   url: { type: 'string' },
   json: { type: 'boolean' },
   dpop: { type: 'boolean' },
+  'insecure-http': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   force: { type: 'boolean' },
   name: { type: 'string' },
@@ -62,7 +66,7 @@ const OPTIONS = {
 } as const;
 
 type Values = ReturnType<typeof parse>['values'];
-const COMMON = new Set(['file', 'url', 'json', 'dpop', 'help']);
+const COMMON = new Set(['file', 'url', 'json', 'dpop', 'insecure-http', 'help']);
 /** The flags each command takes beyond the common ones, and how many positionals. */
 const COMMANDS: Readonly<Record<string, { flags: readonly string[]; positionals: number }>> = {
   init: { flags: ['force'], positionals: 0 },
@@ -76,12 +80,7 @@ const COMMANDS: Readonly<Record<string, { flags: readonly string[]; positionals:
 
 function parse(argv: readonly string[]) {
   try {
-    return parseArgs({
-      args: attachDashValues(argv, OPTIONS),
-      options: OPTIONS,
-      allowPositionals: true,
-      strict: true,
-    });
+    return parseFlags(argv, OPTIONS);
   } catch (err) {
     throw new UserError(`agent: ${(err as Error).message}\n${HELP}`);
   }
@@ -119,6 +118,7 @@ export async function runAgent(
       io,
       json: values.json === true,
       dpop: values.dpop === true,
+      insecureHttp: values['insecure-http'] === true,
     });
     return await dispatch(s, name, rest[0] ?? '', values);
   } catch (err) {

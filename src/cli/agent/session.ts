@@ -6,6 +6,7 @@
 import { UserError } from '../../errors.js';
 import { parseBaseUrl } from '../admin-api.js';
 import type { CliOutput } from '../output.js';
+import { plainHttpWarning } from '../plain-http.js';
 import { discover, type Credential, type Discovery } from './client.js';
 import { loadKeyFile, saveKeyFile, type AgentFile } from './key-file.js';
 import { agentJwt, dpopProof, hostJwt } from './signer.js';
@@ -55,15 +56,35 @@ export interface SessionOptions {
   readonly json: boolean;
   /** --dpop: every JWT bound to its signing key, with a DPoP proof per request (§4.4). */
   readonly dpop: boolean;
+  /** --insecure-http: plain http to another host is allowed, with a warning (plain-http.ts). */
+  readonly insecureHttp: boolean;
+}
+
+/** --url, else the key file's, else $AGENT_AUTH_PROXY_URL; with where it came from, for messages. */
+function proxyUrl(o: SessionOptions, file: AgentFile): { url: string; from: string } {
+  const [given, from] =
+    o.url !== undefined
+      ? [o.url, '--url']
+      : file.url !== undefined
+        ? [file.url, `the proxy URL in ${o.path}`]
+        : [o.env.AGENT_AUTH_PROXY_URL, 'AGENT_AUTH_PROXY_URL'];
+  if (given === undefined) {
+    throw new UserError(`no proxy URL: pass --url URL (it is then stored in ${o.path})`);
+  }
+  return { url: parseBaseUrl(given, from), from };
 }
 
 export async function openSession(o: SessionOptions): Promise<Session> {
   const file = loadKeyFile(o.path);
-  const given = o.url ?? file.url ?? o.env.AGENT_AUTH_PROXY_URL;
-  if (given === undefined) {
-    throw new UserError(`no proxy URL: pass --url URL (it is then stored in ${o.path})`);
-  }
-  const url = parseBaseUrl(given, o.url !== undefined ? '--url' : 'the proxy URL');
+  const { url, from } = proxyUrl(o, file);
+  // Every request after discovery carries a JWT, and discovery keeps them on this origin.
+  const warning = plainHttpWarning(
+    url,
+    from,
+    'signed agent tokens (bearer credentials until they expire)',
+    o.insecureHttp,
+  );
+  if (warning !== undefined) o.io.err(warning);
   const discovery = await discover(url);
   const session: Session = {
     path: o.path,
