@@ -8,7 +8,9 @@
  * The budgets are the Limiter's: shared by every replica on PostgreSQL (one round trip per limit
  * step, however many buckets it takes), this process's own on SQLite (synchronous). The failed
  * authentications are always this process's own: that budget guards this process's CPU against
- * signature floods, is checked before every verification, and costs no round trip.
+ * signature floods, is checked before every verification, and costs no round trip. A verification
+ * that waits (a database read) is charged as it starts and given back if it succeeds, so that
+ * tokens sent together cannot all pass one check (steps/tokens.ts).
  */
 import { ProtocolError } from '../errors.js';
 import type { Policy, RateLimitSpec } from '../policy/policy.js';
@@ -234,10 +236,19 @@ export class RateLimits {
     }
   }
 
-  /** Charges one failed authentication to the client. */
-  authFailed(ip: string): void {
+  /**
+   * Charges one failed authentication to the client; returns the limit it was charged under
+   * (null: none), for authSucceeded to give it back under the same one should a reload come between.
+   */
+  authFailed(ip: string): RateLimitSpec | null {
     const spec = this.limits.failedAuthPerIp;
     if (spec) this.failures.take(`authfail:${clientNetwork(ip)}`, spec);
+    return spec;
+  }
+
+  /** Gives back a failure charged before a verification that then succeeded (steps/tokens.ts). */
+  authSucceeded(ip: string, spec: RateLimitSpec | null): void {
+    if (spec) this.failures.give(`authfail:${clientNetwork(ip)}`, spec);
   }
 
   host(hostId: string): void | Promise<void> {

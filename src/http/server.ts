@@ -173,8 +173,7 @@ async function handle(
     }
     try {
       if (res.headersSent) res.destroy();
-      else if (exchange?.page) sendErrorPage(res, e);
-      else sendError(res, withChallenge(e, exchange, options.issuer));
+      else answerError(req, res, e, exchange, options.issuer);
     } catch (sendErr) {
       // Nothing a request brings may end the process: an error that cannot be written (a field
       // JSON.stringify cannot serialize) closes this connection instead.
@@ -185,6 +184,31 @@ async function handle(
       res.destroy();
     }
   }
+}
+
+/** The §5.13 error (an HTML page on the approval pages), closing where bodyLeftUnbounded says. */
+function answerError(
+  req: IncomingMessage,
+  res: TaggedResponse,
+  e: ProtocolError,
+  exchange: ServedExchange | undefined,
+  issuer: () => string,
+): void {
+  if (bodyLeftUnbounded(req)) res.setHeader('connection', 'close');
+  if (exchange?.page) sendErrorPage(res, e);
+  else sendError(res, withChallenge(e, exchange, issuer));
+}
+
+/**
+ * A refused request whose chunked body is still arriving: kept alive, the connection would read
+ * and drop that body until its end or `server.request_timeout`, however long (58 MB in 5 s on one
+ * connection was measured), so its answer closes the connection. A declared length is within
+ * `maxBodyBytes` here (a longer one was refused, closing, before routing): such a body is drained
+ * as before, and a request pipelined after it is served. (A request with neither header has no
+ * body, RFC 9112 §6.3, though it may not be `complete` yet while it is routed.)
+ */
+function bodyLeftUnbounded(req: IncomingMessage): boolean {
+  return !req.complete && req.headers['transfer-encoding'] !== undefined;
 }
 
 /**
@@ -252,15 +276,20 @@ function withChallenge(e: ProtocolError, x: Exchange | undefined, issuer: () => 
 const PLAIN_PATH = /^(?:\/[A-Za-z0-9_~-]+)+$/;
 
 /**
- * Only origin-form targets (`/path?query`); anything else is a malformed request. A backslash in
- * the path too: the URL parser reads `/\\host/x` as `//host/x` and routes `/x`, which a front proxy
- * matching the raw path would not.
+ * Only origin-form targets (`/path?query`); anything else is a malformed request. The path must be
+ * routed as sent, since a front proxy that forwards `/public/*` only, or keeps `/admin` from the
+ * world, matches the raw target and never sees what the URL parser makes of it: so no backslash
+ * (the parser reads `/\\host/x` as `//host/x` and routes `/x`) and no dot segment, plain or
+ * percent-encoded (it resolves `/public/%2e%2e/admin/agents` to `/admin/agents`).
  */
 function parseTarget(target: string): URL {
-  const query = target.indexOf('?');
-  const rawPath = query < 0 ? target : target.slice(0, query);
+  const end = target.search(/[?#]/);
+  const rawPath = end < 0 ? target : target.slice(0, end);
   if (!target.startsWith('/') || target.startsWith('//') || rawPath.includes('\\')) {
     throw new ProtocolError('invalid_request', 'The request target must be an absolute path.');
+  }
+  if (DOT_SEGMENT.test(rawPath)) {
+    throw new ProtocolError('invalid_request', 'The request path must not have "." or ".." segments.');
   }
   try {
     return new URL(target, 'http://proxy.invalid');
@@ -268,3 +297,6 @@ function parseTarget(target: string): URL {
     throw new ProtocolError('invalid_request', 'The request target is not a valid URL path.');
   }
 }
+
+/** A `.` or `..` segment, any of its dots written `%2e` (WHATWG URL: "single-dot path segment"). */
+const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?=\/|$)/i;

@@ -7,6 +7,7 @@
  * A POST that fails the origin or token check changes nothing: it is refused before the action.
  */
 import { ProtocolError } from '../../errors.js';
+import { fragmentedBody, readRequestBody } from '../body.js';
 import { csrfMatches, stillSignsIn } from '../../protocol/sessions.js';
 import { headerDisowns, type PageAuth } from '../page-auth.js';
 import type { RateLimits } from '../rate-limits.js';
@@ -44,18 +45,16 @@ export const formBody: SharedStep = step('form', async (x) => {
       'This form must be sent as application/x-www-form-urlencoded.',
     );
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of x.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_FORM_BYTES) {
-      throw new ProtocolError('payload_too_large', `The form exceeds ${MAX_FORM_BYTES} bytes.`, {
-        headers: { connection: 'close' },
-      });
-    }
-    chunks.push(chunk);
+  // Read as a JSON body is (body.ts): into one buffer, paused rather than destroyed when over, so
+  // that the 413 reaches the browser before the connection closes.
+  const { bytes, over, fragmented } = await readRequestBody(x.req, MAX_FORM_BYTES);
+  if (fragmented) throw fragmentedBody(MAX_FORM_BYTES);
+  if (over) {
+    throw new ProtocolError('payload_too_large', `The form exceeds ${MAX_FORM_BYTES} bytes.`, {
+      headers: { connection: 'close' },
+    });
   }
-  x.form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  x.form = new URLSearchParams(bytes.toString('utf8'));
 });
 
 /**

@@ -2,7 +2,8 @@
  * The authentication steps: the bearer token of the request, verified before the body is read
  * (signature, `typ`, `aud`, time, the principal's status). They record nothing but a failure:
  * the jti and the principal's use are recorded by the replay step, after the principal's limits.
- * A client whose failed-authentication budget is used up is refused before its token is looked at.
+ * A client whose failed-authentication budget is used up is refused before its token is looked at,
+ * and tokens it sends together cannot all pass that one check (see `charged`).
  */
 import { ProtocolError } from '../../errors.js';
 import type { Logger } from '../../log.js';
@@ -31,9 +32,14 @@ function missing(what: string): ProtocolError {
 }
 
 /**
- * Runs `verify`; a 401 or 403 it throws is charged to the client's failed-authentication budget and
- * logged (without the token) before it goes on. A verification that finishes synchronously (the
- * hot cache's usual case) stays synchronous, so execution does not wait on the microtask queue.
+ * Runs `verify` within the client's failed-authentication budget (§8.13), refused with 429 before
+ * it starts once that is used up; a 401 or 403 it throws is charged to the budget and logged
+ * (without the token). A verification that finishes synchronously (the hot cache's usual case)
+ * stays synchronous, so execution does not wait on the microtask queue, and is charged only if it
+ * fails. One that waits (a database read: an unknown `sub`, every host JWT) is charged as it
+ * starts and given back if it succeeds: charged only at its end, 500 forged tokens pipelined on one
+ * socket all passed the check while the first ones were still being looked up, and all were
+ * verified with a budget of 60.
  */
 function charged<T>(
   { limits, logger }: TokenStepOptions,
@@ -42,27 +48,39 @@ function charged<T>(
 ): T | Promise<T> {
   limits.authFailuresLeft(x.clientIp);
   x.challenge ??= 'protocol';
-  const refused = (err: unknown): never => {
+  // Whether `err` is a failed authentication (logged if so).
+  const failedAuth = (err: unknown): boolean => {
     // A 403 here refuses a verified principal for its status (pending, revoked, rejected, expired,
     // claimed): charged too, or a refused key could make the server verify it without end.
-    if (err instanceof ProtocolError && (err.status === 401 || err.status === 403)) {
-      limits.authFailed(x.clientIp);
-      logger.warn('authentication failed', {
-        request_id: x.requestId,
-        route: x.decision.route,
-        client_ip: x.clientIp,
-        error: err.code,
-      });
-    }
-    throw err;
+    if (!(err instanceof ProtocolError && (err.status === 401 || err.status === 403))) return false;
+    logger.warn('authentication failed', {
+      request_id: x.requestId,
+      route: x.decision.route,
+      client_ip: x.clientIp,
+      error: err.code,
+    });
+    return true;
   };
   let result: T | Promise<T>;
   try {
     result = verify();
   } catch (err) {
-    return refused(err);
+    if (failedAuth(err)) limits.authFailed(x.clientIp);
+    throw err;
   }
-  return result instanceof Promise ? result.catch(refused) : result;
+  if (!(result instanceof Promise)) return result;
+  // Still the turn the budget was checked in: no other request has taken from it since.
+  const reserved = limits.authFailed(x.clientIp);
+  return result.then(
+    (verified) => {
+      limits.authSucceeded(x.clientIp, reserved);
+      return verified;
+    },
+    (err: unknown) => {
+      if (!failedAuth(err)) limits.authSucceeded(x.clientIp, reserved);
+      throw err;
+    },
+  );
 }
 
 function requireToken(x: Exchange, what: string): string {

@@ -45,6 +45,17 @@ describe('the HTTP edge, on raw sockets', () => {
       http10: `GET /healthz HTTP/1.0\r\n\r\n`,
       head_post: `HEAD /capability/execute HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
       semicolon: `GET /healthz;x HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      // Dot segments, which the URL parser would resolve (to /capability/execute, /healthz …).
+      dotdot_upper: `GET /public/%2E%2E/healthz HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      dotdot_mixed: `GET /public/.%2e/healthz HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      dotdot_plain: `GET /public/../healthz HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      dotdot_last: `GET /healthz/x/.. HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      dotdot_query: `GET /x/..?a=b HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      dot_encoded: `GET /%2e/healthz HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      dot_plain: `GET /./healthz HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      // Dots that are not a whole segment are ordinary characters: no such endpoint.
+      dots_in_name: `GET /healthz/.../x..y/.z HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+      dots_query: `GET /healthz?next=/../admin HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
     };
     const expected: Record<string, number[]> = {
       clte: [400],
@@ -63,6 +74,16 @@ describe('the HTTP edge, on raw sockets', () => {
       http10: [200],
       head_post: [405],
       semicolon: [404],
+      dotdot: [400],
+      dotdot_upper: [400],
+      dotdot_mixed: [400],
+      dotdot_plain: [400],
+      dotdot_last: [400],
+      dotdot_query: [400],
+      dot_encoded: [400],
+      dot_plain: [400],
+      dots_in_name: [404],
+      dots_query: [200],
     };
     for (const [name, want] of Object.entries(expected)) {
       const out = await rawExchange(p.proxy.url, cases[name]!, 800);
@@ -70,6 +91,21 @@ describe('the HTTP edge, on raw sockets', () => {
       // No CORS: nothing is readable cross-origin.
       expect(out.toLowerCase(), name).not.toContain('access-control-');
     }
+  });
+});
+
+describe('dot segments in the request path', () => {
+  // Observed before: the URL parser resolved `/public/%2e%2e/admin/agents` to `/admin/agents` and
+  // served it, and `/x/../healthz`, `/%2e/healthz` too: a front proxy that forwards only `/public/*`,
+  // or blocks `/admin` by prefix, matches the raw path and was gone round.
+  it('/public/%2e%2e/admin/agents is refused 400 invalid_request, not routed to /admin/agents', async () => {
+    const out = await rawExchange(
+      p.proxy.url,
+      `GET /public/%2e%2e/admin/agents HTTP/1.1\r\n${H}connection: close\r\n\r\n`,
+    );
+    expect(statuses(out)).toEqual([400]);
+    const body = JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
+    expect(body).toEqual({ error: 'invalid_request', message: expect.stringContaining('segments') });
   });
 });
 

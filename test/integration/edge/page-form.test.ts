@@ -1,6 +1,6 @@
 /**
  * A page form over MAX_FORM_BYTES (8 KiB, README "Bounds") is answered 413, whether its body
- * arrives in one packet or two, and the client gets that answer.
+ * arrives in one packet or two, and the client gets that answer; one in more than 64 pieces, 400.
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,5 +83,30 @@ describe('page form bodies over 8 KiB', () => {
       (e: unknown) => `fetch failed: ${e instanceof Error ? e.message : 'unknown'}`,
     );
     expect(res).toBe(413);
+  });
+
+  // A form is 8 KiB at most, so 64 pieces (README "Bounds"): one sent thinner is not read on.
+  it('a form sent in 1-byte chunks is refused 400 after 64 of them, and the connection closes', async () => {
+    const body = `user=${'a'.repeat(200)}&password=x`;
+    const head =
+      `POST /sign-in HTTP/1.1\r\nhost: 127.0.0.1\r\norigin: ${originOf(p)}\r\n` +
+      `content-type: application/x-www-form-urlencoded\r\ntransfer-encoding: chunked\r\n\r\n`;
+    const chunks = body.replace(/./g, (c) => `1\r\n${c}\r\n`);
+    const r = await send(p.proxy.url, Buffer.from(`${head}${chunks}0\r\n\r\n`));
+    expect(r.text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(r.text).toContain('more than 64 pieces');
+    expect(r.text).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
+  it('the same form in one chunk is read, and refused only for its unknown user', async () => {
+    const body = `user=${'a'.repeat(200)}&password=x`;
+    const head =
+      `POST /sign-in HTTP/1.1\r\nhost: 127.0.0.1\r\norigin: ${originOf(p)}\r\n` +
+      `content-type: application/x-www-form-urlencoded\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n`;
+    const r = await send(
+      p.proxy.url,
+      Buffer.from(`${head}${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`),
+    );
+    expect(r.text).toContain('That user name, password or one-time code is not right.');
   });
 });
