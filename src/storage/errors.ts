@@ -67,6 +67,22 @@ export function storeError(err: unknown): unknown {
   });
 }
 
+/**
+ * SQLite's result codes (better-sqlite3's `code`, extended codes included) of a database that
+ * cannot take a write now: a read-only file or directory, a full disk, an I/O error, a file that
+ * went away, a lock another process held past the busy timeout. Not a bug of the request: 503, and
+ * the activity log keeps its records for a retry.
+ */
+const SQLITE_UNAVAILABLE_CODES = /^SQLITE_(READONLY|FULL|IOERR|CANTOPEN|BUSY)/;
+
+/** `err` as a StoreUnavailableError when SQLite says it cannot write now (above), else unchanged. */
+export function sqliteStoreError(err: unknown): unknown {
+  if (!(err instanceof Error) || err instanceof StoreUnavailableError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || !SQLITE_UNAVAILABLE_CODES.test(code)) return err;
+  return new StoreUnavailableError(`database unavailable: ${err.message} (${code})`, { cause: err });
+}
+
 /** SQLite's result codes for a value the statement cannot store. */
 const REFUSED_VALUE_CODES = /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH)/;
 

@@ -60,9 +60,38 @@ export function openSqliteStore(options: SqliteStoreOptions): Store {
   // 32 MiB of page cache (SQLite's default is 2 MiB): inserts into the indexes of a table of
   // millions of activity rows land on pages all over them, and each miss is a read system call.
   db.pragma(`cache_size = -${SQLITE_CACHE_KIB}`);
-  migrate(db, options.file);
+  try {
+    checkWritable(db, options.file);
+    migrate(db, options.file);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
   return new SqliteAsyncStore(new SqliteEngine(db, options.onWrite, options.onPrepare), options.onWrite);
 }
+
+/**
+ * A database the proxy cannot write is refused at start-up: started anyway it would answer ready,
+ * fail every write (registrations, approvals, revocations) and run executions whose audit records
+ * (§11) are never stored. SQLite opens a file it may not write read-only without a word, and
+ * BEGIN IMMEDIATE takes no write, so this writes: the schema version, as it is, rolled back.
+ */
+function checkWritable(db: Database.Database, file: string): void {
+  if (file === ':memory:') return;
+  try {
+    db.transaction(() => {
+      const version = db.pragma('user_version', { simple: true }) as number;
+      db.pragma(`user_version = ${version}`);
+      throw new RolledBack();
+    }).immediate();
+  } catch (err) {
+    if (err instanceof RolledBack) return;
+    throw new UserError(`${file}: the database cannot be written (${(err as Error).message})`);
+  }
+}
+
+/** Thrown to roll the write check's transaction back once its write went through. */
+class RolledBack extends Error {}
 
 function migrate(db: Database.Database, file: string): void {
   const current = db.pragma('user_version', { simple: true }) as number;

@@ -296,6 +296,16 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE sessions ADD COLUMN credential_tag text;
   `,
+  // 9: the usage flushes applied (usage.ts), so that one retried after its commit's answer was
+  // lost is not added twice; kept a day (pg-store.ts touch). SQLite needs none: its commit's
+  // outcome is always known to the process.
+  `
+  CREATE TABLE applied_usage_flushes (
+    id text PRIMARY KEY,
+    at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE INDEX applied_usage_flushes_at ON applied_usage_flushes (at);
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

@@ -11,7 +11,7 @@ import { storeError } from './errors.js';
 import { ChangeSet, CHANGES_CHANNEL, noticePayload } from './pg-notify.js';
 import { inboxQuery } from './pg-queries.js';
 import { openPool, poolQuery, transaction, type Connections, type PgStoreOptions } from './pg-pool.js';
-import { PgReader } from './pg-reader.js';
+import { PgReader, type Query } from './pg-reader.js';
 import { insertOf, type Statement } from './pg-rows.js';
 import { PgShared } from './pg-shared.js';
 import * as signInState from './pg-sign-in-state.js';
@@ -74,6 +74,7 @@ export class PgStore extends PgReader implements Store {
     agents: ReadonlyMap<string, number>,
     hosts: ReadonlyMap<string, number>,
     grants: ReadonlyMap<string, GrantUse> = new Map(),
+    flushId?: string,
   ): Promise<void> {
     if (agents.size === 0 && hosts.size === 0 && grants.size === 0) return;
     // One statement per table over arrays; rows in id order, so that two replicas flushing at
@@ -108,6 +109,7 @@ export class PgStore extends PgReader implements Store {
         : []),
     ];
     await transaction(this.connections, 'READ COMMITTED', async (query) => {
+      if (flushId !== undefined && !(await firstApplication(query, flushId))) return;
       for (const s of statements) await query(s.sql, s.params);
     });
   }
@@ -329,4 +331,20 @@ export class PgStore extends PgReader implements Store {
     const { pool, sharedPool, probe } = this.connections;
     await Promise.all([pool, sharedPool, probe].filter((p) => !p.ended).map((p) => p.end()));
   }
+}
+
+/**
+ * Notes the usage flush `id` as applied, in its own transaction; false when it was already (a
+ * retry of a flush whose commit's answer was lost): `uses = uses + n` is not idempotent. A
+ * concurrent transaction noting the same id makes this one wait for its outcome (the primary
+ * key). Ids older than a day go in the same statement: a flush is retried within seconds, or not
+ * after its process ends.
+ */
+async function firstApplication(query: Query, id: string): Promise<boolean> {
+  const { rows } = await query(
+    `WITH swept AS (DELETE FROM applied_usage_flushes WHERE at < now() - interval '1 day')
+    INSERT INTO applied_usage_flushes (id) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id`,
+    [id],
+  );
+  return rows.length === 1;
 }

@@ -12,6 +12,12 @@
  * it goes on. An fsync runs off the event loop every second (and at close), so an OS crash or
  * power loss loses at most about the last second of jtis; a torn last line is skipped when read.
  *
+ * A short write (a full disk, a file-size limit: write() took part of the line) is a failed write:
+ * the request is refused (503), as when nothing was written, since a torn line is skipped when read
+ * and its jti could be replayed after a restart. The segment is cut back to its last whole line,
+ * so the next line does not land after the torn half (and get skipped with it); when even that
+ * fails, the writer moves to a new segment.
+ *
  * Group write: while `busy()` says other requests are under way (set by the composition root:
  * upstream calls in flight), `record` does not write at once; the lines recorded in one turn of
  * the event loop go in one write() at its end, and each of those requests goes on after it. One
@@ -31,6 +37,7 @@ import {
   closeSync,
   fsync,
   fsyncSync,
+  ftruncateSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -68,6 +75,8 @@ export interface ReplayJournalOptions {
   readonly segmentBytes?: number;
   /** How often written lines are fsynced, off the event loop. Default 1 s. */
   readonly syncIntervalMs?: number;
+  /** fs.writeSync, for a test to make a write short (a full disk cannot be had on demand). */
+  readonly writeSync?: (fd: number, text: string) => number;
 }
 
 const SEGMENT = /^[0-9a-f]{12}-\d+\.jsonl$/;
@@ -92,6 +101,7 @@ interface OpenSegment {
 export class ReplayJournal implements ReplayLedger {
   readonly #dir: string;
   readonly #segmentBytes: number;
+  readonly #writeSync: (fd: number, text: string) => number;
   readonly #instance = randomBytes(6).toString('hex');
   /** This process's closed segments → the latest expiry in them. */
   readonly #retired = new Map<string, number>();
@@ -110,6 +120,7 @@ export class ReplayJournal implements ReplayLedger {
   constructor(dir: string, now: number, options: ReplayJournalOptions = {}) {
     this.#dir = dir;
     this.#segmentBytes = options.segmentBytes ?? 4 * 1024 * 1024;
+    this.#writeSync = options.writeSync ?? writeSync;
     mkdirSync(dir, { recursive: true });
     for (const file of readdirSync(dir)) {
       if (!SEGMENT.test(file)) continue;
@@ -176,11 +187,32 @@ export class ReplayJournal implements ReplayLedger {
     const wallNow = Date.now();
     if (this.#current.bytes > 0 && wallNow - this.#current.lastWriteAt >= IDLE_ROTATE_MS) this.#rotate();
     const segment = this.#current;
-    segment.bytes += writeSync(segment.fd, text);
+    const written = this.#writeSync(segment.fd, text);
+    // ASCII (every line but one with a non-ASCII jti or identity) is one byte a code unit, so the
+    // common case costs no byte count; UTF-8 never takes fewer bytes than code units.
+    if (written !== text.length && written !== Buffer.byteLength(text)) this.#torn(segment, written);
+    segment.bytes += written;
     segment.lastWriteAt = wallNow;
     segment.dirty = true;
     if (maxExpiresAt > segment.maxExpiresAt) segment.maxExpiresAt = maxExpiresAt;
     if (segment.bytes >= this.#segmentBytes) this.#rotate();
+  }
+
+  /**
+   * After a short write: cuts the segment back to its last whole line (the file is opened for
+   * append, so the next write lands there); then throws, so the request whose jti is not wholly
+   * on disk is refused.
+   */
+  #torn(segment: OpenSegment, written: number): never {
+    try {
+      ftruncateSync(segment.fd, segment.bytes);
+    } catch {
+      // The torn tail stays (skipped when read): the next write starts a new segment (the idle
+      // rule in #write), never appending to it, and is refused itself if that cannot be done.
+      segment.bytes += written;
+      segment.lastWriteAt = Number.NEGATIVE_INFINITY;
+    }
+    throw new Error(`${segment.path}: short write (${written} bytes of a longer line; disk full?)`);
   }
 
   /**
@@ -277,19 +309,40 @@ function readSegment(path: string, now: number, into: SeenJti[]): number {
   let maxExpiresAt = 0;
   for (const line of text.split('\n')) {
     if (line === '') continue;
-    let entry: unknown;
-    try {
-      entry = JSON.parse(line);
-    } catch {
-      continue; // a line torn by a power loss
-    }
-    if (!Array.isArray(entry) || entry.length !== 3) continue;
-    const [expiresAt, identity, jti] = entry as unknown[];
-    if (typeof expiresAt !== 'number' || typeof identity !== 'string' || typeof jti !== 'string') continue;
-    if (expiresAt > maxExpiresAt) maxExpiresAt = expiresAt;
-    if (expiresAt > now) into.push({ identity, jti, expiresAt });
+    const seen = entryOf(line) ?? salvaged(line);
+    if (seen === undefined) continue; // a line torn by a power loss
+    if (seen.expiresAt > maxExpiresAt) maxExpiresAt = seen.expiresAt;
+    if (seen.expiresAt > now) into.push(seen);
   }
   return maxExpiresAt;
+}
+
+/** The entry a whole line holds; undefined for a torn or corrupt one. */
+function entryOf(line: string): SeenJti | undefined {
+  let entry: unknown;
+  try {
+    entry = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(entry) || entry.length !== 3) return undefined;
+  const [expiresAt, identity, jti] = entry as unknown[];
+  if (typeof expiresAt !== 'number' || typeof identity !== 'string' || typeof jti !== 'string')
+    return undefined;
+  return { identity, jti, expiresAt };
+}
+
+/**
+ * A whole entry written right after a torn half line, which shares its line: what a writer
+ * before short writes were refused left after a full disk. Tried only for lines that do not parse;
+ * a wrong salvage could only make a jti refused, never accepted.
+ */
+function salvaged(line: string): SeenJti | undefined {
+  for (let at = line.indexOf('[', 1); at > 0; at = line.indexOf('[', at + 1)) {
+    const seen = entryOf(line.slice(at));
+    if (seen !== undefined) return seen;
+  }
+  return undefined;
 }
 
 /** mtime in ms, or undefined when the file is gone. */

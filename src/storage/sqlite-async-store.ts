@@ -18,6 +18,7 @@
  * The queue is hand-written (a flag and an array): a general mutex would put a promise hop in
  * front of every read, and this one costs nothing when no transaction is open.
  */
+import { sqliteStoreError } from './errors.js';
 import type { SqliteEngine, SyncStoreWriter, WriteKind } from './sqlite-store.js';
 import type {
   ActivityQuery,
@@ -45,13 +46,16 @@ import type {
   StalePendingSwept,
 } from './types.js';
 
-/** The value of `op()` as a settled promise: fulfilled, or rejected with what it threw. */
+/**
+ * The value of `op()` as a settled promise: fulfilled, or rejected with what it threw (a database
+ * that cannot write now as StoreUnavailableError, errors.ts: 503, not 500).
+ */
 function settle<T>(op: () => T): Promise<T> {
   try {
     return Promise.resolve(op());
   } catch (err) {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what better-sqlite3 threw, as is
-    return Promise.reject(err);
+    return Promise.reject(sqliteStoreError(err));
   }
 }
 
@@ -93,7 +97,11 @@ export class SqliteAsyncStore implements Store {
 
   private async transact<T>(fn: (tx: StoreWriter) => Promise<T>): Promise<T> {
     // Up to the first await this runs synchronously, so `open` is set before anyone else runs.
-    this.engine.begin();
+    try {
+      this.engine.begin();
+    } catch (err) {
+      throw sqliteStoreError(err);
+    }
     this.open = true;
     const started = performance.now();
     try {
@@ -102,7 +110,7 @@ export class SqliteAsyncStore implements Store {
       return result;
     } catch (err) {
       this.engine.rollback();
-      throw err;
+      throw sqliteStoreError(err);
     } finally {
       this.open = false;
       this.onWrite?.('state', (performance.now() - started) / 1000);

@@ -502,11 +502,15 @@ export interface Store extends StoreReader {
   /**
    * Coalesced `last_used_at` updates (§10.2: no write per request); one statement batch. Grants
    * get their use count added and their last use raised (the account page's "uses", "last used").
+   * `flushId`: the batch's id, the same when it is retried; a batch whose id was applied before
+   * (its commit's answer was lost, yet it committed) is not applied again, so no use is counted
+   * twice. Kept a day (PostgreSQL); SQLite ignores it, as it always knows whether it committed.
    */
   touch(
     agents: ReadonlyMap<string, number>,
     hosts: ReadonlyMap<string, number>,
     grants?: ReadonlyMap<string, GrantUse>,
+    flushId?: string,
   ): Promise<void>;
   /** The stored use counters of an agent's grants, by grant id (grants never used are absent). */
   grantUses(agentId: string): Promise<Map<string, GrantUse>>;

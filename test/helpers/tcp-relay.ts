@@ -5,6 +5,10 @@
  * refused, nothing arrives). `thaw` resets the frozen connections and relays again. Unlike a
  * stopped server, this is where the clients' connection and statement timeouts are all that end
  * a wait.
+ *
+ * `loseAnswerTo(marker)` loses one answer: the next client bytes holding `marker` (a COMMIT) are
+ * passed on, nothing more comes back, and both sides are closed 300 ms later. The server has done
+ * what it was asked; the client cannot know whether it did (a commit whose answer was lost).
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -14,11 +18,14 @@ export interface TcpRelay {
   freeze(): void;
   /** Resets every frozen connection and relays again. */
   thaw(): void;
+  /** Once: passes on the client bytes holding `marker`, then drops the answer and the connection. */
+  loseAnswerTo(marker: Buffer): void;
   close(): Promise<void>;
 }
 
 export async function startTcpRelay(target: { host: string; port: number }): Promise<TcpRelay> {
   let frozen = false;
+  let losing: Buffer | undefined;
   const sockets = new Set<Socket>();
   const track = (socket: Socket): void => {
     sockets.add(socket);
@@ -35,6 +42,16 @@ export async function startTcpRelay(target: { host: string; port: number }): Pro
     track(upstream);
     client.pipe(upstream);
     upstream.pipe(client);
+    client.on('data', (chunk: Buffer) => {
+      if (losing === undefined || !chunk.includes(losing)) return;
+      losing = undefined;
+      // The chunk goes on through the pipe; its answer does not come back.
+      upstream.unpipe(client);
+      setTimeout(() => {
+        upstream.destroy();
+        client.destroy();
+      }, 300);
+    });
     client.once('close', () => upstream.destroy());
     upstream.once('close', () => client.destroy());
   });
@@ -56,6 +73,9 @@ export async function startTcpRelay(target: { host: string; port: number }): Pro
     thaw: () => {
       frozen = false;
       for (const socket of sockets) socket.destroy();
+    },
+    loseAnswerTo: (marker) => {
+      losing = marker;
     },
     close: async () => {
       for (const socket of sockets) socket.destroy();

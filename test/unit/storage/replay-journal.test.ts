@@ -2,7 +2,16 @@
  * The replay journal (§4.6): accepted jtis appended to segment files beside the database, read
  * back by the next process, deleted once every jti in them has expired. Real files.
  */
-import { appendFileSync, mkdtempSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -128,6 +137,63 @@ describe('ReplayJournal', () => {
         .takeRestored()
         .map((s) => s.jti),
     ).toEqual(['j1', 'j2']);
+  });
+
+  describe('a short write (full disk, file-size limit)', () => {
+    /** fs.writeSync whose write number `short` (from 1) writes only the first `keep` bytes. */
+    function shortOnce(short: number, keep: number): (fd: number, text: string) => number {
+      let calls = 0;
+      return (fd, text) => writeSync(fd, ++calls === short ? text.slice(0, keep) : text);
+    }
+
+    it('is refused, and the next line is not appended to the torn half (regression: replay after restart)', () => {
+      const path = dir();
+      const journal = new ReplayJournal(path, NOW, { writeSync: shortOnce(2, 10) });
+      opened.push(journal);
+      journal.append({ identity: 'agent:a', jti: 'j1', expiresAt: NOW + 1000 });
+      // Accepted with half a line on disk, the jti would be skipped when read: replayable.
+      expect(() => journal.append({ identity: 'agent:a', jti: 'j2', expiresAt: NOW + 1000 })).toThrow(
+        /short write/,
+      );
+      journal.append({ identity: 'agent:a', jti: 'j3', expiresAt: NOW + 1000 });
+      // Cut back to the last whole line: only whole lines are on disk.
+      const [file] = segments(path);
+      expect(readFileSync(join(path, file as string), 'utf8')).toMatch(/^(\[[^\n]*\]\n){2}$/);
+      expect(restoredBy(path)).toEqual(['j1', 'j3']);
+    });
+
+    it("a busy turn's group write cut short rejects every request in it", async () => {
+      const path = dir();
+      const journal = new ReplayJournal(path, NOW, { writeSync: shortOnce(1, 30) });
+      opened.push(journal);
+      journal.groupWhile(() => true);
+      const first = journal.record({ identity: 'agent:a', jti: 'j1', expiresAt: NOW + 1000 });
+      const second = journal.record({ identity: 'agent:b', jti: 'j2', expiresAt: NOW + 1000 });
+      await expect(first).rejects.toThrow(/short write/);
+      await expect(second).rejects.toThrow(/short write/);
+      await expect(journal.record({ identity: 'agent:a', jti: 'j3', expiresAt: NOW + 1000 })).resolves.toBe(
+        true,
+      );
+      expect(restoredBy(path)).toEqual(['j3']);
+    });
+
+    it('counts bytes, not characters: a whole line of non-ASCII text is not taken for a short one', () => {
+      const path = dir();
+      const journal = open(path);
+      journal.append({ identity: 'agent:é', jti: 'ü😀', expiresAt: NOW + 1000 });
+      journal.append({ identity: 'agent:a', jti: 'j2', expiresAt: NOW + 1000 });
+      expect(restoredBy(path)).toEqual(['ü😀', 'j2']);
+    });
+
+    it('reads the whole line written after a torn half on the same line (files of earlier versions)', () => {
+      const path = dir();
+      open(path).close();
+      writeFileSync(
+        join(path, 'abcdefabcdef-0.jsonl'),
+        `[1700000001000,"agent:a","to${JSON.stringify([NOW + 1000, 'agent:a', 'j2'])}\n`,
+      );
+      expect(restoredBy(path)).toEqual(['j2']);
+    });
   });
 
   it('starts a new segment past segmentBytes, and the next process reads them all', () => {

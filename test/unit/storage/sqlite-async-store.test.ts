@@ -7,7 +7,10 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyMigrations, openSqliteStore } from '../../../src/storage/open-sqlite.js';
+import { sqliteStoreError, StoreUnavailableError } from '../../../src/storage/errors.js';
 import { MIGRATIONS } from '../../../src/storage/migrations.js';
+import { SqliteAsyncStore } from '../../../src/storage/sqlite-async-store.js';
+import { SqliteEngine } from '../../../src/storage/sqlite-store.js';
 import type { AgentRecord, HostRecord, Store } from '../../../src/storage/types.js';
 import { activityRecord } from '../../helpers/activity.js';
 import { tempDbFile } from '../../helpers/proxy.js';
@@ -257,5 +260,41 @@ describe('migrations of one file by two processes', () => {
       late.close();
       await first.close();
     }
+  });
+});
+
+describe('a database that cannot take a write', () => {
+  it('rejects writes with StoreUnavailableError (503), not a raw SQLite error (500): SQLITE_READONLY', async () => {
+    const file = tempDbFile();
+    await openSqliteStore({ file }).close();
+    // SQLite's own read-only open: what a 0400 file gives a non-root proxy, and root too.
+    const db = new Database(file, { readonly: true });
+    const readOnly = new SqliteAsyncStore(new SqliteEngine(db));
+    try {
+      await expect(readOnly.write((tx) => tx.insertHost(host('h1')))).rejects.toBeInstanceOf(
+        StoreUnavailableError,
+      );
+      await expect(readOnly.appendActivities([activityRecord(NOW, 'execution')])).rejects.toBeInstanceOf(
+        StoreUnavailableError,
+      );
+      // Reads still work.
+      expect(await readOnly.host('h1')).toBeUndefined();
+    } finally {
+      await readOnly.close();
+    }
+  });
+
+  it('maps the codes of a full disk, an I/O error, a read-only file and a lock held too long, nothing else', () => {
+    const sqlite = (code: string): Error => Object.assign(new Error(code), { code });
+    for (const code of [
+      'SQLITE_READONLY',
+      'SQLITE_READONLY_DIRECTORY',
+      'SQLITE_FULL',
+      'SQLITE_IOERR_WRITE',
+      'SQLITE_BUSY',
+    ])
+      expect(sqliteStoreError(sqlite(code)), code).toBeInstanceOf(StoreUnavailableError);
+    for (const code of ['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_ERROR', 'SQLITE_TOOBIG'])
+      expect(sqliteStoreError(sqlite(code)), code).not.toBeInstanceOf(StoreUnavailableError);
   });
 });
