@@ -10,6 +10,7 @@ import type { ProtocolContext } from '../protocol/context.js';
 import { streamStillAuthorized, type AuthorizedExecution } from '../protocol/execute.js';
 import type { Cancellation } from '../upstream/cancellation.js';
 import type { UpstreamReply } from '../upstream/client.js';
+import { errorCode } from '../upstream/oauth.js';
 import { formatSse, SseParser } from '../upstream/sse.js';
 
 // How long an ended stream's last events wait for an agent that has stopped reading.
@@ -102,10 +103,24 @@ export async function relayStream(
       if (res.writableNeedDrain && !finished) await drained(res);
     }
     finish();
-  } catch {
+  } catch (err) {
     if (abort.aborted) finish();
-    else finish(new ProtocolError('upstream_unavailable', 'The upstream stream failed.'));
+    else finish(streamFailure(err));
   }
+}
+
+/**
+ * Why a relayed stream broke off, for the agent. The client sets no idle cut on a stream's body
+ * (client.ts), but a timeout that still ends one is the upstream's slowness, not its absence.
+ */
+export function streamFailure(err: unknown): ProtocolError {
+  const code = errorCode(err);
+  if (code === 'UND_ERR_BODY_TIMEOUT' || code === 'TimeoutError') {
+    return new ProtocolError('upstream_timeout', 'The upstream stream sent nothing for too long.', {
+      cause: err,
+    });
+  }
+  return new ProtocolError('upstream_unavailable', 'The upstream stream failed.', { cause: err });
 }
 
 /** Resolves once `res` takes more writes again, or has closed. */

@@ -6,8 +6,9 @@
 import { pipeline } from 'node:stream';
 import { ProtocolError } from '../errors.js';
 import { essence } from '../openapi/media.js';
-import { readBody, UpstreamCallError, type UpstreamReply } from './client.js';
+import { readBody, readCapped, UpstreamCallError, type CappedBody, type UpstreamReply } from './client.js';
 import { contentCodings, decodeBody, decodingStream } from './content-coding.js';
+import { checkFile, fileCoding } from './compressed-files.js';
 import { redactEventStream } from './event-redaction.js';
 import { TokenError } from './oauth.js';
 import {
@@ -24,20 +25,18 @@ import {
 import type { ApiRuntime } from './runtime.js';
 
 /**
- * The decoded body. A failure's body is read only up to the error cap and kept even when cut
- * (results.ts echoes a bounded part of it), so a 4xx keeps its status however big its body is.
+ * The decoded body of a 2xx answer, within max_response_bytes (a non-2xx one: readFailure). At
+ * once for an answer that has all arrived and needs no decoding: no promise on the hot path.
  */
 export function readAnswer(api: ApiRuntime, reply: UpstreamReply): Buffer | Promise<Buffer> {
-  const failed = reply.status < 200 || reply.status >= 300;
-  const cap = failed ? UPSTREAM_ERROR_READ_BYTES : api.settings.maxResponseBytes;
+  const cap = api.settings.maxResponseBytes;
   // Before reading: an answer in a coding the proxy cannot undo is refused unread (thrown here,
   // at once: both callers are async functions).
   const codings = codingsOrDiscard(reply);
-  const read = readBody(reply, cap, failed);
-  // At once for an answer that has all arrived and needs no decoding: no promise on the hot path.
+  const read = readBody(reply, cap);
   if (!(read instanceof Promise) && codings.length === 0) return read;
   return Promise.resolve(read).then(
-    (raw) => (codings.length === 0 ? raw : decodeBody(raw, codings, cap, failed)),
+    (raw) => (codings.length === 0 ? raw : decodeBody(raw, codings, cap, false)),
     (err: unknown) => {
       throw callFailure(err, api.settings.timeoutMs);
     },
@@ -45,26 +44,79 @@ export function readAnswer(api: ApiRuntime, reply: UpstreamReply): Buffer | Prom
 }
 
 /**
+ * The decoded body of a non-2xx answer, read only up to the error cap and kept even when cut
+ * (results.ts echoes a bounded part of it), so a 4xx keeps its status however big its body is.
+ * `cut` says whether the body the agent may see a part of is whole.
+ */
+export async function readFailure(api: ApiRuntime, reply: UpstreamReply): Promise<CappedBody> {
+  const codings = codingsOrDiscard(reply);
+  let raw: CappedBody;
+  try {
+    raw = await readCapped(reply, UPSTREAM_ERROR_READ_BYTES);
+  } catch (err) {
+    throw callFailure(err, api.settings.timeoutMs);
+  }
+  return codings.length === 0 ? raw : decodedFailure(raw, codings);
+}
+
+/**
+ * A compressed error body, decoded. Whether it is whole cannot be told from its decoded length
+ * (stored gzip of UTF-16 text cut at 20,480 bytes decodes to fewer), so it is decoded as a whole
+ * first; one that is not (cut at the read cap or by the upstream, corrupt, or more than the cap
+ * once decoded) is decoded as far as it goes and counts as cut, its end then trimmed by failureOf.
+ */
+async function decodedFailure(raw: CappedBody, codings: Codings): Promise<CappedBody> {
+  if (!raw.cut) {
+    try {
+      return { bytes: await decodeBody(raw.bytes, codings, UPSTREAM_ERROR_READ_BYTES, false), cut: false };
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) throw err;
+    }
+  }
+  return { bytes: await decodeBody(raw.bytes, codings, UPSTREAM_ERROR_READ_BYTES, true), cut: true };
+}
+
+/**
  * A success body as `data`, with nothing of the service's credentials in it: an upstream may echo
  * one back (a debug endpoint, a reflected header). Text is decoded in its charset, then redacted.
  * A binary body cannot be rewritten without corrupting it, and the agent would decode its
- * base64, so one that holds a secret is withheld whole.
+ * base64, so one that holds a secret is withheld whole; so is a compressed file that holds one
+ * once decoded (compressed-files.ts).
  */
-export function dataOf(api: ApiRuntime, body: Buffer, contentType: string, status: number): unknown {
-  return answerData(api, body, contentType, status).data;
+export async function dataOf(
+  api: ApiRuntime,
+  body: Buffer,
+  contentType: string,
+  status: number,
+): Promise<unknown> {
+  const answer = answerData(api, body, contentType, status);
+  return (answer instanceof Promise ? await answer : answer).data;
 }
 
-/** dataOf, keeping the JSON text of a JSON answer (results.ts). */
-export function answerData(api: ApiRuntime, body: Buffer, contentType: string, status: number): DecodedText {
+/** dataOf, keeping the JSON text of a JSON answer (results.ts); at once but for a compressed file. */
+export function answerData(
+  api: ApiRuntime,
+  body: Buffer,
+  contentType: string,
+  status: number,
+): DecodedText | Promise<DecodedText> {
   if (body.length === 0) return { data: null };
-  if (isTextData(essence(contentType))) {
+  const type = essence(contentType);
+  if (isTextData(type)) {
     const charset = charsetOf(contentType);
     const shown = api.redactor.text(textInCharset(charset, body));
     if (api.redactor.hiddenIn(shown, body, readsAsUtf8(charset))) throw withheld(status);
     return decodeTextKeepingJson(contentType, shown);
   }
   if (api.redactor.inBytes(body)) throw withheld(status);
-  return { data: decodeData(contentType, body) };
+  const coding = fileCoding(type, body);
+  if (coding === undefined) return { data: decodeData(contentType, body) };
+  const max = api.settings.maxResponseBytes;
+  return checkFile(body, coding, max, (bytes) => api.redactor.inBytes(bytes)).then((found) => {
+    if (found === 'secret') throw withheld(status);
+    if (found === 'unchecked') throw uncheckedFile(status, max);
+    return { data: decodeData(contentType, body) };
+  });
 }
 
 function withheld(status: number): ProtocolError {
@@ -75,15 +127,31 @@ function withheld(status: number): ProtocolError {
   );
 }
 
+function uncheckedFile(status: number, maxBytes: number): ProtocolError {
+  return new ProtocolError(
+    'upstream_error',
+    `The upstream answer is a compressed file the proxy could not check for the service's credentials (more than ${maxBytes} bytes once decoded, or compressed too many times over), so it withheld it.`,
+    { fields: { upstream_status: status } },
+  );
+}
+
 /**
  * A non-2xx answer as the agent's error, its body redacted and capped; withheld whole when it
  * holds a secret its text does not show (see Redactor.hiddenIn).
  */
-export function failureOf(api: ApiRuntime, status: number, contentType: string, body: Buffer): ProtocolError {
+export function failureOf(
+  api: ApiRuntime,
+  status: number,
+  contentType: string,
+  body: CappedBody,
+): ProtocolError {
   const readAsUtf8 = readsAsUtf8(charsetOf(contentType));
-  return upstreamError(status, contentType, body, (text, cut) => {
-    const shown = api.redactor.text(cut ? api.redactor.withoutCutEnd(text) : text);
-    return api.redactor.hiddenIn(shown, body, readAsUtf8) ? undefined : shown;
+  // A NUL in the bytes: text that may be UTF-16 or UTF-32 read another way, where one character
+  // of a secret spans up to four of the text, so a cut end is trimmed that much wider.
+  const width = body.cut && body.bytes.includes(0) ? 4 : 1;
+  return upstreamError(status, contentType, body.bytes, body.cut, (text) => {
+    const shown = api.redactor.text(body.cut ? api.redactor.withoutCutEnd(text, width) : text);
+    return api.redactor.hiddenIn(shown, body.bytes, readAsUtf8) ? undefined : shown;
   });
 }
 
@@ -100,7 +168,9 @@ export function relayedStream(api: ApiRuntime, reply: UpstreamReply): UpstreamRe
   return { ...reply, body: redacted };
 }
 
-function codingsOrDiscard(reply: UpstreamReply): ReturnType<typeof contentCodings> {
+type Codings = ReturnType<typeof contentCodings>;
+
+function codingsOrDiscard(reply: UpstreamReply): Codings {
   try {
     return contentCodings(reply.headers['content-encoding']);
   } catch (err) {

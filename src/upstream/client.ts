@@ -106,7 +106,10 @@ export class UpstreamClient {
           ...(call.body !== undefined ? { body: call.body } : {}),
           signal: deadline,
           headersTimeout: call.timeoutMs,
-          bodyTimeout: call.timeoutMs,
+          // No idle cut on the body: the deadline above bounds a data answer as a whole, until its
+          // body closes, and an event stream is relayed under its own limits (reply.done), where a
+          // model may think for minutes between two events.
+          bodyTimeout: 0,
         });
       } catch (err) {
         const failure = classify(err, deadline);
@@ -144,21 +147,42 @@ export class UpstreamClient {
 }
 
 /**
- * Reads a whole body, failing once it exceeds `maxBytes` (the rest is discarded unread); with
- * `truncate`, returns its first `maxBytes` bytes instead of failing. At once when it has all
- * arrived (`arrived`), else a promise.
+ * Reads a whole body, failing once it exceeds `maxBytes` (the rest is discarded unread). At once
+ * when it has all arrived (`arrived`), else a promise.
  */
-export function readBody(reply: UpstreamReply, maxBytes: number, truncate = false): Buffer | Promise<Buffer> {
+export function readBody(reply: UpstreamReply, maxBytes: number): Buffer | Promise<Buffer> {
   const whole = arrived(reply, maxBytes);
   if (whole !== undefined) return whole;
   // A promise chain, not an async function: every execution reads its answer through here.
   return readStream(reply.body, maxBytes).then(
     (read) => {
-      if (read.over && !truncate) {
+      if (read.over) {
         throw new UpstreamCallError('too_large', `the upstream response exceeds ${maxBytes} bytes`);
       }
       return read.bytes;
     },
+    (err: unknown) => {
+      throw classify(err, reply.deadline);
+    },
+  );
+}
+
+/** The first bytes of a body read up to a cap, and whether the cap cut it (there was more). */
+export interface CappedBody {
+  readonly bytes: Buffer;
+  readonly cut: boolean;
+}
+
+/**
+ * Reads a body up to `maxBytes` and keeps what was read when there is more (an error body, which
+ * is echoed only in part). Whether it was cut is said here, from the bytes on the wire: once the
+ * body is decoded (Content-Encoding, a charset) its length no longer tells.
+ */
+export function readCapped(reply: UpstreamReply, maxBytes: number): Promise<CappedBody> {
+  const whole = arrived(reply, maxBytes);
+  if (whole !== undefined) return Promise.resolve({ bytes: whole, cut: false });
+  return readStream(reply.body, maxBytes).then(
+    (read) => ({ bytes: read.bytes, cut: read.over }),
     (err: unknown) => {
       throw classify(err, reply.deadline);
     },

@@ -9,7 +9,7 @@ import { Readable, type Transform } from 'node:stream';
 import { constants, createBrotliDecompress, createGunzip, createInflate, createInflateRaw } from 'node:zlib';
 import { ProtocolError } from '../errors.js';
 
-type Coding = 'gzip' | 'deflate' | 'br';
+export type Coding = 'gzip' | 'deflate' | 'br';
 /** `deflate` as some servers send it: raw, without the zlib wrapper RFC 9110 §8.4.1.2 asks for. */
 type Decoder = Coding | 'deflate-raw';
 

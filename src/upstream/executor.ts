@@ -11,7 +11,7 @@ import { ProtocolError } from '../errors.js';
 import type { Catalog } from '../openapi/catalog.js';
 import { essence } from '../openapi/media.js';
 import type { Capability } from '../openapi/types.js';
-import { answerData, dataOf, discard, failureOf, readAnswer, relayedStream } from './answers.js';
+import { answerData, dataOf, discard, failureOf, readAnswer, readFailure, relayedStream } from './answers.js';
 import { asyncLocation, headerValue, pollState, retryAfterOf, type AsyncState } from './async-status.js';
 import type { Cancellation } from './cancellation.js';
 import type { UpstreamClient, UpstreamReply } from './client.js';
@@ -178,19 +178,20 @@ export class Executor {
         scrub: (t) => api.redactor.text(t),
       };
     }
+    if (!ok) throw failureOf(api, reply.status, contentType, await readFailure(api, reply));
     const read = readAnswer(api, reply);
     const body = read instanceof Promise ? await read : read;
     if (reply.status === 202) {
       const location = asyncLocation(reply, contentType, body);
       if (location !== undefined) return accepted(api, reply, location, api.basePath + parts.path, request);
     }
-    if (ok)
-      return {
-        kind: 'data',
-        ...answerData(api, body, contentType, reply.status),
-        upstreamStatus: reply.status,
-      };
-    throw failureOf(api, reply.status, contentType, body);
+    // At once but for a compressed file, which is decoded to be checked (answers.ts).
+    const answer = answerData(api, body, contentType, reply.status);
+    return {
+      kind: 'data',
+      ...(answer instanceof Promise ? await answer : answer),
+      upstreamStatus: reply.status,
+    };
   }
 
   /**
@@ -228,14 +229,15 @@ export class Executor {
       }
       reply = await this.get(api, result, request);
     }
-    const body = await readAnswer(api, reply);
     const contentType = contentTypeOf(reply.headers);
+    if (reply.status >= 300 || reply.status < 200) {
+      const failure = await readFailure(api, reply);
+      return { status: 'failed', error: failureOf(api, reply.status, contentType, failure).toBody() };
+    }
+    const body = await readAnswer(api, reply);
     const retryAfter = retryAfterOf(reply.headers);
     if (reply.status === 202) return { status: 'pending', ...(retryAfter ? { retryAfter } : {}) };
-    if (reply.status >= 300 || reply.status < 200) {
-      return { status: 'failed', error: failureOf(api, reply.status, contentType, body).toBody() };
-    }
-    return pollState(dataOf(api, body, contentType, reply.status), retryAfter);
+    return pollState(await dataOf(api, body, contentType, reply.status), retryAfter);
   }
 
   private async get(api: ApiRuntime, call: StatusCall, request: PollRequest): Promise<UpstreamReply> {

@@ -62,11 +62,12 @@ export class Redactor {
   /**
    * Text read from bytes that were cut at a cap, without the characters that could be the start
    * of a secret the cut went through: the whole secret is not there to be found, and its first
-   * part would reach the agent.
+   * part would reach the agent. `width`: how many characters of the text one character of a
+   * secret may take (more than one when wide text was read as UTF-8).
    */
-  withoutCutEnd(text: string): string {
+  withoutCutEnd(text: string, width = 1): string {
     const longest = Math.max(0, ...this.forms().flatMap((f) => f.literal.map((form) => form.length)));
-    return text.slice(0, Math.max(0, text.length - (longest - 1)));
+    return text.slice(0, Math.max(0, text.length - width * (longest - 1)));
   }
 
   /**
@@ -88,16 +89,55 @@ export class Redactor {
 export function staticSecrets(settings: ApiExecutionSettings): string[] {
   const out: string[] = [];
   for (const value of Object.values(settings.headers)) {
-    if (value.length >= MIN_SERVICE_SECRET_LENGTH) out.push(value);
+    if (value.length >= MIN_SERVICE_SECRET_LENGTH) out.push(value, ...headerCredentials(value));
   }
   for (const c of Object.values(settings.credentials)) {
     // A single secret for an http basic scheme is sent base64-encoded: that form is a secret too.
     if (c.kind === 'secret') out.push(c.value, Buffer.from(c.value, 'utf8').toString('base64'));
-    else if (c.kind === 'basic')
-      out.push(c.password, Buffer.from(`${c.username}:${c.password}`).toString('base64'));
+    else if (c.kind === 'basic') out.push(...basicSecrets(c.username, c.password));
     else out.push(c.clientSecret);
   }
   return [...new Set(out)];
+}
+
+// `<scheme> <credential>` (RFC 9110 §11.4): a scheme word, then one token68 or auth-param list.
+const SCHEME_AND_CREDENTIAL = /^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*[ \t]+(\S+)$/;
+const BASIC = /^basic[ \t]/i;
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+// One auth-param (`token="abc…"`, `key=abc…`) of an auth-param list.
+const AUTH_PARAM = /[A-Za-z0-9!#$%&'*+.^_`|~-]+="?([^",]*)"?/g;
+
+/**
+ * The credential inside a static header value sent as `<scheme> <credential>` (`Authorization:
+ * Bearer sk-…`, `Token token="…"`, any header): an upstream that rejects it echoes the credential
+ * alone (`token sk-… has expired`), which the whole value does not match. For `Basic`, what its
+ * base64 stands for too, as for an http basic credential (basicSecrets). A value whose rest holds
+ * spaces (`acme-sync (ops@acme.com)`) is a description, not a credential: nothing more is taken.
+ */
+function headerCredentials(value: string): string[] {
+  const trimmed = value.trim();
+  const credential = SCHEME_AND_CREDENTIAL.exec(trimmed)?.[1];
+  if (credential === undefined) return [];
+  const params = [...credential.matchAll(AUTH_PARAM)].map((m) => m[1] ?? '');
+  const out = [credential, ...params].filter((s) => s.length >= MIN_SERVICE_SECRET_LENGTH);
+  if (BASIC.test(trimmed) && BASE64.test(credential)) {
+    const decoded = Buffer.from(credential, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon !== -1) out.push(...basicSecrets(decoded.slice(0, colon), decoded.slice(colon + 1)));
+  }
+  return out;
+}
+
+/**
+ * An http basic credential's secrets, however it was configured: the password, `user:pass` and
+ * its base64 (the header's credential). One shorter than MIN_SERVICE_SECRET_LENGTH (a password
+ * only a static header can carry, which configuration checks as a whole) is left out, like a
+ * short static header: it would rewrite ordinary words.
+ */
+function basicSecrets(username: string, password: string): string[] {
+  const pair = `${username}:${password}`;
+  const base64 = Buffer.from(pair, 'utf8').toString('base64');
+  return [password, pair, base64].filter((s) => s.length >= MIN_SERVICE_SECRET_LENGTH);
 }
 
 const encoded = new WeakMap<SecretForms, readonly Buffer[]>();

@@ -148,21 +148,25 @@ export function decodeTextKeepingJson(contentType: string, text: string): Decode
 
 /**
  * Removes the service's own secrets from an echoed error body's text, in case the upstream
- * repeats a credential back. `cut`: the body was read only up to UPSTREAM_ERROR_READ_BYTES, so its
- * text may end in part of a secret. Undefined: the body is withheld whole.
+ * repeats a credential back. Undefined: the body is withheld whole.
  */
-export type ErrorBodyScrub = (text: string, cut: boolean) => string | undefined;
+export type ErrorBodyScrub = (text: string) => string | undefined;
 
-/** The error an agent sees for a non-2xx upstream answer, its body passed through `scrub`. */
+/**
+ * The error an agent sees for a non-2xx upstream answer, its body passed through `scrub`. `cut`:
+ * the body was read only up to UPSTREAM_ERROR_READ_BYTES (client.ts readCapped), so it is shown
+ * truncated whatever its length once decoded.
+ */
 export function upstreamError(
   status: number,
   contentType: string,
   body: Buffer,
+  cut: boolean,
   scrub: ErrorBodyScrub,
 ): ProtocolError {
   // Scrub before truncating: a secret cut in half at the limit would no longer match, and its
   // first half would reach the agent.
-  const shown = scrub(bodyText(contentType, body), body.length >= UPSTREAM_ERROR_READ_BYTES);
+  const shown = scrub(bodyText(contentType, body));
   if (shown === undefined) {
     return withStatus(status, {
       upstream_status: status,
@@ -171,7 +175,7 @@ export function upstreamError(
     });
   }
   const scrubbed = Buffer.from(shown, 'utf8');
-  const truncated = body.length > MAX_UPSTREAM_ERROR_BODY || scrubbed.length > MAX_UPSTREAM_ERROR_BODY;
+  const truncated = cut || body.length > MAX_UPSTREAM_ERROR_BODY || scrubbed.length > MAX_UPSTREAM_ERROR_BODY;
   const text = scrubbed.subarray(0, MAX_UPSTREAM_ERROR_BODY).toString('utf8');
   let upstreamBody: unknown = text === '' ? null : text;
   if (!truncated && text !== '' && isJsonLike(essence(contentType) || 'application/json')) {

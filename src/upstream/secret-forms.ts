@@ -141,6 +141,23 @@ export function replaceRanges(text: string, ranges: [number, number][], replacem
   return out + text.slice(at, start) + replacement + text.slice(end);
 }
 
+/**
+ * The byte views of `text` with its per-character escapes decoded, one per round (an escape
+ * inside an escape takes the second), each byte mapped back to the characters it came from; none
+ * when the text holds no escape. For text searched piece by piece (event-redaction.ts), where
+ * secretRanges' quick check would not say where a secret's first bytes sit.
+ */
+export function escapeViews(text: string): View[] {
+  if (!MAY_ESCAPE.test(text)) return [];
+  const views = [decodeView(text, false)];
+  for (let round = 1; round < VIEW_ROUNDS; round++) {
+    const last = views[views.length - 1] as View;
+    if (!MAY_ESCAPE.test(last.text)) break;
+    views.push(compose(last, decodeView(last.text, true)));
+  }
+  return views;
+}
+
 const VIEW_ROUNDS = 2;
 /**
  * A per-character escape that could hide part of a secret from the literal forms. `\n`, `\"` and
@@ -149,7 +166,7 @@ const VIEW_ROUNDS = 2;
 const MAY_ESCAPE = /%[0-9A-Fa-f]{2}|\\[ux][0-9A-Fa-f]{2}/;
 
 /** The bytes a text stands for once its escapes are decoded; byte i came from text[starts[i], ends[i]). */
-interface View {
+export interface View {
   readonly text: string;
   readonly starts: Uint32Array;
   readonly ends: Uint32Array;

@@ -293,6 +293,9 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
               (await authorizeExecution(ctx, auth, call, current.validators)).grant,
               call.sent,
             );
+            // The call's own limits too (per_capability, high_risk), as for a direct call: polling
+            // must not be a way around them.
+            await limits.capability(call.name, auth.agent.id, auth.host.id, auth.agent.userId);
           },
         });
       } finally {

@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readBody, UpstreamClient, UpstreamCallError } from '../../../src/upstream/client.js';
+import { readBody, readCapped, UpstreamClient, UpstreamCallError } from '../../../src/upstream/client.js';
 import { TestUpstream } from '../../helpers/upstream.js';
 
 let upstream: TestUpstream;
@@ -61,8 +61,19 @@ describe('readBody', () => {
     expect(reply.deadline.aborted).toBe(false);
   });
 
-  it('over the cap: too_large, or the first bytes when truncating', async () => {
+  it('over the cap: too_large, or the first bytes, said to be cut, when read capped', async () => {
     await expect(call('/big').then((r) => readBody(r, 16))).rejects.toBeInstanceOf(UpstreamCallError);
-    expect((await call('/big').then((r) => readBody(r, 16, true))).toString()).toBe('x'.repeat(16));
+    const capped = await call('/big').then((r) => readCapped(r, 16));
+    expect(capped.bytes.toString()).toBe('x'.repeat(16));
+    expect(capped.cut).toBe(true);
   });
+
+  it.each(['/small', '/slow', '/chunked'])(
+    'read capped, %s (within the cap) is whole, not cut',
+    async (path) => {
+      const capped = await call(path).then((r) => readCapped(r, 1024));
+      expect(capped.cut).toBe(false);
+      expect(capped.bytes.length).toBeGreaterThan(0);
+    },
+  );
 });

@@ -130,3 +130,112 @@ describe('EventRedactor: JSON depth', () => {
     expect(() => redactor.event({ data: nested(MAX_EVENT_DEPTH + 1, 'x') })).toThrow(/nested more than 64/);
   });
 });
+
+/** Text with its %XX, \uXXXX and \xXX escapes decoded, as an agent would undo them. */
+function unescaped(text: string): string {
+  const char = (_m: string, h: string): string => String.fromCharCode(parseInt(h, 16));
+  return text
+    .replace(/%([0-9A-Fa-f]{2})/g, char)
+    .replace(/\\u([0-9A-Fa-f]{4})/g, char)
+    .replace(/\\x([0-9A-Fa-f]{2})/g, char);
+}
+
+describe('EventRedactor: regressions (pieces the channels did not join)', () => {
+  it('JSON object keys: a secret cut across the keys of two events is joined and redacted', () => {
+    const redactor = new EventRedactor(() => forms);
+    const out = [SECRET.slice(0, 14), SECRET.slice(14)].map(
+      (piece) => redactor.event({ data: JSON.stringify({ [piece]: 1 }) }).data,
+    );
+    const keys = out.map((d) => Object.keys(JSON.parse(d) as object).join(''));
+    noWindowOfSecret(keys.join(''));
+    expect(out.map((d) => Object.values(JSON.parse(d) as Record<string, number>))).toEqual([[1], [1]]);
+  });
+
+  it('a key then the value after it: the pair is joined in wire order', () => {
+    const redactor = new EventRedactor(() => forms);
+    const data = redactor.event({ data: JSON.stringify({ [SECRET.slice(0, 10)]: SECRET.slice(10) }) }).data;
+    const [[key, value]] = Object.entries(JSON.parse(data) as Record<string, string>) as [[string, string]];
+    noWindowOfSecret(`${key}${value}`);
+  });
+
+  it('numbers: a secret of digits cut across numeric members is redacted, the number replaced whole', () => {
+    const digits = '4111222233334444';
+    const redactor = new EventRedactor(() => [secretForms(digits)]);
+    const out = [digits.slice(0, 8), digits.slice(8)].map(
+      (n) => JSON.parse(redactor.event({ data: JSON.stringify({ n: Number(n) }) }).data) as { n: unknown },
+    );
+    expect(out[1]?.n).toBe('[redacted]');
+    expect(out.map((o) => String(o.n)).join('')).not.toContain(digits);
+  });
+
+  it('a percent-escape in the first piece: the second piece is redacted, the first withheld', () => {
+    const redactor = new EventRedactor(() => forms);
+    const escaped = `%73${SECRET.slice(1)}`;
+    const out = [escaped.slice(0, 12), escaped.slice(12)].map((data) => redactor.event({ data }).data);
+    noWindowOfSecret(unescaped(out.join('')));
+  });
+
+  it('whatever the cuts and whichever characters are escaped (%XX, \\uXXXX, \\xXX, %25XX), the decoded joined data never gives 7 characters', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('plain', 'percent', 'unicode', 'byte', 'twice'), {
+          minLength: SECRET.length,
+          maxLength: SECRET.length,
+        }),
+        fc.uniqueArray(fc.integer({ min: 1, max: 6 * SECRET.length }), { maxLength: 12 }),
+        (spellings, cuts) => {
+          const text = SECRET.split('')
+            .map((c, i) => {
+              const hex = c.charCodeAt(0).toString(16).padStart(2, '0');
+              if (spellings[i] === 'percent') return `%${hex}`;
+              if (spellings[i] === 'byte') return `\\x${hex}`;
+              if (spellings[i] === 'twice') return `%25${hex}`;
+              return spellings[i] === 'unicode' ? `\\u00${hex}` : c;
+            })
+            .join('');
+          const points = [0, ...cuts.filter((c) => c < text.length).sort((a, b) => a - b), text.length];
+          const redactor = new EventRedactor(() => forms);
+          const out = points
+            .slice(1)
+            .map((end, i) => redactor.event({ data: text.slice(points[i], end) }).data)
+            .join('');
+          noWindowOfSecret(unescaped(unescaped(out)));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('ids: an id ending in the first characters of a secret has them withheld', () => {
+    const redactor = new EventRedactor(() => forms);
+    const first = redactor.event({ data: 'one', id: SECRET.slice(0, -1) });
+    const second = redactor.event({ data: 'two', id: SECRET.slice(-1) });
+    noWindowOfSecret(`${first.id ?? ''}${second.id ?? ''}`);
+    expect([first.data, second.data]).toEqual(['one', 'two']);
+  });
+
+  it('an id then the data after it: joined in wire order', () => {
+    const redactor = new EventRedactor(() => forms);
+    const event = redactor.event({ id: SECRET.slice(0, 12), data: SECRET.slice(12) });
+    noWindowOfSecret(`${event.id ?? ''}${event.data}`);
+  });
+
+  it('an escape cut at the end of an event does not hide the first characters before it', () => {
+    const redactor = new EventRedactor(() => forms);
+    // `sk-live` then `%2` (the `-` to come): the prefix is withheld although the text ends in `%2`.
+    const first = redactor.event({ data: `${SECRET.slice(0, 7)}%2` }).data;
+    const second = redactor.event({ data: `D${SECRET.slice(8)}` }).data;
+    noWindowOfSecret(unescaped(`${first}${second}`));
+  });
+
+  it('ordinary JSON events with keys, numbers and ids pass unchanged', () => {
+    const redactor = new EventRedactor(() => forms);
+    for (let i = 0; i < 200; i++) {
+      const e = {
+        id: `evt-${i}`,
+        data: JSON.stringify({ index: i, ok: true, delta: `word ${i}`, usage: null }),
+      };
+      expect(redactor.event(e)).toEqual(e);
+    }
+  });
+});

@@ -115,7 +115,7 @@ describe('decodeData', () => {
 
 describe('upstreamError', () => {
   it('turns a redirect into 502 upstream_error with the upstream status', () => {
-    const err = upstreamError(302, 'text/plain', Buffer.from('moved'), keep);
+    const err = upstreamError(302, 'text/plain', Buffer.from('moved'), false, keep);
     expect(err.code).toBe('upstream_error');
     expect(err.status).toBe(502);
     expect(err.toBody()).toMatchObject({
@@ -127,7 +127,7 @@ describe('upstreamError', () => {
 
   it('keeps the status of a 4xx so the agent can tell what it did wrong', () => {
     for (const status of [400, 404, 409, 422, 429]) {
-      const err = upstreamError(status, 'application/json', Buffer.from('{}'), keep);
+      const err = upstreamError(status, 'application/json', Buffer.from('{}'), false, keep);
       expect(err.code).toBe('upstream_error');
       expect(err.status).toBe(status);
       expect(err.fields.upstream_status).toBe(status);
@@ -136,7 +136,7 @@ describe('upstreamError', () => {
 
   it('turns a 5xx into 502', () => {
     for (const status of [500, 502, 503, 504]) {
-      const err = upstreamError(status, 'text/plain', Buffer.from('down'), keep);
+      const err = upstreamError(status, 'text/plain', Buffer.from('down'), false, keep);
       expect(err.status).toBe(502);
       expect(err.fields.upstream_status).toBe(status);
     }
@@ -144,27 +144,27 @@ describe('upstreamError', () => {
 
   it('parses a JSON error body, also when no content type was given', () => {
     const body = Buffer.from('{"message":"name is required","field":"name"}');
-    expect(upstreamError(400, 'application/problem+json', body, keep).fields.upstream_body).toEqual({
+    expect(upstreamError(400, 'application/problem+json', body, false, keep).fields.upstream_body).toEqual({
       message: 'name is required',
       field: 'name',
     });
-    expect(upstreamError(400, '', body, keep).fields.upstream_body).toEqual({
+    expect(upstreamError(400, '', body, false, keep).fields.upstream_body).toEqual({
       message: 'name is required',
       field: 'name',
     });
   });
 
   it('keeps a text body as text, and a JSON-typed body that does not parse as text', () => {
-    expect(upstreamError(400, 'text/plain', Buffer.from('{"a":1}'), keep).fields.upstream_body).toBe(
+    expect(upstreamError(400, 'text/plain', Buffer.from('{"a":1}'), false, keep).fields.upstream_body).toBe(
       '{"a":1}',
     );
-    expect(upstreamError(400, 'application/json', Buffer.from('not json'), keep).fields.upstream_body).toBe(
-      'not json',
-    );
+    expect(
+      upstreamError(400, 'application/json', Buffer.from('not json'), false, keep).fields.upstream_body,
+    ).toBe('not json');
   });
 
   it('gives a null body for an empty answer', () => {
-    expect(upstreamError(404, 'application/json', Buffer.alloc(0), keep).fields).toEqual({
+    expect(upstreamError(404, 'application/json', Buffer.alloc(0), false, keep).fields).toEqual({
       upstream_status: 404,
       upstream_body: null,
     });
@@ -172,20 +172,26 @@ describe('upstreamError', () => {
 
   it('truncates a body over MAX_UPSTREAM_ERROR_BODY bytes and says so', () => {
     const body = Buffer.from('e'.repeat(MAX_UPSTREAM_ERROR_BODY + 1));
-    const err = upstreamError(500, 'text/plain', body, keep);
+    const err = upstreamError(500, 'text/plain', body, false, keep);
     expect(err.fields.upstream_body).toBe('e'.repeat(MAX_UPSTREAM_ERROR_BODY));
     expect(err.fields.upstream_body_truncated).toBe(true);
   });
 
   it('does not mark a body of exactly MAX_UPSTREAM_ERROR_BODY bytes as truncated', () => {
-    const err = upstreamError(500, 'text/plain', Buffer.from('e'.repeat(MAX_UPSTREAM_ERROR_BODY)), keep);
+    const err = upstreamError(
+      500,
+      'text/plain',
+      Buffer.from('e'.repeat(MAX_UPSTREAM_ERROR_BODY)),
+      false,
+      keep,
+    );
     expect((err.fields.upstream_body as string).length).toBe(MAX_UPSTREAM_ERROR_BODY);
     expect(err.fields).not.toHaveProperty('upstream_body_truncated');
   });
 
   it('keeps a truncated JSON body as text (a cut JSON document does not parse)', () => {
     const json = JSON.stringify({ items: 'i'.repeat(MAX_UPSTREAM_ERROR_BODY) });
-    const err = upstreamError(400, 'application/json', Buffer.from(json), keep);
+    const err = upstreamError(400, 'application/json', Buffer.from(json), false, keep);
     expect(err.fields.upstream_body).toBe(json.slice(0, MAX_UPSTREAM_ERROR_BODY));
     expect(err.fields.upstream_body_truncated).toBe(true);
   });
@@ -197,6 +203,7 @@ describe('upstreamError', () => {
       401,
       'application/json',
       Buffer.from(JSON.stringify({ error: 'bad key', echoed: secret })),
+      false,
       scrub,
     );
     expect(err.fields.upstream_body).toEqual({ error: 'bad key', echoed: '[redacted]' });
@@ -210,7 +217,7 @@ describe('upstreamError', () => {
     // The executor reads UPSTREAM_ERROR_READ_BYTES of an error body, so the whole secret is there.
     const head = 'p'.repeat(MAX_UPSTREAM_ERROR_BODY - 6);
     const body = Buffer.from(`${head}${secret}`.padEnd(UPSTREAM_ERROR_READ_BYTES, 'q'));
-    const err = upstreamError(500, 'text/plain', body, scrub);
+    const err = upstreamError(500, 'text/plain', body, true, scrub);
     const text = err.fields.upstream_body as string;
     expect(err.fields.upstream_body_truncated).toBe(true);
     expect(text.includes('sk_liv')).toBe(false);
@@ -218,11 +225,18 @@ describe('upstreamError', () => {
     expect(text.startsWith(`${head}[redac`)).toBe(true);
   });
 
+  it('marks a body cut at its read cap truncated, however short it is once decoded', () => {
+    // A gzip body read up to the cap can decode to fewer bytes than were read (stored blocks).
+    const err = upstreamError(400, 'text/plain', Buffer.from('short'), true, keep);
+    expect(err.fields.upstream_body).toBe('short');
+    expect(err.fields.upstream_body_truncated).toBe(true);
+  });
+
   it('stays marked truncated when scrubbing shrinks a cut body below the cap', () => {
     const secret = 's'.repeat(4000);
     const scrub = (text: string): string => text.split(secret).join('[redacted]');
     const body = Buffer.from(`{"echo":"${secret}"`.padEnd(MAX_UPSTREAM_ERROR_BODY + 1, ' '));
-    const err = upstreamError(400, 'application/json', body, scrub);
+    const err = upstreamError(400, 'application/json', body, false, scrub);
     expect(err.fields.upstream_body_truncated).toBe(true);
     expect(typeof err.fields.upstream_body).toBe('string');
   });
