@@ -24,6 +24,7 @@ import { staticSecrets } from './redaction.js';
 import type { RetiredSecrets } from './retired-secrets.js';
 import { contentTypeOf } from './results.js';
 import { apiRuntimes, type ApiRuntime } from './runtime.js';
+import { PathShadows } from './path-shadows.js';
 import { Sender } from './sender.js';
 import { statusCall, type StatusCall } from './status-calls.js';
 
@@ -105,6 +106,7 @@ export class Executor {
   private readonly apis: Map<string, ApiRuntime>;
   private readonly sender: Sender;
   private readonly requestIdHeader: string;
+  private readonly shadows: PathShadows;
   /** Fixed with the settings: an engine is rebuilt, not changed, on reload. */
   private readonly longestCall: number;
 
@@ -118,6 +120,7 @@ export class Executor {
     );
     this.sender = new Sender(options.client, options.requestIdHeader, options.observeUpstream);
     this.requestIdHeader = options.requestIdHeader;
+    this.shadows = new PathShadows(options.catalog.capabilities);
     this.longestCall = longestDeadline(options.settings.values());
   }
 
@@ -153,6 +156,8 @@ export class Executor {
     const pins = this.runtime(op.apiId).settings.operations[capability.name]?.pin;
     const args = withPins(capability.name, request.args, request.caller, pins);
     const parts = requestParts(op, args);
+    // Before anything is sent: the path must be this operation's, not a sibling's (path-shadows.ts).
+    this.shadows.refuseShadowed(capability, parts.path);
     const sent = refusingBadArguments(() => sentRequest(op, args, parts, Object.keys(pins ?? {})));
     return { capability, parts, sent };
   }

@@ -4,6 +4,7 @@
  * Several parameters in one segment make the pattern ambiguous (`(.+)-(.+)-(.+)`), which
  * ECMAScript's backtracking engine matches in polynomial time; it runs on RE2, in linear time.
  */
+import type { Capability } from '../openapi/types.js';
 import { linearRegExp } from '../util/linear-regexp.js';
 
 export interface TemplateSegment {
@@ -39,4 +40,48 @@ function decodedOrAsIs(text: string): string {
   } catch {
     return text;
   }
+}
+
+export interface TemplateMatch {
+  readonly capability: Capability;
+  /** The path parameters' values, by name, in the template's order. */
+  readonly values: readonly (readonly [string, string])[];
+  /** Literal characters of the template: the more, the more specific. */
+  readonly literals: number;
+}
+
+interface CompiledTemplate {
+  readonly segments: readonly TemplateSegment[];
+  readonly literals: number;
+}
+
+const compiled = new WeakMap<Capability, CompiledTemplate>();
+
+/** The capability's path template as segment patterns, compiled once per capability. */
+export function compiledTemplate(capability: Capability): CompiledTemplate {
+  let template = compiled.get(capability);
+  if (!template) {
+    const path = capability.operation.path;
+    const segments = (path.startsWith('/') ? path : '/' + path).split('/').map(templateSegment);
+    template = { segments, literals: segments.reduce((sum, segment) => sum + segment.literalChars, 0) };
+    compiled.set(capability, template);
+  }
+  return template;
+}
+
+/** Whether the capability's template matches a path's decoded `segments`, and with what values. */
+export function matchTemplate(
+  capability: Capability,
+  segments: readonly string[],
+): TemplateMatch | undefined {
+  const template = compiledTemplate(capability);
+  if (template.segments.length !== segments.length) return undefined;
+  const values: [string, string][] = [];
+  for (let i = 0; i < segments.length; i++) {
+    const { pattern, names } = template.segments[i] as TemplateSegment;
+    const m = pattern.exec(segments[i] as string);
+    if (!m) return undefined;
+    names.forEach((name, j) => values.push([name, m[j + 1] as string]));
+  }
+  return { capability, values, literals: template.literals };
 }

@@ -8,7 +8,7 @@
  * a dot segment, an encoded `/` or `\`, an undeclared query parameter — maps to nothing.
  */
 import { propertySchema } from '../openapi/local-ref.js';
-import { templateSegment, type TemplateSegment } from './path-template.js';
+import { matchTemplate, type TemplateMatch } from './path-template.js';
 import type { Capability, ParameterBinding } from '../openapi/types.js';
 import { hasControlCharacter } from '../util/control-characters.js';
 
@@ -92,19 +92,15 @@ function safePathValue(value: string): boolean {
   return value !== '' && value !== '.' && value !== '..' && !UNSAFE_PATH_VALUE.test(value);
 }
 
-interface Match {
-  readonly capability: Capability;
-  readonly values: readonly (readonly [string, string])[];
-  /** Literal characters of the template: the more, the more specific. */
-  readonly literals: number;
-}
-
 /**
  * The most specific template that matches (OpenAPI: concrete paths before templated ones). Two
  * equally specific matches are ambiguous, and ambiguity maps to nothing.
  */
-function bestMatch(operations: readonly Capability[], segments: readonly string[]): Match | undefined {
-  let best: Match | undefined;
+function bestMatch(
+  operations: readonly Capability[],
+  segments: readonly string[],
+): TemplateMatch | undefined {
+  let best: TemplateMatch | undefined;
   let tie = false;
   for (const capability of operations) {
     const match = matchTemplate(capability, segments);
@@ -115,31 +111,6 @@ function bestMatch(operations: readonly Capability[], segments: readonly string[
     } else if (match.literals === best.literals) tie = true;
   }
   return tie ? undefined : best;
-}
-
-const compiled = new WeakMap<Capability, { segments: TemplateSegment[]; literals: number }>();
-
-function matchTemplate(capability: Capability, segments: readonly string[]): Match | undefined {
-  let template = compiled.get(capability);
-  if (!template) {
-    template = compile(capability.operation.path);
-    compiled.set(capability, template);
-  }
-  if (template.segments.length !== segments.length) return undefined;
-  const values: [string, string][] = [];
-  for (let i = 0; i < segments.length; i++) {
-    const { pattern, names } = template.segments[i] as TemplateSegment;
-    const m = pattern.exec(segments[i] as string);
-    if (!m) return undefined;
-    names.forEach((name, j) => values.push([name, m[j + 1] as string]));
-  }
-  return { capability, values, literals: template.literals };
-}
-
-function compile(path: string): { segments: TemplateSegment[]; literals: number } {
-  const absolute = path.startsWith('/') ? path : '/' + path;
-  const segments = absolute.split('/').map(templateSegment);
-  return { segments, literals: segments.reduce((sum, segment) => sum + segment.literalChars, 0) };
 }
 
 function binding(
