@@ -7,7 +7,7 @@
  * the kubelet swaps to a new `..<timestamp>` directory by renaming `..data_tmp`, so those names
  * count too (a reload whose files read the same changes nothing).
  */
-import { watch, type FSWatcher } from 'node:fs';
+import { statSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import type { Settings } from './config/settings.js';
 
@@ -58,4 +58,36 @@ export function watchFiles(
     if (timer) clearTimeout(timer);
     for (const w of watchers) w.close();
   };
+}
+
+/** Each file's stamp (device, inode, size, times) by its path: what tells a file changed since. */
+export type FileStamps = ReadonlyMap<string, string>;
+
+/**
+ * The files' stamps now. stat follows links, so a ConfigMap's swapped `..data` shows as another
+ * inode; a missing file has a stamp too.
+ */
+export function fileStamps(files: readonly string[]): Map<string, string> {
+  return new Map(files.map((file) => [file, stampOf(file)]));
+}
+
+function stampOf(file: string): string {
+  try {
+    const s = statSync(file);
+    return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+/**
+ * Starts watching the files stamped in `read` (taken before the proxy read them); the returned
+ * function stops it. A change between that read and the watch's start, which the watch cannot
+ * see (a proxy loads large documents for seconds), calls `onChange` once now.
+ */
+export function watchFilesSince(read: FileStamps, onChange: () => void, debounceMs?: number): () => void {
+  const unwatch = watchFiles([...read.keys()], onChange, debounceMs);
+  const now = fileStamps([...read.keys()]);
+  if ([...read].some(([file, stamp]) => now.get(file) !== stamp)) onChange();
+  return unwatch;
 }

@@ -7,12 +7,15 @@
  *   out of reach, a port taken) is printed once and the primary exits with that worker's code;
  * - restarts a worker that exits on its own, after a back-off that doubles while workers keep
  *   dying young, and gives up (exiting with the last exit code) when restarts keep failing to start;
- * - forwards SIGTERM and SIGINT as SIGTERM (each worker drains, src/http/drain.ts) and SIGHUP (each
- *   worker reloads), and exits once every worker has: 0 when all drained cleanly.
+ * - on SIGTERM or SIGINT orders every worker to drain (src/http/drain.ts), on a second one to end
+ *   at once, and on SIGHUP to reload, a worker still starting included (it reloads once it
+ *   serves); orders go over the IPC channel (src/cluster/orders.ts), since workers ignore
+ *   signals; it exits once every worker has: 0 when all drained cleanly.
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from '../log.js';
 import { serveAggregatedMetrics } from './metrics.js';
+import { isTakingOrders, OrderBook, type Order } from './orders.js';
 import { isStartedMessage } from './worker.js';
 
 export interface PrimaryOptions {
@@ -34,6 +37,7 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
   const born = new Map<Worker, number>();
   const serving = new Set<Worker>();
   const restarts = new Set<NodeJS.Timeout>();
+  const orders = new OrderBook();
   let everServed = false;
   let stopping = false;
   let exitCode = 0;
@@ -45,14 +49,19 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     born.set(worker, Date.now());
   };
 
+  const orderAll = (order: Order): void => {
+    for (const worker of born.keys()) orders.give(worker, order);
+  };
+
   return new Promise<number>((resolve) => {
+    const stopMetrics = serveAggregatedMetrics({ serving: () => serving, expected: wanted });
     const finishIfDone = (): void => {
       if (!stopping || born.size > 0 || restarts.size > 0) return;
-      process.off('SIGTERM', onStop);
-      process.off('SIGINT', onStop);
-      process.off('SIGHUP', onReload);
+      // The signal handlers stay: a signal between here and the exit would otherwise end the
+      // primary by its default action (SIGHUP too), and they do nothing once stopping.
       cluster.off('message', onMessage);
       cluster.off('exit', onExit);
+      stopMetrics();
       resolve(exitCode);
     };
     const stop = (code: number): void => {
@@ -60,21 +69,26 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       stopping = true;
       for (const timer of restarts) clearTimeout(timer);
       restarts.clear();
-      for (const worker of born.keys()) worker.process.kill('SIGTERM');
+      orderAll('drain');
       finishIfDone();
     };
-    // A second signal is forwarded too: a worker already draining has no handler left and ends at
-    // once, as one process does on a second Ctrl-C.
+    // A second signal ends every worker at once, as a second Ctrl-C ends one process.
     const onStop = (signal: NodeJS.Signals): void => {
-      if (!stopping) logger.info('stopping workers', { signal, workers: born.size });
+      if (stopping) {
+        logger.warn('ending workers now', { signal, workers: born.size });
+        orderAll('end-now');
+        return;
+      }
+      logger.info('stopping workers', { signal, workers: born.size });
       stop(0);
     };
-    // Only to workers that serve: one still starting has no handler yet, and SIGHUP would end it
-    // (it reads the files as they are now anyway).
+    // Every worker, one still starting too: it read the files before this reload was asked, maybe,
+    // and reloads once it serves (a reload of files that read the same changes nothing).
     const onReload = (): void => {
-      for (const worker of serving) worker.process.kill('SIGHUP');
+      if (!stopping) orderAll('reload');
     };
     const onMessage = (worker: Worker, message: unknown): void => {
+      if (isTakingOrders(message)) orders.taking(worker);
       if (!isStartedMessage(message) || stopping) return;
       serving.add(worker);
       startFailures = 0;
@@ -88,11 +102,13 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     const onExit = (worker: Worker, code: number | null, signal: string | null): void => {
       const startedAt = born.get(worker) ?? Date.now();
       born.delete(worker);
+      orders.forget(worker);
       const served = serving.delete(worker);
       const fields = { id: worker.id, pid: worker.process.pid ?? null, code, signal };
       if (stopping) {
-        // A worker stopped before it installed its handlers ends by the signal itself: clean too.
-        const clean = code === 0 || (!served && signal === 'SIGTERM');
+        // A worker signalled (a Ctrl-C, the process group) while it still loads, before it ignores
+        // signals, ends by the signal itself: it served nothing, so that is clean too.
+        const clean = code === 0 || (!served && (signal === 'SIGTERM' || signal === 'SIGINT'));
         if (!clean) {
           logger.warn('worker did not exit cleanly', fields);
           exitCode ||= 1;
@@ -123,7 +139,6 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
     process.on('SIGHUP', onReload);
     cluster.on('message', onMessage);
     cluster.on('exit', onExit);
-    serveAggregatedMetrics();
     logger.info('starting workers', { workers: wanted });
     fork();
   });

@@ -91,8 +91,13 @@ export class Replica {
 export interface ReplicaSet {
   readonly replicas: readonly Replica[];
   readonly upstream: TestUpstream;
-  /** Another replica on the same database (e.g. one restarted). */
-  start(): Promise<Replica>;
+  /** The policy file every replica reads (a test may change it, then reload). */
+  readonly policyFile: string;
+  /**
+   * Another replica on the same database (e.g. one restarted); `args` and `ready` replace the
+   * set's own (e.g. `[]` and `listening` for one process).
+   */
+  start(options?: { readonly args?: readonly string[]; readonly ready?: string }): Promise<Replica>;
   close(): Promise<void>;
 }
 
@@ -129,17 +134,20 @@ export async function startReplicas(options: {
   );
   writeFileSync(policy, options.policy);
   const started: Replica[] = [];
-  const start = async (): Promise<Replica> => {
+  const start = async (
+    only: { readonly args?: readonly string[]; readonly ready?: string } = {},
+  ): Promise<Replica> => {
+    const ready = only.ready ?? options.ready;
     const served = await serveCli(
       [
         ...['--config', config, '--db', options.db, '--policy', policy, '--issuer', options.issuer ?? ISSUER],
-        ...(options.args ?? []),
+        ...(only.args ?? options.args ?? []),
       ],
       {
         cwd: dir,
         env: { AGENT_AUTH_PROXY_ADMIN_TOKEN: ADMIN_TOKEN },
         children: options.children,
-        ...(options.ready !== undefined ? { ready: options.ready } : {}),
+        ...(ready !== undefined ? { ready } : {}),
       },
     );
     const replica = new Replica(served);
@@ -147,10 +155,11 @@ export async function startReplicas(options: {
     return replica;
   };
   try {
-    const replicas = await Promise.all(Array.from({ length: options.count ?? 2 }, start));
+    const replicas = await Promise.all(Array.from({ length: options.count ?? 2 }, () => start()));
     return {
       replicas,
       upstream,
+      policyFile: policy,
       start,
       close: async () => {
         await Promise.all(started.map((r) => r.stop()));
@@ -169,6 +178,10 @@ export async function startReplicas(options: {
 export interface ReplicaCluster extends ReplicaSet {
   /** The cluster's own server (stopServer/startServer for an outage). */
   readonly postgres: TestPostgres;
+  /** The replicas' database. */
+  readonly db: string;
+  /** Every replica process still running, the last started last (one still starting too). */
+  readonly children: ReadonlySet<ChildProcess>;
 }
 
 /**
@@ -182,10 +195,13 @@ export async function startReplicaCluster(
   const children = new Set<ChildProcess>();
   const postgres = await startPostgres();
   try {
-    const set = await startReplicas({ ...options, db: await postgres.createDatabase(), children });
+    const db = await postgres.createDatabase();
+    const set = await startReplicas({ ...options, db, children });
     return {
       ...set,
       postgres,
+      db,
+      children,
       close: async () => {
         await set.close();
         killChildren(children);

@@ -12,13 +12,11 @@
  * code.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, ROOT, ensureBuiltCli } from '../../helpers/cli-process.js';
-import { agentJwt, generateTestKey } from '../../helpers/keys.js';
+import { agentJwt } from '../../helpers/keys.js';
 import {
   ADMIN_TOKEN,
   EXECUTE_AUD,
@@ -28,6 +26,7 @@ import {
   type Replica,
   type ReplicaCluster,
 } from '../../helpers/replicas.js';
+import { activeAgent, alive, freshRequest, parentOf, type FreshReply } from '../../helpers/workers.js';
 
 const run = promisify(execFile);
 
@@ -58,42 +57,12 @@ beforeAll(async () => {
 });
 afterAll(() => set?.close());
 
-interface Reply {
-  readonly status: number;
-  readonly body: any;
-}
-
 /** One request over a connection of its own (closed after it), so the primary picks a worker for it. */
-function fresh(method: string, path: string, token?: string, body?: unknown): Promise<Reply> {
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      `${proxy.url}${path}`,
-      {
-        method,
-        agent: false,
-        headers: {
-          ...(token ? { authorization: `Bearer ${token}` } : {}),
-          ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? tryJson(text) : undefined }));
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
+function fresh(method: string, path: string, token?: string, body?: unknown): Promise<FreshReply> {
+  return freshRequest(proxy.url, method, path, {
+    ...(token ? { token } : {}),
+    ...(body !== undefined ? { body } : {}),
   });
-}
-
-function tryJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
 }
 
 /** The primary's `worker started` lines: worker id and pid, in order. */
@@ -122,37 +91,6 @@ async function bothWorkersLogged(path: string, status: number): Promise<void> {
   );
 }
 
-/** The parent of a process (Linux /proc). */
-function parentOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** An agent under a host a person approved (through the operator API), with its grants. */
-async function activeAgent(
-  capabilities: string[],
-): Promise<{ agent: Awaited<ReturnType<typeof generateTestKey>>; agentId: string }> {
-  const host = await generateTestKey();
-  const agent = await generateTestKey();
-  const reg = await proxy.register(host, agent, { capabilities });
-  expect(reg.status).toBe(200);
-  const open = await proxy.admin('GET', `/admin/approvals?agent_id=${reg.body.agent_id}`);
-  const ok = await proxy.admin('POST', `/admin/approvals/${open.body.approvals[0].id}/approve`, {
-    user_id: 'alice',
-  });
-  expect(ok.status).toBe(200);
-  return { agent, agentId: reg.body.agent_id };
-}
-
 describe('serve --workers 2 on PostgreSQL', () => {
   it('runs two worker processes under the primary, each logging with its worker id', () => {
     const workers = startedWorkers();
@@ -163,7 +101,7 @@ describe('serve --workers 2 on PostgreSQL', () => {
   });
 
   it('serves requests on both workers; a jti accepted once is refused by both (§4.6)', async () => {
-    const { agent, agentId } = await activeAgent(['get_pet']);
+    const { agent, agentId } = await activeAgent(proxy, ['get_pet']);
     const token = await agentJwt(agent, agentId, EXECUTE_AUD);
     const call = { capability: 'get_pet', arguments: { petId: 7 } };
     expect((await fresh('POST', '/capability/execute', token, call)).status).toBe(200);
@@ -180,7 +118,7 @@ describe('serve --workers 2 on PostgreSQL', () => {
   });
 
   it('admits exactly 10 of 30 calls under a 10-an-hour budget across both workers (§8.13)', async () => {
-    const { agent, agentId } = await activeAgent(['get_inventory']);
+    const { agent, agentId } = await activeAgent(proxy, ['get_inventory']);
     const calls = await Promise.all(
       Array.from({ length: 30 }, async () =>
         fresh('POST', '/capability/execute', await agentJwt(agent, agentId, EXECUTE_AUD), {
