@@ -4,10 +4,12 @@
  * and credential kind), and helpers to get an agent granted what a test needs.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../../src/log.js';
 import type { Timers } from '../../src/notify/webhook.js';
+import type { TestKey } from './keys.js';
 import { ROOT, tempDbFile } from './proxy.js';
 import type { TestClock, TestProtocol } from './protocol.js';
 import { startInFrontOf } from './proxy-in-front.js';
@@ -75,4 +77,27 @@ export async function startGateway(
     ...(options.logSink ? { logSink: options.logSink } : {}),
   });
   return { p, upstream, db, close };
+}
+
+/**
+ * The text the proxy relays to `agent` when the gateway fixture's `stream_events` upstream answers
+ * with an event stream that `write` sends (given the service key the proxy sent it).
+ */
+export async function relayedEvents(
+  gw: Gateway,
+  agent: { readonly agent: TestKey; readonly agentId: string },
+  write: (res: ServerResponse, key: string) => void,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  gw.upstream.on('GET /v1/events', (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
+    write(res, String(req.headers['x-api-key']));
+  });
+  const token = await gw.p.agentToken(agent.agent, agent.agentId, {}, gw.p.executeLocation);
+  const res = await fetch(`${gw.p.proxy.url}/capability/execute`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ capability: 'stream_events', arguments: {} }),
+  });
+  return { status: res.status, text: await res.text() };
 }

@@ -8,7 +8,7 @@
 import type { ServerResponse } from 'node:http';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../../helpers/gateway.js';
+import { relayedEvents, startGateway, type Gateway } from '../../helpers/gateway.js';
 import { json } from '../../helpers/upstream.js';
 
 const KEY = 'sk-live-9f8e7d6c5b4a3210zyxw';
@@ -51,18 +51,9 @@ const getFile = (name: string) => gw.p.execute(agent.agent, agent.agentId, 'get_
 
 /** Streams what `write` sends as the upstream's event stream; the relayed text. */
 async function relayed(write: (res: ServerResponse, key: string) => void): Promise<string> {
-  gw.upstream.on('GET /v1/events', (req, res) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    write(res, String(req.headers['x-api-key']));
-  });
-  const token = await gw.p.agentToken(agent.agent, agent.agentId, {}, gw.p.executeLocation);
-  const res = await fetch(`${gw.p.proxy.url}/capability/execute`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ capability: 'stream_events', arguments: {} }),
-  });
-  expect(res.status).toBe(200);
-  return res.text();
+  const { status, text } = await relayedEvents(gw, agent, write);
+  expect(status).toBe(200);
+  return text;
 }
 
 /** The values of one field of every relayed event, in order. */

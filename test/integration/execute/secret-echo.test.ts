@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../../helpers/gateway.js';
+import { relayedEvents, startGateway, type Gateway } from '../../helpers/gateway.js';
 
 const KEY = 'sk-live-9f8e7d6c5b4a3210zyxw';
 const MAX_RESPONSE_BYTES = 65536;
@@ -264,18 +264,9 @@ describe('issue 10 class 12: a key cut across relayed events', () => {
     write: (res: ServerResponse, key: string) => void,
     headers: Record<string, string> = {},
   ): Promise<string> {
-    gw.upstream.on('GET /v1/events', (req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream', ...headers });
-      write(res, String(req.headers['x-api-key']));
-    });
-    const token = await gw.p.agentToken(agent.agent, agent.agentId, {}, gw.p.executeLocation);
-    const res = await fetch(`${gw.p.proxy.url}/capability/execute`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ capability: 'stream_events', arguments: {} }),
-    });
-    expect(res.status).toBe(200);
-    return res.text();
+    const { status, text } = await relayedEvents(gw, agent, write, headers);
+    expect(status).toBe(200);
+    return text;
   }
 
   /** The data of every relayed event, joined as an agent rebuilding the text would. */
