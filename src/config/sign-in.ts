@@ -64,7 +64,10 @@ export function resolveSignIn(
 ): SignInSettings {
   // Config durations, so "1500ms" reads as the README and the config schema say it does.
   const freshAuthMs = parseConfigDuration(config.fresh_auth, `${where}: sign_in.fresh_auth`);
-  const sessionLifetimeMs = parseConfigDuration(config.session_lifetime, `${where}: sign_in.session_lifetime`);
+  const sessionLifetimeMs = parseConfigDuration(
+    config.session_lifetime,
+    `${where}: sign_in.session_lifetime`,
+  );
   if (freshAuthMs < 1000) throw new UserError(`${where}: sign_in.fresh_auth must be at least 1s`);
   if (sessionLifetimeMs < freshAuthMs) {
     throw new UserError(`${where}: sign_in.session_lifetime must not be shorter than sign_in.fresh_auth`);
