@@ -2,8 +2,9 @@
  * Live changes (issue 12): SIGHUP, `--watch` and tests call one reload. The config's API list,
  * the OpenAPI documents and the policy are read and checked in full before anything changes;
  * then catalog, policy and execution engine are swapped in one synchronous step, followed at
- * once by drift (§2.12). An invalid new version is refused as a whole: the last good one keeps
- * serving, the error is logged and counted, and readiness is untouched.
+ * once by one transaction applying the policy's hosts (§2.8) and drift (§2.12). An invalid new
+ * version is refused as a whole: the last good one keeps serving, the error is logged and
+ * counted, and readiness is untouched.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Settings } from './config/settings.js';
@@ -11,8 +12,10 @@ import type { BuiltEngine } from './engine.js';
 import type { Logger } from './log.js';
 import type { Catalog } from './openapi/catalog.js';
 import type { Policy } from './policy/policy.js';
-import { applyDrift, logDrift } from './protocol/drift.js';
-import { swapDocuments, type ProtocolContext } from './protocol/context.js';
+import { applyDrift, logDrift, type DriftOutcome } from './protocol/drift.js';
+import { swapDocuments, type AfterCommit, type ProtocolContext } from './protocol/context.js';
+import { applyPolicyHostsIn, logSkippedPolicyHosts, type SkippedPolicyHost } from './protocol/hosts.js';
+import type { StoreWriter } from './storage/types.js';
 import { collectingWhenGrown, compactHeap } from './util/collect-garbage.js';
 
 export interface ReloadResult {
@@ -164,9 +167,9 @@ async function reloadOnce(deps: ReloadDeps, collect: (force: boolean) => boolean
 }
 
 /**
- * Puts `next` in force and applies drift (§2.12); when drift cannot be applied, puts the
- * generation it replaced back and says why. Its own function so that the replaced generation is
- * held only here, for the rollback, and is garbage once it returns.
+ * Puts `next` in force and applies its policy's hosts and drift (§2.8, §2.12); when they cannot be
+ * applied, puts the generation it replaced back and says why. Its own function so that the
+ * replaced generation is held only here, for the rollback, and is garbage once it returns.
  */
 async function swapIn(deps: ReloadDeps, next: Generation): Promise<string | undefined> {
   const { ctx } = deps;
@@ -177,14 +180,41 @@ async function swapIn(deps: ReloadDeps, next: Generation): Promise<string | unde
   deps.install(next.engine, next.catalog);
   swapDocuments(ctx, { catalog: next.catalog, policy: next.policy });
   try {
-    logDrift(deps.logger, await applyDrift(ctx));
+    const applied = await applyHostsAndDrift(ctx);
+    logSkippedPolicyHosts(deps.logger, applied.skipped);
+    logDrift(deps.logger, applied.drift);
     return undefined;
   } catch (err) {
     // Without drift a changed capability would run on its old approval: back to the last good.
+    // The transaction rolled back, so no host of the refused policy was applied either.
     deps.install(previous.engine, previous.catalog);
     swapDocuments(ctx, { catalog: previous.catalog, policy: previous.policy });
-    return `drift could not be applied: ${err instanceof Error ? err.message : String(err)}`;
+    return `the policy's hosts and drift could not be applied: ${err instanceof Error ? err.message : String(err)}`;
   }
+}
+
+/**
+ * The policy's hosts (§2.8: a changed default capability, a new host) and drift in one
+ * transaction: a reload refused because either failed leaves the database as the last good
+ * version had it, as the documents are. Two writes would not: hosts committed, then drift failed,
+ * and the documents put back would be served over the new policy's hosts.
+ */
+function applyHostsAndDrift(
+  ctx: ProtocolContext,
+): Promise<{ skipped: SkippedPolicyHost[]; drift: DriftOutcome }> {
+  return ctx.write(async (tx, after) => {
+    const skipped = await applyPolicyHostsIn(ctx, tx);
+    const drift = await applyDrift(joining(ctx, tx, after));
+    return { skipped, drift };
+  });
+}
+
+/**
+ * `ctx` whose `write` runs in `tx` rather than a transaction of its own (see applyHostsAndDrift).
+ * A copy taken now: its catalog and policy are those just swapped in.
+ */
+function joining(ctx: ProtocolContext, tx: StoreWriter, after: AfterCommit): ProtocolContext {
+  return { ...ctx, write: (fn) => fn(tx, after) };
 }
 
 function refused(deps: ReloadDeps, error: string): ReloadResult {

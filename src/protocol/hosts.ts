@@ -2,8 +2,10 @@
  * Host lifecycle: key rotation (§5.9), revocation with cascade (§5.10, §8.5), and the operator's
  * pre-registration (§2.8), linking (§2.9, §2.10) and unlinking.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { ProtocolError } from '../errors.js';
-import type { HostRecord, StoreWriter } from '../storage/types.js';
+import type { Logger } from '../log.js';
+import type { HostRecord, Patch, StoreWriter } from '../storage/types.js';
 import { announce } from './approvals.js';
 import { linkHost } from './host-linking.js';
 import { closePendingApprovals, revokeGrants } from './lifecycle.js';
@@ -75,7 +77,16 @@ export async function rotateHostKey(
     if (clash && clash.id !== host.id) {
       throw new ProtocolError('invalid_request', 'That key already identifies another host.');
     }
+    // Beyond §5.9: a key rotated away may be the leaked one; it never becomes a host key again.
+    if (await tx.retiredHostKey(tp)) {
+      throw new ProtocolError('invalid_request', 'That key was rotated away before: generate a new key.');
+    }
     await tx.updateHost(host.id, { publicJwk: parsed.jwk, thumbprint: tp, updatedAt: now });
+    // §5.9 "the old key stops working immediately": remembered, so that a policy `hosts` entry
+    // still naming it does not pre-register it again at the next start-up (applyPolicyHostsIn).
+    if (tp !== current.thumbprint) {
+      await tx.retireHostKey({ thumbprint: current.thumbprint, hostId: host.id, retiredAt: now });
+    }
     await event(tx, now, 'host.key_rotated', host, null);
     return { host_id: host.id, status: host.status };
   });
@@ -146,7 +157,10 @@ export interface PreRegistration {
   readonly defaultCapabilities: readonly string[];
 }
 
-/** §2.8 pre-registration: an active host the operator vouches for, optionally linked. */
+/**
+ * §2.8 pre-registration through the admin API: an active host the operator vouches for,
+ * optionally linked. A key the stored state rules out (preRegistrationRefusal) is refused.
+ */
 export async function preRegisterHost(
   ctx: ProtocolContext,
   input: PreRegistration,
@@ -164,50 +178,131 @@ export async function preRegisterHost(
     );
   }
   return ctx.write(async (tx) => {
-    const now = ctx.clock.now();
-    const existing = await tx.hostByThumbprint(tp);
-    if (existing) {
-      if (existing.status === 'revoked' || existing.status === 'rejected') {
-        throw new ProtocolError(
-          'invalid_request',
-          `A ${existing.status} host already uses this key; a host key cannot be reused.`,
-        );
-      }
-      await tx.updateHost(existing.id, {
-        ...(input.name ? { name: input.name } : {}),
-        defaultCapabilities: [...input.defaultCapabilities],
-        status: 'active',
-        activatedAt: existing.activatedAt ?? now,
-        preRegistered: true,
-        // The operator vouched for it now: no longer only admitted by policy.
-        admittedByPolicy: false,
-        updatedAt: now,
-      });
-      const updated = (await tx.host(existing.id)) as HostRecord;
-      if (input.userId && updated.userId !== input.userId) {
-        await linkHost(ctx, tx, updated, input.userId, now);
-      }
-      return { host: hostView((await tx.host(existing.id)) as HostRecord), created: false };
-    }
-    const host: HostRecord = {
-      id: newId('hst'),
-      thumbprint: tp,
-      publicJwk: input.publicJwk,
-      name: input.name ?? null,
-      userId: input.userId ?? null,
-      defaultCapabilities: [...input.defaultCapabilities],
-      status: 'active',
-      preRegistered: true,
-      admittedByPolicy: false,
-      activatedAt: now,
-      lastUsedAt: null,
-      createdAt: now,
-      updatedAt: now,
-    };
-    await tx.insertHost(host);
-    await event(tx, now, 'host.pre_registered', host, { by });
-    return { host: hostView(host), created: true };
+    const applied = await applyPreRegistration(ctx, tx, input, tp, by);
+    if ('refusal' in applied) throw new ProtocolError('invalid_request', applied.refusal.reason);
+    return { host: hostView(applied.host), created: applied.created };
   });
+}
+
+/** Why the stored state rules a pre-registration out, and which host it concerns. */
+interface Refusal {
+  readonly hostId: string;
+  readonly reason: string;
+}
+
+type Applied = { readonly host: HostRecord; readonly created: boolean } | { readonly refusal: Refusal };
+
+/** Creates the pre-registered host, or brings the one with this key in step, inside `tx`. */
+async function applyPreRegistration(
+  ctx: ProtocolContext,
+  tx: StoreWriter,
+  input: PreRegistration,
+  tp: string,
+  by: string,
+): Promise<Applied> {
+  const now = ctx.clock.now();
+  const existing = await tx.hostByThumbprint(tp);
+  const refusal = await preRegistrationRefusal(tx, tp, existing, input.userId);
+  if (refusal) return { refusal };
+  if (!existing) return { host: await insertPreRegistered(tx, input, tp, by, now), created: true };
+  const patch = preRegistrationPatch(existing, input, now);
+  if (patch) await tx.updateHost(existing.id, patch);
+  const updated = (await tx.host(existing.id)) as HostRecord;
+  if (input.userId && updated.userId !== input.userId) {
+    await linkHost(ctx, tx, updated, input.userId, now);
+  }
+  return { host: (await tx.host(existing.id)) as HostRecord, created: false };
+}
+
+/**
+ * What a pre-registration of `tp` must not override: a key rotated away (§5.9: "the old key stops
+ * working immediately", and it may be the leaked one: vouching for it again would hand whoever
+ * holds it an active host), a revoked or rejected host (§2.11: permanent), a host linked to
+ * another user (§2.9: one user). Each was decided after the operator wrote the entry.
+ */
+async function preRegistrationRefusal(
+  tx: StoreWriter,
+  tp: string,
+  existing: HostRecord | undefined,
+  userId: string | undefined,
+): Promise<Refusal | undefined> {
+  // Before `existing`: a host holding a retired key was registered with it after the rotation.
+  const retired = await tx.retiredHostKey(tp);
+  if (retired) {
+    return {
+      hostId: retired.hostId,
+      reason: `This key was rotated away by host ${retired.hostId} at ${new Date(retired.retiredAt).toISOString()} (§5.9): that host has another key now, and this one cannot be a host key again.`,
+    };
+  }
+  if (!existing) return undefined;
+  if (existing.status === 'revoked' || existing.status === 'rejected') {
+    return {
+      hostId: existing.id,
+      reason: `Host ${existing.id}, which has this key, is ${existing.status} (§2.11): a host key cannot be reused.`,
+    };
+  }
+  if (userId && existing.userId !== null && existing.userId !== userId) {
+    return {
+      hostId: existing.id,
+      reason: `Host ${existing.id}, which has this key, is already linked to another user; unlink it first (§2.9).`,
+    };
+  }
+  return undefined;
+}
+
+async function insertPreRegistered(
+  tx: StoreWriter,
+  input: PreRegistration,
+  tp: string,
+  by: string,
+  now: number,
+): Promise<HostRecord> {
+  const host: HostRecord = {
+    id: newId('hst'),
+    thumbprint: tp,
+    publicJwk: input.publicJwk,
+    name: input.name ?? null,
+    userId: input.userId ?? null,
+    defaultCapabilities: [...input.defaultCapabilities],
+    status: 'active',
+    preRegistered: true,
+    admittedByPolicy: false,
+    activatedAt: now,
+    lastUsedAt: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await tx.insertHost(host);
+  await event(tx, now, 'host.pre_registered', host, { by });
+  return host;
+}
+
+/**
+ * The changes that bring `existing` in step with the pre-registration; none when it already is,
+ * so that a reload re-applying an unchanged policy writes nothing.
+ */
+function preRegistrationPatch(
+  existing: HostRecord,
+  input: PreRegistration,
+  now: number,
+): Patch<HostRecord> | undefined {
+  const inStep =
+    (!input.name || input.name === existing.name) &&
+    isDeepStrictEqual(existing.defaultCapabilities, input.defaultCapabilities) &&
+    existing.status === 'active' &&
+    existing.preRegistered &&
+    !existing.admittedByPolicy;
+  if (inStep) return undefined;
+  return {
+    ...(input.name ? { name: input.name } : {}),
+    defaultCapabilities: [...input.defaultCapabilities],
+    status: 'active',
+    activatedAt: existing.activatedAt ?? now,
+    preRegistered: true,
+    // The operator vouched for it now: no longer only admitted by policy.
+    admittedByPolicy: false,
+    updatedAt: now,
+  };
 }
 
 export function parsePreRegistration(body: Readonly<Record<string, unknown>>): PreRegistration {
@@ -274,18 +369,50 @@ export function unlinkHost(ctx: ProtocolContext, hostId: string): Promise<Record
   });
 }
 
-/** Policy `hosts:` entries are applied at start-up: created if missing, kept in step otherwise. */
-export async function applyPolicyHosts(ctx: ProtocolContext): Promise<void> {
-  for (const h of ctx.policy.hosts) {
-    await preRegisterHost(
-      ctx,
-      {
-        ...(h.name ? { name: h.name } : {}),
-        publicJwk: h.publicJwk,
-        ...(h.userId ? { userId: h.userId } : {}),
-        defaultCapabilities: h.defaultCapabilities,
-      },
-      'policy',
-    );
+/** A policy `hosts` entry left as the stored state has it, and why (for the operator's log). */
+export interface SkippedPolicyHost {
+  /** `hosts[i]`: the entry's key path in the policy file. */
+  readonly entry: string;
+  readonly hostId: string;
+  readonly reason: string;
+}
+
+/**
+ * The policy's `hosts` (§2.8), at start-up and on every reload, all inside `tx`: created if
+ * missing, kept in step otherwise (name, default capabilities, user). An entry the stored state
+ * rules out (preRegistrationRefusal: its key rotated away, its host revoked, rejected or linked to
+ * another user) is skipped, not applied and not fatal: the host, its user or the operator acted
+ * after the file was written, and refusing to start would leave everyone without the proxy.
+ */
+export async function applyPolicyHostsIn(
+  ctx: ProtocolContext,
+  tx: StoreWriter,
+): Promise<SkippedPolicyHost[]> {
+  const skipped: SkippedPolicyHost[] = [];
+  for (const [i, h] of ctx.policy.hosts.entries()) {
+    const input: PreRegistration = {
+      ...(h.name ? { name: h.name } : {}),
+      publicJwk: h.publicJwk,
+      ...(h.userId ? { userId: h.userId } : {}),
+      defaultCapabilities: h.defaultCapabilities,
+    };
+    const applied = await applyPreRegistration(ctx, tx, input, await thumbprint(h.publicJwk), 'policy');
+    if ('refusal' in applied) skipped.push({ entry: `hosts[${i}]`, ...applied.refusal });
+  }
+  return skipped;
+}
+
+/** applyPolicyHostsIn in a transaction of its own (start-up). */
+export function applyPolicyHosts(ctx: ProtocolContext): Promise<SkippedPolicyHost[]> {
+  return ctx.write((tx) => applyPolicyHostsIn(ctx, tx));
+}
+
+/** One warning per skipped entry, naming it: the operator updates or removes it. */
+export function logSkippedPolicyHosts(logger: Logger, skipped: readonly SkippedPolicyHost[]): void {
+  for (const s of skipped) {
+    logger.warn(`policy ${s.entry} not applied: ${s.reason} Update or remove the entry.`, {
+      entry: s.entry,
+      host_id: s.hostId,
+    });
   }
 }

@@ -12,7 +12,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { ProtocolContext } from '../protocol/context.js';
 import { applyDrift, logDrift } from '../protocol/drift.js';
-import { applyPolicyHosts } from '../protocol/hosts.js';
+import { applyPolicyHosts, logSkippedPolicyHosts } from '../protocol/hosts.js';
 import { replicaChangeHandlers } from '../protocol/replica-changes.js';
 import { StoreUnavailableError } from '../storage/errors.js';
 import { openStorage, type Storage } from '../storage/open.js';
@@ -33,8 +33,10 @@ export async function openDatabase(
 }
 
 /**
- * The policy's hosts written, drift between the stored grants and the documents applied, and
- * other replicas' commits followed into this one's caches and streams (replica-changes.ts).
+ * The policy's hosts written (an entry the stored state rules out is skipped with a warning, not
+ * fatal: protocol/hosts.ts applyPolicyHostsIn), drift between the stored grants and the documents
+ * applied, and other replicas' commits followed into this one's caches and streams
+ * (replica-changes.ts).
  */
 export async function adoptDocuments(
   ctx: ProtocolContext,
@@ -42,7 +44,7 @@ export async function adoptDocuments(
   settings: Settings,
 ): Promise<void> {
   try {
-    await applyPolicyHosts(ctx);
+    logSkippedPolicyHosts(ctx.logger, await applyPolicyHosts(ctx));
     logDrift(ctx.logger, await applyDrift(ctx));
     await storage.follow?.(replicaChangeHandlers(ctx));
   } catch (err) {

@@ -340,4 +340,14 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE sessions ADD COLUMN credential_tag TEXT;
   `,
+  // 22: host keys rotated away (§5.9), so that a policy `hosts` entry still naming one creates no
+  // new host at the next start-up. No foreign key: the pending cleanup may delete the host (§10.9),
+  // and its old key must stay retired.
+  `
+  CREATE TABLE retired_host_keys (
+    thumbprint TEXT PRIMARY KEY,
+    host_id TEXT NOT NULL,
+    retired_at INTEGER NOT NULL
+  ) STRICT, WITHOUT ROWID;
+  `,
 ];

@@ -31,6 +31,7 @@ import type {
   PasskeyRecord,
   PerCallQuery,
   PerCallRecord,
+  RetiredHostKey,
   StoreReader,
 } from './types.js';
 
@@ -90,6 +91,15 @@ export class PgReader implements StoreReader {
 
   async hosts(filter: { status?: HostStatus; userId?: string } & ListingPage = {}): Promise<HostRecord[]> {
     return this.many(HOST, listing('hosts', { status: filter.status, user_id: filter.userId }, filter));
+  }
+
+  async retiredHostKey(thumbprint: string): Promise<RetiredHostKey | undefined> {
+    const { rows } = await this.query(
+      'SELECT host_id, retired_at FROM retired_host_keys WHERE thumbprint = $1',
+      [thumbprint],
+    );
+    const row = rows[0];
+    return row && { thumbprint, hostId: String(row.host_id), retiredAt: Number(row.retired_at) };
   }
 
   agent(id: string): Promise<AgentRecord | undefined> {

@@ -306,6 +306,15 @@ export const PG_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX applied_usage_flushes_at ON applied_usage_flushes (at);
   `,
+  // 10: host keys rotated away (§5.9; SQLite's 22). No foreign key: the pending cleanup may delete
+  // the host (§10.9), and its old key must stay retired.
+  `
+  CREATE TABLE retired_host_keys (
+    thumbprint ${ID} PRIMARY KEY,
+    host_id ${ID} NOT NULL,
+    retired_at bigint NOT NULL
+  );
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

@@ -18,6 +18,7 @@ import type {
   Patch,
   PerCallRecord,
   PerCallStatus,
+  RetiredHostKey,
   StoreWriter,
 } from './types.js';
 
@@ -43,6 +44,15 @@ export class PgWriter extends PgReader implements StoreWriter {
   async deleteHost(id: string): Promise<void> {
     this.changes.cache = true;
     await this.run({ sql: 'DELETE FROM hosts WHERE id = $1', params: [id] });
+  }
+
+  // Nothing for other replicas to drop: no cache holds retired keys.
+  async retireHostKey(key: RetiredHostKey): Promise<void> {
+    await this.run({
+      sql: `INSERT INTO retired_host_keys (thumbprint, host_id, retired_at) VALUES ($1, $2, $3)
+        ON CONFLICT (thumbprint) DO UPDATE SET host_id = excluded.host_id, retired_at = excluded.retired_at`,
+      params: [key.thumbprint, key.hostId, key.retiredAt],
+    });
   }
 
   async insertAgent(agent: AgentRecord): Promise<void> {

@@ -40,6 +40,7 @@ import type {
   PasskeyRecord,
   PerCallQuery,
   PerCallRecord,
+  RetiredHostKey,
   SessionRecord,
   Store,
   StoreWriter,
@@ -152,6 +153,10 @@ export class SqliteAsyncStore implements Store {
 
   hosts(filter?: { status?: HostStatus; userId?: string } & ListingPage): Promise<HostRecord[]> {
     return this.run(() => this.engine.hosts(filter));
+  }
+
+  retiredHostKey(thumbprint: string): Promise<RetiredHostKey | undefined> {
+    return this.run(() => this.engine.retiredHostKey(thumbprint));
   }
 
   agent(id: string): Promise<AgentRecord | undefined> {

@@ -40,6 +40,7 @@ import type {
   PerCallQuery,
   PerCallRecord,
   PerCallStatus,
+  RetiredHostKey,
   SessionRecord,
   Store,
   StoreWriter,
@@ -121,6 +122,13 @@ export class SqliteEngine implements SyncStore {
 
   hostByJwksUrl(url: string): HostRecord | undefined {
     return this.one(HOST, 'SELECT * FROM hosts WHERE jwks_url = ?', url);
+  }
+
+  retiredHostKey(thumbprint: string): RetiredHostKey | undefined {
+    const row = this.stmt('SELECT host_id, retired_at FROM retired_host_keys WHERE thumbprint = ?').get(
+      thumbprint,
+    ) as { host_id: string; retired_at: number } | undefined;
+    return row && { thumbprint, hostId: row.host_id, retiredAt: row.retired_at };
   }
 
   private built<T>(columns: Columns<T>, { sql, params: values }: Built): T[] {
@@ -566,6 +574,7 @@ export class SqliteEngine implements SyncStore {
       hostByThumbprint: (t) => reader.hostByThumbprint(t),
       hostByJwksUrl: (u) => reader.hostByJwksUrl(u),
       hosts: (f) => reader.hosts(f),
+      retiredHostKey: (t) => reader.retiredHostKey(t),
       agent: (id) => reader.agent(id),
       agentByKey: (h, k) => reader.agentByKey(h, k),
       agents: (f) => reader.agents(f),
@@ -606,6 +615,12 @@ export class SqliteEngine implements SyncStore {
       updateHost: (id, p) => update('hosts', HOST, id, p),
       deleteHost: (id) => {
         this.stmt('DELETE FROM hosts WHERE id = ?').run(id);
+      },
+      retireHostKey: (k) => {
+        this.stmt(
+          `INSERT INTO retired_host_keys (thumbprint, host_id, retired_at) VALUES (?, ?, ?)
+            ON CONFLICT (thumbprint) DO UPDATE SET host_id = excluded.host_id, retired_at = excluded.retired_at`,
+        ).run(k.thumbprint, k.hostId, k.retiredAt);
       },
       insertAgent: (a) => insert('agents', AGENT, a),
       updateAgent: (id, p) => update('agents', AGENT, id, p),

@@ -51,6 +51,19 @@ export interface HostRecord {
   readonly updatedAt: number;
 }
 
+/**
+ * A host key rotated away (§5.9: "the old key stops working immediately"). Kept so that nothing
+ * makes it a host's key again: neither a policy `hosts` entry that still names it, nor the admin
+ * API, nor another rotation (protocol/hosts.ts).
+ */
+export interface RetiredHostKey {
+  /** RFC 7638 thumbprint of the old key. */
+  readonly thumbprint: string;
+  /** The host that rotated away from it (which may since have been deleted). */
+  readonly hostId: string;
+  readonly retiredAt: number;
+}
+
 export type AgentMode = 'delegated' | 'autonomous';
 export type AgentStatus = 'pending' | 'active' | 'expired' | 'revoked' | 'rejected' | 'claimed';
 
@@ -373,6 +386,8 @@ export interface StoreReader {
   /** The JWKS-based host registered with this URL (§4.2, §4.5.1 step 4). */
   hostByJwksUrl(url: string): Promise<HostRecord | undefined>;
   hosts(filter?: { status?: HostStatus; userId?: string } & ListingPage): Promise<HostRecord[]>;
+  /** The record of a host key rotated away with this thumbprint (§5.9), if any. */
+  retiredHostKey(thumbprint: string): Promise<RetiredHostKey | undefined>;
   agent(id: string): Promise<AgentRecord | undefined>;
   agentByKey(hostId: string, keyThumbprint: string): Promise<AgentRecord | undefined>;
   agents(
@@ -445,6 +460,8 @@ export interface StoreWriter extends StoreReader {
   insertHost(host: HostRecord): Promise<void>;
   updateHost(id: string, patch: Patch<HostRecord>): Promise<void>;
   deleteHost(id: string): Promise<void>;
+  /** Records a key a host rotated away from; a later retirement of the same key replaces it. */
+  retireHostKey(key: RetiredHostKey): Promise<void>;
   insertAgent(agent: AgentRecord): Promise<void>;
   updateAgent(id: string, patch: Patch<AgentRecord>): Promise<void>;
   /** Deletes the agent with its grants and approvals (pending cleanup, §10.9). */

@@ -170,6 +170,7 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
   host: (s) => s.host('h1'),
   hostByThumbprint: (s) => s.hostByThumbprint('tp-h1'),
   hostByJwksUrl: (s) => s.hostByJwksUrl('https://keys.example.com/jwks.json'),
+  retiredHostKey: (s) => s.retiredHostKey('tp-old'),
   hosts: (s) => [
     s.hosts({ limit: 100 }),
     s.hosts({ after: { createdAt: NOW, id: 'h1' }, limit: 100 }),
@@ -318,6 +319,7 @@ export const WRITER_CALLS: Record<string, Call<StoreWriter>> = {
   insertHost: (tx) => tx.insertHost(host('h3')),
   updateHost: (tx) => tx.updateHost('h3', { name: 'renamed', updatedAt: NOW }),
   deleteHost: (tx) => tx.deleteHost('h3'),
+  retireHostKey: (tx) => tx.retireHostKey({ thumbprint: 'tp-old', hostId: 'h1', retiredAt: NOW }),
   insertAgent: (tx) => tx.insertAgent(agent('a3', 'h2')),
   updateAgent: (tx) => tx.updateAgent('a3', { status: 'revoked', updatedAt: NOW }),
   deleteAgent: (tx) => tx.deleteAgent('a3'),

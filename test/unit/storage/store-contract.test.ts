@@ -225,6 +225,38 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
     });
   });
 
+  describe('retired host keys (§5.9)', () => {
+    it('are found by thumbprint, inside and outside a transaction; a rolled-back retirement is not', async () => {
+      expect(await store.retiredHostKey('tp-old')).toBeUndefined();
+      await expect(
+        store.write(async (tx) => {
+          await tx.retireHostKey({ thumbprint: 'tp-old', hostId: 'h1', retiredAt: NOW });
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await store.retiredHostKey('tp-old')).toBeUndefined();
+      const seen = await store.write(async (tx) => {
+        await tx.retireHostKey({ thumbprint: 'tp-old', hostId: 'h1', retiredAt: NOW });
+        return tx.retiredHostKey('tp-old');
+      });
+      expect(seen).toEqual({ thumbprint: 'tp-old', hostId: 'h1', retiredAt: NOW });
+      expect(await store.retiredHostKey('tp-old')).toEqual(seen);
+      expect(await store.retiredHostKey('tp-other')).toBeUndefined();
+    });
+
+    it('a later retirement of the same key replaces the record, and outlives the host', async () => {
+      await seed();
+      await store.write((tx) => tx.retireHostKey({ thumbprint: 'tp-old', hostId: 'h0', retiredAt: NOW }));
+      await store.write((tx) => tx.retireHostKey({ thumbprint: 'tp-old', hostId: 'h1', retiredAt: NOW + 5 }));
+      await store.write((tx) => tx.deleteHost('h1'));
+      expect(await store.retiredHostKey('tp-old')).toEqual({
+        thumbprint: 'tp-old',
+        hostId: 'h1',
+        retiredAt: NOW + 5,
+      });
+    });
+  });
+
   describe('agents', () => {
     it('round-trips every field, found by id and by (host, key thumbprint)', async () => {
       await store.write((tx) => tx.insertHost(host('h1')));
