@@ -199,11 +199,17 @@ function requestWriting(
 /**
  * Whether a person (an approver, not policy and not an approval's expiry) decided this grant:
  * denied it, or approved it, perhaps narrowed or with an expiry. Revoked grants count too.
+ *
+ * An approval is kept whatever happened to the grant since: drift (§2.12) suspends it with its
+ * approver still in grantedBy, and when nobody answers the re-approval its expiry denies it as
+ * the system. That denial decided nothing: the person's narrowing (§2.13) stands, and the
+ * capability goes back to a person rather than come back from policy unconstrained. A grant that
+ * was only ever asked for has no grantedBy (registration.ts writes each request as a new row).
  */
 function decidedByPerson(grant: GrantRecord | undefined): boolean {
   if (grant === undefined) return false;
   if (grant.status === 'revoked') return true;
-  if (grant.status === 'denied') return grant.deniedBy !== null && grant.deniedBy !== SYSTEM_ACTOR;
+  if (grant.status === 'denied' && grant.deniedBy !== null && grant.deniedBy !== SYSTEM_ACTOR) return true;
   return grant.grantedBy !== null && grant.grantedBy !== POLICY_ACTOR;
 }
 

@@ -9,6 +9,7 @@ import type {
   AgentRecord,
   ApprovalRecord,
   GrantRecord,
+  Patch,
   RequestedCapability,
   StoreWriter,
 } from '../storage/types.js';
@@ -18,7 +19,7 @@ import { currentVersion } from './capability-version.js';
 import { intersectConstraints, parseConstraints, type Constraints } from './constraints.js';
 import type { ProtocolContext } from './context.js';
 import { constraintTrail, originDetail, type DecisionOrigin } from './decision-record.js';
-import { inputFields } from './grants.js';
+import { inputFields, SYSTEM_ACTOR } from './grants.js';
 import { linkHost } from './host-linking.js';
 import { currentAgent } from './lifecycle.js';
 
@@ -48,7 +49,10 @@ export interface Decision {
   readonly agent: AgentRecord;
   readonly approved: readonly string[];
   readonly denied: readonly string[];
-  /** When the approved grants end (ms), null when they have no expiry of their own. */
+  /**
+   * When the approved grants end (ms): the earliest, as a re-approved grant may keep an earlier
+   * expiry of its own (grantEnd); null when none has an expiry.
+   */
   readonly grantsExpireAt: number | null;
 }
 
@@ -65,6 +69,17 @@ function grantExpiry(
   }
   const absolute = ctx.policy.lifetimes.absoluteLifetimeMs;
   return absolute === null ? now + lifetimeMs : Math.min(now + lifetimeMs, agent.createdAt + absolute);
+}
+
+/**
+ * When a grant approved now ends: the decision's expiry, or the grant's own if it is earlier. A
+ * pending grant has one only when drift suspended it after a person approved it with a lifetime
+ * (drift.ts keeps it): re-approving what changed (§2.12) answers whether the change is acceptable,
+ * and must not give the agent longer than the person first did (§3.3 `expires_at`).
+ */
+function grantEnd(grant: GrantRecord, decided: number | null): number | null {
+  if (grant.expiresAt === null) return decided;
+  return decided === null ? grant.expiresAt : Math.min(grant.expiresAt, decided);
 }
 
 /** Agent and host statuses no approval can bring back. */
@@ -136,7 +151,7 @@ export async function approve(
       );
     }
     const narrowed = narrowing(ctx, input.constraints, requested);
-    const expiresAt = grantExpiry(ctx, agent, input.grantLifetimeMs, now);
+    const decidedExpiry = grantExpiry(ctx, agent, input.grantLifetimeMs, now);
 
     // Whose authority the agent acts with: a delegated registration links the host (§2.9).
     let userId = agent.userId ?? host.userId;
@@ -172,7 +187,9 @@ export async function approve(
       // §2.12: a capability no longer in the catalog cannot be approved as it is now; its grant
       // is denied (asked again if it comes back), never stamped with no version to compare.
       const version = currentVersion(ctx.catalog, grant.capability);
-      if (chosen.includes(grant.capability) && version !== null) {
+      // §3.3: an expiry the grant kept through drift that passed while it waited stays passed.
+      const lapsedAt = grant.expiresAt !== null && grant.expiresAt <= now ? grant.expiresAt : null;
+      if (chosen.includes(grant.capability) && version !== null && lapsedAt === null) {
         approved.push(grant.capability);
         const constraints = narrowed.get(grant.capability) ?? requested.get(grant.capability)?.constraints;
         // What the approver approved is what is in effect now; kept apart so the proposal, the
@@ -181,7 +198,7 @@ export async function approve(
           status: 'active' as const,
           constraints: constraints ?? null,
           approvedConstraints: constraints ?? null,
-          expiresAt,
+          expiresAt: grantEnd(grant, decidedExpiry),
           grantedBy: actor,
           // §2.12: the approver approved the capability as it is now (drift.ts compares later).
           capabilityVersion: version,
@@ -191,17 +208,10 @@ export async function approve(
         trail.push({ ...grant, ...patch });
       } else {
         denied.push(grant.capability);
-        await tx.updateGrant(grant.id, {
-          status: 'denied',
-          deniedBy: actor,
-          reason:
-            version === null
-              ? 'This capability was removed from the server before it was approved (§2.12).'
-              : (input.reason ?? 'Not approved.'),
-          updatedAt: now,
-        });
+        await tx.updateGrant(grant.id, notApproved(version, lapsedAt, actor, input.reason, now));
       }
     }
+    const expiresAt = earliestEnd(trail, decidedExpiry);
     let updated = agent;
     if (approval.kind !== 'capability_request' && agent.status === 'pending') {
       // §5.3: the agent is active once its registration or reactivation is approved, even with
@@ -247,6 +257,48 @@ export async function approve(
     );
     return { approval: decided, agent: updated, approved, denied, grantsExpireAt: expiresAt };
   });
+}
+
+/**
+ * The denial of a grant left out of an approval, or one it cannot approve: its capability removed
+ * (§2.12), or its own expiry passed while it waited for re-approval (§3.3: what lapsed stays
+ * lapsed). Nobody decided the latter: it is denied by the system, and since the person who
+ * approved it is still its grantedBy, asking for it again goes back to a person (agents.ts).
+ */
+function notApproved(
+  version: string | null,
+  lapsedAt: number | null,
+  actor: string,
+  reason: string | undefined,
+  now: number,
+): Patch<GrantRecord> {
+  if (version === null) {
+    return {
+      status: 'denied',
+      deniedBy: actor,
+      reason: 'This capability was removed from the server before it was approved (§2.12).',
+      updatedAt: now,
+    };
+  }
+  if (lapsedAt !== null) {
+    return {
+      status: 'denied',
+      deniedBy: SYSTEM_ACTOR,
+      reason: `This grant ended at ${new Date(lapsedAt).toISOString()} while it waited for re-approval (§3.3).`,
+      updatedAt: now,
+    };
+  }
+  return { status: 'denied', deniedBy: actor, reason: reason ?? 'Not approved.', updatedAt: now };
+}
+
+/**
+ * When the approved grants end: the earliest expiry among them, null when none has one; the
+ * decision's own when it approved none.
+ */
+function earliestEnd(approved: readonly GrantRecord[], decided: number | null): number | null {
+  if (approved.length === 0) return decided;
+  const ends = approved.map((g) => g.expiresAt).filter((t): t is number => t !== null);
+  return ends.length > 0 ? Math.min(...ends) : null;
 }
 
 /** Approver narrowing: each entry must name a requested capability and is intersected with it. */

@@ -146,10 +146,20 @@ export const SYSTEM_ACTOR = 'system';
  * autonomous grants. High-risk capabilities never qualify.
  */
 export function autoGrantable(ctx: ProtocolContext, host: HostRecord, mode: AgentMode): ReadonlySet<string> {
-  const { policy } = ctx;
   if (host.status !== 'active') return new Set();
-  if (mode === 'delegated') return new Set(host.userId !== null ? linkedDefaults(ctx, host) : []);
-  return new Set(host.userId === null ? grantableByPolicy(ctx, [...policy.autonomousGrants]) : []);
+  const trusted = mode === 'delegated' ? host.userId !== null : host.userId === null;
+  return new Set(trusted ? policyGrantable(ctx, host, mode) : []);
+}
+
+/**
+ * What the policy in force grants an agent of `host` in `mode`, whatever the host's state: the
+ * names autoGrantable draws from. Drift (drift.ts) holds each policy-made grant to it after a
+ * reload: what the policy no longer grants (now high-risk, or out of the defaults) goes to a person.
+ */
+export function policyGrantable(ctx: ProtocolContext, host: HostRecord, mode: AgentMode): string[] {
+  return mode === 'delegated'
+    ? linkedDefaults(ctx, host)
+    : grantableByPolicy(ctx, [...ctx.policy.autonomousGrants]);
 }
 
 /**

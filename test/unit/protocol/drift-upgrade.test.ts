@@ -70,7 +70,7 @@ describe('drift on the upgrade from the inlined layout (§2.12, issue #14)', () 
     const outcome = await applyDrift(ctx);
 
     const changed = names[names.length - 1] as string;
-    expect(outcome).toEqual({ suspended: new Map([[changed, 1]]), adopted: 0 });
+    expect(outcome).toEqual({ suspended: new Map([[changed, 1]]), ungranted: new Map(), adopted: 0 });
     const grants = await store.grants(agent.id);
     expect(Object.fromEntries(grants.map((g) => [g.capability, g.status]))).toEqual(
       Object.fromEntries(names.map((n) => [n, n === changed ? 'pending' : 'active'])),
