@@ -83,6 +83,15 @@ export async function registerAgent(
       );
     }
     if (!host) {
+      // §5.9: "the old key stops working immediately". Beyond the spec, it does not come back as a
+      // new host either: a leaked key a host rotated away would otherwise open a pending host that
+      // a person might approve as theirs.
+      if (await tx.retiredHostKey(auth.thumbprint)) {
+        throw new ProtocolError(
+          'invalid_jwt',
+          'This key was rotated away from a host (§5.9) and no longer works.',
+        );
+      }
       await admitNewPendingHost(ctx, tx);
       // §2.2.2 bootstrap: with `autonomous.bootstrap: policy` server policy, not a person, admits
       // an unknown host for an autonomous agent. Its agents get only what autonomousGrants allows

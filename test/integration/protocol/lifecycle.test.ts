@@ -500,6 +500,18 @@ describe('POST /host/rotate-key (§5.9)', () => {
     expect(reg.body).toMatchObject({ host_id: a.hostId, status: 'active' });
   });
 
+  it('the rotated-away key does not come back as a new host (beyond §5.9)', async () => {
+    const a = await linkedAgent(['list_pets']);
+    const fresh = await generateTestKey();
+    await p.hostPost(a.host, '/host/rotate-key', {
+      public_key: fresh.publicJwk,
+      proof: await p.hostToken(fresh),
+    });
+    const hostsBefore = (await p.admin('GET', '/admin/hosts')).body.hosts.length;
+    expectError(await p.register(a.host, { capabilities: ['list_pets'] }), 401, 'invalid_jwt');
+    expect((await p.admin('GET', '/admin/hosts')).body.hosts.length).toBe(hostsBefore);
+  });
+
   it('refuses a key that already identifies another host', async () => {
     const a = await linkedAgent(['list_pets']);
     const other = await p.linkedHost('bob');

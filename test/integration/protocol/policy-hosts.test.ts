@@ -96,10 +96,13 @@ describe('a hosts[] entry whose key the host rotated away (§5.9)', () => {
         msg: expect.stringMatching(/rotated away by host hst_.*Update or remove the entry/),
       }),
     ]);
-    // Whoever holds the old key is a stranger again: nothing active, nothing granted.
+    // Whoever holds the old key gets nothing: it no longer works, not even for a new host.
     const stranger = await g.p.register(oldKey, { capabilities: ['create_item'] });
-    expect(stranger.body.status).toBe('pending');
-    expect(grantsOf(stranger.body)).toEqual([['create_item', 'pending']]);
+    expect({ status: stranger.status, error: stranger.body.error }).toEqual({
+      status: 401,
+      error: 'invalid_jwt',
+    });
+    expect(await hosts(g)).toHaveLength(1);
     // The host itself keeps its defaults and its user.
     const own = await g.p.register(newKey, { capabilities: ['create_item'] });
     expect({ status: own.body.status, user: own.body.user_id }).toEqual({ status: 'active', user: 'alice' });
