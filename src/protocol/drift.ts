@@ -5,12 +5,13 @@
  *   (capability-version.ts) no longer covers what the capability does now. It becomes pending
  *   under a fresh approval request, keeping its old version so execution can say re-approval is
  *   needed; approving it stamps the new version.
- * - Policy that no longer grants, after a reload: a grant policy made (granted_by "policy",
+ * - Policy that no longer grants, after a reload or a restart with another policy than the last
+ *   drift's (stored: PolicyGrants): a grant policy made (granted_by "policy",
  *   nobody was asked) for a capability the new policy would not give that agent (high-risk now,
  *   or out of the defaults, the autonomous grants or its host's defaults) was only ever as good as
  *   the policy. It becomes pending under an approval request too, for a person: high-risk
  *   capabilities are never auto-approved. A person's grant stays: their decision is not policy's
- *   to take back. Only capabilities the reload stopped granting are read (stoppedGranting): the
+ *   to take back. Only capabilities the policy stopped granting are read (stoppedGranting): the
  *   store has no query by granted_by, and reading every grant would hold the write transaction
  *   for seconds on a large database (about 5 s for 300,000 grants, where drift takes 50 ms).
  *
@@ -54,9 +55,10 @@ interface Tally {
 }
 
 /**
- * What the policy granted without asking when drift last committed on each store (at start-up,
- * then after each reload): names only, so nothing of a replaced policy or catalog is kept alive.
- * Keyed by the store, which a reload's context shares with the one it was made from.
+ * What the policy granted without asking when drift last committed (at start-up, then after each
+ * reload), names only. Kept in the store, written in drift's own transaction: a restart with a
+ * changed policy (a ConfigMap edit rolled out by restarting) is compared with the policy before
+ * it, as a reload is, and so is a replica's start with another replica's last policy.
  */
 interface PolicyGrants {
   readonly defaults: ReadonlySet<string>;
@@ -67,15 +69,44 @@ interface PolicyGrants {
   readonly blocked: ReadonlySet<string>;
 }
 
-const lastApplied = new WeakMap<ProtocolContext['store'], PolicyGrants>();
-
 export function applyDrift(ctx: ProtocolContext): Promise<DriftOutcome> {
-  const granting = policyGrants(ctx.policy);
-  const before = lastApplied.get(ctx.store);
-  const stopped = before === undefined ? new Set<string>() : stoppedGranting(before, granting);
-  return driftWrite(ctx, stopped, () => {
-    lastApplied.set(ctx.store, granting);
+  return driftWrite(ctx, policyGrants(ctx.policy));
+}
+
+/** PolicyGrants as stored: sorted names, so that the same policy writes the same text. */
+function storedForm(grants: PolicyGrants): string {
+  const names = (set: ReadonlySet<string>): string[] => [...set].sort();
+  return JSON.stringify({
+    defaults: names(grants.defaults),
+    autonomous: names(grants.autonomous),
+    hostDefaults: [...grants.hostDefaults].map(([key, set]) => [key, names(set)]).sort(),
+    highRisk: names(grants.highRisk),
+    blocked: names(grants.blocked),
   });
+}
+
+/** The stored form read back; undefined for none, or for text this build cannot read. */
+function readStored(text: string | undefined): PolicyGrants | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const v = JSON.parse(text) as {
+      defaults: string[];
+      autonomous: string[];
+      hostDefaults: [string, string[]][];
+      highRisk: string[];
+      blocked: string[];
+    };
+    return {
+      defaults: new Set(v.defaults),
+      autonomous: new Set(v.autonomous),
+      hostDefaults: new Map(v.hostDefaults.map(([key, names]) => [key, new Set(names)])),
+      highRisk: new Set(v.highRisk),
+      blocked: new Set(v.blocked),
+    };
+  } catch {
+    // Nothing to compare with, as before the first drift: the next one stores what it can read.
+    return undefined;
+  }
 }
 
 function policyGrants(policy: Policy): PolicyGrants {
@@ -109,15 +140,14 @@ function stoppedGranting(before: PolicyGrants, now: PolicyGrants): Set<string> {
   return stopped;
 }
 
-/** `committed` runs once drift's transaction commits: a reload whose drift fails is undone. */
-function driftWrite(
-  ctx: ProtocolContext,
-  stopped: ReadonlySet<string>,
-  committed: () => void,
-): Promise<DriftOutcome> {
+/** Drift, and the policy's grants compared with those stored, in one transaction. */
+function driftWrite(ctx: ProtocolContext, granting: PolicyGrants): Promise<DriftOutcome> {
   // The counts are the transaction's result, not variables it changes: it may run more than once.
   return ctx.write(async (tx, after) => {
-    after(committed);
+    const before = readStored(await tx.appliedPolicyGrants());
+    const stopped = before === undefined ? new Set<string>() : stoppedGranting(before, granting);
+    const stored = storedForm(granting);
+    if (before === undefined || storedForm(before) !== stored) await tx.putAppliedPolicyGrants(stored);
     const tally: Tally = { suspended: new Map(), ungranted: new Map(), byAgent: new Map(), adopted: 0 };
     const now = ctx.clock.now();
     const stillGrants = policyStillGrants(ctx, tx);

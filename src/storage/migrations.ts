@@ -350,4 +350,13 @@ export const MIGRATIONS: readonly string[] = [
     retired_at INTEGER NOT NULL
   ) STRICT, WITHOUT ROWID;
   `,
+  // 23: what the policy granted without asking when drift last committed (protocol/drift.ts), so
+  // that a restart with a changed policy sends the grants it no longer gives to a person, as a
+  // reload does. One row.
+  `
+  CREATE TABLE applied_policy_grants (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    grants TEXT NOT NULL
+  ) STRICT;
+  `,
 ];

@@ -93,6 +93,12 @@ export class PgReader implements StoreReader {
     return this.many(HOST, listing('hosts', { status: filter.status, user_id: filter.userId }, filter));
   }
 
+  async appliedPolicyGrants(): Promise<string | undefined> {
+    const { rows } = await this.query('SELECT grants FROM applied_policy_grants WHERE id = 1', []);
+    const row = rows[0];
+    return row === undefined ? undefined : String(row.grants);
+  }
+
   async retiredHostKey(thumbprint: string): Promise<RetiredHostKey | undefined> {
     const { rows } = await this.query(
       'SELECT host_id, retired_at FROM retired_host_keys WHERE thumbprint = $1',

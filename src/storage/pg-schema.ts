@@ -315,6 +315,13 @@ export const PG_MIGRATIONS: readonly string[] = [
     retired_at bigint NOT NULL
   );
   `,
+  // 11: what the policy granted without asking when drift last committed (SQLite's 23). One row.
+  `
+  CREATE TABLE applied_policy_grants (
+    id smallint PRIMARY KEY CHECK (id = 1),
+    grants text NOT NULL
+  );
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

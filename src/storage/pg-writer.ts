@@ -46,6 +46,15 @@ export class PgWriter extends PgReader implements StoreWriter {
     await this.run({ sql: 'DELETE FROM hosts WHERE id = $1', params: [id] });
   }
 
+  // Nothing for other replicas to drop: each replica's drift reads it in its own transaction.
+  async putAppliedPolicyGrants(json: string): Promise<void> {
+    await this.run({
+      sql: `INSERT INTO applied_policy_grants (id, grants) VALUES (1, $1)
+        ON CONFLICT (id) DO UPDATE SET grants = excluded.grants`,
+      params: [json],
+    });
+  }
+
   // Nothing for other replicas to drop: no cache holds retired keys.
   async retireHostKey(key: RetiredHostKey): Promise<void> {
     await this.run({

@@ -155,6 +155,10 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.hosts(filter));
   }
 
+  appliedPolicyGrants(): Promise<string | undefined> {
+    return this.run(() => this.engine.appliedPolicyGrants());
+  }
+
   retiredHostKey(thumbprint: string): Promise<RetiredHostKey | undefined> {
     return this.run(() => this.engine.retiredHostKey(thumbprint));
   }

@@ -124,6 +124,12 @@ export class SqliteEngine implements SyncStore {
     return this.one(HOST, 'SELECT * FROM hosts WHERE jwks_url = ?', url);
   }
 
+  appliedPolicyGrants(): string | undefined {
+    const row = this.stmt('SELECT grants FROM applied_policy_grants WHERE id = 1').get() as
+      { grants: string } | undefined;
+    return row?.grants;
+  }
+
   retiredHostKey(thumbprint: string): RetiredHostKey | undefined {
     const row = this.stmt('SELECT host_id, retired_at FROM retired_host_keys WHERE thumbprint = ?').get(
       thumbprint,
@@ -575,6 +581,7 @@ export class SqliteEngine implements SyncStore {
       hostByJwksUrl: (u) => reader.hostByJwksUrl(u),
       hosts: (f) => reader.hosts(f),
       retiredHostKey: (t) => reader.retiredHostKey(t),
+      appliedPolicyGrants: () => reader.appliedPolicyGrants(),
       agent: (id) => reader.agent(id),
       agentByKey: (h, k) => reader.agentByKey(h, k),
       agents: (f) => reader.agents(f),
@@ -615,6 +622,11 @@ export class SqliteEngine implements SyncStore {
       updateHost: (id, p) => update('hosts', HOST, id, p),
       deleteHost: (id) => {
         this.stmt('DELETE FROM hosts WHERE id = ?').run(id);
+      },
+      putAppliedPolicyGrants: (json) => {
+        this.stmt(
+          'INSERT INTO applied_policy_grants (id, grants) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET grants = excluded.grants',
+        ).run(json);
       },
       retireHostKey: (k) => {
         this.stmt(

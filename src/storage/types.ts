@@ -388,6 +388,11 @@ export interface StoreReader {
   hosts(filter?: { status?: HostStatus; userId?: string } & ListingPage): Promise<HostRecord[]>;
   /** The record of a host key rotated away with this thumbprint (§5.9), if any. */
   retiredHostKey(thumbprint: string): Promise<RetiredHostKey | undefined>;
+  /**
+   * What the policy granted without asking when drift last committed (protocol/drift.ts), as the
+   * JSON drift wrote; undefined before the first.
+   */
+  appliedPolicyGrants(): Promise<string | undefined>;
   agent(id: string): Promise<AgentRecord | undefined>;
   agentByKey(hostId: string, keyThumbprint: string): Promise<AgentRecord | undefined>;
   agents(
@@ -462,6 +467,8 @@ export interface StoreWriter extends StoreReader {
   deleteHost(id: string): Promise<void>;
   /** Records a key a host rotated away from; a later retirement of the same key replaces it. */
   retireHostKey(key: RetiredHostKey): Promise<void>;
+  /** Replaces what appliedPolicyGrants reads. */
+  putAppliedPolicyGrants(json: string): Promise<void>;
   insertAgent(agent: AgentRecord): Promise<void>;
   updateAgent(id: string, patch: Patch<AgentRecord>): Promise<void>;
   /** Deletes the agent with its grants and approvals (pending cleanup, §10.9). */

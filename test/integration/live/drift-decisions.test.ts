@@ -228,6 +228,30 @@ describe('a reload and the grants policy made', () => {
     expect((await gw.p.execute(byPolicy.agent, agentId, 'get_note', { id: 'a' })).status).toBe(200);
   });
 
+  it('a restart with a policy that made a capability high-risk sends its policy grants to a person too', async () => {
+    const file = writePolicy(policyWith('capabilities:', '  defaults: [get_note, list_notes]'));
+    gw = await startGateway({ spec: notesSpec(), policyFile: file });
+    const db = gw.db;
+    const { key } = await gw.p.linkedHost('alice');
+    const byPolicy = await gw.p.register(key, { capabilities: ['get_note', 'list_notes'] });
+    const agentId: string = byPolicy.body.agent_id;
+    expect((await gw.p.execute(byPolicy.agent, agentId, 'get_note', { id: 'a' })).status).toBe(200);
+    await gw.close();
+
+    // The operator edits the policy and restarts (a ConfigMap rolled out), with no reload between.
+    writeFileSync(
+      file,
+      policyWith('capabilities:', '  defaults: [get_note, list_notes]', '  high_risk: [get_note]'),
+    );
+    gw = await startGateway({ spec: notesSpec(), policyFile: file, db });
+    expect((await gw.p.execute(byPolicy.agent, agentId, 'get_note', { id: 'a' })).status).toBe(403);
+    expect((await grantOf(gw, key, agentId, 'get_note')).status).toBe('pending');
+    expect(await grantOf(gw, key, agentId, 'list_notes')).toMatchObject({ status: 'active' });
+    expect((await gw.p.pendingApproval(agentId)).reason).toMatch(
+      /No longer granted by the server's policy.*get_note/,
+    );
+  });
+
   it('sends an autonomous grant taken out of autonomous.grants to the operator', async () => {
     const file = writePolicy(policyWith('autonomous:', '  grants: [get_note, list_notes]'));
     gw = await startGateway({ spec: notesSpec(), policyFile: file });

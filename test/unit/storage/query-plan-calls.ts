@@ -171,6 +171,7 @@ const READER_CALLS: Record<string, Call<StoreWriter | Store>> = {
   hostByThumbprint: (s) => s.hostByThumbprint('tp-h1'),
   hostByJwksUrl: (s) => s.hostByJwksUrl('https://keys.example.com/jwks.json'),
   retiredHostKey: (s) => s.retiredHostKey('tp-old'),
+  appliedPolicyGrants: (s) => s.appliedPolicyGrants(),
   hosts: (s) => [
     s.hosts({ limit: 100 }),
     s.hosts({ after: { createdAt: NOW, id: 'h1' }, limit: 100 }),
@@ -320,6 +321,7 @@ export const WRITER_CALLS: Record<string, Call<StoreWriter>> = {
   updateHost: (tx) => tx.updateHost('h3', { name: 'renamed', updatedAt: NOW }),
   deleteHost: (tx) => tx.deleteHost('h3'),
   retireHostKey: (tx) => tx.retireHostKey({ thumbprint: 'tp-old', hostId: 'h1', retiredAt: NOW }),
+  putAppliedPolicyGrants: (tx) => tx.putAppliedPolicyGrants('{"defaults":[]}'),
   insertAgent: (tx) => tx.insertAgent(agent('a3', 'h2')),
   updateAgent: (tx) => tx.updateAgent('a3', { status: 'revoked', updatedAt: NOW }),
   deleteAgent: (tx) => tx.deleteAgent('a3'),

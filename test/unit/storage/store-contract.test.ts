@@ -225,6 +225,22 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
     });
   });
 
+  describe('the policy grants drift last applied', () => {
+    it('are none at first, then the last text written; a rolled-back write leaves the one before', async () => {
+      expect(await store.appliedPolicyGrants()).toBeUndefined();
+      await store.write((tx) => tx.putAppliedPolicyGrants('{"defaults":["a"]}'));
+      await store.write((tx) => tx.putAppliedPolicyGrants('{"defaults":["b"]}'));
+      await expect(
+        store.write(async (tx) => {
+          await tx.putAppliedPolicyGrants('{"defaults":["c"]}');
+          expect(await tx.appliedPolicyGrants()).toBe('{"defaults":["c"]}');
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
+      expect(await store.appliedPolicyGrants()).toBe('{"defaults":["b"]}');
+    });
+  });
+
   describe('retired host keys (§5.9)', () => {
     it('are found by thumbprint, inside and outside a transaction; a rolled-back retirement is not', async () => {
       expect(await store.retiredHostKey('tp-old')).toBeUndefined();
