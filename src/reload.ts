@@ -102,7 +102,7 @@ const RESTART_ONLY: Readonly<Record<Exclude<keyof Settings, Reloaded>, string>> 
 };
 
 /** The config keys behind settings that differ from those the process started with. */
-export function restartOnlyChanges(started: Settings, next: Settings): string[] {
+function restartOnlyChanges(started: Settings, next: Settings): string[] {
   return (Object.keys(RESTART_ONLY) as (keyof typeof RESTART_ONLY)[])
     .filter((key) => !isDeepStrictEqual(started[key], next[key]))
     .map((key) => RESTART_ONLY[key]);

@@ -46,10 +46,7 @@ export function parseFlags<const O extends Readonly<Record<string, OptionShape>>
  * and `--version` count as one. Tokens after `--` are positionals, never options: they are not
  * counted. Values are not shown: a repeated --token or --admin-token is a secret.
  */
-export function refuseRepeats(
-  tokens: readonly OptionToken[],
-  options: Readonly<Record<string, OptionShape>>,
-): void {
+function refuseRepeats(tokens: readonly OptionToken[], options: Readonly<Record<string, OptionShape>>): void {
   const seen = new Set<string>();
   for (const token of tokens) {
     if (token.kind !== 'option' || token.name === undefined) continue;

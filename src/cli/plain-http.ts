@@ -7,7 +7,7 @@
 import { isIPv4 } from 'node:net';
 import { UserError } from '../errors.js';
 
-export const INSECURE_HTTP_FLAG = '--insecure-http';
+const INSECURE_HTTP_FLAG = '--insecure-http';
 
 /**
  * Refuses `baseUrl` (named by `from`: --url, a variable, a file) when it is plain http to another

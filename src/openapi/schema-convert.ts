@@ -244,6 +244,7 @@ export class SchemaConverter {
     if (!def) {
       const cycle = this.aliasCycle(ref);
       if (cycle) {
+        // why: "any value" is English here (what {} accepts), not the TypeScript type.
         this.warn(ref, `$ref cycle with no schema in it (${cycle.join(' → ')}): treated as {} (any value)`);
       }
       const schema = freezeSchema(cycle ? {} : this.node(resolvePointer(this.doc, ref), direction, ref));

@@ -82,21 +82,12 @@ export function authorizeCapability(
 
   const grant = effectiveGrant(ctx, grants, name);
   const capability = ctx.catalog.get(name);
-  if (!capability) {
-    // §2.12: a capability removed from the catalog fails with capability_not_granted for holders.
-    if (grant) {
-      throw new ProtocolError(
-        'capability_not_granted',
-        `Capability ${name} was removed from this server; its grant can no longer be used (§2.12).`,
-      );
-    }
-    throw new ProtocolError('capability_not_found', `No capability named ${name}.`);
-  }
-  if (ctx.policy.blocked.has(name)) {
-    throw new ProtocolError(
-      'capability_not_granted',
-      `Capability ${name} is blocked by the server's policy.`,
-    );
+  // §2.12: a name nobody holds is unknown; a removed or blocked capability fails with
+  // capability_not_granted for its holders, as status and introspection show it (grantView).
+  if (!capability && !grant) throw new ProtocolError('capability_not_found', `No capability named ${name}.`);
+  const inoperative = inoperativeReason(ctx, name, capability);
+  if (inoperative !== undefined || !capability) {
+    throw new ProtocolError('capability_not_granted', inoperative);
   }
   if (!grant) {
     // drift.ts: a pending grant that carries a version was approved once, for another version.

@@ -191,8 +191,13 @@ export type GrantView = Record<string, unknown>;
  * or the policy in force blocks it); undefined when it can. The grant itself is kept: a reload that
  * brings the capability back makes it usable again.
  */
-export function inoperativeReason(ctx: ProtocolContext, name: string): string | undefined {
-  if (!ctx.catalog.get(name)) {
+export function inoperativeReason(
+  ctx: ProtocolContext,
+  name: string,
+  /** The catalog's entry for `name`, when the caller has looked it up already. */
+  capability: Capability | undefined = ctx.catalog.get(name),
+): string | undefined {
+  if (!capability) {
     return `Capability ${name} was removed from this server; its grant can no longer be used (§2.12).`;
   }
   if (ctx.policy.blocked.has(name)) return `Capability ${name} is blocked by the server's policy.`;
@@ -228,8 +233,8 @@ export function grantView(ctx: ProtocolContext, grant: GrantRecord, withAudit = 
       ...(grant.reason ? { reason: grant.reason } : {}),
     };
   }
-  const inoperative = inoperativeReason(ctx, grant.capability);
   const capability = ctx.catalog.get(grant.capability);
+  const inoperative = inoperativeReason(ctx, grant.capability, capability);
   if (inoperative !== undefined || !capability) {
     return { capability: grant.capability, status: 'denied', reason: inoperative };
   }

@@ -21,7 +21,7 @@ export interface DatabaseLock {
 }
 
 /** The lock file of the database `file`. */
-export function lockFileOf(file: string): string {
+function lockFileOf(file: string): string {
   return `${file}-lock`;
 }
 

@@ -58,7 +58,7 @@ interface CompiledTemplate {
 const compiled = new WeakMap<Capability, CompiledTemplate>();
 
 /** The capability's path template as segment patterns, compiled once per capability. */
-export function compiledTemplate(capability: Capability): CompiledTemplate {
+function compiledTemplate(capability: Capability): CompiledTemplate {
   let template = compiled.get(capability);
   if (!template) {
     const path = capability.operation.path;
