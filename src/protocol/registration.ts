@@ -200,7 +200,10 @@ export async function registerAgent(
       needsApproval.length > 0 || !activeNow
         ? await createApproval(ctx, tx, after, 'registration', finalAgent, needsApproval, hints)
         : undefined;
-    await putRequestedGrants(ctx, tx, finalAgent.id, requested, auto, approval, now, hints.reason ?? null);
+    // A new agent has no grants to replace, and its answer shows what was just written: neither
+    // is read back, which on PostgreSQL would conflict with other agents' registrations.
+    const grants = requestedGrants(ctx, finalAgent.id, requested, auto, approval, now, hints.reason ?? null);
+    for (const grant of grants) await tx.insertGrant(grant);
     await tx.appendActivity(
       protocolEvent({
         at: now,
@@ -218,7 +221,7 @@ export async function registerAgent(
         jti: auth.claims.jti,
       }),
     );
-    const view = agentView(ctx, finalAgent, await tx.grants(finalAgent.id), host);
+    const view = agentView(ctx, finalAgent, grants, host);
     return approval ? { ...view, approval: approvalObject(ctx, approval) } : view;
   });
 }
@@ -253,10 +256,24 @@ export async function putRequestedGrants(
   now: number,
   reason: string | null,
 ): Promise<GrantRecord[]> {
-  const grants: GrantRecord[] = [];
-  for (const r of requested) {
+  const grants = requestedGrants(ctx, agentId, requested, auto, approval, now, reason);
+  for (const grant of grants) await tx.putGrant(grant);
+  return grants;
+}
+
+/** The grants `requested` makes, as putRequestedGrants describes, not yet written. */
+function requestedGrants(
+  ctx: ProtocolContext,
+  agentId: string,
+  requested: readonly RequestedCapability[],
+  auto: ReadonlySet<string>,
+  approval: ApprovalRecord | undefined,
+  now: number,
+  reason: string | null,
+): GrantRecord[] {
+  return requested.map((r) => {
     const granted = auto.has(r.name);
-    const grant: GrantRecord = {
+    return {
       id: newId('grt'),
       agentId,
       capability: r.name,
@@ -274,10 +291,7 @@ export async function putRequestedGrants(
       createdAt: now,
       updatedAt: now,
     };
-    await tx.putGrant(grant);
-    grants.push(grant);
-  }
-  return grants;
+  });
 }
 
 function requestedFromGrants(grants: readonly GrantRecord[]): RequestedCapability[] {

@@ -90,6 +90,11 @@ export class PgWriter extends PgReader implements StoreWriter {
     await this.run(insertOf('grants', GRANT, grant));
   }
 
+  async insertGrant(grant: GrantRecord): Promise<void> {
+    this.changes.cache = true;
+    await this.run(insertOf('grants', GRANT, grant));
+  }
+
   async updateGrant(id: string, patch: Patch<GrantRecord>): Promise<void> {
     this.changes.cache = true;
     await this.run(updateOf('grants', GRANT, patch, [['id', id]]));

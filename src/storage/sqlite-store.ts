@@ -644,6 +644,7 @@ export class SqliteEngine implements SyncStore {
         this.stmt('DELETE FROM grants WHERE agent_id = ? AND capability = ?').run(g.agentId, g.capability);
         insert('grants', GRANT, g);
       },
+      insertGrant: (g) => insert('grants', GRANT, g),
       updateGrant: (id, p) => update('grants', GRANT, id, p),
       insertApproval: (a) => insert('approvals', APPROVAL, a),
       updateApproval: (id, p) => update('approvals', APPROVAL, id, p),

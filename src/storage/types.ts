@@ -475,6 +475,12 @@ export interface StoreWriter extends StoreReader {
   deleteAgent(id: string): Promise<void>;
   /** Inserts, or replaces the agent's row for the same capability (one current grant each). */
   putGrant(grant: GrantRecord): Promise<void>;
+  /**
+   * Inserts a grant of an agent that has none for this capability (one just registered). Unlike
+   * putGrant it reads nothing: on PostgreSQL the replacing DELETE's lookup of a key not there yet
+   * is a read that conflicts with every other registration writing to the same index page.
+   */
+  insertGrant(grant: GrantRecord): Promise<void>;
   updateGrant(id: string, patch: Patch<GrantRecord>): Promise<void>;
   insertApproval(approval: ApprovalRecord): Promise<void>;
   updateApproval(id: string, patch: Patch<ApprovalRecord>): Promise<void>;

@@ -326,6 +326,7 @@ export const WRITER_CALLS: Record<string, Call<StoreWriter>> = {
   updateAgent: (tx) => tx.updateAgent('a3', { status: 'revoked', updatedAt: NOW }),
   deleteAgent: (tx) => tx.deleteAgent('a3'),
   putGrant: (tx) => tx.putGrant(grant('g2', 'a1', null)),
+  insertGrant: (tx) => tx.insertGrant(grant('g5', 'a2', null)),
   updateGrant: (tx) => tx.updateGrant('g2', { status: 'active', updatedAt: NOW }),
   insertApproval: (tx) => tx.insertApproval(approval('p3', 'a2', 'h1')),
   updateApproval: (tx) => tx.updateApproval('p3', { status: 'denied', decidedAt: NOW }),

@@ -410,6 +410,20 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.grantUses('a1')).toEqual(new Map());
     });
 
+    it('insertGrant adds a first grant; a second for the same agent and capability is refused and changes nothing', async () => {
+      await seed();
+      const g = grant('g1', 'a1', { capability: 'list_pets' });
+      await store.write((tx) => tx.insertGrant(g));
+      expect(await store.grants('a1')).toEqual([g]);
+      await expect(
+        store.write(async (tx) => {
+          await tx.insertGrant(grant('g2', 'a1', { capability: 'get_pet' }));
+          await tx.insertGrant(grant('g3', 'a1', { capability: 'list_pets' }));
+        }),
+      ).rejects.toThrow();
+      expect(await store.grants('a1')).toEqual([g]);
+    });
+
     it('updates a grant', async () => {
       await seed();
       await store.write((tx) => tx.putGrant(grant('g1', 'a1', { status: 'pending' })));
