@@ -28,7 +28,7 @@ import {
 } from './grants.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { closePendingApprovals, currentAgent, isGrantEffective, revokeGrants } from './lifecycle.js';
-import { putRequestedGrants } from './registration.js';
+import { putGrants, requestedGrants } from './registration.js';
 import { agentView } from './views.js';
 import { agentEvent } from './activity.js';
 
@@ -164,15 +164,9 @@ function requestWriting(
     const approval = needsApproval.length
       ? await createApproval(ctx, tx, after, 'capability_request', agent, needsApproval, hints)
       : undefined;
-    const written = await putRequestedGrants(
-      ctx,
+    const written = await putGrants(
       tx,
-      agent.id,
-      fresh,
-      auto,
-      approval,
-      now,
-      hints.reason ?? null,
+      requestedGrants(ctx, agent.id, fresh, auto, approval, now, hints.reason ?? null),
     );
     await tx.appendActivity(
       agentEvent(agent, {
@@ -307,7 +301,7 @@ export async function reactivate(
       needsApproval.length > 0 || pending
         ? await createApproval(ctx, tx, after, 'reactivation', updated, needsApproval, hints)
         : undefined;
-    await putRequestedGrants(ctx, tx, agent.id, baseline, auto, approval, now, null);
+    await putGrants(tx, requestedGrants(ctx, agent.id, baseline, auto, approval, now, null));
     await tx.appendActivity(
       agentEvent(agent, {
         at: now,

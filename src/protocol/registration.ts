@@ -241,28 +241,18 @@ async function registeredAgentKey(ctx: ProtocolContext, auth: HostAuth): Promise
   return { jwk: parsed.jwk, jwksUrl: null, jwksKid: null };
 }
 
-/**
- * Writes one grant per requested capability: active (granted by policy) when `auto` holds it,
- * else pending under `approval`. Registration, capability requests and reactivation all decide
- * grants this way.
- */
-export async function putRequestedGrants(
-  ctx: ProtocolContext,
-  tx: StoreWriter,
-  agentId: string,
-  requested: readonly RequestedCapability[],
-  auto: ReadonlySet<string>,
-  approval: ApprovalRecord | undefined,
-  now: number,
-  reason: string | null,
-): Promise<GrantRecord[]> {
-  const grants = requestedGrants(ctx, agentId, requested, auto, approval, now, reason);
+/** Writes `grants`, each replacing the agent's row for its capability (putGrant); returns them. */
+export async function putGrants(tx: StoreWriter, grants: readonly GrantRecord[]): Promise<GrantRecord[]> {
   for (const grant of grants) await tx.putGrant(grant);
-  return grants;
+  return [...grants];
 }
 
-/** The grants `requested` makes, as putRequestedGrants describes, not yet written. */
-function requestedGrants(
+/**
+ * One grant per requested capability, not yet written: active (granted by policy) when `auto`
+ * holds it, else pending under `approval`. Registration, capability requests and reactivation all
+ * decide grants this way.
+ */
+export function requestedGrants(
   ctx: ProtocolContext,
   agentId: string,
   requested: readonly RequestedCapability[],
