@@ -189,7 +189,11 @@ export async function approve(
       const version = currentVersion(ctx.catalog, grant.capability);
       // §3.3: an expiry the grant kept through drift that passed while it waited stays passed.
       const lapsedAt = grant.expiresAt !== null && grant.expiresAt <= now ? grant.expiresAt : null;
-      if (chosen.includes(grant.capability) && version !== null && lapsedAt === null) {
+      // A capability a reload blocked while its request waited is never grantable (§2.12 keeps
+      // an existing grant inoperative, but approving would make one that a later unblocking
+      // revives without anyone asked since): denied, asked again once unblocked.
+      const blocked = ctx.policy.blocked.has(grant.capability);
+      if (chosen.includes(grant.capability) && version !== null && !blocked && lapsedAt === null) {
         approved.push(grant.capability);
         const constraints = narrowed.get(grant.capability) ?? requested.get(grant.capability)?.constraints;
         // What the approver approved is what is in effect now; kept apart so the proposal, the
@@ -208,7 +212,7 @@ export async function approve(
         trail.push({ ...grant, ...patch });
       } else {
         denied.push(grant.capability);
-        await tx.updateGrant(grant.id, notApproved(version, lapsedAt, actor, input.reason, now));
+        await tx.updateGrant(grant.id, notApproved(version, blocked, lapsedAt, actor, input.reason, now));
       }
     }
     const expiresAt = earliestEnd(trail, decidedExpiry);
@@ -267,6 +271,7 @@ export async function approve(
  */
 function notApproved(
   version: string | null,
+  blocked: boolean,
   lapsedAt: number | null,
   actor: string,
   reason: string | undefined,
@@ -277,6 +282,14 @@ function notApproved(
       status: 'denied',
       deniedBy: actor,
       reason: 'This capability was removed from the server before it was approved (§2.12).',
+      updatedAt: now,
+    };
+  }
+  if (blocked) {
+    return {
+      status: 'denied',
+      deniedBy: actor,
+      reason: "This capability is blocked by the server's policy; it was not approved.",
       updatedAt: now,
     };
   }

@@ -140,13 +140,37 @@ function stoppedGranting(before: PolicyGrants, now: PolicyGrants): Set<string> {
   return stopped;
 }
 
+/**
+ * `now` with what `before` said of capabilities the catalog does not have now. The policy names
+ * only capabilities in the catalog, so a change that removes X and takes it out of the defaults at
+ * once would otherwise be forgotten: when X comes back, policy-made grants of X would be compared
+ * with a policy that never named it, and kept.
+ */
+function withAbsent(now: PolicyGrants, before: PolicyGrants, ctx: ProtocolContext): PolicyGrants {
+  const absent = (names: ReadonlySet<string>): string[] => [...names].filter((n) => !ctx.catalog.get(n));
+  const plus = (is: ReadonlySet<string> | undefined, was: ReadonlySet<string>): ReadonlySet<string> =>
+    new Set([...(is ?? []), ...absent(was)]);
+  const hostDefaults = new Map(now.hostDefaults);
+  for (const [key, names] of before.hostDefaults) {
+    const kept = plus(now.hostDefaults.get(key), names);
+    if (kept.size > 0 || now.hostDefaults.has(key)) hostDefaults.set(key, kept);
+  }
+  return {
+    defaults: plus(now.defaults, before.defaults),
+    autonomous: plus(now.autonomous, before.autonomous),
+    hostDefaults,
+    highRisk: plus(now.highRisk, before.highRisk),
+    blocked: plus(now.blocked, before.blocked),
+  };
+}
+
 /** Drift, and the policy's grants compared with those stored, in one transaction. */
 function driftWrite(ctx: ProtocolContext, granting: PolicyGrants): Promise<DriftOutcome> {
   // The counts are the transaction's result, not variables it changes: it may run more than once.
   return ctx.write(async (tx, after) => {
     const before = readStored(await tx.appliedPolicyGrants());
     const stopped = before === undefined ? new Set<string>() : stoppedGranting(before, granting);
-    const stored = storedForm(granting);
+    const stored = storedForm(before === undefined ? granting : withAbsent(granting, before, ctx));
     if (before === undefined || storedForm(before) !== stored) await tx.putAppliedPolicyGrants(stored);
     const tally: Tally = { suspended: new Map(), ungranted: new Map(), byAgent: new Map(), adopted: 0 };
     const now = ctx.clock.now();

@@ -303,4 +303,68 @@ describe('a reload and the grants policy made', () => {
     expect((await grantOf(gw, hostKey, agentId, 'list_notes')).status).toBe('active');
     expect((await gw.p.pendingApproval(agentId)).reason).toMatch(/No longer granted.*get_note/);
   });
+  // Found in review: the stored policy named only capabilities in the catalog, so removing X and
+  // taking it out of the defaults in one change forgot that policy had granted it.
+  for (const how of ['a reload', 'a restart'] as const) {
+    it(`after ${how} that removes a default and takes it out of the defaults, its policy grants go to a person when it comes back`, async () => {
+      const spec = notesSpec();
+      const original = readFileSync(spec, 'utf8');
+      const file = writePolicy(policyWith('capabilities:', '  defaults: [get_note, list_notes]'));
+      gw = await startGateway({ spec, policyFile: file });
+      const db = gw.db;
+      const { key } = await gw.p.linkedHost('alice');
+      const reg = await gw.p.register(key, { capabilities: ['get_note', 'list_notes'] });
+      const agentId: string = reg.body.agent_id;
+      expect((await gw.p.execute(reg.agent, agentId, 'list_notes')).status).toBe(200);
+
+      const apply = async (): Promise<void> => {
+        if (how === 'a reload') {
+          expect((await gw!.p.proxy.reload()).ok).toBe(true);
+        } else {
+          await gw!.close();
+          gw = await startGateway({ spec, policyFile: file, db });
+        }
+      };
+      writeFileSync(spec, readFileSync(notesSpec({ withList: false }), 'utf8'));
+      writeFileSync(file, policyWith('capabilities:', '  defaults: [get_note]'));
+      await apply();
+      writeFileSync(spec, original);
+      await apply();
+
+      // Observed before: 200, the grant still active and granted_by policy.
+      expect((await gw.p.execute(reg.agent, agentId, 'list_notes')).status).toBe(403);
+      expect((await grantOf(gw, key, agentId, 'list_notes')).status).toBe('pending');
+      expect((await grantOf(gw, key, agentId, 'get_note')).status).toBe('active');
+      expect((await gw.p.pendingApproval(agentId)).reason).toMatch(/No longer granted.*list_notes/);
+    });
+  }
+});
+
+describe('approving a request for a capability a reload blocked meanwhile', () => {
+  it('denies that grant, and unblocking it later does not make it work', async () => {
+    const file = writePolicy([...NO_IDLE_EXPIRY, 'capabilities:', '  defaults: [get_note]'].join('\n'));
+    gw = await startGateway({ spec: notesSpec(), policyFile: file });
+    const { key } = await gw.p.linkedHost('alice');
+    const reg = await gw.p.register(key, { capabilities: ['get_note', 'list_notes'] });
+    const agentId: string = reg.body.agent_id;
+    const asked = await gw.p.pendingApproval(agentId);
+
+    writeFileSync(
+      file,
+      [...NO_IDLE_EXPIRY, 'capabilities:', '  defaults: [get_note]', '  blocked: [list_notes]'].join('\n'),
+    );
+    expect((await gw.p.proxy.reload()).ok).toBe(true);
+    const answer = await gw.p.admin('POST', `/admin/approvals/${asked.id}/approve`, { user_id: 'alice' });
+    // Observed before: approved ["list_notes"], an active grant by alice.
+    expect(answer.status).toBe(200);
+    expect(answer.body.approved).not.toContain('list_notes');
+    expect(await grantOf(gw, key, agentId, 'list_notes')).toMatchObject({
+      status: 'denied',
+      reason: expect.stringMatching(/blocked by the server's policy/),
+    });
+
+    writeFileSync(file, [...NO_IDLE_EXPIRY, 'capabilities:', '  defaults: [get_note]'].join('\n'));
+    expect((await gw.p.proxy.reload()).ok).toBe(true);
+    expect((await gw.p.execute(reg.agent, agentId, 'list_notes')).status).toBe(403);
+  });
 });
