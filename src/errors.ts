@@ -108,7 +108,16 @@ export class ProtocolError extends Error {
  * every layer maps it, this module included.
  */
 export class StoreUnavailableError extends Error {
-  override readonly name = 'StoreUnavailableError';
+  override readonly name: string = 'StoreUnavailableError';
+}
+
+/**
+ * A write that still conflicted with concurrent ones after the store's own re-runs (PostgreSQL
+ * SERIALIZABLE): rolled back, nothing applied. Served as a StoreUnavailableError (503) to a
+ * request; rare work that must not fail for it (drift at a reload or start-up) runs again.
+ */
+export class StoreConflictError extends StoreUnavailableError {
+  override readonly name: string = 'StoreConflictError';
 }
 
 /**

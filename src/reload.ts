@@ -15,6 +15,7 @@ import type { Policy } from './policy/policy.js';
 import { applyDrift, logDrift, type DriftOutcome } from './protocol/drift.js';
 import { swapDocuments, type AfterCommit, type ProtocolContext } from './protocol/context.js';
 import { applyPolicyHostsIn, logSkippedPolicyHosts, type SkippedPolicyHost } from './protocol/hosts.js';
+import { outlastingConflicts } from './storage/conflicts.js';
 import type { StoreWriter } from './storage/types.js';
 import { collectingWhenGrown, compactHeap } from './util/collect-garbage.js';
 
@@ -202,11 +203,13 @@ async function swapIn(deps: ReloadDeps, next: Generation): Promise<string | unde
 function applyHostsAndDrift(
   ctx: ProtocolContext,
 ): Promise<{ skipped: SkippedPolicyHost[]; drift: DriftOutcome }> {
-  return ctx.write(async (tx, after) => {
-    const skipped = await applyPolicyHostsIn(ctx, tx);
-    const drift = await applyDrift(joining(ctx, tx, after));
-    return { skipped, drift };
-  });
+  return outlastingConflicts(() =>
+    ctx.write(async (tx, after) => {
+      const skipped = await applyPolicyHostsIn(ctx, tx);
+      const drift = await applyDrift(joining(ctx, tx, after));
+      return { skipped, drift };
+    }),
+  );
 }
 
 /**

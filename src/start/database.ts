@@ -14,7 +14,8 @@ import type { ProtocolContext } from '../protocol/context.js';
 import { applyDrift, logDrift } from '../protocol/drift.js';
 import { applyPolicyHosts, logSkippedPolicyHosts } from '../protocol/hosts.js';
 import { replicaChangeHandlers } from '../protocol/replica-changes.js';
-import { StoreUnavailableError } from '../storage/errors.js';
+import { outlastingConflicts } from '../storage/conflicts.js';
+import { StoreConflictError, StoreUnavailableError } from '../storage/errors.js';
 import { openStorage, type Storage } from '../storage/open.js';
 
 export async function openDatabase(
@@ -44,8 +45,8 @@ export async function adoptDocuments(
   settings: Settings,
 ): Promise<void> {
   try {
-    logSkippedPolicyHosts(ctx.logger, await applyPolicyHosts(ctx));
-    logDrift(ctx.logger, await applyDrift(ctx));
+    logSkippedPolicyHosts(ctx.logger, await outlastingConflicts(() => applyPolicyHosts(ctx)));
+    logDrift(ctx.logger, await outlastingConflicts(() => applyDrift(ctx)));
     await storage.follow?.(replicaChangeHandlers(ctx));
   } catch (err) {
     // The database went away right after opening: the same start-up error as when opening.
@@ -65,7 +66,12 @@ function startupDatabaseError(err: unknown, at: Settings['database']): unknown {
   let cause = err instanceof Error ? err.message : String(err);
   // The driver's messages do not quote the password; should one ever do, it is not printed.
   for (const secret of passwordForms(at.url)) cause = cause.replaceAll(secret, '***');
-  const why = err instanceof StoreUnavailableError ? 'cannot be reached' : 'cannot be opened';
+  const why =
+    err instanceof StoreConflictError
+      ? 'is too busy to start against now (its writes kept conflicting with other replicas)'
+      : err instanceof StoreUnavailableError
+        ? 'cannot be reached'
+        : 'cannot be opened';
   return new UserError(`database ${describeDatabase(at)} ${why}: ${cause}`);
 }
 

@@ -5,9 +5,9 @@
  * was committed is unknown, so a `write` is never re-run after one (only after a serialization
  * conflict, which PostgreSQL reports as rolled back).
  */
-import { StoreInputError, StoreUnavailableError } from '../errors.js';
+import { StoreConflictError, StoreInputError, StoreUnavailableError } from '../errors.js';
 
-export { StoreInputError, StoreUnavailableError };
+export { StoreConflictError, StoreInputError, StoreUnavailableError };
 
 /** Node socket errors of a database that cannot be reached or dropped the connection. */
 const NETWORK_CODES = new Set([

@@ -7,7 +7,7 @@
  */
 import pg from 'pg';
 import { UserError } from '../errors.js';
-import { isUnavailable, storeError, StoreUnavailableError } from './errors.js';
+import { isUnavailable, StoreConflictError, storeError } from './errors.js';
 import type { Query, QueryResult } from './pg-reader.js';
 import { migratePg } from './pg-schema.js';
 
@@ -69,8 +69,8 @@ const RETRYABLE = new Set(['40001', '40P01']);
  * statement read by B-tree page, and while an index is one page every new row lands on the page
  * another transaction read (a lookup of a key not there yet: the new agent's approvals, grants).
  */
-function stillConflicting(err: Error, attempt: number): StoreUnavailableError {
-  return new StoreUnavailableError(
+function stillConflicting(err: Error, attempt: number): StoreConflictError {
+  return new StoreConflictError(
     `database busy: the write conflicted with concurrent ones ${attempt + 1} times (${err.message})`,
     { cause: err },
   );
