@@ -19,7 +19,6 @@ import { announce, createApproval, openApproval, readHints, expireApprovals } fr
 import { agentStatusError, hostStatusError, type AgentAuth, type HostAuth } from './authenticate.js';
 import type { ProtocolContext } from './context.js';
 import {
-  autoGrantable,
   baselineCapabilities,
   effectiveConstraints,
   parseCapabilityRequest,
@@ -29,6 +28,7 @@ import {
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { closePendingApprovals, currentAgent, isGrantEffective, revokeGrants } from './lifecycle.js';
 import { putGrants, requestedGrants } from './registration.js';
+import { autoGrantableNow } from './stored-policy.js';
 import { agentView } from './views.js';
 import { agentEvent } from './activity.js';
 
@@ -158,7 +158,9 @@ function requestWriting(
     // denial, or an approval narrowed or time-limited, is asked again rather than replaced by an
     // unconstrained policy grant at the agent's own request (§2.13, §5.3 partial approval).
     const auto = new Set(
-      [...autoGrantable(ctx, host, agent.mode)].filter((name) => !decidedByPerson(current.get(name))),
+      [...(await autoGrantableNow(ctx, tx, host, agent.mode))].filter(
+        (name) => !decidedByPerson(current.get(name)),
+      ),
     );
     const needsApproval = fresh.filter((r) => !auto.has(r.name));
     const approval = needsApproval.length
@@ -281,7 +283,7 @@ export async function reactivate(
       return constraints ? { name, constraints } : { name };
     });
     const trusted = host.status === 'active' && (agent.mode === 'autonomous' || host.userId !== null);
-    const auto = trusted ? autoGrantable(ctx, host, agent.mode) : new Set<string>();
+    const auto = trusted ? await autoGrantableNow(ctx, tx, host, agent.mode) : new Set<string>();
     const needsApproval = baseline.filter((b) => !auto.has(b.name));
     // Step 5–6: new activation, active unless a human must approve first.
     const pending = !trusted;

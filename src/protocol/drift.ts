@@ -29,7 +29,7 @@ import type { AfterCommit, ProtocolContext } from './context.js';
 import { createApproval } from './approvals.js';
 import { policyGrantable, POLICY_ACTOR, requestedFromGrant } from './grants.js';
 import { isGrantEffective } from './lifecycle.js';
-import type { Policy } from './resolved-policy.js';
+import { policyGrants, readStored, storedForm, withAbsent, type PolicyGrants } from './stored-policy.js';
 
 export interface DriftOutcome {
   /** Grants suspended until re-approved because their capability changed, by capability. */
@@ -54,69 +54,8 @@ interface Tally {
   adopted: number;
 }
 
-/**
- * What the policy granted without asking when drift last committed (at start-up, then after each
- * reload), names only. Kept in the store, written in drift's own transaction: a restart with a
- * changed policy (a ConfigMap edit rolled out by restarting) is compared with the policy before
- * it, as a reload is, and so is a replica's start with another replica's last policy.
- */
-interface PolicyGrants {
-  readonly defaults: ReadonlySet<string>;
-  readonly autonomous: ReadonlySet<string>;
-  /** Per policy `hosts` entry (by its key), its default capabilities. */
-  readonly hostDefaults: ReadonlyMap<string, ReadonlySet<string>>;
-  readonly highRisk: ReadonlySet<string>;
-  readonly blocked: ReadonlySet<string>;
-}
-
 export function applyDrift(ctx: ProtocolContext): Promise<DriftOutcome> {
   return driftWrite(ctx, policyGrants(ctx.policy));
-}
-
-/** PolicyGrants as stored: sorted names, so that the same policy writes the same text. */
-function storedForm(grants: PolicyGrants): string {
-  const names = (set: ReadonlySet<string>): string[] => [...set].sort();
-  return JSON.stringify({
-    defaults: names(grants.defaults),
-    autonomous: names(grants.autonomous),
-    hostDefaults: [...grants.hostDefaults].map(([key, set]) => [key, names(set)]).sort(),
-    highRisk: names(grants.highRisk),
-    blocked: names(grants.blocked),
-  });
-}
-
-/** The stored form read back; undefined for none, or for text this build cannot read. */
-function readStored(text: string | undefined): PolicyGrants | undefined {
-  if (text === undefined) return undefined;
-  try {
-    const v = JSON.parse(text) as {
-      defaults: string[];
-      autonomous: string[];
-      hostDefaults: [string, string[]][];
-      highRisk: string[];
-      blocked: string[];
-    };
-    return {
-      defaults: new Set(v.defaults),
-      autonomous: new Set(v.autonomous),
-      hostDefaults: new Map(v.hostDefaults.map(([key, names]) => [key, new Set(names)])),
-      highRisk: new Set(v.highRisk),
-      blocked: new Set(v.blocked),
-    };
-  } catch {
-    // Nothing to compare with, as before the first drift: the next one stores what it can read.
-    return undefined;
-  }
-}
-
-function policyGrants(policy: Policy): PolicyGrants {
-  return {
-    defaults: policy.defaults,
-    autonomous: policy.autonomousGrants,
-    hostDefaults: new Map(policy.hosts.map((h) => [h.publicJwk.x, new Set(h.defaultCapabilities)])),
-    highRisk: policy.highRisk,
-    blocked: policy.blocked,
-  };
 }
 
 /**
@@ -138,30 +77,6 @@ function stoppedGranting(before: PolicyGrants, now: PolicyGrants): Set<string> {
   for (const name of before.blocked) if (!now.blocked.has(name)) stopped.add(name);
   for (const name of now.blocked) stopped.delete(name);
   return stopped;
-}
-
-/**
- * `now` with what `before` said of capabilities the catalog does not have now. The policy names
- * only capabilities in the catalog, so a change that removes X and takes it out of the defaults at
- * once would otherwise be forgotten: when X comes back, policy-made grants of X would be compared
- * with a policy that never named it, and kept.
- */
-function withAbsent(now: PolicyGrants, before: PolicyGrants, ctx: ProtocolContext): PolicyGrants {
-  const absent = (names: ReadonlySet<string>): string[] => [...names].filter((n) => !ctx.catalog.get(n));
-  const plus = (is: ReadonlySet<string> | undefined, was: ReadonlySet<string>): ReadonlySet<string> =>
-    new Set([...(is ?? []), ...absent(was)]);
-  const hostDefaults = new Map(now.hostDefaults);
-  for (const [key, names] of before.hostDefaults) {
-    const kept = plus(now.hostDefaults.get(key), names);
-    if (kept.size > 0 || now.hostDefaults.has(key)) hostDefaults.set(key, kept);
-  }
-  return {
-    defaults: plus(now.defaults, before.defaults),
-    autonomous: plus(now.autonomous, before.autonomous),
-    hostDefaults,
-    highRisk: plus(now.highRisk, before.highRisk),
-    blocked: plus(now.blocked, before.blocked),
-  };
 }
 
 /** Drift, and the policy's grants compared with those stored, in one transaction. */

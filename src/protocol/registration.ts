@@ -18,7 +18,8 @@ import { approvalObject } from './approval-object.js';
 import { createApproval, displayText, openApproval, readHints } from './approvals.js';
 import type { HostAuth } from './authenticate.js';
 import { newId, type ProtocolContext } from './context.js';
-import { autoGrantable, parseCapabilityRequest, POLICY_ACTOR, requestedFromGrant } from './grants.js';
+import { parseCapabilityRequest, POLICY_ACTOR, requestedFromGrant } from './grants.js';
+import { autoGrantableNow } from './stored-policy.js';
 import { agentKeyFromUrl, type RegisteredAgentKey } from './jwks-auth.js';
 import { parsePublicJwk, thumbprint } from './keys.js';
 import { agentView } from './views.js';
@@ -191,7 +192,7 @@ export async function registerAgent(
     // §2.11: under a pending host the agent stays pending; an unlinked host cannot vouch for a
     // delegated agent's user, so a human decides (§2.9).
     const hostTrusted = host.status === 'active' && (mode === 'autonomous' || host.userId !== null);
-    const auto = hostTrusted ? autoGrantable(ctx, host, mode) : new Set<string>();
+    const auto = hostTrusted ? await autoGrantableNow(ctx, tx, host, mode) : new Set<string>();
     const needsApproval = requested.filter((r) => !auto.has(r.name));
     const activeNow = hostTrusted;
     const finalAgent: AgentRecord = activeNow ? { ...agent, status: 'active', activatedAt: now } : agent;
