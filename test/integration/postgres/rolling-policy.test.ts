@@ -37,9 +37,12 @@ async function replica(db: string, text: string): Promise<TestProtocol> {
   return p;
 }
 
-type Grants = Record<string, { status: string; granted_by?: string }>;
-const grantsOf = (body: { agent_capability_grants: { capability: string }[] }): Grants =>
-  Object.fromEntries(body.agent_capability_grants.map((g) => [g.capability, g])) as Grants;
+interface Grant {
+  readonly capability: string;
+  readonly status: string;
+}
+const grantsOf = (body: { agent_capability_grants: Grant[] }): Record<string, Grant> =>
+  Object.fromEntries(body.agent_capability_grants.map((g) => [g.capability, g]));
 
 describe('a rolling update of the policy (PostgreSQL replicas)', () => {
   it('a replica still on the old policy grants without asking only what the new one also grants', async () => {
