@@ -1,10 +1,13 @@
 /**
  * Which parameter names stand for a credential of the API. A server may read a name in more than
  * one spelling: case-insensitively (many frameworks do for query strings), percent-decoded once or
- * twice, form-decoded (`+` as a space), with stray whitespace trimmed, PHP/qs bracket notation
- * (`api_key[]` is the `api_key` array), and for headers CGI's `_` for `-` (PHP, WSGI, Rack read
- * `X_Api_Key` as `X-Api-Key`). Every such spelling of a credential name is the credential.
+ * twice, form-decoded (`+` as a space), with stray whitespace trimmed, and for headers CGI's `_`
+ * for `-` (PHP, WSGI, Rack read `X_Api_Key` as `X-Api-Key`). Query and cookie names are read as
+ * parameterAlias reads them (PHP's `.`/space as `_`, a NUL ending the name, Rack's brackets), so
+ * that `Cookie: session.id=…` cannot stand in for the credential cookie `session_id`. Every such
+ * spelling of a credential name is the credential.
  */
+import { fold } from '../lookalike.js';
 import type { ParameterLocation, SecuritySchemeInfo } from './types.js';
 
 // Enough rounds for a name encoded twice over (`%255F`); bounded so a hostile name costs nothing.
@@ -19,8 +22,30 @@ export function nameKey(location: ParameterLocation, name: string): string {
     if (decoded === key) break;
     key = decoded;
   }
-  key = key.trim().toLowerCase().replace(BRACKETS, '').trim();
-  return location === 'header' ? key.replaceAll('_', '-') : key;
+  if (location !== 'header') return parameterAlias(key);
+  return key.trim().toLowerCase().replace(BRACKETS, '').trim().replaceAll('_', '-');
+}
+
+const LEADING_BRACKETS = /^[[\]]+/;
+const BRACKET = /[[\]]/;
+
+/**
+ * The name a server may read a (decoded) query, body or cookie name as, matched after lookalike
+ * folding (src/lookalike.ts) with `.` or white space read as `_`, and read up to what servers stop
+ * at. Each rule is a framework's:
+ * - PHP turns `.` and spaces in a request variable's name into `_` and skips leading spaces
+ *   (`session.id` is `$_COOKIE['session_id']`, `_method` may be spelt `.method`);
+ * - PHP reads the decoded name as a C string: a NUL ends it (`amount%00x` is `amount`);
+ * - brackets: leading ones skipped, then the name up to the first `[` or `]` (Rack's
+ *   `\A[\[\]]*([^\[\]]+)`: `]amount`, `[amount]`, `amount[x]` and `amount[]` are all `amount`; PHP
+ *   and qs read the suffixed ones so too).
+ */
+export function parameterAlias(name: string): string {
+  const nul = name.indexOf('\u0000');
+  const unbracketed = (nul >= 0 ? name.slice(0, nul) : name).trimStart().replace(LEADING_BRACKETS, '');
+  const bracket = unbracketed.search(BRACKET);
+  const base = bracket >= 0 ? unbracketed.slice(0, bracket) : unbracketed;
+  return fold(base).replace(/[.\s]/g, '_');
 }
 
 /** The keys of the API's apiKey credential names in `location`. */

@@ -25,6 +25,11 @@ const OWNED_HEADERS = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
+  // Method override headers: Rack::MethodOverride, Symfony/Laravel, Express method-override and
+  // ASP.NET read them to route a POST as another method (a blocked DELETE, say).
+  'x-http-method-override',
+  'x-http-method',
+  'x-method-override',
 ]);
 
 export interface RawParameter {

@@ -5,6 +5,7 @@
  */
 import { UserError } from '../errors.js';
 import type { ApiInfo } from '../openapi/types.js';
+import { shownUrl } from '../util/shown-url.js';
 
 export function resolveBaseUrl(
   api: ApiInfo,
@@ -35,13 +36,24 @@ export function resolveBaseUrl(
     return value;
   });
   // A relative server URL is relative to where the document came from (OpenAPI 3 §4.8.5).
-  if (/^https?:\/\//i.test(url)) return url;
-  if (/^https?:\/\//i.test(api.source)) {
-    try {
-      return new URL(url, api.source).href;
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
+  let resolved: string | undefined;
+  if (/^https?:\/\//i.test(url)) resolved = url;
+  else if (/^https?:\/\//i.test(api.source)) resolved = URL.parse(url, api.source)?.href;
+  if (resolved !== undefined) refuseQuery(api, resolved, where);
+  return resolved;
+}
+
+/**
+ * Requests go to the origin, base path and operation path: a server URL's query
+ * (`?api-version=2024-01-01`) would be silently left out of every call. Refused at load, as the
+ * `upstream` setting refuses one, with query values masked (a key may be in them).
+ */
+function refuseQuery(api: ApiInfo, url: string, where: string): void {
+  const query = URL.parse(url)?.search ?? '';
+  if (query === '') return;
+  throw new UserError(
+    `${where}: the first server URL of ${shownUrl(api.source)}, ${shownUrl(url)}, has a query, which is never sent ` +
+      '(requests go to its origin and path only); set upstream to the URL without the query, and declare ' +
+      'what the API needs there as a query parameter of its operations (pinned with operations.NAME.pin)',
+  );
 }

@@ -154,6 +154,43 @@ function inCharset(text: string, contentType: string, argument: string): Encoded
   }
 }
 
+/**
+ * The inverse of inCharset: a JSON or text body's bytes as the upstream decodes them under the
+ * charset its Content-Type declares (a UTF-16 body read as UTF-8 parses as nothing, and would
+ * carry its keys past the checks on what is sent). UTF-16 without a byte order mark is big-endian
+ * (RFC 2781 §4.3). Bytes the charset cannot decode throw: what cannot be read back is not sent.
+ */
+export function decodeCharset(bytes: Buffer, contentType: string): string {
+  const declared = CHARSET_PARAMETER.exec(contentType)?.[2]?.trim().toLowerCase();
+  switch (declared) {
+    case 'iso-8859-1':
+    case 'latin1':
+    case 'l1':
+    case 'us-ascii':
+    case 'ascii':
+      return bytes.toString('latin1');
+    case 'utf-16le':
+      return UTF16LE.decode(bytes);
+    case 'utf-16be':
+      return UTF16LE.decode(swapped(bytes));
+    case 'utf-16':
+      return UTF16LE.decode(bytes[0] === 0xff && bytes[1] === 0xfe ? bytes : swapped(bytes));
+    default:
+      // UTF-8, said or not (any other charset is relabelled UTF-8 when sent).
+      return UTF8.decode(bytes);
+  }
+}
+
+// `fatal`: a malformed sequence throws rather than becoming U+FFFD. A leading byte order mark is
+// consumed, as decoders that honour it do.
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const UTF16LE = new TextDecoder('utf-16le', { fatal: true });
+
+function swapped(bytes: Buffer): Buffer {
+  if (bytes.length % 2 !== 0) throw new Error('A UTF-16 body has an odd number of bytes.');
+  return Buffer.from(bytes).swap16();
+}
+
 function utf8(text: string, argument: string): Buffer {
   return Buffer.from(wellFormed(text, argument), 'utf8');
 }

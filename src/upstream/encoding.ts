@@ -35,13 +35,15 @@ export function encodeStrict(value: string, argument: string): string {
 }
 
 /** Reserved characters an `allowReserved` query value keeps as they are. */
-const KEPT_RESERVED = /%(3A|2F|3F|40|21|24|27|28|29|2A|2C|3B|5B|5D)/g;
+const KEPT_RESERVED = /%(3A|2F|3F|40|21|24|27|28|29|2A|2C|5B|5D)/g;
 
 /**
- * OpenAPI `allowReserved: true`: the RFC 3986 reserved characters `:/?@!$'()*,;[]` pass unencoded,
- * but `& = # +` and `%` are always encoded, as are spaces, controls and non-ASCII: with them an
+ * OpenAPI `allowReserved: true`: the RFC 3986 reserved characters `:/?@!$'()*,[]` pass unencoded,
+ * but `& = # + ;` and `%` are always encoded, as are spaces, controls and non-ASCII: with them an
  * agent could end the value, add query parameters of its own, cut the URL at a fragment, change
- * how a form decoder reads the value, or smuggle a pre-encoded delimiter.
+ * how a form decoder reads the value, or smuggle a pre-encoded delimiter. `;` is a pair separator
+ * to Rack 2 and to Python's `parse_qs` before 3.10 (`?amount=5&q=x;amount` reads `amount` again,
+ * as nil), so it is encoded too.
  */
 export function encodeReserved(value: string, argument: string): string {
   return encodeStrict(value, argument).replace(KEPT_RESERVED, (_m, code: string) =>

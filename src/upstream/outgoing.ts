@@ -13,6 +13,7 @@ import { nameKey } from '../openapi/credential-names.js';
 import { essence } from '../openapi/media.js';
 import type { OperationBinding } from '../openapi/types.js';
 import type { AppliedCredentials } from './credentials.js';
+import { refuseMethodOverride } from './method-override.js';
 import {
   ArgumentError,
   buildRequestParts,
@@ -54,12 +55,19 @@ export function pinnedValue(capability: string, caller: CallerIdentity, pin: Pin
   return value;
 }
 
-/** request-parts.ts for an execution: an argument that cannot be sent is the agent's 400. */
+/**
+ * request-parts.ts for an execution: an argument that cannot be sent, or that would override the
+ * method (method-override.ts), is the agent's 400.
+ */
 export function requestParts(
   op: OperationBinding,
   args: Readonly<Record<string, unknown>>,
 ): UpstreamRequestParts {
-  return refusingBadArguments(() => buildRequestParts(op, args));
+  return refusingBadArguments(() => {
+    const parts = buildRequestParts(op, args);
+    refuseMethodOverride(op, args, parts);
+    return parts;
+  });
 }
 
 /** Runs `build`; an ArgumentError (an argument that cannot be sent) becomes the agent's 400. */
@@ -116,12 +124,15 @@ export function upstreamHeaders(
   }
   for (const [name, value] of Object.entries(api.settings.headers)) headers[name.toLowerCase()] = value;
   Object.assign(headers, creds.headers);
-  // A cookie named like a credential cookie (an agent can choose names through an exploded
-  // object) is dropped: the upstream must only ever see the service's value.
-  const cookies = [
-    ...parts.cookies.filter(([name]) => !api.credentialCookieKeys.has(nameKey('cookie', name))),
-    ...creds.cookies,
-  ];
+  // A cookie named like a credential cookie, in any spelling a server reads as it (an agent can
+  // choose names through an exploded object: `session.id` is PHP's `session_id`), is dropped: the
+  // upstream must only ever see the service's value. The service's cookies go first, since PHP,
+  // Rack, Go, Werkzeug and npm `cookie` keep the first of repeated names.
+  const agentCookies =
+    api.credentialCookieKeys.size === 0
+      ? parts.cookies
+      : parts.cookies.filter(([name]) => !api.credentialCookieKeys.has(nameKey('cookie', name)));
+  const cookies = creds.cookies.length === 0 ? agentCookies : [...creds.cookies, ...agentCookies];
   if (cookies.length > 0) headers.cookie = cookieHeader(cookies);
   if (parts.body) headers['content-type'] = parts.body.contentType;
   headers.accept = acceptFor(op);

@@ -16,7 +16,8 @@ export interface TemplateSegment {
   readonly literalChars: number;
 }
 
-export function templateSegment(raw: string): TemplateSegment {
+/** `caseless`: literal text matched regardless of case, as Express, Koa and ASP.NET route. */
+export function templateSegment(raw: string, caseless = false): TemplateSegment {
   const names: string[] = [];
   let literalChars = 0;
   const source = raw
@@ -31,7 +32,7 @@ export function templateSegment(raw: string): TemplateSegment {
       return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     })
     .join('');
-  return { pattern: linearRegExp(`^${source}$`, 's'), names, literalChars };
+  return { pattern: linearRegExp(`^${source}$`, caseless ? 'si' : 's'), names, literalChars };
 }
 
 function decodedOrAsIs(text: string): string {
@@ -56,25 +57,33 @@ interface CompiledTemplate {
 }
 
 const compiled = new WeakMap<Capability, CompiledTemplate>();
+const compiledCaseless = new WeakMap<Capability, CompiledTemplate>();
 
 /** The capability's path template as segment patterns, compiled once per capability. */
-function compiledTemplate(capability: Capability): CompiledTemplate {
-  let template = compiled.get(capability);
+function compiledTemplate(capability: Capability, caseless: boolean): CompiledTemplate {
+  const cache = caseless ? compiledCaseless : compiled;
+  let template = cache.get(capability);
   if (!template) {
     const path = capability.operation.path;
-    const segments = (path.startsWith('/') ? path : '/' + path).split('/').map(templateSegment);
+    const segments = (path.startsWith('/') ? path : '/' + path)
+      .split('/')
+      .map((raw) => templateSegment(raw, caseless));
     template = { segments, literals: segments.reduce((sum, segment) => sum + segment.literalChars, 0) };
-    compiled.set(capability, template);
+    cache.set(capability, template);
   }
   return template;
 }
 
-/** Whether the capability's template matches a path's decoded `segments`, and with what values. */
+/**
+ * Whether the capability's template matches a path's decoded `segments`, and with what values.
+ * `caseless`: its literal text in any case (path-shadows.ts: routers that ignore case).
+ */
 export function matchTemplate(
   capability: Capability,
   segments: readonly string[],
+  caseless = false,
 ): TemplateMatch | undefined {
-  const template = compiledTemplate(capability);
+  const template = compiledTemplate(capability, caseless);
   if (template.segments.length !== segments.length) return undefined;
   const values: [string, string][] = [];
   for (let i = 0; i < segments.length; i++) {

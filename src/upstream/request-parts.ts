@@ -184,7 +184,7 @@ function hidesDotSegment(segment: string): boolean {
 const BAD_COOKIE_CHAR = /[^\x20-\x7e\x80-\xff]|;/;
 
 /**
- * The Cookie header for encoded pairs (parameters, then credentials). Parameter pairs are
+ * The Cookie header for encoded pairs (credentials, then parameters). Parameter pairs are
  * percent-encoded already; a pair that could still split the header is a configuration error.
  */
 export function cookieHeader(pairs: readonly (readonly [string, string])[]): string {

@@ -10,9 +10,10 @@
  * how they match names, so the aliases are deliberately broad.
  */
 import { fold } from '../lookalike.js';
+import { parameterAlias } from '../openapi/credential-names.js';
 import { essence, isJsonLike } from '../openapi/media.js';
 import type { BodyBinding, OperationBinding, ParameterBinding } from '../openapi/types.js';
-import { encodeBody } from './body-encoding.js';
+import { decodeCharset, encodeBody } from './body-encoding.js';
 import { ArgumentError, type UpstreamRequestParts } from './request-parts.js';
 import { cookiePairs, headerValue, pathValue, queryPairs, shapeOf, type Shape } from './styles.js';
 import {
@@ -110,25 +111,14 @@ export function sentRequest(
 /**
  * The name a server may read a value under. Query, path, body and cookie names are one namespace
  * (many frameworks merge them: PHP's $_REQUEST takes cookies last, so `Cookie: amount=5000` beside
- * `?amount=5` is read as 5000), matched after lookalike folding (src/lookalike.ts), with `.` or
- * spaces read as `_` (PHP), and read up to what servers stop at:
- * - a NUL (PHP reads the decoded name as a C string: `amount%00x` is `amount`);
- * - brackets: leading ones skipped, then the name up to the first `[` or `]` (Rack's
- *   `\A[\[\]]*([^\[\]]+)`: `]amount`, `[amount]`, `amount[x]` and `amount[]` are all `amount`; PHP
- *   and qs read the suffixed ones so too).
+ * `?amount=5` is read as 5000), read as parameterAlias reads them (lookalike folding, `.` or spaces
+ * as `_`, a NUL or Rack's brackets ending the name: src/openapi/credential-names.ts).
  * Header names fold `-` and `_` together (CGI reads both as `_`).
  */
 export function aliasKey(location: WireLocation, name: string): string {
   if (location === 'header') return `header:${fold(name).replace(/-/g, '_')}`;
-  const nul = name.indexOf('\u0000');
-  const unbracketed = (nul >= 0 ? name.slice(0, nul) : name).replace(LEADING_BRACKETS, '');
-  const bracket = unbracketed.search(BRACKET);
-  const base = bracket >= 0 ? unbracketed.slice(0, bracket) : unbracketed;
-  return `param:${fold(base).replace(/[.\s]/g, '_')}`;
+  return `param:${parameterAlias(name)}`;
 }
-
-const LEADING_BRACKETS = /^[[\]]+/;
-const BRACKET = /[[\]]/;
 
 /** The names only `argument` may send under: its parameter's, or its flattened body field's. */
 function protectedKeys(op: OperationBinding, argument: string): Set<string> {
@@ -224,7 +214,7 @@ function wrappedBodyValues(body: BodyBinding, argument: string, value: unknown):
   const encoded = encodeBody(body, { [argument]: value });
   if (!encoded) return [];
   if (isJsonLike(essence(encoded.contentType))) {
-    const text = encoded.bytes.toString('utf8');
+    const text = decodeCharset(encoded.bytes, encoded.contentType);
     const json = parseJson(text);
     return [{ in: 'body', name: '', text, ...(json ? { json } : {}), separators: [] }];
   }

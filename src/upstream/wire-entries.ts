@@ -3,7 +3,8 @@
  * cookie and body field as a decoded name/value pair. Pure. Used to find out what the upstream
  * will actually receive (sent-values.ts), independently of how the parts were built.
  */
-import { essence, isJsonLike } from '../openapi/media.js';
+import { essence, isJsonLike, isTextual } from '../openapi/media.js';
+import { decodeCharset } from './body-encoding.js';
 
 export type WireLocation = 'path' | 'query' | 'header' | 'cookie' | 'body';
 
@@ -60,8 +61,9 @@ export function cookieEntries(pairs: readonly (readonly [string, string])[]): Wi
  */
 export function bodyEntries(body: { readonly contentType: string; readonly bytes: Buffer }): WireEntry[] {
   const type = essence(body.contentType);
-  const text = body.bytes.toString('utf8');
   if (isJsonLike(type)) {
+    // In the charset the body was encoded in (body-encoding.ts inCharset), as the upstream reads it.
+    const text = decodeCharset(body.bytes, body.contentType);
     const value = parseJson(text);
     if (value !== undefined && isRecord(value.value)) {
       return Object.entries(value.value).map(([name, member]) => ({
@@ -75,6 +77,7 @@ export function bodyEntries(body: { readonly contentType: string; readonly bytes
   }
   if (type === 'application/x-www-form-urlencoded') return formEntries(body.bytes.toString('latin1'), 'body');
   if (type.startsWith('multipart/')) return multipartEntries(body.contentType, body.bytes);
+  const text = isTextual(type) ? decodeCharset(body.bytes, body.contentType) : body.bytes.toString('utf8');
   return [{ in: 'body', name: '', text }];
 }
 

@@ -353,7 +353,7 @@ describe('a parameter name the agent chooses cannot override a service credentia
     expect(reply.status).toBe(200);
     const r = one();
     expect(r.url).toBe(`/v1/lookup?page=2&api_key=${QUERY_KEY}`);
-    expect(r.headers.cookie).toBe(`theme=dark; session=${SESSION}`);
+    expect(r.headers.cookie).toBe(`session=${SESSION}; theme=dark`);
   });
 
   it('opts: {api_key: …} is dropped: the upstream sees exactly one api_key, the service’s', async () => {
@@ -391,7 +391,7 @@ describe('a parameter name the agent chooses cannot override a service credentia
     const reply = await lookup({ prefs: { SESSION: 'a', 'session%20': 'b', 'Session[]': 'c', theme: 'x' } });
     expect(reply.status).toBe(200);
     const r = one();
-    expect(r.headers.cookie).toBe(`theme=x; session=${SESSION}`);
+    expect(r.headers.cookie).toBe(`session=${SESSION}; theme=x`);
   });
 
   it('a name that only resembles api_key (apikey, api_key2) is the agent’s own and passes', async () => {
@@ -404,7 +404,7 @@ describe('a parameter name the agent chooses cannot override a service credentia
     const reply = await lookup({ prefs: { session: 'agent-session', theme: 'light' } });
     expect(reply.status).toBe(200);
     const r = one();
-    expect(r.headers.cookie).toBe(`theme=light; session=${SESSION}`);
+    expect(r.headers.cookie).toBe(`session=${SESSION}; theme=light`);
     const sessions = (r.headers.cookie ?? '')
       .split('; ')
       .filter((c) => c.startsWith('session='))
@@ -417,6 +417,6 @@ describe('a parameter name the agent chooses cannot override a service credentia
     const reply = await lookup({ prefs: { 'x; session': 'evil' } });
     expect(reply.status).toBe(200);
     const r = one();
-    expect(r.headers.cookie).toBe(`x%3B%20session=evil; session=${SESSION}`);
+    expect(r.headers.cookie).toBe(`session=${SESSION}; x%3B%20session=evil`);
   });
 });

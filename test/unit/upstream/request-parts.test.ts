@@ -347,9 +347,10 @@ describe('query values cannot add parameters or cut the URL', () => {
     expect(url.hash).toBe('');
   });
 
-  it("allowReserved keeps :/?@!$'()*,;[] raw and always encodes & = # + % space", () => {
+  it("allowReserved keeps :/?@!$'()*,[] raw and always encodes & = # + ; % space", () => {
     const o = op('/q', [param('q', 'query', { allowReserved: true })]);
-    expect(buildRequestParts(o, { q: ":/?@!$'()*,;[]" }).path).toBe("/q?q=:/?@!$'()*,;[]");
+    // `;` separates pairs for Rack 2 and Python's parse_qs before 3.10: always encoded.
+    expect(buildRequestParts(o, { q: ":/?@!$'()*,;[]" }).path).toBe("/q?q=:/?@!$'()*,%3B[]");
     expect(buildRequestParts(o, { q: '&=#+% ' }).path).toBe('/q?q=%26%3D%23%2B%25%20');
     // Without allowReserved every reserved character is encoded.
     const strict = op('/q', [param('q', 'query')]);
