@@ -3,7 +3,7 @@
  * parsing (code further on walks values recursively; a deep one would exhaust the stack and
  * answer 500), clear errors.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ProtocolError } from '../errors.js';
 import { depthExceeds } from '../util/json-depth.js';
 import { declaredLength, readStream, takeBuffered, type ReadBytes } from '../util/read-stream.js';
@@ -25,8 +25,27 @@ function maxPieces(maxBytes: number): number {
   return Math.max(MIN_PIECES, Math.ceil(maxBytes / MIN_MEAN_PIECE_BYTES));
 }
 
+/** Requests whose client waits for `100 Continue` before it sends the body, with their answer. */
+const awaitingContinue = new WeakMap<IncomingMessage, ServerResponse>();
+
+/**
+ * `Expect: 100-continue` (RFC 9110 §10.1.1): the client sends the body only once told to. Node
+ * tells it at once unless the server handles `checkContinue`; createHttpServer does, and hands the
+ * request here, so that `100 Continue` goes out when a step first reads the body: after the checks
+ * before it (the token, the limits). A request refused before then gets its final answer, and the
+ * client never sends a body it would have sent for nothing.
+ */
+export function continueWhenRead(req: IncomingMessage, res: ServerResponse): void {
+  awaitingContinue.set(req, res);
+}
+
 /** Reads the rest of a request's body as a stream, within `maxBytes` and maxPieces. */
 export function readRequestBody(req: IncomingMessage, maxBytes: number): Promise<ReadBytes> {
+  const waiting = awaitingContinue.get(req);
+  if (waiting !== undefined) {
+    awaitingContinue.delete(req);
+    if (!waiting.headersSent) waiting.writeContinue();
+  }
   return readStream(req, maxBytes, {
     keepOpen: true,
     expected: declaredLength(req.headers['content-length']),

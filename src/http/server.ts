@@ -13,6 +13,7 @@ import { StoreUnavailableError } from '../storage/errors.js';
 import { upstreamCause } from '../upstream/answers.js';
 import type { Logger } from '../log.js';
 import type { ConnectionCap, RefusalOutcome } from '../metrics.js';
+import { continueWhenRead } from './body.js';
 import type { ClientAddress } from './client-address.js';
 import { answerClientError } from './client-errors.js';
 import { ConnectionGate } from './connection-limits.js';
@@ -72,6 +73,11 @@ export function createHttpServer(options: HttpServerOptions): Server {
       });
     },
   );
+  // Handled, Node no longer answers `100 Continue` by itself before the request is seen (body.ts).
+  server.on('checkContinue', (req: IncomingMessage, res: TaggedResponse) => {
+    continueWhenRead(req, res);
+    server.emit('request', req, res);
+  });
   gate.guard(server);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     answerClientError(err, socket, options.requestIdHeader);
