@@ -11,7 +11,11 @@ import { closePendingPerCalls } from './per-call-events.js';
 import { USAGE_FLUSH_MS } from './usage.js';
 
 export interface AgentClocks {
-  /** When the agent becomes `expired` if nothing happens (session TTL or max lifetime). */
+  /**
+   * When the active agent stops working if nothing happens: it becomes `expired` (session TTL or
+   * max lifetime), or `revoked` when its absolute lifetime comes first. What status, reactivation
+   * and introspection report as `expires_at`: never later than the agent can be used (§2.4).
+   */
   readonly expiresAt: number | null;
   /** When it becomes `revoked` for good (absolute lifetime). */
   readonly revokesAt: number | null;
@@ -26,6 +30,7 @@ export function agentClocks(ctx: ProtocolContext, agent: AgentRecord): AgentCloc
   const candidates = [
     sessionTtlMs === null ? null : since + sessionTtlMs,
     maxLifetimeMs === null ? null : agent.activatedAt + maxLifetimeMs,
+    revokesAt,
   ].filter((t): t is number => t !== null);
   return { expiresAt: candidates.length ? Math.min(...candidates) : null, revokesAt };
 }

@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateTestKey, signJwt, type TestKey } from '../../helpers/keys.js';
 import { lifetimesPolicy } from '../../helpers/lifetimes-policy.js';
-import { startProtocol, type Reply, type TestProtocol } from '../../helpers/protocol.js';
+import { INTROSPECTION_TOKEN, startProtocol, type Reply, type TestProtocol } from '../../helpers/protocol.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -130,6 +130,17 @@ describe('absolute lifetime (§2.4, §2.5): from creation, to revoked', () => {
     const re = await p.hostPost(a.host, '/agent/reactivate', { agent_id: a.agentId });
     expect(re.status, JSON.stringify(re.body)).toBe(200);
     expect(re.body.status).toBe('active');
+    // The expiry it is told is when it stops working: the absolute lifetime, 5 minutes away, not
+    // the 10-minute session. Observed before: created + absolute lifetime + 5 minutes, everywhere.
+    const end = new Date(created + ABSOLUTE_LIFETIME).toISOString();
+    expect(re.body.expires_at).toBe(end);
+    expect((await p.status(a.host, a.agentId)).body.expires_at).toBe(end);
+    expect((await p.admin('GET', `/admin/agents/${a.agentId}`)).body.expires_at).toBe(end);
+    const introspected = await p.request('POST', '/agent/introspect', {
+      token: INTROSPECTION_TOKEN,
+      body: { token: await p.agentToken(a.agent, a.agentId) },
+    });
+    expect(introspected.body).toMatchObject({ active: true, expires_at: end });
 
     // Reactivation does not reset the absolute clock: the fresh session is cut short.
     p.clock.advance(5 * MIN - 1);
