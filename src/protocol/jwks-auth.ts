@@ -10,8 +10,12 @@ import { JwksKeyError } from './jwks/cache.js';
 import type { UnverifiedJwt } from './jwt.js';
 import { thumbprint, type Ed25519PublicJwk } from './keys.js';
 
-/** The longest JWKS URL stored (a URL is an identifier here, §4.2, not a document). */
-const MAX_URL_LENGTH = 2048;
+/**
+ * The longest JWKS URL stored, in UTF-8 bytes (a URL is an identifier here, §4.2, not a document):
+ * counted in characters, 1,500 CJK ones passed and made a key PostgreSQL's unique index cannot
+ * hold (2,704 bytes at most), a 500 there.
+ */
+const MAX_URL_BYTES = 2048;
 
 function invalid(message: string): ProtocolError {
   return new ProtocolError('invalid_jwt', message);
@@ -22,7 +26,7 @@ export function jwksUrlClaim(ctx: ProtocolContext, value: unknown, claim: string
   if (!ctx.jwks) {
     throw new ProtocolError('invalid_request', `${claim} is not enabled on this server; send an inline key.`);
   }
-  if (typeof value !== 'string' || value.length > MAX_URL_LENGTH || !URL.canParse(value)) {
+  if (typeof value !== 'string' || Buffer.byteLength(value) > MAX_URL_BYTES || !URL.canParse(value)) {
     throw new ProtocolError('invalid_request', `${claim} must be an absolute https URL (§4.2).`);
   }
   return value;

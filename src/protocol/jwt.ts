@@ -46,6 +46,8 @@ const BASE64URL = /^[A-Za-z0-9_-]+$/;
  * refused as malformed here rather than reaching a lookup that would fail (a 500) uncharged.
  */
 const IDENTIFYING_CLAIMS = ['sub', 'iss', 'jti'] as const;
+/** With the `u` flag, `\p{Cs}` matches only a surrogate that is not half of a pair. */
+const LONE_SURROGATE = /\p{Cs}/u;
 // fatal: a payload that is not UTF-8 must not be "repaired" into different claims. Without the
 // `stream` option decode() keeps no state between calls, so one instance serves every token.
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -104,6 +106,11 @@ export function decodeJwt(token: string, typ: JwtType): UnverifiedJwt {
     const value = payload[claim];
     if (typeof value === 'string' && hasControlCharacter(value)) {
       throw new JwtError(`The JWT "${claim}" must not contain control characters.`);
+    }
+    // A lone surrogate (`"j\ud800"`) is no text: PostgreSQL's driver stores it as U+FFFD, so two
+    // such jtis would be one there (a false replay) and two on SQLite.
+    if (typeof value === 'string' && LONE_SURROGATE.test(value)) {
+      throw new JwtError(`The JWT "${claim}" must be well-formed Unicode text.`);
     }
   }
   if (!isBase64url(encodedSignature) || decodedLength(encodedSignature) !== ED25519_SIGNATURE_BYTES) {
@@ -282,5 +289,7 @@ function checkJti(jti: unknown): void {
  */
 export function replayHorizonMs(payload: Claims, policy: JwtPolicy): number {
   if (!isNumericDate(payload.exp)) throw new JwtError('The JWT "exp" must be a number.');
-  return (payload.exp + policy.clockSkewSec) * 1000;
+  // Whole milliseconds, rounded up: RFC 7519 lets `exp` have a fraction (`time.time() + 60`), and
+  // PostgreSQL's bigint column refused one, answering every such request 503.
+  return Math.ceil((payload.exp + policy.clockSkewSec) * 1000);
 }

@@ -48,10 +48,11 @@ export function isUnavailable(err: unknown): boolean {
 }
 
 /**
- * SQLSTATEs of text PostgreSQL cannot hold: a NUL character (22021) or one the database's
- * encoding lacks (22P05). A value a request brought; any NUL a lookup is given matches nothing.
+ * SQLSTATEs of text PostgreSQL cannot hold: a NUL character (22021), one the database's encoding
+ * lacks (22P05), or a value too large for an index entry (54000: a B-tree holds at most 2,704
+ * bytes). A value a request brought; any NUL a lookup is given matches nothing.
  */
-const UNSTORABLE_TEXT_STATES = new Set(['22021', '22P05']);
+const UNSTORABLE_TEXT_STATES = new Set(['22021', '22P05', '54000']);
 
 /**
  * `err` as a StoreUnavailableError when it means the database is unavailable, as a StoreInputError

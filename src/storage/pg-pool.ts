@@ -62,6 +62,16 @@ export interface Connections {
 const RETRYABLE = new Set(['40001', '40P01']);
 
 /**
+ * A unique violation (23505) in a SERIALIZABLE transaction: a concurrent one committed the same
+ * key after this one looked for it (registrations of one agent key at once; one capability asked
+ * for at once). PostgreSQL reports it as a serialization failure only when the look went through
+ * that unique index, which the planner does not promise; re-run, the look finds the committed row
+ * and the request gets its clean answer (409) rather than a 500. A violation that stays after the
+ * re-runs is the error it was, not a busy database.
+ */
+const UNIQUE_VIOLATION = '23505';
+
+/**
  * A write that still conflicted after its re-runs: rolled back, nothing applied, and the same
  * request may well succeed a moment later. The database is too busy for it now, as in an outage:
  * 503 with Retry-After (errors.ts), not a 500 that says the proxy is broken. Concurrent
@@ -218,7 +228,8 @@ export async function transaction<T>(
             (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
           );
       const code = (err as { code?: unknown }).code;
-      if (typeof code === 'string' && RETRYABLE.has(code)) {
+      const unique = code === UNIQUE_VIOLATION && isolation === 'SERIALIZABLE';
+      if (typeof code === 'string' && (RETRYABLE.has(code) || unique)) {
         if (!broken && attempt < retries) {
           // Jittered and growing, so that the transactions that collided do not collide again:
           // 5–15 ms, then twice as long each time (at most 465 ms in all with the default 5).
@@ -226,7 +237,7 @@ export async function transaction<T>(
           await sleep((0.5 + Math.random()) * 10 * 2 ** attempt);
           continue;
         }
-        throw stillConflicting(err as Error, attempt);
+        if (!unique) throw stillConflicting(err as Error, attempt);
       }
       throw storeError(err);
     } finally {
