@@ -116,7 +116,7 @@ describe('SQLite and PostgreSQL answer alike', () => {
         { nowMs: p.clock.now(), header: { kid: 'h1' } },
       );
       const reply = await p.request('POST', '/agent/register', { token, body: { name: 'x' } });
-      return [reply.status, reply.body.error];
+      return [reply.status, String(reply.body.error)];
     });
     expect(answers).toEqual({ sqlite: [400, 'invalid_request'], postgres: [400, 'invalid_request'] });
   });

@@ -21,8 +21,9 @@ describe('outlastingConflicts', () => {
   it('runs a write again after each conflict, waiting longer each time, until it succeeds', async () => {
     const waits: number[] = [];
     const w = failing([1, 2, 3].map(() => new StoreConflictError('conflicted')));
-    const result = await outlastingConflicts(w.write, 6, async (ms) => {
+    const result = await outlastingConflicts(w.write, 6, (ms) => {
       waits.push(ms);
+      return Promise.resolve();
     });
     expect(result).toBe('done');
     expect(w.calls()).toBe(4);
@@ -36,14 +37,14 @@ describe('outlastingConflicts', () => {
 
   it('gives up after its rounds with the last conflict', async () => {
     const w = failing([1, 2, 3, 4].map((n) => new StoreConflictError(`conflict ${n}`)));
-    await expect(outlastingConflicts(w.write, 2, async () => undefined)).rejects.toThrow('conflict 3');
+    await expect(outlastingConflicts(w.write, 2, () => Promise.resolve())).rejects.toThrow('conflict 3');
     expect(w.calls()).toBe(3);
   });
 
   it('does not run again after a database that cannot be reached, or any other failure', async () => {
     for (const err of [new StoreUnavailableError('gone'), new Error('bug')]) {
       const w = failing([err]);
-      await expect(outlastingConflicts(w.write, 6, async () => undefined)).rejects.toBe(err);
+      await expect(outlastingConflicts(w.write, 6, () => Promise.resolve())).rejects.toBe(err);
       expect(w.calls()).toBe(1);
     }
   });
