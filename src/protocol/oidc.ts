@@ -138,7 +138,7 @@ export class OidcSignIn {
       );
     }
     const now = this.clock.now();
-    const authTime = typeof claims.auth_time === 'number' ? claims.auth_time * 1000 : undefined;
+    const authTime = authenticationTime(claims.auth_time, now);
     // §8.11: a fresh sign-in counts only if the person authenticated within fresh_auth.
     if (pending.fresh && (authTime === undefined || now - authTime > this.freshAuthMs)) {
       return this.#refuse(
@@ -181,7 +181,7 @@ export class OidcSignIn {
       // Without auth_time nobody can say when the person last authenticated: the provider may
       // have reused a session of its own hours old, with nobody at the keyboard. Such a session
       // is never fresh (§8.11); a fresh sign-in asks with max_age=0 and needs auth_time.
-      authenticatedAt: authTime === undefined ? 0 : Math.min(now, authTime),
+      authenticatedAt: authTime ?? 0,
       returnTo,
       fresh: pending.fresh,
       ...authenticationClaims(claims),
@@ -295,4 +295,19 @@ function authenticationClaims(claims: Readonly<Record<string, unknown>>): {
         .map((m) => m.slice(0, 50))
     : [];
   return { acr, amr: amr.length > 0 ? amr : null };
+}
+
+/** How far ahead of this server's clock a provider's may run and its `auth_time` still count. */
+const AUTH_TIME_AHEAD_MS = 60_000;
+
+/**
+ * `auth_time` (OIDC Core §2) as whole epoch ms, at most now; undefined when absent, not a finite
+ * number, or further ahead than a provider's clock may be. A time to come cannot be when someone
+ * authenticated, and taken as now it counted as a fresh sign-in (§8.11); a fraction of a second
+ * made a sign-in time no store column holds.
+ */
+function authenticationTime(value: unknown, now: number): number | undefined {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return undefined;
+  const at = Math.floor(value * 1000);
+  return at > now + AUTH_TIME_AHEAD_MS ? undefined : Math.min(at, now);
 }

@@ -36,12 +36,17 @@ afterAll(async () => {
 });
 
 /** A whole sign-in at the provider as `login`; the proxy's answer at its callback. */
-async function signInAs(login: string): Promise<{ status: number; cookie: string; text: string }> {
-  const begin = await get(p, '/sign-in/oidc?return=/account');
+async function signInAs(
+  login: string,
+  at: { proxy: TestProtocol; provider: TestIdp } = { proxy: p, provider: idp },
+): Promise<{ status: number; cookie: string; text: string }> {
+  const begin = await get(at.proxy, '/sign-in/oidc?return=/account');
   expect(begin.status).toBe(303);
   const browser = (begin.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
-  const callback = new URL(await new IdpBrowser(idp, login).follow(begin.headers.get('location') ?? ''));
-  const done = await get(p, `${callback.pathname}${callback.search}`, browser);
+  const callback = new URL(
+    await new IdpBrowser(at.provider, login).follow(begin.headers.get('location') ?? ''),
+  );
+  const done = await get(at.proxy, `${callback.pathname}${callback.search}`, browser);
   return {
     status: done.status,
     cookie: (done.headers.get('set-cookie') ?? '').split(';')[0] ?? '',
@@ -84,5 +89,41 @@ describe('claims of an OIDC sign-in', () => {
     const approve = await post(p, '/device/approve', hiddenFields(shown.text, 'approve-form'), cookie);
     expect(approve.headers.get('refresh')).toMatch(/url=\/sign-in\/oidc\?/);
     expect((await p.status(r.host, r.agentId)).body.status).toBe('pending');
+  });
+});
+
+describe('auth_time a provider should not send', () => {
+  let ahead: TestIdp;
+  let proxy: TestProtocol;
+  beforeAll(async () => {
+    ahead = await startTestIdp({
+      redirectUris: ['http://localhost/sign-in/oidc/callback'],
+      accounts: {
+        dave: { email: 'dave@example.com', email_verified: true, preferred_username: 'dave', name: 'Dave' },
+      },
+      now: () => clock.now(),
+    });
+    proxy = await startPagesProxy(
+      `  oidc:\n    issuer: ${ahead.issuer}\n    client_id: ${ahead.clientId}\n    client_secret: { value: ${ahead.clientSecret} }\n`,
+      { clock, issuer: () => 'http://localhost' },
+    );
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await ahead?.close();
+  });
+
+  it('an auth_time an hour ahead is no authentication time: the session is not fresh', async () => {
+    ahead.authTimeOffsetSec = -3600;
+    try {
+      const done = await signInAs('dave', { proxy, provider: ahead });
+      expect(done.status).toBe(303);
+      // Observed before: taken as now, a fresh session that could enrol a first passkey at once.
+      const account = await get(proxy, '/account', done.cookie);
+      expect(account.text).toContain('dave@example.com');
+      expect(account.text).toContain('id="enrol-sign-in"');
+    } finally {
+      ahead.authTimeOffsetSec = 0;
+    }
   });
 });
