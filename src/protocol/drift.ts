@@ -29,7 +29,13 @@ import type { AfterCommit, ProtocolContext } from './context.js';
 import { createApproval } from './approvals.js';
 import { policyGrantable, POLICY_ACTOR, requestedFromGrant } from './grants.js';
 import { isGrantEffective } from './lifecycle.js';
-import { policyGrants, readStored, storedForm, withAbsent, type PolicyGrants } from './stored-policy.js';
+import {
+  policyGrants,
+  storedForm,
+  storedPolicyGrants,
+  withAbsent,
+  type PolicyGrants,
+} from './stored-policy.js';
 
 export interface DriftOutcome {
   /** Grants suspended until re-approved because their capability changed, by capability. */
@@ -83,7 +89,7 @@ function stoppedGranting(before: PolicyGrants, now: PolicyGrants): Set<string> {
 function driftWrite(ctx: ProtocolContext, granting: PolicyGrants): Promise<DriftOutcome> {
   // The counts are the transaction's result, not variables it changes: it may run more than once.
   return ctx.write(async (tx, after) => {
-    const before = readStored(await tx.appliedPolicyGrants());
+    const before = await storedPolicyGrants(tx);
     const stopped = before === undefined ? new Set<string>() : stoppedGranting(before, granting);
     const stored = storedForm(before === undefined ? granting : withAbsent(granting, before, ctx));
     if (before === undefined || storedForm(before) !== stored) await tx.putAppliedPolicyGrants(stored);

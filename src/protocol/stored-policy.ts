@@ -6,8 +6,7 @@
  * and would never see those grants. So policy grants only what both its own policy and the
  * stored one allow (autoGrantableNow); on one process the two are the same.
  */
-import type { HostRecord, StoreWriter } from '../storage/types.js';
-import type { AgentMode } from '../storage/types.js';
+import type { AgentMode, HostRecord, StoreWriter } from '../storage/types.js';
 import type { ProtocolContext } from './context.js';
 import { autoGrantable } from './grants.js';
 import type { Policy } from './resolved-policy.js';
@@ -40,7 +39,7 @@ export function storedForm(grants: PolicyGrants): string {
 }
 
 /** The stored form read back; undefined for none, or for text this build cannot read. */
-export function readStored(text: string | undefined): PolicyGrants | undefined {
+function readStored(text: string | undefined): PolicyGrants | undefined {
   if (text === undefined) return undefined;
   try {
     const v = JSON.parse(text) as {
