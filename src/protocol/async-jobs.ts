@@ -15,6 +15,14 @@ import { isGrantEffective } from './lifecycle.js';
 
 export const STATUS_PATH = '/capability/status/';
 
+/**
+ * The most async jobs one agent keeps (README "Bounds"): each open job is a row of up to 4 KiB
+ * for `execution.async_job_ttl`, and an agent may start one per request within its rate limit.
+ * Past it, a new job forgets the agent's oldest, whose status URL then answers
+ * `execution_not_found`, as an expired one does.
+ */
+export const MAX_ASYNC_JOBS_PER_AGENT = 1_000;
+
 export function statusUrlOf(ctx: ProtocolContext, jobId: string): string {
   return `${ctx.issuer()}${STATUS_PATH}${jobId}`;
 }
@@ -42,6 +50,7 @@ export async function openAsyncJob(
     createdAt: now,
     expiresAt: now + job.ttlMs,
   });
+  await ctx.store.forgetOlderAsyncJobs(job.agentId, MAX_ASYNC_JOBS_PER_AGENT);
   return statusUrlOf(ctx, id);
 }
 

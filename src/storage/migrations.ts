@@ -359,4 +359,10 @@ export const MIGRATIONS: readonly string[] = [
     grants TEXT NOT NULL
   ) STRICT;
   `,
+  // 24: an agent's async jobs in creation order, so that forgetting those past its newest 1,000
+  // (protocol/async-jobs.ts) walks the index rather than sorting them.
+  `
+  DROP INDEX async_jobs_agent;
+  CREATE INDEX async_jobs_agent ON async_jobs (agent_id, created_at, id);
+  `,
 ];

@@ -322,6 +322,11 @@ export const PG_MIGRATIONS: readonly string[] = [
     grants text NOT NULL
   );
   `,
+  // 12: an agent's async jobs in creation order (SQLite's 24).
+  `
+  DROP INDEX async_jobs_agent;
+  CREATE INDEX async_jobs_agent ON async_jobs (agent_id, created_at, id);
+  `,
 ];
 
 /** Any fixed number: the key of the advisory lock replicas take to migrate one at a time. */

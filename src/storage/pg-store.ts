@@ -175,6 +175,14 @@ export class PgStore extends PgReader implements Store {
   // (ARRAY(…), an InitPlan), then deleted by primary key: never a join the planner could turn
   // into a scan of the whole table.
 
+  forgetOlderAsyncJobs(agentId: string, keep: number): Promise<number> {
+    return this.exec({
+      sql: `DELETE FROM async_jobs WHERE id = ANY (ARRAY(SELECT id FROM async_jobs WHERE agent_id = $1
+        ORDER BY created_at DESC, id DESC OFFSET $2))`,
+      params: [agentId, keep],
+    });
+  }
+
   deleteExpiredAsyncJobs(now: number, limit: number): Promise<number> {
     return this.exec({
       sql: `DELETE FROM async_jobs WHERE id = ANY (ARRAY(SELECT id FROM async_jobs WHERE expires_at < $1

@@ -288,6 +288,10 @@ export class SqliteAsyncStore implements Store {
     return this.run(() => this.engine.insertAsyncJob(job));
   }
 
+  forgetOlderAsyncJobs(agentId: string, keep: number): Promise<number> {
+    return this.run(() => this.engine.forgetOlderAsyncJobs(agentId, keep));
+  }
+
   deleteExpiredAsyncJobs(now: number, limit: number): Promise<number> {
     return this.run(() => this.engine.deleteExpiredAsyncJobs(now, limit));
   }

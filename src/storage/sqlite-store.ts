@@ -331,6 +331,13 @@ export class SqliteEngine implements SyncStore {
     );
   }
 
+  forgetOlderAsyncJobs(agentId: string, keep: number): number {
+    return this.stmt(
+      `DELETE FROM async_jobs WHERE id IN (SELECT id FROM async_jobs WHERE agent_id = ?
+        ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?)`,
+    ).run(agentId, keep).changes;
+  }
+
   deleteExpiredAsyncJobs(now: number, limit: number): number {
     // Oldest first along async_jobs_expiry, at most `limit`: a sweep never holds the event loop long.
     return this.stmt(

@@ -547,6 +547,11 @@ export interface Store extends StoreReader {
   /** Appends execution records in one transaction (the executor batches them off the hot path). */
   appendActivities(records: readonly ActivityRecord[]): Promise<void>;
   insertAsyncJob(job: AsyncJobRecord): Promise<void>;
+  /**
+   * Deletes the agent's async jobs beyond its `keep` newest (by `created_at`, then id); returns
+   * how many. Reads at most keep + the few inserted since, along the agent's index.
+   */
+  forgetOlderAsyncJobs(agentId: string, keep: number): Promise<number>;
   /** Deletes at most `limit` jobs whose `expires_at` is before `now`; returns how many. */
   deleteExpiredAsyncJobs(now: number, limit: number): Promise<number>;
   /**

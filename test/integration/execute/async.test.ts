@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
 import type { TestKey } from '../../helpers/keys.js';
 import { TestClock, type Reply } from '../../helpers/protocol.js';
+import { MAX_ASYNC_JOBS_PER_AGENT } from '../../../src/protocol/async-jobs.js';
 import { json, TestUpstream } from '../../helpers/upstream.js';
 
 const SERVICE_KEY = 'service-key-async-0123456789';
@@ -559,5 +560,34 @@ describe('issue 10 class 4: upstream-chosen status URLs', () => {
     expect(reply.headers.get('retry-after')).toBeNull();
     acceptWithLocation('ra-date', { 'retry-after': 'Wed, 21 Oct 2015 07:28:00 GMT' });
     expect((await start()).headers.get('retry-after')).toBe('Wed, 21 Oct 2015 07:28:00 GMT');
+  });
+
+  // Found in review: nothing bounded how many jobs one agent held (each up to 4 KiB for the TTL,
+  // one per request within its rate limit), and a revoked agent's stayed until the TTL.
+  it(`an agent keeps at most ${MAX_ASYNC_JOBS_PER_AGENT} jobs: a new one forgets the oldest, whose status URL is not found`, async () => {
+    const own = await gw.p.activeAgent(['start_job', 'get_job']);
+    const store = gw.p.proxy.protocol.store;
+    const now = clock.now();
+    for (let i = 0; i < MAX_ASYNC_JOBS_PER_AGENT; i++) {
+      await store.insertAsyncJob({
+        id: `job_cap_${String(i).padStart(4, '0')}`,
+        agentId: own.agentId,
+        capability: 'start_job',
+        upstreamUrl: `${gw.upstream.url}/v1/jobs/cap-${i}`,
+        statusCapability: 'get_job',
+        createdAt: now - MAX_ASYNC_JOBS_PER_AGENT + i,
+        expiresAt: now + JOB_TTL_MS,
+      });
+    }
+    acceptWithLocation('cap-new');
+    const started = await start(own.agent, own.agentId);
+    expect(started.status).toBe(202);
+    const oldest = await poll(`${gw.p.issuer}/capability/status/job_cap_0000`, own.agent, own.agentId);
+    expect(oldest.status).toBe(404);
+    expect(oldest.body.error).toBe('execution_not_found');
+    expect(await store.asyncJob('job_cap_0001')).toBeDefined();
+    expect(
+      await store.asyncJob(new URL(started.body.status_url as string).pathname.split('/').at(-1)!),
+    ).toBeDefined();
   });
 });

@@ -256,6 +256,7 @@ export const STORE_CALLS: Record<string, Call<Store>> = {
       createdAt: NOW,
       expiresAt: NOW + 1,
     }),
+  forgetOlderAsyncJobs: (s) => s.forgetOlderAsyncJobs('a1', 1000),
   deleteExpiredAsyncJobs: (s) => s.deleteExpiredAsyncJobs(NOW, 500),
   deleteActivityBefore: (s) => s.deleteActivityBefore(NOW - 1, 1000),
   deleteClosedApprovalsBefore: (s) => s.deleteClosedApprovalsBefore(NOW - 1, 1000),

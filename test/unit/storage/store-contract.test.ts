@@ -843,6 +843,21 @@ describe.each(FACTORIES)('Store contract: $name', (factory) => {
       expect(await store.deleteExpiredAsyncJobs(NOW, 10)).toBe(0);
     });
 
+    it("forgets an agent's jobs beyond its newest `keep` (by creation, then id), and no other agent's", async () => {
+      await seed();
+      await store.insertAsyncJob(asyncJob('j1', 'a1', { createdAt: NOW - 3 }));
+      await store.insertAsyncJob(asyncJob('j3', 'a1', { createdAt: NOW - 1 }));
+      await store.insertAsyncJob(asyncJob('j2a', 'a1', { createdAt: NOW - 2 }));
+      await store.insertAsyncJob(asyncJob('j2b', 'a1', { createdAt: NOW - 2 }));
+      await store.insertAsyncJob(asyncJob('k1', 'a2', { createdAt: NOW - 9 }));
+      expect(await store.forgetOlderAsyncJobs('a1', 2)).toBe(2);
+      const left = async (ids: string[]): Promise<string[]> =>
+        (await Promise.all(ids.map(async (id) => ((await store.asyncJob(id)) ? id : '')))).filter(Boolean);
+      expect(await left(['j1', 'j2a', 'j2b', 'j3', 'k1'])).toEqual(['j2b', 'j3', 'k1']);
+      expect(await store.forgetOlderAsyncJobs('a1', 2)).toBe(0);
+      expect(await store.forgetOlderAsyncJobs('a2', 0)).toBe(1);
+    });
+
     it('refuses a job of an unknown agent', async () => {
       await expect(store.insertAsyncJob(asyncJob('j1', 'nope'))).rejects.toThrow();
     });
