@@ -16,6 +16,8 @@ export interface ExecutionAttempt {
   readonly upstreamStatus: number | null;
   readonly requestId: string;
   readonly message?: string;
+  /** More of what happened, e.g. the async job a status poll read (§5.11). */
+  readonly extra?: Readonly<Record<string, unknown>>;
 }
 
 export function executionRecord(ctx: ProtocolContext, attempt: ExecutionAttempt): ActivityRecord {
@@ -33,6 +35,7 @@ export function executionRecord(ctx: ProtocolContext, attempt: ExecutionAttempt)
     detail: {
       request_id: attempt.requestId,
       ...(attempt.message !== undefined ? { message: attempt.message } : {}),
+      ...attempt.extra,
       // §11: arguments can hold personal data; recorded only when the policy says so.
       ...(ctx.policy.audit.logArguments ? { arguments: attempt.args } : {}),
     },

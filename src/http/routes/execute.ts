@@ -274,6 +274,10 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       x.decision.trace_id = trace.traceId;
       // A status poll is an upstream call too: it holds a slot while it runs.
       const slot = takeUpstreamSlot(options.inFlight, { agentId: auth.agent.id, hostId: auth.host.id });
+      const started = performance.now();
+      // The call the poll made last (the status URL, or the result a 303 led to): what §11 records.
+      let polled: { readonly name: string; readonly args: Readonly<Record<string, unknown>> } | undefined;
+      let failure: unknown;
       let state: Awaited<ReturnType<Executor['poll']>>;
       try {
         const current = engine();
@@ -288,18 +292,38 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
           authorize: async (call) => {
             // A per-call capability runs only once a person approves its exact arguments: never
             // as another call's status URL or result, which no one approved.
+            polled = call;
             if (ctx.policy.perCall.has(call.name)) throw perCallOnlyDirectly(call.name);
-            checkSentRequest(
-              (await authorizeExecution(ctx, auth, call, current.validators)).grant,
-              call.sent,
-            );
+            const { grant } = await authorizeExecution(ctx, auth, call, current.validators);
+            checkSentRequest(grant, call.sent);
             // The call's own limits too (per_capability, high_risk), as for a direct call: polling
             // must not be a way around them.
             await limits.capability(call.name, auth.agent.id, auth.host.id, auth.agent.userId);
+            // A use of that grant, as a direct call is (account page).
+            ctx.usage.recordGrant(grant.id, ctx.clock.now());
           },
         });
+      } catch (err) {
+        failure = err;
+        throw err;
       } finally {
         slot.release();
+        // §11: each poll that read a job is a capability call with the service's credentials,
+        // recorded as an execute is, refused or not, with the job it read.
+        const e = failure === undefined ? undefined : toProtocolError(failure);
+        log.record(
+          executionRecord(ctx, {
+            auth,
+            capability: polled?.name ?? job.statusCapability ?? job.capability,
+            args: polled?.args ?? {},
+            outcome: e ? e.code : 'success',
+            latencyMs: performance.now() - started,
+            upstreamStatus: typeof e?.fields.upstream_status === 'number' ? e.fields.upstream_status : null,
+            requestId: x.requestId,
+            ...(e ? { message: e.message } : {}),
+            extra: { status_of: { job: job.id, capability: job.capability } },
+          }),
+        );
       }
       if (state.status === 'pending') {
         sendJson(

@@ -590,4 +590,42 @@ describe('issue 10 class 4: upstream-chosen status URLs', () => {
       await store.asyncJob(new URL(started.body.status_url as string).pathname.split('/').at(-1)!),
     ).toBeDefined();
   });
+
+  // Found in review: a poll calls the upstream with the service's credentials as a call of the
+  // mapped GET capability, yet left no §11 record and no use of that grant.
+  it('each poll is recorded as a call of the mapped capability (§11), refused or not, with its job', async () => {
+    const polls = async (who: { agentId: string }): Promise<unknown[][]> => {
+      await gw.p.proxy.flushActivity();
+      const reply = await gw.p.admin('GET', `/admin/activity?agent_id=${who.agentId}`);
+      return (reply.body.activity as { type: string; capability: string; outcome: string; detail: any }[])
+        .filter((r) => r.type === 'execute' && r.capability === 'get_job')
+        .map((r) => [r.outcome, r.detail.status_of]);
+    };
+    const jobOf = (reply: Reply): string =>
+      new URL(reply.body.status_url as string).pathname.split('/').at(-1)!;
+    script('/v1/jobs/audited', [
+      (res) => json(res, 200, { status: 'running' }),
+      (res) => json(res, 200, { status: 'completed', result: { n: 1 } }),
+    ]);
+
+    const holder = await gw.p.activeAgent(['start_job', 'get_job']);
+    acceptWithLocation('audited');
+    const started = await start(holder.agent, holder.agentId);
+    for (let i = 0; i < 2; i++) {
+      expect((await poll(started.body.status_url, holder.agent, holder.agentId)).status).toBe(200);
+    }
+    const of = { job: jobOf(started), capability: 'start_job' };
+    expect(await polls(holder)).toEqual([
+      ['success', of],
+      ['success', of],
+    ]);
+
+    // An agent without get_job: its poll is refused before anything is sent, and recorded so.
+    const other = await gw.p.activeAgent(['start_job']);
+    const mine = await start(other.agent, other.agentId);
+    expect((await poll(mine.body.status_url, other.agent, other.agentId)).status).toBe(403);
+    expect(await polls(other)).toEqual([
+      ['capability_not_granted', { job: jobOf(mine), capability: 'start_job' }],
+    ]);
+  });
 });
