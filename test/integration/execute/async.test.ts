@@ -597,7 +597,13 @@ describe('issue 10 class 4: upstream-chosen status URLs', () => {
     const polls = async (who: { agentId: string }): Promise<unknown[][]> => {
       await gw.p.proxy.flushActivity();
       const reply = await gw.p.admin('GET', `/admin/activity?agent_id=${who.agentId}`);
-      return (reply.body.activity as { type: string; capability: string; outcome: string; detail: any }[])
+      const records = reply.body.activity as {
+        type: string;
+        capability: string;
+        outcome: string;
+        detail: { status_of?: unknown };
+      }[];
+      return records
         .filter((r) => r.type === 'execute' && r.capability === 'get_job')
         .map((r) => [r.outcome, r.detail.status_of]);
     };

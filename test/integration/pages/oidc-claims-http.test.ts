@@ -12,23 +12,36 @@ import { get, hiddenFields, pendingRegistration, post, startPagesProxy } from '.
 import { TestClock, type TestProtocol } from '../../helpers/protocol.js';
 
 const clock = new TestClock();
+
+/** A real provider with `accounts`, and a pages proxy signing in there. */
+async function providerAndProxy(
+  accounts: Parameters<typeof startTestIdp>[0]['accounts'],
+  requireAuthTime?: boolean,
+): Promise<{ provider: TestIdp; proxy: TestProtocol }> {
+  const provider = await startTestIdp({
+    redirectUris: ['http://localhost/sign-in/oidc/callback'],
+    accounts,
+    now: () => clock.now(),
+    ...(requireAuthTime === undefined ? {} : { requireAuthTime }),
+  });
+  const proxy = await startPagesProxy(
+    `  oidc:\n    issuer: ${provider.issuer}\n    client_id: ${provider.clientId}\n    client_secret: { value: ${provider.clientSecret} }\n`,
+    { clock, issuer: () => 'http://localhost' },
+  );
+  return { provider, proxy };
+}
+
 let idp: TestIdp;
 let p: TestProtocol;
 beforeAll(async () => {
-  idp = await startTestIdp({
-    redirectUris: ['http://localhost/sign-in/oidc/callback'],
-    accounts: {
+  ({ provider: idp, proxy: p } = await providerAndProxy(
+    {
       carol: { email: 'carol@example.com', email_verified: true, preferred_username: 'carol', name: 'Carol' },
       mallory: { email: 'alice@example.com', email_verified: 'false', preferred_username: 'm', name: 'M' },
     },
-    now: () => clock.now(),
     // auth_time only when asked for (max_age), as OIDC Core allows.
-    requireAuthTime: false,
-  });
-  p = await startPagesProxy(
-    `  oidc:\n    issuer: ${idp.issuer}\n    client_id: ${idp.clientId}\n    client_secret: { value: ${idp.clientSecret} }\n`,
-    { clock, issuer: () => 'http://localhost' },
-  );
+    false,
+  ));
 });
 afterAll(async () => {
   await p?.close();
@@ -96,17 +109,9 @@ describe('auth_time a provider should not send', () => {
   let ahead: TestIdp;
   let proxy: TestProtocol;
   beforeAll(async () => {
-    ahead = await startTestIdp({
-      redirectUris: ['http://localhost/sign-in/oidc/callback'],
-      accounts: {
-        dave: { email: 'dave@example.com', email_verified: true, preferred_username: 'dave', name: 'Dave' },
-      },
-      now: () => clock.now(),
-    });
-    proxy = await startPagesProxy(
-      `  oidc:\n    issuer: ${ahead.issuer}\n    client_id: ${ahead.clientId}\n    client_secret: { value: ${ahead.clientSecret} }\n`,
-      { clock, issuer: () => 'http://localhost' },
-    );
+    ({ provider: ahead, proxy } = await providerAndProxy({
+      dave: { email: 'dave@example.com', email_verified: true, preferred_username: 'dave', name: 'Dave' },
+    }));
   });
   afterAll(async () => {
     await proxy?.close();
