@@ -3,7 +3,7 @@
  * the answer itself (not a Content-Encoding, which answers.ts undoes before anything is read)
  * reaches the agent in the base64 envelope, and the agent inflates it: its compressed bytes say
  * nothing of what it holds. So it is decoded here, within max_response_bytes, and its bytes are
- * checked as any binary answer's are. Formats that compress inside a container (zip and those
+ * checked as every other binary answer is. Formats that compress inside a container (zip and those
  * built on it, 7z, xz, bzip2, zstd, PDF streams) are not opened: the README says so.
  */
 import { type Coding, decodeBody } from './content-coding.js';
