@@ -9,42 +9,24 @@ import type { ServerResponse } from 'node:http';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { relayedEvents, startGateway, type Gateway } from '../../helpers/gateway.js';
+import { expectNoRunOf, sendBytes, startEchoGateway, type EchoAgent } from '../../helpers/secret-echo.js';
 import { json } from '../../helpers/upstream.js';
 
-const KEY = 'sk-live-9f8e7d6c5b4a3210zyxw';
-/** What may show of a secret: at most its first 7 characters (event-redaction.ts). */
-const LEAK_LIMIT = 8;
-
 let gw: Gateway;
-let agent: Awaited<ReturnType<Gateway['p']['activeAgent']>>;
+let agent: EchoAgent;
 
 beforeAll(async () => {
-  gw = await startGateway({
-    api: [
-      '    retries: 0',
-      '    timeout: 2s',
-      '    max_response_bytes: 65536',
-      '    credentials:',
-      `      apiKeyHeader: ${JSON.stringify(KEY)}`,
-    ].join('\n'),
-  });
-  agent = await gw.p.activeAgent(['get_item', 'get_file', 'stream_events']);
+  ({ gw, agent } = await startEchoGateway([
+    '    retries: 0',
+    '    timeout: 2s',
+    '    max_response_bytes: 65536',
+  ]));
 });
 afterAll(() => gw.close());
 beforeEach(() => gw.upstream.reset());
 
-/** No run of LEAK_LIMIT characters of `secret` is in `text`. */
-function expectNone(text: string, secret = KEY): void {
-  for (let i = 0; i + LEAK_LIMIT <= secret.length; i++) {
-    const piece = secret.slice(i, i + LEAK_LIMIT);
-    expect(text, `contains ${piece}`).not.toContain(piece);
-  }
-}
-
-function send(res: ServerResponse, status: number, headers: Record<string, string>, body: Buffer): void {
-  res.writeHead(status, { 'content-length': String(body.length), ...headers });
-  res.end(body);
-}
+const expectNone = expectNoRunOf;
+const send = sendBytes;
 
 const getItem = (itemId: string) => gw.p.execute(agent.agent, agent.agentId, 'get_item', { itemId });
 const getFile = (name: string) => gw.p.execute(agent.agent, agent.agentId, 'get_file', { name });
