@@ -62,6 +62,31 @@ describe('SQLite and PostgreSQL answer alike', () => {
     expect(answers).toEqual({ sqlite: [200, 200], postgres: [200, 200] });
   });
 
+  it('a JWT whose exp has a fraction of a second is still used once only (§4.6)', async () => {
+    // The horizon is rounded up, never down: the jti is kept for all the JWT is acceptable.
+    const answers = await onBoth(async (p) => {
+      const a = await p.activeAgent(['list_pets']);
+      const now = Math.floor(p.clock.now() / 1000);
+      const token = await p.agentToken(
+        a.agent,
+        a.agentId,
+        { iat: now, exp: now + 59.9999 },
+        p.executeLocation,
+      );
+      const call = (): Promise<Reply> =>
+        p.request('POST', '/capability/execute', { token, body: { capability: 'list_pets', arguments: {} } });
+      const first = await call();
+      const again = await call();
+      // Just before exp + skew, the JWT is still acceptable by its times: only replay memory refuses it.
+      p.clock.advance((59 + 30) * 1000);
+      const late = await call();
+      return [first.status, again.status, again.body.message, late.status, late.body.message];
+    });
+    const used = 'This JWT (jti) was already used; sign a new one per request.';
+    const once = [200, 401, used, 401, used];
+    expect(answers).toEqual({ sqlite: once, postgres: once });
+  });
+
   it('eight registrations of one agent key at once: one 200, the rest 409 agent_exists, no 500', async () => {
     // Observed before on PostgreSQL: 500s (a unique violation the transaction's look had missed).
     const answers = await onBoth(async (p) => {
