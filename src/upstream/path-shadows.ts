@@ -18,7 +18,7 @@
  */
 import { ProtocolError } from '../errors.js';
 import type { Capability } from '../openapi/types.js';
-import { matchTemplate } from './path-template.js';
+import { decodedOrAsIs, matchTemplate } from './path-template.js';
 
 export class PathShadows {
   /** Operations by API, method and number of segments: only these can take each other's paths. */
@@ -90,14 +90,6 @@ function formattedLiteral(c: Capability): string | undefined {
   const last = segmentsOf(c).at(-1) ?? '';
   if (last === '' || last.includes('{')) return undefined;
   return `${decodedOrAsIs(last).toLowerCase()}.`;
-}
-
-function decodedOrAsIs(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 function routeOf(c: Capability): string {

@@ -35,7 +35,8 @@ export function templateSegment(raw: string, caseless = false): TemplateSegment 
   return { pattern: linearRegExp(`^${source}$`, caseless ? 'si' : 's'), names, literalChars };
 }
 
-function decodedOrAsIs(text: string): string {
+/** `text` percent-decoded, or as it is when it does not decode. */
+export function decodedOrAsIs(text: string): string {
   try {
     return decodeURIComponent(text);
   } catch {

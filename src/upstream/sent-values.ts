@@ -14,6 +14,7 @@ import { parameterAlias } from '../openapi/credential-names.js';
 import { essence, isJsonLike } from '../openapi/media.js';
 import type { BodyBinding, OperationBinding, ParameterBinding } from '../openapi/types.js';
 import { decodeCharset, encodeBody } from './body-encoding.js';
+import { decodedOrAsIs } from './path-template.js';
 import { ArgumentError, type UpstreamRequestParts } from './request-parts.js';
 import { cookiePairs, headerValue, pathValue, queryPairs, shapeOf, type Shape } from './styles.js';
 import {
@@ -190,19 +191,11 @@ function pathEntries(p: ParameterBinding, shape: Shape): WireEntry[] {
       .slice(1)
       .map((chunk) => {
         const eq = chunk.indexOf('=');
-        const name = pathDecode(eq === -1 ? chunk : chunk.slice(0, eq));
-        return { in: 'path', name, text: eq === -1 ? '' : pathDecode(chunk.slice(eq + 1)) };
+        const name = decodedOrAsIs(eq === -1 ? chunk : chunk.slice(0, eq));
+        return { in: 'path', name, text: eq === -1 ? '' : decodedOrAsIs(chunk.slice(eq + 1)) };
       });
   }
-  return [{ in: 'path', name: p.name, text: pathDecode(p.style === 'label' ? raw.slice(1) : raw) }];
-}
-
-function pathDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
+  return [{ in: 'path', name: p.name, text: decodedOrAsIs(p.style === 'label' ? raw.slice(1) : raw) }];
 }
 
 /** The argument that is the whole body, when the body is wrapped. */
