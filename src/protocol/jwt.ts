@@ -4,7 +4,7 @@
  * 401 invalid_jwt; the messages name the rule that failed and never echo key material.
  */
 import type { Clock } from '../clock.js';
-import { hasControlCharacter } from '../util/control-characters.js';
+import { hasControlCharacter, hasLoneSurrogate } from '../util/control-characters.js';
 import { Ed25519PublicKey } from './ed25519.js';
 
 export type JwtType = 'host+jwt' | 'agent+jwt';
@@ -46,8 +46,6 @@ const BASE64URL = /^[A-Za-z0-9_-]+$/;
  * refused as malformed here rather than reaching a lookup that would fail (a 500) uncharged.
  */
 const IDENTIFYING_CLAIMS = ['sub', 'iss', 'jti'] as const;
-/** With the `u` flag, `\p{Cs}` matches only a surrogate that is not half of a pair. */
-const LONE_SURROGATE = /\p{Cs}/u;
 // fatal: a payload that is not UTF-8 must not be "repaired" into different claims. Without the
 // `stream` option decode() keeps no state between calls, so one instance serves every token.
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -109,7 +107,7 @@ export function decodeJwt(token: string, typ: JwtType): UnverifiedJwt {
     }
     // A lone surrogate (`"j\ud800"`) is no text: PostgreSQL's driver stores it as U+FFFD, so two
     // such jtis would be one there (a false replay) and two on SQLite.
-    if (typeof value === 'string' && LONE_SURROGATE.test(value)) {
+    if (typeof value === 'string' && hasLoneSurrogate(value)) {
       throw new JwtError(`The JWT "${claim}" must be well-formed Unicode text.`);
     }
   }

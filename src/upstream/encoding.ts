@@ -2,6 +2,7 @@
  * Percent-encoding and value helpers for building upstream requests from agent arguments.
  * Everything an agent supplies is encoded so that it can only ever be data, never structure.
  */
+import { hasLoneSurrogate } from '../util/control-characters.js';
 
 /** An argument that cannot be sent as given; the executor answers it with `invalid_request`. */
 export class ArgumentError extends Error {
@@ -14,11 +15,9 @@ export class ArgumentError extends Error {
   }
 }
 
-/** A lone UTF-16 surrogate has no UTF-8 form (encodeURIComponent would throw, Buffer would alter it). */
-const LONE_SURROGATE = /\p{Cs}/u;
-
 export function wellFormed(value: string, argument: string): string {
-  if (LONE_SURROGATE.test(value)) {
+  // No UTF-8 form: encodeURIComponent would throw, Buffer would alter it.
+  if (hasLoneSurrogate(value)) {
     throw new ArgumentError(argument, `Argument ${argument} contains an unpaired UTF-16 surrogate.`);
   }
   return value;

@@ -16,3 +16,14 @@ export function hasControlCharacter(text: string): boolean {
 export function printable(text: string): string {
   return text.replace(CONTROL_CHARACTERS, '\ufffd');
 }
+
+/**
+ * A UTF-16 surrogate that is not half of a pair (with the `u` flag, `\p{Cs}` matches only those):
+ * no text, with no UTF-8 form. Buffer and PostgreSQL's driver write it as U+FFFD, so two values
+ * differing only there would be one once stored or sent.
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+export function hasLoneSurrogate(text: string): boolean {
+  return LONE_SURROGATE.test(text);
+}
