@@ -80,7 +80,7 @@ describe('SQLite and PostgreSQL answer alike', () => {
       // Just before exp + skew, the JWT is still acceptable by its times: only replay memory refuses it.
       p.clock.advance((59 + 30) * 1000);
       const late = await call();
-      return [first.status, again.status, again.body.message, late.status, late.body.message];
+      return [first.status, again.status, String(again.body.message), late.status, String(late.body.message)];
     });
     const used = 'This JWT (jti) was already used; sign a new one per request.';
     const once = [200, 401, used, 401, used];
