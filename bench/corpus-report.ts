@@ -17,7 +17,7 @@ export function corpusHeader(): string {
     `serve ready ≤ ${TARGETS.githubServeMs / 1000} s and ≤ ${TARGETS.githubServeRssMiB} MiB)\n` +
     `  ${'document'.padEnd(26)}${'flavour'.padEnd(13)}${'caps'.padStart(5)}${'MiB'.padStart(6)}` +
     `  ${'catalog: ms, peak RSS'.padEnd(24)}${'serve→discovery: ms, RSS'.padEnd(28)}` +
-    `${'largest capability (KiB in+out)'.padEnd(58)}capabilities --json: RSS, output`
+    `${'largest capability shown (KiB in+out)'.padEnd(72)}capabilities --json: RSS, output`
   );
 }
 
@@ -31,13 +31,15 @@ export function corpusLine(row: CorpusRow): string {
   });
   const largest = cell(row.catalog, (v) => {
     const over = v.over256KiB > 0 ? ` (${v.over256KiB} over)` : '';
-    return `${v.largest.name.slice(0, 36)} ${v.largest.kib.toFixed(0)}${mark(v.largest.kib <= TARGETS.capabilityKiB)}${over}`;
+    const summarized =
+      v.summarized > 0 ? ` (${v.summarized} summarized; reached ${v.largestReached.kib.toFixed(0)})` : '';
+    return `${v.largest.name.slice(0, 30)} ${v.largest.kib.toFixed(0)}${mark(v.largest.kib <= TARGETS.capabilityKiB)}${over}${summarized}`;
   });
   const json = cell(row.json, (v) => `${rss(v.maxRssMiB, TARGETS.rssMiB)} ${v.outputMiB.toFixed(1)} MiB`);
   const caps = row.catalog.ok ? String(row.catalog.value.capabilities) : '?';
   const line =
     `  ${row.id.padEnd(26)}${row.flavour.padEnd(13)}${caps.padStart(5)}${row.sizeMiB.toFixed(1).padStart(6)}` +
-    `  ${catalog.padEnd(24)}${serve.padEnd(28)}${largest.padEnd(58)}${json}`;
+    `  ${catalog.padEnd(24)}${serve.padEnd(28)}${largest.padEnd(72)}${json}`;
   const errors = (
     [
       ['catalog', row.catalog],

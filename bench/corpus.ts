@@ -44,7 +44,12 @@ export interface CatalogFigures {
   readonly ms: number;
   readonly capabilities: number;
   readonly maxRssMiB: number;
+  /** The largest capability as agents are shown it. */
   readonly largest: { readonly name: string; readonly kib: number };
+  /** The largest with every component it reaches whole (what it was before summarizing). */
+  readonly largestReached: { readonly name: string; readonly kib: number };
+  /** Capabilities shown with some components summarized. */
+  readonly summarized: number;
   readonly over256KiB: number;
 }
 
@@ -126,6 +131,8 @@ async function measureCatalog(file: string): Promise<Outcome<CatalogFigures>> {
     capabilities: number;
     maxRssKiB: number;
     largest: { name: string; bytes: number };
+    largestReached: { name: string; bytes: number };
+    summarized: number;
     over256KiB: number;
   };
   return {
@@ -135,6 +142,8 @@ async function measureCatalog(file: string): Promise<Outcome<CatalogFigures>> {
       capabilities: out.capabilities,
       maxRssMiB: out.maxRssKiB / 1024,
       largest: { name: out.largest.name, kib: out.largest.bytes / 1024 },
+      largestReached: { name: out.largestReached.name, kib: out.largestReached.bytes / 1024 },
+      summarized: out.summarized,
       over256KiB: out.over256KiB,
     },
   };

@@ -30,8 +30,12 @@ export interface DirectoryRow {
   /** Schemas the validator refused; the first few of them in `compileErrors`. */
   readonly refused?: number;
   readonly compileErrors?: readonly string[];
+  /** The largest capability as agents are shown it, and how many are shown over 256 KiB. */
   readonly largest?: { readonly name: string; readonly bytes: number };
   readonly over256KiB?: number;
+  /** The same with every component reached whole (before summarizing). */
+  readonly largestReached?: { readonly name: string; readonly bytes: number };
+  readonly reachedOver256KiB?: number;
 }
 
 /** Every OpenAPI document below `dir` (JSON or YAML), sorted. */
@@ -133,6 +137,7 @@ export function directorySummary(rows: readonly DirectoryRow[], dir: string, sec
   const over = loaded
     .filter((r) => (r.over256KiB ?? 0) > 0)
     .sort((a, b) => (b.largest?.bytes ?? 0) - (a.largest?.bytes ?? 0));
+  const reachedOver = loaded.filter((r) => (r.reachedOver256KiB ?? 0) > 0);
   const name = (r: DirectoryRow): string => relative(dir, r.file).replace(/\.(json|ya?ml)$/, '');
   const kib = (r: DirectoryRow): string => `${n(Math.round((r.largest?.bytes ?? 0) / 1024))} KiB`;
   return [
@@ -152,7 +157,9 @@ export function directorySummary(rows: readonly DirectoryRow[], dir: string, sec
         .map((r) => `\n    ${name(r)}: ${r.compileErrors?.[0] ?? ''}`)
         .join(''),
     `  documents with load warnings: ${n(loaded.filter((r) => (r.warnings ?? 0) > 0).length)}`,
-    `  documents with a capability over 256 KiB (input + output): ${n(over.length)}, ` +
+    `  capabilities reaching over 256 KiB of components (input + output), shown summarized: ` +
+      `${n(sum((r) => r.reachedOver256KiB))} in ${n(reachedOver.length)} documents`,
+    `  documents with a capability shown over 256 KiB: ${n(over.length)}, ` +
       `${n(sum((r) => r.over256KiB))} capabilities` +
       (over.length > 0 ? `\n    ${over.map((r) => `${name(r)} ${kib(r)}`).join(', ')}` : ''),
   ];

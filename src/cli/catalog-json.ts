@@ -4,6 +4,7 @@
  * Microsoft Graph's) ever becomes one string in memory (issue #14). The text is exactly what
  * `JSON.stringify(value, null, 2)` of the whole object would be.
  */
+import { advertisedSchemas } from '../openapi/advertised-schemas.js';
 import type { Catalog } from '../openapi/catalog.js';
 import type { Capability } from '../openapi/types.js';
 import { collectingWhenGrown } from '../util/collect-garbage.js';
@@ -24,8 +25,7 @@ export function capabilityEntry(c: Capability): Record<string, unknown> {
   return {
     name: c.name,
     description: c.description,
-    ...(c.input ? { input: c.input } : {}),
-    ...(c.output ? { output: c.output } : {}),
+    ...advertisedSchemas(c),
     method: c.operation.method.toUpperCase(),
     path: c.operation.path,
   };

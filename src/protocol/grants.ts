@@ -4,6 +4,7 @@
  * policy may grant without a human (§2.9, §8.10), and rendering grants for responses (§5.3).
  */
 import { ProtocolError } from '../errors.js';
+import { advertisedSchemas } from '../openapi/advertised-schemas.js';
 import type { Capability } from '../openapi/types.js';
 import type { AgentMode, GrantRecord, HostRecord, RequestedCapability } from '../storage/types.js';
 import { intersectConstraints, parseConstraints, type Constraints } from './constraints.js';
@@ -244,8 +245,7 @@ export function grantView(ctx: ProtocolContext, grant: GrantRecord, withAudit = 
     status: 'active',
     ...(withAudit && grant.grantedBy ? { granted_by: grant.grantedBy } : {}),
     description: capability.description,
-    ...(capability.input ? { input: capability.input } : {}),
-    ...(capability.output ? { output: capability.output } : {}),
+    ...advertisedSchemas(capability),
     ...(constraints ? { constraints } : {}),
     ...(grant.expiresAt ? { expires_at: new Date(grant.expiresAt).toISOString() } : {}),
   };

@@ -6,6 +6,7 @@
  */
 import { ProtocolError } from '../../errors.js';
 import { capabilityVersion } from '../../protocol/capability-version.js';
+import { advertisedSchemas } from '../../openapi/advertised-schemas.js';
 import { matchesQuery, paginate } from '../../openapi/catalog.js';
 import type { Capability } from '../../openapi/types.js';
 import type { ProtocolContext } from '../../protocol/context.js';
@@ -116,8 +117,8 @@ export function capabilityRoutes(router: Router, options: CapabilityRouteOptions
           name: capability.name,
           description: capability.description,
           version: capabilityVersion(capability),
-          ...(capability.input ? { input: capability.input } : {}),
-          ...(capability.output ? { output: capability.output } : {}),
+          // Within 256 KiB, the farthest components summarized when the whole would not fit.
+          ...advertisedSchemas(capability),
           ...(who.granted ? { grant_status: who.granted(capability.name) ? 'granted' : 'not_granted' } : {}),
         },
         { 'cache-control': who.cacheControl, vary: 'authorization' },
