@@ -16,6 +16,7 @@ import {
   checkApprovedVersion,
   checkArgumentConstraints,
   checkSentRequest,
+  recheckIfChanged,
   streamStillAuthorized,
   validateArguments,
   type ArgumentValidators,
@@ -60,6 +61,8 @@ async function execute(
   r: PerCallRecord,
   requestId: string,
 ): Promise<{ result: unknown; upstreamStatus: number }> {
+  // Anything written after this (a revocation) is checked again before the call goes.
+  const generation = ctx.cache.generation;
   const problem = await streamStillAuthorized(ctx, r.agentId, r.capability);
   if (problem) throw problem;
   const capability = ctx.catalog.get(r.capability);
@@ -84,8 +87,17 @@ async function execute(
   // The grant's use (account page), as for any call that goes upstream with it.
   ctx.usage.recordGrant(grant.id, now);
   let outcome: Awaited<ReturnType<Executor['execute']>>;
+  const recheck = (): Promise<void> | undefined => recheckIfChanged(ctx, generation, r.agentId, r.capability);
   try {
-    outcome = await executor.execute({ call, caller, requestId, controller: new Cancellation(), once: true });
+    await recheck();
+    outcome = await executor.execute({
+      call,
+      caller,
+      requestId,
+      controller: new Cancellation(),
+      once: true,
+      beforeSend: recheck,
+    });
   } finally {
     slot.release();
   }

@@ -163,6 +163,20 @@ export function swapDocuments(ctx: ProtocolContext, next: Documents): void {
   ctx.cache.clear();
 }
 
+/**
+ * `ctx` with the catalog and policy in force now, for the rest of one request. Its steps wait
+ * (on the database, a rate-limit row, a token), and a reload in between must not have one step
+ * judge it by the old policy and a later one by the new (issue 12): authorized under a policy
+ * that made the capability per-call, then sent straight upstream under one that blocks it. The
+ * store, caches and clock are `ctx`'s own (the view inherits them).
+ */
+export function withDocumentsNow(ctx: ProtocolContext): ProtocolContext {
+  const holder = documents.get(ctx);
+  if (!holder) return ctx;
+  const { catalog, policy } = holder.current;
+  return Object.create(ctx, { catalog: { value: catalog }, policy: { value: policy } }) as ProtocolContext;
+}
+
 export function createContext(options: ContextOptions): ProtocolContext {
   // The closures below name these, never `options`: a closure keeps alive every variable the
   // function's closures name, and `options` holds the first catalog, which a reload replaces.

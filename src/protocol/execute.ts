@@ -201,6 +201,26 @@ export async function streamStillAuthorized(
   return undefined;
 }
 
+/**
+ * §5.5, §5.11: nothing goes upstream for a request whose agent, host or grant was revoked, or whose
+ * capability a reload blocked or removed, once it was checked. A request waits between its checks
+ * and its call (a PostgreSQL rate-limit row, an OAuth token fetch), and "revoked" answers 200 the
+ * moment it commits. So before sending, if anything was written since `generation` (ctx.cache's,
+ * noted when the request began: every write and every other replica's notice moves it), the
+ * checks run again from the store and the current policy. Nothing written: nothing to wait for.
+ */
+export function recheckIfChanged(
+  ctx: ProtocolContext,
+  generation: number,
+  agentId: string,
+  capability: string,
+): Promise<void> | undefined {
+  if (ctx.cache.generation === generation) return undefined;
+  return streamStillAuthorized(ctx, agentId, capability).then((problem) => {
+    if (problem) throw problem;
+  });
+}
+
 function describeError(e: ErrorObject): { path: string; message: string } {
   const base = e.instancePath === '' ? '/' : e.instancePath;
   if (e.keyword === 'additionalProperties') {

@@ -45,6 +45,8 @@ export interface ExecutionRequest extends RequestContext {
   readonly controller?: Cancellation;
   /** Sent once, never retried: a per-call approval is a person's yes to one call. */
   readonly once?: boolean;
+  /** Runs once credentials are at hand, before each send (see Sending.beforeSend). */
+  readonly beforeSend?: () => Promise<void> | undefined;
 }
 
 export type ExecutionOutcome =
@@ -172,6 +174,7 @@ export class Executor {
       timeoutMs: settings?.timeoutMs ?? api.settings.timeoutMs,
       ...(request.controller ? { controller: request.controller } : {}),
       ...(request.once ? { once: true } : {}),
+      ...(request.beforeSend ? { beforeSend: request.beforeSend } : {}),
     });
     const contentType = contentTypeOf(reply.headers);
     const ok = reply.status >= 200 && reply.status < 300;

@@ -19,6 +19,11 @@ export interface Sending {
   readonly controller?: Cancellation;
   /** true: no retry of an idempotent method after a failure (a person approved one call). */
   readonly once?: boolean;
+  /**
+   * Runs after an OAuth token is fetched, before the call goes: the fetch can take seconds, and
+   * what allowed the call may have been revoked meanwhile. Throws to send nothing.
+   */
+  readonly beforeSend?: () => Promise<void> | undefined;
 }
 
 export class Sender {
@@ -54,11 +59,14 @@ export class Sender {
     applied: Promise<AppliedCredentials>,
   ): Promise<UpstreamReply> {
     const creds = await applied;
+    await sending.beforeSend?.();
     const first = await this.call(api, op, parts, request, sending, creds);
     if (first.status !== 401 || creds.oauthScheme === undefined) return first;
     // The cached token may have been revoked early: fetch a new one, once.
     discard(first);
-    return this.call(api, op, parts, request, sending, await credentials(api, op, true));
+    const fresh = await credentials(api, op, true);
+    await sending.beforeSend?.();
+    return this.call(api, op, parts, request, sending, fresh);
   }
 
   /** One request with these credentials; a transport failure becomes the agent's error. */

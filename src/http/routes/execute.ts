@@ -14,7 +14,7 @@ import { authorizeStatusRead, openAsyncJob, statusUrlOf } from '../../protocol/a
 import { isPerCallId, openPerCall, PENDING_APPROVAL } from '../../protocol/per-call.js';
 import { outcomeUnknownAfterMs, pollPerCall } from '../../protocol/per-call-decide.js';
 import type { AgentAuth } from '../../protocol/authenticate.js';
-import type { ProtocolContext } from '../../protocol/context.js';
+import { withDocumentsNow, type ProtocolContext } from '../../protocol/context.js';
 import { cachedGrants, loadGrants } from '../../protocol/grants.js';
 import {
   authorizeCapability,
@@ -22,6 +22,7 @@ import {
   checkArgumentConstraints,
   checkSentRequest,
   readExecuteBody,
+  recheckIfChanged,
   validateArguments,
   type ArgumentValidators,
   type AuthorizedExecution,
@@ -69,6 +70,10 @@ export interface ExecuteRoutes {
 /** One execution's state, filled step by step. */
 interface Execution {
   readonly started: number;
+  /** ctx.cache's generation when the request began: a write since means checking again (recheckIfChanged). */
+  readonly generation: number;
+  /** The context with the catalog and policy of `engine`'s time, for every later step. */
+  ctx?: ProtocolContext;
   engine?: ExecutionEngine;
   request?: { name: string; args: Readonly<Record<string, unknown>> };
   authorized?: AuthorizedExecution;
@@ -122,20 +127,24 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       jsonBody(options.maxBodyBytes),
       step('parse', (x, s) => {
         s.request = readExecuteBody(need(x.body, 'body'));
+        // One catalog, policy, executor and validators for every step from here, whatever a
+        // reload swaps while this request waits.
         s.engine = engine();
-        x.decision.capability = ctx.catalog.get(s.request.name) ? s.request.name : null;
+        s.ctx = withDocumentsNow(ctx);
+        x.decision.capability = s.ctx.catalog.get(s.request.name) ? s.request.name : null;
       }),
       step('authorize', (x, s) => {
         const auth = need(x.agent, 'agent');
         const { name, args } = need(s.request, 'request');
+        const pinned = need(s.ctx, 'ctx');
         // The grants from the hot cache: at once on a hit, only a miss waits for the store.
-        const grants = cachedGrants(ctx, auth.agent.id);
+        const grants = cachedGrants(pinned, auth.agent.id);
         if (grants === undefined) {
-          return loadGrants(ctx, auth.agent.id).then((loaded) => {
-            s.authorized = { auth, args, ...authorizeCapability(ctx, auth, name, loaded) };
+          return loadGrants(pinned, auth.agent.id).then((loaded) => {
+            s.authorized = { auth, args, ...authorizeCapability(pinned, auth, name, loaded) };
           });
         }
-        s.authorized = { auth, args, ...authorizeCapability(ctx, auth, name, grants) };
+        s.authorized = { auth, args, ...authorizeCapability(pinned, auth, name, grants) };
         return undefined;
       }),
       step('validate', (_x, s) => {
@@ -165,8 +174,9 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       // Synchronous unless the capability is per-call: the hot path awaits nothing here.
       step('per-call', (x, s) => {
         const { capability, auth, args } = need(s.authorized, 'authorized');
-        if (!ctx.policy.perCall.has(capability.name)) return undefined;
-        return openPerCall(ctx, auth, { capability: capability.name, args }).then((statusUrl) => {
+        const pinned = need(s.ctx, 'ctx');
+        if (!pinned.policy.perCall.has(capability.name)) return undefined;
+        return openPerCall(pinned, auth, { capability: capability.name, args }).then((statusUrl) => {
           // Answering ends the route here (pipeline.ts): no slot, no upstream call.
           s.deferred = true;
           // The request log and executions_total say "waiting for a person", not "executed".
@@ -188,12 +198,19 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         s.abort = abort;
         // Only an agent that goes away mid-call cancels it.
         x.abandoned = () => abort.abort();
+        // Against the live context: a revocation, or a reload that blocks the capability, since
+        // this request began stops it here (and again after a token fetch: beforeSend).
+        const recheck = (): Promise<void> | undefined =>
+          recheckIfChanged(ctx, s.generation, authorized.auth.agent.id, authorized.capability.name);
+        const changed = recheck();
+        if (changed) await changed;
         s.outcome = await need(s.engine, 'engine').executor.execute({
           call: need(s.call, 'call'),
           caller: callerOf(authorized.auth),
           requestId: x.requestId,
           traceparent: traceOf(x, s).traceparent,
           controller: abort,
+          beforeSend: recheck,
         });
         x.decision.upstream_status = s.outcome.upstreamStatus;
       }),
@@ -213,6 +230,8 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     // Every field from the start: one shape, where adding them step by step grew the object.
     (): Execution => ({
       started: performance.now(),
+      generation: ctx.cache.generation,
+      ctx: undefined,
       engine: undefined,
       request: undefined,
       authorized: undefined,
@@ -258,8 +277,12 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
     step('poll', async (x) => {
       const auth = need(x.agent, 'agent');
       const id = x.params.id ?? '';
+      // As for execute: one policy for the whole poll, and a recheck if anything is written meanwhile.
+      const generation = ctx.cache.generation;
+      const pinned = withDocumentsNow(ctx);
+      const current = engine();
       if (isPerCallId(id)) {
-        const unknownAfter = outcomeUnknownAfterMs(engine().executor.longestCallMs());
+        const unknownAfter = outcomeUnknownAfterMs(current.executor.longestCallMs());
         const state = await pollPerCall(ctx, auth, id, unknownAfter);
         sendJson(
           x.res,
@@ -268,7 +291,7 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
         );
         return;
       }
-      const { job, capability } = await authorizeStatusRead(ctx, auth, id);
+      const { job, capability } = await authorizeStatusRead(pinned, auth, id);
       x.decision.capability = capability.name;
       const trace = traceContext(x.req.headers.traceparent);
       x.decision.trace_id = trace.traceId;
@@ -280,7 +303,6 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
       let failure: unknown;
       let state: Awaited<ReturnType<Executor['poll']>>;
       try {
-        const current = engine();
         state = await current.executor.poll({
           upstreamUrl: job.upstreamUrl,
           statusCapability: job.statusCapability,
@@ -293,12 +315,13 @@ export function executeRoutes(router: Router, options: ExecuteRouteOptions): Exe
             // A per-call capability runs only once a person approves its exact arguments: never
             // as another call's status URL or result, which no one approved.
             polled = call;
-            if (ctx.policy.perCall.has(call.name)) throw perCallOnlyDirectly(call.name);
-            const { grant } = await authorizeExecution(ctx, auth, call, current.validators);
+            if (pinned.policy.perCall.has(call.name)) throw perCallOnlyDirectly(call.name);
+            const { grant } = await authorizeExecution(pinned, auth, call, current.validators);
             checkSentRequest(grant, call.sent);
             // The call's own limits too (per_capability, high_risk), as for a direct call: polling
             // must not be a way around them.
             await limits.capability(call.name, auth.agent.id, auth.host.id, auth.agent.userId);
+            await recheckIfChanged(ctx, generation, auth.agent.id, call.name);
             // A use of that grant, as a direct call is (account page).
             ctx.usage.recordGrant(grant.id, ctx.clock.now());
           },
