@@ -193,7 +193,7 @@ export class Metrics {
     });
     this.#database = new Histogram({
       name: `${METRIC_PREFIX}database_write_duration_seconds`,
-      help: 'Duration of SQLite write transactions, commit included: state (fsynced) or activity (group-committed).',
+      help: 'Duration of database write transactions (SQLite or PostgreSQL), commit included: state or activity (group-committed).',
       labelNames: ['transaction'],
       buckets: DATABASE_BUCKETS,
       registers,

@@ -19,7 +19,8 @@ const USAGE = `Usage:
   agent-auth-proxy [serve] [options]            start the proxy
   agent-auth-proxy capabilities [options] [--json]
                                                 print the capability catalog and exit
-  agent-auth-proxy admin approvals|hosts|agents|activity ... [--url URL] [--json]
+  agent-auth-proxy admin approvals|calls|hosts|agents|passkeys|users|activity ...
+                         [--url URL] [--json]
                                                 drive the operator API of a running proxy
   agent-auth-proxy agent init|register|status|capabilities|request|execute|revoke ... [--json]
                                                 a small agent client: keys, registration, approval
@@ -28,7 +29,7 @@ const USAGE = `Usage:
                                                 would, without starting; exit 0 or 1
   agent-auth-proxy db backup FILE [--db FILE | --config FILE]
                                                 copy the database, while the proxy runs, to FILE
-  agent-auth-proxy health [--live] [--pid PID | --config FILE --port PORT]
+  agent-auth-proxy health [--live] [--pid PID | --config FILE] [--host HOST] [--port PORT]
                                                 ask a running proxy's /readyz; exit 0 when ready
   agent-auth-proxy hash-password < password     print the scrypt hash of the password on stdin
                                                 for sign_in.local.users[].password_hash

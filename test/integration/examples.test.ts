@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startProxy } from '../../src/app.js';
+import { checkSettings } from '../../src/check.js';
 import { runCli } from '../../src/cli/main.js';
 import { CONFIG_SCHEMA } from '../../src/config/schema.js';
 import { resolveSettings } from '../../src/config/settings.js';
@@ -44,14 +45,39 @@ describe('config/proxy.example.yaml', () => {
     }
     const catalog = await loadCatalog(settings.apis, loadOptions);
     const names = catalog.capabilities.map((c) => c.name);
-    // include: tag pets or /store/**; exclude: DELETE; prefix: pets.
+    // The first API as it is (the names policy.example.yaml uses); the second with
+    // include: tag pets or /store/**; exclude: DELETE; prefix: sandbox.
     expect(names).toEqual([
-      'pets_create_pet',
-      'pets_get_inventory',
-      'pets_get_pet',
-      'pets_list_pets',
-      'pets_place_order',
+      'create_pet',
+      'delete_pet',
+      'get_inventory',
+      'get_pet',
+      'list_pets',
+      'place_order',
+      'sandbox_create_pet',
+      'sandbox_get_inventory',
+      'sandbox_get_pet',
+      'sandbox_list_pets',
+      'sandbox_place_order',
     ]);
+  });
+});
+
+describe('config/proxy.example.yaml with config/policy.example.yaml', () => {
+  it('passes check together, as `check --config config/proxy.example.yaml` runs them', async () => {
+    // The secrets the config reads from the environment; each at least the minimum length.
+    const settings = resolveSettings({ config: 'config/proxy.example.yaml' }, ROOT, {
+      PETS_API_KEY: 'example-service-key',
+      AGENT_AUTH_PROXY_WEBHOOK_SECRET: 'example-webhook-secret-0123456789',
+      OIDC_CLIENT_SECRET: 'example-oidc-client-secret',
+    });
+    expect(settings.policyFile).toBe(join(ROOT, 'config/policy.example.yaml'));
+    // The same loaders start-up uses: every policy name, glob and selector must match the
+    // config's catalog, so a mismatch between the two examples is a problem here.
+    await expect(checkSettings(settings)).resolves.toMatchObject({
+      policy: join(ROOT, 'config/policy.example.yaml'),
+      warnings: [],
+    });
   });
 });
 
