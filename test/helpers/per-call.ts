@@ -40,6 +40,8 @@ export async function startPerCallProxy(options: {
   policy: string;
   users: readonly string[];
   config?: string;
+  /** Extra lines of the API's entry (credentials…), indented by four spaces; `{{upstream}}` is its URL. */
+  api?: string;
   /** The API document (default: PER_CALL_SPEC). */
   spec?: string;
   /** Receives the proxy's log (default: silent). */
@@ -53,6 +55,7 @@ export async function startPerCallProxy(options: {
   const upstream = await TestUpstream.start();
   const config = writeConfig(
     `server:\n  port: ${port}\n  issuer: http://localhost:${port}\napis:\n  - spec: ${options.spec ?? PER_CALL_SPEC}\n    upstream: ${upstream.url}\n` +
+      (options.api ?? '').replaceAll('{{upstream}}', upstream.url) +
       `sign_in:\n  fresh_auth: 5m\n  local:\n    users:\n${users}${options.config ?? ''}`,
   );
   const clock = new TestClock();

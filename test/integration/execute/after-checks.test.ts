@@ -10,6 +10,15 @@ import { writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../../helpers/gateway.js';
+import {
+  callIdOf,
+  PageClient,
+  perCallPolicy,
+  softPasskey,
+  startPerCallProxy,
+  writeSpecText,
+  type PerCallProxy,
+} from '../../helpers/per-call.js';
 import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { TestClock, writePolicy } from '../../helpers/protocol.js';
 import { json } from '../../helpers/upstream.js';
@@ -162,5 +171,66 @@ describe('while an execute waits on its rate-limit row (PostgreSQL)', () => {
     // straight upstream: authorized under the first policy, per-call step under the second.)
     expect(reply.status).toBe(202);
     expect(g.upstream.requests).toEqual([]);
+  });
+});
+
+describe('while an approved per-call execution waits for the service’s OAuth token', () => {
+  const ALICE = 'alice@example.com';
+  const SPEC = `openapi: 3.0.3
+info: {title: Reports, version: "1"}
+components:
+  securitySchemes:
+    oauthClient:
+      type: oauth2
+      flows: {clientCredentials: {tokenUrl: "https://token.invalid/token", scopes: {}}}
+security: [{oauthClient: []}]
+paths:
+  /reports/{id}:
+    get:
+      operationId: getReport
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses: {"200": {description: ok, content: {application/json: {schema: {type: object}}}}}
+`;
+  let s: PerCallProxy;
+  beforeAll(async () => {
+    s = await startPerCallProxy({
+      policy: perCallPolicy('get_report'),
+      users: [ALICE],
+      spec: writeSpecText(SPEC),
+      api: [
+        '    credentials:',
+        '      oauthClient:',
+        '        client_id: svc',
+        '        client_secret: s3cret-s3cret',
+        '        token_url: {{upstream}}/oauth/token',
+        '',
+      ].join('\n'),
+    });
+  });
+  afterAll(() => s?.close());
+
+  it('an agent revoked meanwhile: the approved call sends nothing', async () => {
+    const a = await s.p.activeAgent(['get_report'], { userId: ALICE });
+    const pending = await s.p.execute(a.agent, a.agentId, 'get_report', { id: 'r1' });
+    expect(pending.status).toBe(202);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let asked!: () => void;
+    const tokenAsked = new Promise<void>((resolve) => (asked = resolve));
+    s.upstream.on('POST /oauth/token', async (_req, res) => {
+      asked();
+      await gate;
+      json(res, 200, { access_token: 'service-token', token_type: 'Bearer', expires_in: 3600 });
+    });
+    const alice = await PageClient.signIn(s.p.issuer, ALICE);
+    const approving = alice.approve(
+      callIdOf(pending.body.status_url as string),
+      await softPasskey(s.p, ALICE),
+    );
+    await tokenAsked;
+    expect((await s.p.admin('POST', `/admin/agents/${a.agentId}/revoke`)).status).toBe(200);
+    release();
+    await approving;
+    expect(s.upstream.received('/reports')).toHaveLength(0);
   });
 });
