@@ -132,6 +132,8 @@ const summaryOf = new WeakMap<object, JsonSchema>();
 function schemaChars(schema: JsonSchema): number {
   const { $defs: defs, ...root } = schema;
   if (!isObject(defs)) return jsonChars(schema);
+  const known = charsOf.get(schema);
+  if (known !== undefined) return known;
   const names = Object.keys(defs);
   const rootChars = JSON.stringify(root).length;
   const entries = names.reduce(
@@ -139,13 +141,14 @@ function schemaChars(schema: JsonSchema): number {
     0,
   );
   // `{…root…,"$defs":{entries joined by commas}}`: a comma before `$defs` unless the root is empty.
-  return (
+  const chars =
     rootChars +
     (Object.keys(root).length > 0 ? 1 : 0) +
     '"$defs":{}'.length +
     entries +
-    Math.max(0, names.length - 1)
-  );
+    Math.max(0, names.length - 1);
+  charsOf.set(schema, chars);
+  return chars;
 }
 
 function jsonChars(value: unknown): number {
