@@ -153,13 +153,18 @@ interface Documents {
   readonly catalog: Catalog;
   readonly policy: Policy;
 }
-const documents = new WeakMap<ProtocolContext, { current: Documents }>();
+const documents = new WeakMap<
+  ProtocolContext,
+  { current: Documents; view?: { readonly documents: Documents; readonly context: ProtocolContext } }
+>();
 
 /** Live changes (issue 12): every later `ctx.catalog` / `ctx.policy` read sees `next`. */
 export function swapDocuments(ctx: ProtocolContext, next: Documents): void {
   const holder = documents.get(ctx);
   if (!holder) throw new Error('swapDocuments: not a context made by createContext');
   holder.current = next;
+  // The old view would keep the old catalog alive until the next request made a new one.
+  holder.view = undefined;
   ctx.cache.clear();
 }
 
@@ -168,13 +173,21 @@ export function swapDocuments(ctx: ProtocolContext, next: Documents): void {
  * (on the database, a rate-limit row, a token), and a reload in between must not have one step
  * judge it by the old policy and a later one by the new (issue 12): authorized under a policy
  * that made the capability per-call, then sent straight upstream under one that blocks it. The
- * store, caches and clock are `ctx`'s own (the view inherits them).
+ * store, caches and clock are `ctx`'s own (the view inherits them). One view per documents in
+ * force, shared by the requests that start under them: nothing is made per request.
  */
 export function withDocumentsNow(ctx: ProtocolContext): ProtocolContext {
   const holder = documents.get(ctx);
   if (!holder) return ctx;
-  const { catalog, policy } = holder.current;
-  return Object.create(ctx, { catalog: { value: catalog }, policy: { value: policy } }) as ProtocolContext;
+  const { current } = holder;
+  if (holder.view?.documents !== current) {
+    const view = Object.create(ctx, {
+      catalog: { value: current.catalog },
+      policy: { value: current.policy },
+    }) as ProtocolContext;
+    holder.view = { documents: current, context: view };
+  }
+  return holder.view.context;
 }
 
 export function createContext(options: ContextOptions): ProtocolContext {
