@@ -136,3 +136,38 @@ describe('service OAuth tokens replaced while a call is in flight', () => {
     }
   });
 });
+
+describe('the OAuth client secret', () => {
+  it('an answer echoing the client secret is redacted, as any service credential (issue 10 class 12)', async () => {
+    const oauth = await startGateway({
+      api: [
+        '    credentials:',
+        '      oauthClient:',
+        '        client_id: svc-client',
+        '        client_secret: {env: GW_CLIENT_SECRET}',
+        '        token_url: {{upstream}}/oauth/token',
+      ].join('\n'),
+      env: { GW_CLIENT_SECRET: CLIENT_SECRET },
+    });
+    try {
+      const agent = await oauth.p.activeAgent(['upload_file']);
+      oauth.upstream.on('POST /oauth/token', (_req, res) =>
+        json(res, 200, {
+          access_token: 'oauth-access-token-abcdef-123',
+          token_type: 'Bearer',
+          expires_in: 3600,
+        }),
+      );
+      // A misconfigured upstream (a debug endpoint) reflecting the secret of its token endpoint.
+      oauth.upstream.on('POST /v1/uploads', (_req, res) =>
+        json(res, 200, { debug: `client_secret=${CLIENT_SECRET}` }),
+      );
+      const reply = await oauth.p.execute(agent.agent, agent.agentId, 'upload_file', { file: b64('a') });
+      expect(reply.status).toBe(200);
+      expect(reply.text).toContain('[redacted]');
+      expect(reply.text).not.toContain(CLIENT_SECRET);
+    } finally {
+      await oauth.close();
+    }
+  });
+});

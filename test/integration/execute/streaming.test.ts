@@ -364,6 +364,24 @@ describe('§5.11 SSE relay', () => {
     expect(['host_revoked', 'agent_revoked']).toContain(JSON.parse(rest[0]?.data ?? '').error);
   });
 
+  it('§5.11: a grant that expires while its stream is open ends the stream: error capability_not_granted, then done', async () => {
+    const { agent, agentId } = await gw.p.activeAgent(['stream_events']);
+    gw.upstream.on('GET /v1/events', (_req, res) => {
+      sseHead(res);
+      res.write('data: first\n\n');
+    });
+    const reader = new SseReader(await openStream(gw, agent, agentId));
+    expect((await reader.next())?.data).toBe('first');
+    const ctx = gw.p.proxy.protocol;
+    const grant = (await ctx.store.grants(agentId)).find((g) => g.capability === 'stream_events');
+    const now = gw.p.clock.now();
+    await ctx.write((tx) => tx.updateGrant(grant?.id ?? '', { expiresAt: now + 1000, updatedAt: now }));
+    gw.p.clock.advance(2000);
+    const rest = await reader.rest();
+    expect(rest.map((e) => e.event)).toEqual(['error', 'done']);
+    expect(JSON.parse(rest[0]?.data ?? '').error).toBe('capability_not_granted');
+  });
+
   it('a reload that blocks the capability ends an open stream at its next check', async () => {
     const policyFile = writePolicy('rate_limits:\n  unknown_host_registration: null\n');
     const reloading = await startGateway({

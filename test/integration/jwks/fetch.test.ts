@@ -86,6 +86,27 @@ describe('guarded JWKS fetch (§8.12)', () => {
     expect((await fetchJwksDocument(plainUrl, options({ allowHttp: true }))).body).toEqual(jwks);
   });
 
+  it('refuses a URL carrying credentials, before anything is resolved or fetched', async () => {
+    const before = plain.requests.length;
+    await expect(
+      fetchJwksDocument(`http://user:pw@localhost:${plain.port}/jwks`, options({ allowHttp: true })),
+    ).rejects.toThrow(/must not carry credentials/);
+    expect(resolved).toEqual([]);
+    expect(plain.requests.length).toBe(before);
+  });
+
+  // A rebinding DNS answers the check with an allowed address and the connection with another: the
+  // connection must go to the address that was checked. A .invalid name never resolves (RFC 6761),
+  // so a second resolution fails.
+  it('connects to the address it checked, never resolving the name a second time', async () => {
+    const doc = await fetchJwksDocument(
+      `http://rebind.invalid:${plain.port}/jwks`,
+      options({ allowHttp: true }),
+    );
+    expect(doc.body).toEqual(jwks);
+    expect(resolved).toEqual(['rebind.invalid']);
+  });
+
   it('refuses a name resolving to loopback without the allow-list', async () => {
     const before = tls.requests.length;
     await expect(fetchJwksDocument(url('/jwks'), options({ guard: createAddressGuard([]) }))).rejects.toThrow(

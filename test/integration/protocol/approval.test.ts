@@ -171,6 +171,30 @@ describe('denial (§7.1: denial is terminal for that attempt)', () => {
     expectError(await p.register(host, {}, reg.agent), 403, 'host_rejected');
   });
 
+  it('a rejected host may still poll its agent, and nothing else: key rotation and revocations are 403 host_rejected', async () => {
+    const host = await generateTestKey();
+    const reg = await p.register(host, { capabilities: ['list_pets'] });
+    const approval = await p.pendingApproval(reg.body.agent_id);
+    expect((await p.admin('POST', `/admin/approvals/${approval.id}/deny`, {})).status).toBe(200);
+    expect((await p.status(host, reg.body.agent_id)).body.status).toBe('rejected');
+    const fresh = await generateTestKey();
+    const proof = await p.hostToken(fresh);
+    expectError(
+      await p.hostPost(host, '/host/rotate-key', { public_key: fresh.publicJwk, proof }),
+      403,
+      'host_rejected',
+    );
+    expectError(
+      await p.hostPost(host, '/agent/revoke', { agent_id: reg.body.agent_id }),
+      403,
+      'host_rejected',
+    );
+    expectError(await p.hostPost(host, '/host/revoke', {}), 403, 'host_rejected');
+    // The denial stands as it was: the same key, still rejected.
+    expect(await adminHost(p, reg.body.host_id)).toMatchObject({ status: 'rejected' });
+    expect((await p.status(host, reg.body.agent_id)).body.status).toBe('rejected');
+  });
+
   it('on an active host: the agent is rejected, answers 403 agent_rejected, and its key gets 409', async () => {
     const { key, hostId } = await unlinkedHost(p);
     const reg = await p.register(key, { capabilities: ['list_pets'] });

@@ -565,7 +565,7 @@ describe('POST /host/rotate-key needs proof of the new key (beyond §5.9)', () =
     expect(reg.body.user_id).toBeUndefined();
   });
 
-  it('a proof for another server, or one already used, is refused; the host keeps its key', async () => {
+  it('a proof for another server, one whose iss is not the new key, or one already used is refused; the host keeps its key', async () => {
     const a = await linkedAgent(['list_pets']);
     const next = await generateTestKey();
     const elsewhere = await signJwt(
@@ -580,6 +580,20 @@ describe('POST /host/rotate-key needs proof of the new key (beyond §5.9)', () =
       'invalid_request',
       /^proof: .*aud/,
     );
+    // Signed by the new key, for this server, but its iss names the host's current key.
+    const otherIss = await signJwt(
+      next,
+      'host+jwt',
+      { iss: a.host.thumbprint, aud: p.issuer, jti: 'proof-other-iss' },
+      { nowMs: p.clock.now() },
+    );
+    expectError(
+      await p.hostPost(a.host, '/host/rotate-key', { public_key: next.publicJwk, proof: otherIss }),
+      400,
+      'invalid_request',
+      /^proof: .*iss/,
+    );
+    expect((await p.status(a.host, a.agentId)).status).toBe(200);
     const proof = await p.hostToken(next);
     const first = await p.hostPost(a.host, '/host/rotate-key', { public_key: next.publicJwk, proof });
     expect(first.status).toBe(200);

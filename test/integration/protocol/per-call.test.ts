@@ -277,6 +277,24 @@ describe('per-call approval (§5.11 async, issue 16 §1)', () => {
     expect((await poll(a, statusUrl)).body.error.error).toBe('capability_not_granted');
   });
 
+  it('a grant narrowed before approval: the constraints in force are checked again, nothing sent, failed with constraint_violated', async () => {
+    const a = await aliceAgent();
+    s.upstream.reset();
+    const statusUrl = await pending(a, { to: 'acct-32', amount: 1250 });
+    const store = p.proxy.protocol.store;
+    const grant = (await store.grants(a.agentId)).find((g) => g.capability === 'send_transfer');
+    // What a re-approval with tighter constraints leaves while the call waits.
+    await p.proxy.protocol.write((tx) =>
+      tx.updateGrant(grant?.id ?? '', { constraints: { amount: { max: 100 } }, updatedAt: p.clock.now() }),
+    );
+    expect((await alice.approve(callIdOf(statusUrl), alicePasskey)).status).toBe(200);
+    expect(s.upstream.requests).toHaveLength(0);
+    expect((await poll(a, statusUrl)).body).toMatchObject({
+      status: 'failed',
+      error: { error: 'constraint_violated' },
+    });
+  });
+
   it('a grant approved at another version of the capability does not run it, even before drift suspended it (§2.12)', async () => {
     const a = await aliceAgent();
     s.upstream.reset();
@@ -509,6 +527,33 @@ rate_limits:
     } finally {
       await q.close();
       await receiver.close();
+    }
+  });
+
+  it('a signed-in user who is not a listed approver can neither see nor approve the call', async () => {
+    const q = await startPerCallProxy({
+      policy: `${AUTONOMOUS}approval:\n  approvers: [${ALICE}]\n`,
+      users: [ALICE, BOB],
+    });
+    try {
+      const a = await autonomousAgent(q.p);
+      const reply = await q.p.execute(a.agent, a.agentId, 'send_transfer', { to: 'acct-10', amount: 4 });
+      expect(reply.status).toBe(202);
+      const id = callIdOf(reply.body.status_url as string);
+      const bob = await PageClient.signIn(q.p.issuer, BOB);
+      const page = await bob.get(`/approvals/calls/${id}`);
+      expect(page.status).toBe(404);
+      expect(page.html).not.toContain('acct-10');
+      // The helper throws when a step of the page's flow (the passkey challenge) is refused.
+      const approved = await bob.approve(id, await softPasskey(q.p, BOB)).then(
+        (r) => r.status,
+        (e: unknown) => String(e),
+      );
+      expect(approved).not.toBe(200);
+      expect((await q.p.proxy.protocol.store.perCall(id))?.status).toBe('pending');
+      expect(q.upstream.requests).toHaveLength(0);
+    } finally {
+      await q.close();
     }
   });
 

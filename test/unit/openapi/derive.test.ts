@@ -701,6 +701,36 @@ describe('input: owned headers and credentials', () => {
     expect(cap.operation.parameters.map((p) => p.name)).toEqual(['X-Kept']);
   });
 
+  // Hop-by-hop headers (RFC 9110 §7.6.1) and the method overrides frameworks route by (a POST read
+  // as a blocked DELETE) included.
+  it.each([
+    'Authorization',
+    'Proxy-Authorization',
+    'Content-Type',
+    'Content-Length',
+    'Accept',
+    'Cookie',
+    'Host',
+    'Connection',
+    'Keep-Alive',
+    'Proxy-Connection',
+    'TE',
+    'Trailer',
+    'Transfer-Encoding',
+    'Upgrade',
+    'X-HTTP-Method-Override',
+    'X-HTTP-Method',
+    'X-Method-Override',
+  ])('leaves out the owned header %s', (name) => {
+    const cap = only(
+      openapi({
+        '/x': { post: { parameters: [param(name, 'header'), param('X-Kept', 'header')], responses: OK } },
+      }),
+    );
+    expect(Object.keys(cap.input?.properties as object)).toEqual(['X-Kept']);
+    expect(cap.operation.parameters.map((p) => p.name)).toEqual(['X-Kept']);
+  });
+
   it('owns those names only as headers', () => {
     const cap = only(openapi({ '/x': { get: { parameters: [param('accept', 'query')], responses: OK } } }));
     expect(Object.keys(cap.input?.properties as object)).toEqual(['accept']);

@@ -22,6 +22,32 @@ describe('secretForms and secretRanges (issue 10, class 12)', () => {
     }
   });
 
+  describe('a secret with `/`, `+`, a space and `!`', () => {
+    const secret = '~a/b+c d!e?f>g/h';
+    const own = [secretForms(secret)];
+    const find = (text: string): string => replaceRanges(text, secretRanges(text, own), '[R]');
+
+    // PHP's json_encode writes `/` as `\/`. With no %XX or \uXXXX in the text, nothing is decoded:
+    // only a literal form finds it.
+    it('is found JSON-escaped with `\\/`', () => {
+      expect(find(`{"k":"${secret.replaceAll('/', '\\/')}"}`)).toBe('{"k":"[R]"}');
+    });
+
+    // One byte into the blob its base64 holds a `/`, which base64url writes `_`.
+    it('is found base64url-encoded inside a longer blob', () => {
+      const blob = Buffer.from(`x${secret}`).toString('base64url');
+      expect(blob).toMatch(/[-_]/);
+      expect(find(blob)).toBe('eH[R]g');
+    });
+
+    // encodeURIComponent leaves `!` as it is, where a form encoder writes %21. Text with %XX is
+    // also searched decoded, but a binary body only for the literal forms (Redactor.inBytes).
+    it('has its encodeURIComponent spelling among the literal forms', () => {
+      expect(own[0]?.literal).toContain(encodeURIComponent(secret));
+      expect(encodeURIComponent(secret)).not.toBe(new URLSearchParams({ s: secret }).toString().slice(2));
+    });
+  });
+
   it('finds the secret behind any mix of %XX, \\uXXXX, \\xXX and JSON escapes', () => {
     fc.assert(
       fc.property(

@@ -262,12 +262,14 @@ describe('sent values: the field’s own values, decoded as the upstream reads t
     expect(checkSentConstraints(c, (f) => request.field(f))).toEqual([]);
   });
 
+  /** The field `f` sent once, as `text` in the query. */
+  const own = (text: string): SentField => ({
+    own: [{ in: 'query', name: 'f', text, separators: [','] }],
+    named: true,
+    foreign: [],
+  });
+
   it('min/max need a plain number in the sent text; exact values and in-lists need its exact text', () => {
-    const own = (text: string): SentField => ({
-      own: [{ in: 'query', name: 'f', text, separators: [','] }],
-      named: true,
-      foreign: [],
-    });
     expect(checkSentConstraints({ f: { min: 0, max: 10 } }, () => own('5'))).toEqual([]);
     for (const text of ['0x5', ' 5', '5abc', '', '+5', '5.', 'Infinity']) {
       expect(checkSentConstraints({ f: { min: 0, max: 10 } }, () => own(text)).length).toBeGreaterThan(0);
@@ -276,6 +278,31 @@ describe('sent values: the field’s own values, decoded as the upstream reads t
     expect(checkSentConstraints({ f: 'acc_456' }, () => own('ACC_456'))).toHaveLength(1);
     expect(checkSentConstraints({ f: { in: ['USD', 7] } }, () => own('7'))).toEqual([]);
     expect(checkSentConstraints({ f: { in: ['USD', 7] } }, () => own('usd'))).toHaveLength(1);
+  });
+
+  it('min alone bounds the sent number', () => {
+    expect(checkSentConstraints({ f: { min: 10 } }, () => own('50'))).toEqual([]);
+    expect(checkSentConstraints({ f: { min: 10 } }, () => own('5'))).toEqual([
+      { field: 'f', constraint: { min: 10 }, actual: '5', sent: { in: 'query', name: 'f' } },
+    ]);
+    for (const text of ['0x10', ' 50', '50abc', '']) {
+      expect(
+        checkSentConstraints({ f: { min: 10 } }, () => own(text)),
+        text,
+      ).toHaveLength(1);
+    }
+  });
+
+  // Number(' 16'), Number('+16') and Number('0x10') are 16, but a server parsing the text need not
+  // read them so (§2.13: the constraint holds for what is sent).
+  it('an exact number matches only its JSON number text', () => {
+    expect(checkSentConstraints({ f: 16 }, () => own('16'))).toEqual([]);
+    for (const text of ['0x10', ' 16', '16 ', '+16', '016']) {
+      expect(
+        checkSentConstraints({ f: 16 }, () => own(text)),
+        text,
+      ).toHaveLength(1);
+    }
   });
 
   it('costs nothing for a field that is not asked for (grants without constraints)', () => {
