@@ -21,7 +21,7 @@ import { isObject, resolvePointer } from './pointer.js';
 import { analyzeRefs } from './ref-graph.js';
 import type { JsonSchema, SpecFlavour } from './types.js';
 import { putOwn } from '../util/own-keys.js';
-import { runsLinearly } from '../util/linear-regexp.js';
+import { linearRefusal } from '../util/linear-regexp.js';
 
 export const JSON_SCHEMA_2020 = 'https://json-schema.org/draft/2020-12/schema';
 
@@ -377,10 +377,11 @@ export class SchemaConverter {
         if (typeof value === 'string' && validPattern(value)) {
           out.pattern = value;
           // Kept, so agents see the API's rule; the upstream applies it (util/linear-regexp.ts).
-          if (!runsLinearly(value))
+          const refusal = linearRefusal(value);
+          if (refusal !== undefined)
             this.warn(
               where,
-              `"pattern" ${JSON.stringify(value)} is not checked by the proxy: it needs lookaround or backreferences, which cannot be matched in linear time`,
+              `"pattern" ${JSON.stringify(value)} is not checked by the proxy: RE2, which matches in linear time, cannot run it (${refusal})`,
             );
         } else
           this.warn(
@@ -493,10 +494,11 @@ export class SchemaConverter {
         continue;
       }
       // An unchecked pattern accepts every name, which would put every property under this one.
-      if (patterns && !runsLinearly(k)) {
+      const refusal = patterns ? linearRefusal(k) : undefined;
+      if (refusal !== undefined) {
         this.warn(
           where,
-          `dropped pattern property ${JSON.stringify(k)}: it needs lookaround or backreferences, which cannot be matched in linear time`,
+          `dropped pattern property ${JSON.stringify(k)}: RE2, which matches in linear time, cannot run it (${refusal})`,
         );
         continue;
       }

@@ -4,10 +4,10 @@
  * `^(.+)-(.+)-(.+)$` cubic time, all of it on the event loop. RE2 matches in time linear in the
  * input, so these run on RE2 (the engine ajv documents for exactly this, `code.regExp`).
  *
- * RE2 has no lookaround and no backreferences. A document pattern that needs them cannot be
- * checked in linear time; it is not checked at all (`unchecked` accepts every string) and the
- * catalog says so when it loads (schema-convert.ts). The upstream, whose own rule it is, still
- * applies it.
+ * RE2 has no lookaround and no backreferences, and refuses repetition counts over 1,000
+ * (`{0,4096}`). A document pattern it cannot run is not checked at all (`unchecked` accepts
+ * every string) and the catalog says so when it loads, with RE2's reason (schema-convert.ts).
+ * The upstream, whose own rule it is, still applies it.
  */
 import RE2 from 're2';
 
@@ -23,13 +23,17 @@ function unchecked(source: string, flags: string): LinearRegExp {
   return { test: () => true, toString: () => `/${source}/${flags}` };
 }
 
-/** Whether RE2 runs `source` (with ajv's `u` flag, as document patterns are compiled). */
-export function runsLinearly(source: string): boolean {
+/**
+ * Why RE2 cannot run `source` (with ajv's `u` flag, as document patterns are compiled), in its
+ * own words (`invalid perl operator: (?=`, `invalid repetition size: {0,4096}`); undefined when
+ * it can.
+ */
+export function linearRefusal(source: string): string | undefined {
   try {
     new RE2(source, 'u');
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
   }
 }
 

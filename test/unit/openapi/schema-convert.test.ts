@@ -339,9 +339,19 @@ describe('invalid keyword values', () => {
     const { schema, warnings, converter } = convert({ type: 'string', pattern });
     expect(schema.pattern).toBe(pattern);
     expect(warnings).toEqual([
-      `#/test: "pattern" ${JSON.stringify(pattern)} is not checked by the proxy: it needs lookaround or backreferences, which cannot be matched in linear time`,
+      `#/test: "pattern" ${JSON.stringify(pattern)} is not checked by the proxy: RE2, which matches in linear time, cannot run it (invalid perl operator: (?=)`,
     ]);
     expect(validate(schema, converter.formats, 'short')).toBe(true);
+  });
+
+  it('names RE2’s reason for a pattern it refuses without lookaround: a repetition count over 1,000', () => {
+    // Seen in the public collection (agco-ats.com); the warning used to blame lookaround.
+    const pattern = '^[a-zA-Z0-9]{0,4096}$';
+    const { schema, warnings } = convert({ type: 'string', pattern });
+    expect(schema.pattern).toBe(pattern);
+    expect(warnings).toEqual([
+      `#/test: "pattern" ${JSON.stringify(pattern)} is not checked by the proxy: RE2, which matches in linear time, cannot run it (invalid repetition size: {0,4096})`,
+    ]);
   });
 
   it('drops a patternProperties key that needs a backreference (unchecked, it would match every name)', () => {
@@ -351,7 +361,7 @@ describe('invalid keyword values', () => {
     });
     expect(schema.patternProperties).toEqual({ '^y-': { type: 'number' } });
     expect(warnings).toEqual([
-      '#/test/patternProperties: dropped pattern property "^(x)\\\\1$": it needs lookaround or backreferences, which cannot be matched in linear time',
+      '#/test/patternProperties: dropped pattern property "^(x)\\\\1$": RE2, which matches in linear time, cannot run it (invalid escape sequence: \\1)',
     ]);
   });
 
