@@ -7,8 +7,9 @@
  * written: Stripe's expandable fields link nearly every resource to every other (697 KiB for one
  * operation, 322 KiB even without descriptions), DocuSign's envelopes reach 139 components of up
  * to 21 KiB. There the components nearest the operation, in breadth-first order from the schema's
- * root, are kept whole while they fit; the rest are *summarized*: they keep their title,
- * description and type, and lose their fields. The schema stays self-contained (every `$ref`
+ * root, are kept whole while they fit; those they refer to beyond that are *summarized*: they
+ * keep their title, description and type, and lose their fields (and so their references: what
+ * only summarized components reach is left out). The schema stays self-contained (every `$ref`
  * still resolves, cycles stay cycles) and only says less deep down. Execution is unaffected: it
  * validates arguments against the full `argumentsSchema`, and the §2.12 version hashes the full
  * schemas, so nothing here can change what a call may do.
@@ -20,8 +21,8 @@ import type { Capability, JsonSchema } from './types.js';
 /** Issue #14: no capability's input and output larger than 256 KiB, as JSON text. */
 export const ADVERTISED_SCHEMA_MAX_CHARS = 256 * 1024;
 
-/** What a summarized component says of itself, and the root's note of how many there are. */
-export const SUMMARIZED = 'summarized: fields left out to keep this capability within 256 KiB';
+/** A summarized component's `$comment` (the root's `$comment` says what it means). */
+export const SUMMARIZED = 'summarized';
 
 export interface AdvertisedSchemas {
   readonly input?: JsonSchema;
@@ -59,63 +60,79 @@ function pick(input: JsonSchema | undefined, output: JsonSchema | undefined): Ad
 }
 
 /**
- * `schema` within `room` characters: its `$defs` entries nearest the root kept whole, the others
- * summarized. When even every entry summarized does not fit (a root that is large by itself),
- * that is what it gets: the most this can do without dropping what the operation reaches.
+ * `schema` within `room` characters. Breadth-first from the root, each component met is first
+ * shown summarized, then whole while that fits; a summary refers to nothing, so what only
+ * summarized components refer to is left out, and every `$ref` shown still resolves. When the
+ * components the root names do not fit even summarized (a root large by itself), that is what it
+ * gets: the most this can do without dropping what the operation names.
  */
 function withinChars(schema: JsonSchema, chars: number, room: number): JsonSchema {
   const { $defs: defs, ...root } = schema;
   if (chars <= room || !isObject(defs)) return schema;
-  const names = Object.keys(defs);
-  const stubs = new Map(names.map((name) => [name, summarized(defs[name])]));
+  const total = reachedCount(root, defs);
   const entryChars = (name: string, value: unknown): number =>
     JSON.stringify(name).length + 1 + jsonChars(value);
-  // The text with every entry summarized: the root, its note, then `"$defs":{…}` with commas.
-  let used =
-    JSON.stringify({ ...root, $comment: note(root, names.length, names.length) }).length +
-    '"$defs":{}'.length +
-    1 +
-    Math.max(0, names.length - 1) +
-    names.reduce((sum, name) => sum + entryChars(name, stubs.get(name)), 0);
-  const whole = new Set<string>();
-  for (const name of breadthFirst(root, defs)) {
-    const more = entryChars(name, defs[name]) - entryChars(name, stubs.get(name));
-    if (used + more > room) break;
-    used += more;
-    whole.add(name);
+  // The root with its note (numbers at their widest), `"$defs":{}`, and a comma before it.
+  let used = JSON.stringify({ ...root, $comment: note(root, total, total, total) }).length + 11;
+  const shown = new Map<string, 'whole' | 'summary'>();
+  const queue: string[] = [];
+  const meet = (names: readonly string[]): number => {
+    let more = 0;
+    for (const name of names) {
+      if (shown.has(name) || !Object.hasOwn(defs, name)) continue;
+      shown.set(name, 'summary');
+      queue.push(name);
+      // The entry and the comma between entries (one too many for the first: an upper bound).
+      more += entryChars(name, summarized(defs[name])) + 1;
+    }
+    return more;
+  };
+  used += meet(refNames(root));
+  for (const name of queue) {
+    const def = defs[name];
+    const unmet = refNames(def).filter((n) => !shown.has(n) && Object.hasOwn(defs, n));
+    const wider = entryChars(name, def) - entryChars(name, summarized(def));
+    const newSummaries = unmet.reduce((sum, n) => sum + entryChars(n, summarized(defs[n])) + 1, 0);
+    // Nearest first: once one does not fit, nothing farther is shown whole either.
+    if (used + wider + newSummaries > room) break;
+    shown.set(name, 'whole');
+    used += wider + meet(unmet);
   }
-  const summarizedCount = names.length - whole.size;
+  let whole = 0;
+  const shownDefs: Record<string, unknown> = {};
+  for (const name of Object.keys(defs)) {
+    const how = shown.get(name);
+    if (how === 'whole') whole++;
+    if (how !== undefined) shownDefs[name] = how === 'whole' ? defs[name] : summarized(defs[name]);
+  }
   return {
     ...root,
-    $comment: note(root, summarizedCount, names.length),
-    $defs: Object.fromEntries(names.map((name) => [name, whole.has(name) ? defs[name] : stubs.get(name)])),
+    $comment: note(root, whole, shown.size - whole, total),
+    $defs: shownDefs,
   };
 }
 
-/** The root's `$comment`: its own, then how many components are summarized and why. */
-function note(root: Record<string, unknown>, summarizedCount: number, total: number): string {
+/** The root's `$comment`: its own, then what is shown of the components and why. */
+function note(root: Record<string, unknown>, whole: number, summaries: number, total: number): string {
   const ours =
-    `${summarizedCount} of the ${total} $defs entries are ${SUMMARIZED}; ` +
-    'the proxy checks arguments against the full schema.';
+    `${whole} of the ${total} components this schema reaches are shown whole and ${summaries} ` +
+    `summarized (title, description and type; "$comment": "${SUMMARIZED}"); the others, reached ` +
+    'only through those, are left out, to keep this capability within 256 KiB. The proxy checks ' +
+    'arguments against the full schema.';
   return typeof root.$comment === 'string' ? `${root.$comment} ${ours}` : ours;
 }
 
-/** `$defs` names in the order a reader meets them: those the root names, then theirs, and so on. */
-function breadthFirst(root: unknown, defs: Record<string, unknown>): string[] {
-  const order: string[] = [];
+/** How many `$defs` entries are reachable from the root. */
+function reachedCount(root: unknown, defs: Record<string, unknown>): number {
   const seen = new Set<string>();
-  let frontier = refNames(root);
-  while (frontier.length > 0) {
-    const next: string[] = [];
-    for (const name of frontier) {
-      if (seen.has(name) || !Object.hasOwn(defs, name)) continue;
-      seen.add(name);
-      order.push(name);
-      next.push(...refNames(defs[name]));
-    }
-    frontier = next;
+  const queue = [...refNames(root)];
+  for (let i = 0; i < queue.length; i++) {
+    const name = queue[i] as string;
+    if (seen.has(name) || !Object.hasOwn(defs, name)) continue;
+    seen.add(name);
+    queue.push(...refNames(defs[name]));
   }
-  return order;
+  return seen.size;
 }
 
 // Components are shared objects: capabilities that reach the same components share them, so what
@@ -161,7 +178,8 @@ function jsonChars(value: unknown): number {
   return chars;
 }
 
-function refNames(node: unknown): string[] {
+/** The `$defs` names `node` refers to (remembered: do not change the array). */
+function refNames(node: unknown): readonly string[] {
   if (!isObject(node)) return [];
   let names = refsOf.get(node);
   if (names === undefined) {

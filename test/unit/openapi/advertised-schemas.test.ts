@@ -59,8 +59,9 @@ describe('advertisedSchemas', () => {
     expect(advertisedSchemas(capability(undefined, undefined))).toEqual({});
   });
 
-  it('keeps the components nearest the root whole and summarizes the farthest, within the bound', () => {
-    // Root → A → B → C → D, 100 KiB each: only A and B fit with the input.
+  it('keeps the components nearest the root whole, summarizes the next, leaves out what only those reach', () => {
+    // Root → A → B → C → D, 100 KiB each: only A and B fit with the input; C is summarized, and
+    // D, which only C refers to, is left out (a summary has no fields, so no references).
     const output: JsonSchema = {
       type: 'object',
       properties: { a: { $ref: defRef('A') } },
@@ -77,20 +78,12 @@ describe('advertisedSchemas', () => {
     const defs = shown.output!.$defs as Record<string, JsonSchema>;
     expect(defs.A).toBe((output.$defs as Record<string, unknown>).A);
     expect(defs.B).toBe((output.$defs as Record<string, unknown>).B);
-    for (const far of ['C', 'D']) {
-      const whole = (output.$defs as Record<string, JsonSchema>)[far]!;
-      expect(defs[far]).toEqual({
-        title: far,
-        description: whole.description,
-        type: 'object',
-        $comment: SUMMARIZED,
-      });
-    }
+    expect(defs.C).toEqual({ title: 'C', description: 'The C.', type: 'object', $comment: SUMMARIZED });
     // Order of $defs and the root's own keys are as they were; the root says what happened.
-    expect(Object.keys(defs)).toEqual(['D', 'C', 'B', 'A']);
+    expect(Object.keys(defs)).toEqual(['C', 'B', 'A']);
     expect(shown.output!.properties).toBe(output.properties);
-    expect(shown.output!.$comment).toBe(
-      `2 of the 4 $defs entries are ${SUMMARIZED}; the proxy checks arguments against the full schema.`,
+    expect(shown.output!.$comment).toMatch(
+      /^2 of the 4 components this schema reaches are shown whole and 1 summarized .* The proxy checks arguments against the full schema\.$/,
     );
     expect(chars(shown.input) + chars(shown.output)).toBeLessThanOrEqual(ADVERTISED_SCHEMA_MAX_CHARS);
     selfContained(shown.output!);
@@ -122,7 +115,7 @@ describe('advertisedSchemas', () => {
     expect(chars(lopsided.output)).toBeGreaterThan(half);
   });
 
-  it('a root too large by itself gets every component summarized, and no more is dropped', () => {
+  it('a root too large by itself gets the components it names summarized, and no more is dropped', () => {
     const output: JsonSchema = {
       type: 'object',
       description: 'r'.repeat(ADVERTISED_SCHEMA_MAX_CHARS),
@@ -159,14 +152,17 @@ describe('advertisedSchemas', () => {
           };
           const shown = advertisedSchemas(capability(undefined, output)).output!;
           selfContained(shown);
-          const shownDefs = shown.$defs as Record<string, unknown>;
-          expect(Object.keys(shownDefs)).toEqual(Object.keys(defs));
           if (shown === output) {
             expect(chars(output)).toBeLessThanOrEqual(ADVERTISED_SCHEMA_MAX_CHARS);
             return;
           }
           expect(chars(shown)).toBeLessThanOrEqual(ADVERTISED_SCHEMA_MAX_CHARS);
-          // Breadth-first from the root: once one component is summarized, every one met later is.
+          const shownDefs = shown.$defs as Record<string, unknown>;
+          // In the document's order, a subset of it.
+          const names = Object.keys(defs);
+          expect(Object.keys(shownDefs)).toEqual(names.filter((n) => Object.hasOwn(shownDefs, n)));
+          // Breadth-first from the root: the whole ones are the first met; summarized are exactly
+          // the others the root or a whole one refers to; nothing else is shown.
           const order: string[] = [];
           let frontier = roots.map(name);
           while (frontier.length > 0) {
@@ -178,11 +174,14 @@ describe('advertisedSchemas', () => {
               }
             frontier = next;
           }
-          const firstSummary = order.findIndex((n) => isSummary(shownDefs[n]));
-          if (firstSummary >= 0)
-            for (const n of order.slice(firstSummary)) expect(isSummary(shownDefs[n])).toBe(true);
-          for (const n of order.slice(0, firstSummary < 0 ? order.length : firstSummary))
-            expect(shownDefs[n]).toBe(defs[n]);
+          const whole = order.filter((n) => shownDefs[n] === defs[n]);
+          expect(whole).toEqual(order.slice(0, whole.length));
+          const referred = new Set([
+            ...localRefNames(output.properties),
+            ...whole.flatMap((n) => [...localRefNames(defs[n])]),
+          ]);
+          const summaries = Object.keys(shownDefs).filter((n) => isSummary(shownDefs[n]));
+          expect(summaries.sort()).toEqual([...referred].filter((n) => !whole.includes(n)).sort());
         },
       ),
       { numRuns: 200 },
