@@ -26,6 +26,21 @@ export interface Gateway {
 }
 
 /**
+ * The API entry's lines for the service's OAuth client-credentials client, its token endpoint on
+ * the test upstream (`/oauth/token`); `secret` as YAML (a value, or `{env: NAME}`).
+ */
+export function oauthClientApi(clientId: string, secret: string): string {
+  return [
+    '    credentials:',
+    '      oauthClient:',
+    `        client_id: ${clientId}`,
+    `        client_secret: ${secret}`,
+    '        token_url: {{upstream}}/oauth/token',
+    '',
+  ].join('\n');
+}
+
+/**
  * `api`: extra YAML lines for the API entry (credentials, headers, operations…), indented by
  * four spaces; `{{upstream}}` is replaced by the upstream's URL. `config`: extra top-level YAML.
  * `db`: an existing SQLite file to reuse (e.g. a restart with another config); default a fresh one.

@@ -9,7 +9,7 @@
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../../helpers/gateway.js';
+import { oauthClientApi, startGateway, type Gateway } from '../../helpers/gateway.js';
 import {
   callIdOf,
   PageClient,
@@ -21,18 +21,18 @@ import {
 } from '../../helpers/per-call.js';
 import { startPostgres, type TestPostgres } from '../../helpers/postgres.js';
 import { TestClock, writePolicy } from '../../helpers/protocol.js';
-import { json } from '../../helpers/upstream.js';
+import { json, type TestUpstream } from '../../helpers/upstream.js';
 import { MIN_REFRESH_INTERVAL_MS } from '../../../src/upstream/oauth.js';
 
 const NO_REGISTRATION_LIMIT = 'rate_limits:\n  unknown_host_registration: null\n';
 
 /** Holds the token endpoint's answer until `release`; `asked` resolves when the proxy asks. */
-function heldTokenEndpoint(g: Gateway): { asked: Promise<void>; release: () => void } {
+function heldTokenEndpoint(upstream: TestUpstream): { asked: Promise<void>; release: () => void } {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let asked!: () => void;
   const askedPromise = new Promise<void>((resolve) => (asked = resolve));
-  g.upstream.on('POST /oauth/token', async (_req, res) => {
+  upstream.on('POST /oauth/token', async (_req, res) => {
     asked();
     await gate;
     json(res, 200, { access_token: 'service-token', token_type: 'Bearer', expires_in: 3600 });
@@ -50,13 +50,7 @@ describe('while an execute waits for the service’s OAuth token (SQLite)', () =
     g = await startGateway({
       clock,
       policyFile,
-      api: [
-        '    credentials:',
-        '      oauthClient:',
-        '        client_id: svc',
-        '        client_secret: s3cret-s3cret',
-        '        token_url: {{upstream}}/oauth/token',
-      ].join('\n'),
+      api: oauthClientApi('svc', 's3cret-s3cret'),
     });
   });
   afterAll(() => g?.close());
@@ -65,7 +59,7 @@ describe('while an execute waits for the service’s OAuth token (SQLite)', () =
 
   it('an agent revoked meanwhile sends nothing: the call answers agent_revoked', async () => {
     const a = await g.p.activeAgent(['upload_file']);
-    const token = heldTokenEndpoint(g);
+    const token = heldTokenEndpoint(g.upstream);
     const inFlight = g.p.execute(a.agent, a.agentId, 'upload_file', upload);
     await token.asked;
     expect((await g.p.admin('POST', `/admin/agents/${a.agentId}/revoke`)).status).toBe(200);
@@ -90,7 +84,7 @@ describe('while an execute waits for the service’s OAuth token (SQLite)', () =
     // Control: a 401, the wait for a new token with nothing written meanwhile, and the retry goes.
     g.upstream.reset();
     expiringOnce();
-    const first = heldTokenEndpoint(g);
+    const first = heldTokenEndpoint(g.upstream);
     const plain = g.p.execute(a.agent, a.agentId, 'upload_file', upload);
     await first.asked;
     first.release();
@@ -100,7 +94,7 @@ describe('while an execute waits for the service’s OAuth token (SQLite)', () =
     g.upstream.reset();
     clock.advance(MIN_REFRESH_INTERVAL_MS);
     expiringOnce();
-    const second = heldTokenEndpoint(g);
+    const second = heldTokenEndpoint(g.upstream);
     const inFlight = g.p.execute(a.agent, a.agentId, 'upload_file', upload);
     await second.asked;
     writeFileSync(policyFile, `${NO_REGISTRATION_LIMIT}capabilities:\n  blocked: [upload_file]\n`);
@@ -197,14 +191,7 @@ paths:
       policy: perCallPolicy('get_report'),
       users: [ALICE],
       spec: writeSpecText(SPEC),
-      api: [
-        '    credentials:',
-        '      oauthClient:',
-        '        client_id: svc',
-        '        client_secret: s3cret-s3cret',
-        '        token_url: {{upstream}}/oauth/token',
-        '',
-      ].join('\n'),
+      api: oauthClientApi('svc', 's3cret-s3cret'),
     });
   });
   afterAll(() => s?.close());
@@ -213,23 +200,15 @@ paths:
     const a = await s.p.activeAgent(['get_report'], { userId: ALICE });
     const pending = await s.p.execute(a.agent, a.agentId, 'get_report', { id: 'r1' });
     expect(pending.status).toBe(202);
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let asked!: () => void;
-    const tokenAsked = new Promise<void>((resolve) => (asked = resolve));
-    s.upstream.on('POST /oauth/token', async (_req, res) => {
-      asked();
-      await gate;
-      json(res, 200, { access_token: 'service-token', token_type: 'Bearer', expires_in: 3600 });
-    });
+    const token = heldTokenEndpoint(s.upstream);
     const alice = await PageClient.signIn(s.p.issuer, ALICE);
     const approving = alice.approve(
       callIdOf(pending.body.status_url as string),
       await softPasskey(s.p, ALICE),
     );
-    await tokenAsked;
+    await token.asked;
     expect((await s.p.admin('POST', `/admin/agents/${a.agentId}/revoke`)).status).toBe(200);
-    release();
+    token.release();
     await approving;
     expect(s.upstream.received('/reports')).toHaveLength(0);
   });

@@ -5,7 +5,7 @@
  * upstream still honours. A reload that rotates the client is obeyed at once.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { startGateway, type Gateway } from '../../helpers/gateway.js';
+import { oauthClientApi, startGateway, type Gateway } from '../../helpers/gateway.js';
 import { json } from '../../helpers/upstream.js';
 
 const CLIENT_SECRET = 'svc-client-secret-XYZ-123456';
@@ -17,13 +17,7 @@ describe('service OAuth tokens replaced while a call is in flight', () => {
 
   it('an answer echoing the token it was sent with is redacted even when the token was refreshed meanwhile', async () => {
     gw = await startGateway({
-      api: [
-        '    credentials:',
-        '      oauthClient:',
-        '        client_id: svc-client',
-        '        client_secret: {env: GW_CLIENT_SECRET}',
-        '        token_url: {{upstream}}/oauth/token',
-      ].join('\n'),
+      api: oauthClientApi('svc-client', '{env: GW_CLIENT_SECRET}'),
       env: { GW_CLIENT_SECRET: CLIENT_SECRET },
     });
     const g = gw;
@@ -140,13 +134,7 @@ describe('service OAuth tokens replaced while a call is in flight', () => {
 describe('the OAuth client secret', () => {
   it('an answer echoing the client secret is redacted, as any service credential (issue 10 class 12)', async () => {
     const oauth = await startGateway({
-      api: [
-        '    credentials:',
-        '      oauthClient:',
-        '        client_id: svc-client',
-        '        client_secret: {env: GW_CLIENT_SECRET}',
-        '        token_url: {{upstream}}/oauth/token',
-      ].join('\n'),
+      api: oauthClientApi('svc-client', '{env: GW_CLIENT_SECRET}'),
       env: { GW_CLIENT_SECRET: CLIENT_SECRET },
     });
     try {
