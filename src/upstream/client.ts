@@ -27,6 +27,11 @@ export interface UpstreamCall {
    * because each costs on the hot path. Absent: the client makes one.
    */
   readonly controller?: Cancellation;
+  /**
+   * Runs after a retry's backoff, before it is sent: what allowed the call may have been revoked
+   * meanwhile. Throws to send nothing more (the error is the call's).
+   */
+  readonly beforeRetry?: () => Promise<void> | undefined;
 }
 
 export interface UpstreamReply {
@@ -116,6 +121,7 @@ export class UpstreamClient {
         const connectFailure = CONNECT_FAILURES.has(errorCode(err));
         if (failure.kind === 'unreachable' && connectFailure && attempt < retries && !deadline.aborted) {
           await this.sleep(backoff(call.retryBackoffMs, attempt));
+          await stillAllowed(call, done);
           continue;
         }
         done();
@@ -127,6 +133,7 @@ export class UpstreamClient {
         res.body.on('error', () => undefined);
         res.body.destroy();
         await this.sleep(backoff(call.retryBackoffMs, attempt));
+        await stillAllowed(call, done);
         continue;
       }
       res.body.once('close', done);
@@ -213,6 +220,16 @@ function classify(err: unknown, deadline: Cancellation): UpstreamCallError {
 }
 
 /** Exponential backoff with ±20 % jitter, so retrying clients do not move in lockstep. */
+/** The call's `beforeRetry`, its timer cleared when that refuses. */
+async function stillAllowed(call: UpstreamCall, done: () => void): Promise<void> {
+  try {
+    await call.beforeRetry?.();
+  } catch (err) {
+    done();
+    throw err;
+  }
+}
+
 function backoff(baseMs: number, attempt: number): number {
   const ms = baseMs * 2 ** attempt;
   return Math.round(ms * (0.8 + Math.random() * 0.4));

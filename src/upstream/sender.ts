@@ -20,8 +20,8 @@ export interface Sending {
   /** true: no retry of an idempotent method after a failure (a person approved one call). */
   readonly once?: boolean;
   /**
-   * Runs after an OAuth token is fetched, before the call goes: the fetch can take seconds, and
-   * what allowed the call may have been revoked meanwhile. Throws to send nothing.
+   * Runs after an OAuth token is fetched and after a retry's backoff, before the call goes: both
+   * take time, and what allowed the call may have been revoked meanwhile. Throws to send nothing.
    */
   readonly beforeSend?: () => Promise<void> | undefined;
 }
@@ -75,7 +75,7 @@ export class Sender {
     op: OperationBinding,
     parts: UpstreamRequestParts,
     request: RequestContext,
-    { timeoutMs, controller, once }: Sending,
+    { timeoutMs, controller, once, beforeSend }: Sending,
     creds: AppliedCredentials,
   ): Promise<UpstreamReply> {
     if (!api.origin) {
@@ -97,6 +97,7 @@ export class Sender {
         controller,
         retries: once === true ? 0 : api.settings.retries,
         retryBackoffMs: api.settings.retryBackoffMs,
+        ...(beforeSend ? { beforeRetry: beforeSend } : {}),
       })
       .then(
         (reply) => {

@@ -213,3 +213,32 @@ paths:
     expect(s.upstream.received('/reports')).toHaveLength(0);
   });
 });
+
+describe('while an execute waits to retry after a 503 (SQLite)', () => {
+  let g: Gateway;
+  beforeAll(async () => {
+    g = await startGateway({ api: '    retries: 2\n    retry_backoff: 50ms' });
+  });
+  afterAll(() => g?.close());
+
+  it('an agent revoked during the backoff sends no retry', async () => {
+    const a = await g.p.activeAgent(['get_item']);
+    g.upstream.on('GET /v1/items/7', async (_req, res) => {
+      // The revocation commits (and answers 200) before the 503 reaches the proxy.
+      expect((await g.p.admin('POST', `/admin/agents/${a.agentId}/revoke`)).status).toBe(200);
+      json(res, 503, { error: 'busy' });
+    });
+    const reply = await g.p.execute(a.agent, a.agentId, 'get_item', { itemId: '7' });
+    expect(reply.body.error).toBe('agent_revoked');
+    expect(g.upstream.received('/v1/items/7')).toHaveLength(1);
+  });
+
+  it('with nothing written meanwhile, the retries go', async () => {
+    const a = await g.p.activeAgent(['get_item']);
+    g.upstream.reset();
+    g.upstream.on('GET /v1/items/8', (_req, res) => json(res, 503, { error: 'busy' }));
+    const reply = await g.p.execute(a.agent, a.agentId, 'get_item', { itemId: '8' });
+    expect(reply.body.upstream_status).toBe(503);
+    expect(g.upstream.received('/v1/items/8')).toHaveLength(3);
+  });
+});
