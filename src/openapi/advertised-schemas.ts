@@ -14,7 +14,7 @@
  * validates arguments against the full `argumentsSchema`, and the §2.12 version hashes the full
  * schemas, so nothing here can change what a call may do.
  */
-import { localRefNames } from './local-ref.js';
+import { defsOf, localRefNames, reachableDefNames } from './local-ref.js';
 import { isObject } from './pointer.js';
 import type { Capability, JsonSchema } from './types.js';
 
@@ -69,7 +69,8 @@ function pick(input: JsonSchema | undefined, output: JsonSchema | undefined): Ad
 function withinChars(schema: JsonSchema, chars: number, room: number): JsonSchema {
   const { $defs: defs, ...root } = schema;
   if (chars <= room || !isObject(defs)) return schema;
-  const total = reachedCount(root, defs);
+  const reached = reachableDefNames(root, defsOf(schema), refNames);
+  const total = Object.keys(defs).filter((name) => reached.has(name)).length;
   const entryChars = (name: string, value: unknown): number =>
     JSON.stringify(name).length + 1 + jsonChars(value);
   // The root with its note (numbers at their widest), `"$defs":{}`, and a comma before it.
@@ -120,19 +121,6 @@ function note(root: Record<string, unknown>, whole: number, summaries: number, t
     'only through those, are left out, to keep this capability within 256 KiB. The proxy checks ' +
     'arguments against the full schema.';
   return typeof root.$comment === 'string' ? `${root.$comment} ${ours}` : ours;
-}
-
-/** How many `$defs` entries are reachable from the root. */
-function reachedCount(root: unknown, defs: Record<string, unknown>): number {
-  const seen = new Set<string>();
-  const queue = [...refNames(root)];
-  for (let i = 0; i < queue.length; i++) {
-    const name = queue[i] as string;
-    if (seen.has(name) || !Object.hasOwn(defs, name)) continue;
-    seen.add(name);
-    queue.push(...refNames(defs[name]));
-  }
-  return seen.size;
 }
 
 // Components are shared objects: capabilities that reach the same components share them, so what

@@ -104,6 +104,29 @@ export function* schemaParts(node: unknown): Generator<object> {
 }
 
 /**
+ * The `$defs` names reachable from `node` through `lookup`, following references inside what
+ * they name (a name that `lookup` does not know is reached, but leads nowhere). `refsOf` reads a
+ * node's own references; a caller that meets the same nodes often may pass a remembering one.
+ */
+export function reachableDefNames(
+  node: unknown,
+  lookup: DefLookup,
+  refsOf: (node: unknown) => Iterable<string> = localRefNames,
+): Set<string> {
+  const queue = [...refsOf(node)];
+  const seen = new Set(queue);
+  for (let i = 0; i < queue.length; i++) {
+    for (const next of refsOf(lookup(queue[i] as string))) {
+      if (!seen.has(next)) {
+        seen.add(next);
+        queue.push(next);
+      }
+    }
+  }
+  return seen;
+}
+
+/**
  * The root schema with only the `$defs` it still reaches, for a root whose properties were removed
  * (pinned arguments): a schema carries what it refers to and nothing else. The kept definitions
  * are the same (shared) objects.
@@ -111,17 +134,7 @@ export function* schemaParts(node: unknown): Generator<object> {
 export function withReachableDefs(root: JsonSchema): JsonSchema {
   if (!isObject(root.$defs)) return root;
   const { $defs: defs, ...rest } = root;
-  const lookup = defsOf(root);
-  const queue = [...localRefNames(rest)];
-  const seen = new Set(queue);
-  for (let i = 0; i < queue.length; i++) {
-    for (const next of localRefNames(lookup(queue[i] as string))) {
-      if (!seen.has(next)) {
-        seen.add(next);
-        queue.push(next);
-      }
-    }
-  }
+  const seen = reachableDefNames(rest, defsOf(root));
   const kept = Object.keys(defs).filter((name) => seen.has(name));
   if (kept.length === 0) return rest;
   return { ...rest, $defs: Object.fromEntries(kept.map((name) => [name, defs[name]])) };
